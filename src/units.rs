@@ -1,7 +1,7 @@
-//! Number syntax and number formatting, as pv 1.11 does them (spec 1.5, 2.7, 2.8.2).
+//! Number formatting, as pv 1.11 does it (spec 2.7, 2.8.2, 2.8.3).
 //!
-//! Owns: validating and converting option values (`-s 1.5G`, `-i 0.5`, `-w 80`), and turning
-//! amounts, rates and durations into pv's fixed-width text ("describe amount").
+//! Owns: turning amounts, rates and durations into pv's fixed-width text ("describe amount").
+//! Parsing option values lives in `cli::number`.
 //! Must not: do any I/O. Everything here is a pure function.
 
 /// What is being counted; decides the prefix ratio (1024 or 1000) and the prefix field width.
@@ -13,32 +13,6 @@ pub enum CountKind {
     DecimalBytes,
     /// Lines (`-l`/`-0`): decimal prefixes, no unit.
     Lines,
-}
-
-/// True if `s` is a valid ANY_WITH_SUFFIX value (spec 1.5): `-s -L -B -Z`.
-pub fn is_valid_size(s: &str) -> bool {
-    todo!("{s}")
-}
-
-/// True if `s` is a valid BARE_INTEGER value (spec 1.5): `-A -w -H -R -Q -m`.
-pub fn is_valid_integer(s: &str) -> bool {
-    todo!("{s}")
-}
-
-/// True if `s` is a valid BARE_DOUBLE value (spec 1.5): `-i -D`.
-pub fn is_valid_double(s: &str) -> bool {
-    todo!("{s}")
-}
-
-/// Converts a size (spec 1.5 "Size conversion"); `si` selects 1000-based suffixes (`-k`).
-/// Never fails: call `is_valid_size` first.
-pub fn parse_size(s: &str, si: bool) -> u64 {
-    todo!("{s}{si}")
-}
-
-/// Converts an interval in seconds (spec 1.5 "Interval conversion"). Never fails.
-pub fn parse_interval(s: &str) -> f64 {
-    todo!("{s}")
 }
 
 /// pv's "describe amount" (spec 2.7): number field + prefix field + `suffix`.

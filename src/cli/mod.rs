@@ -7,6 +7,7 @@
 
 mod args;
 mod help;
+pub mod number;
 
 pub use args::parse;
 pub use help::{help_text, version_text};
