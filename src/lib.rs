@@ -2,8 +2,15 @@
 //!
 //! See ARCHITECTURE.md for the code map and the rules that must stay true.
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
+pub mod app;
 pub mod cli;
 pub mod display;
+pub mod shared;
+pub mod signals;
 pub mod stats;
+pub mod sys;
+pub mod term;
+pub mod transfer;
 pub mod units;

@@ -22,25 +22,206 @@ pub struct Rates {
 /// State kept between display updates (spec 2.9).
 #[derive(Debug, Clone)]
 pub struct RateTracker {
-    _todo: (),
+    /// Seconds between samples of the average-rate ring (5 if the window ≥ 20 s, else 1).
+    sample_every: f64,
+    /// Ring capacity: window / sample_every + 1.
+    capacity: usize,
+    /// (elapsed, transferred) samples, oldest first.
+    samples: std::collections::VecDeque<(f64, u64)>,
+    prev_elapsed: f64,
+    prev_transferred: u64,
+    carried: u64,
+    rate: f64,
+    avg_rate: f64,
+    percentage: f64,
+    max_rate: f64,
+    /// --stats accumulators over measurements.
+    measured: u64,
+    min: f64,
+    max: f64,
+    sum: f64,
+    sum_sq: f64,
 }
 
 impl RateTracker {
     /// `window_secs` is `-m` (default 30, at least 1).
     pub fn new(window_secs: u32) -> Self {
-        todo!("{window_secs}")
+        let window = window_secs.max(1) as usize;
+        let (sample_every, capacity) = if window >= 20 { (5.0, window / 5 + 1) } else { (1.0, window + 1) };
+        RateTracker {
+            sample_every,
+            capacity,
+            samples: std::collections::VecDeque::with_capacity(capacity),
+            prev_elapsed: 0.0,
+            prev_transferred: 0,
+            carried: 0,
+            rate: 0.0,
+            avg_rate: 0.0,
+            percentage: 0.0,
+            max_rate: 0.0,
+            measured: 0,
+            min: 0.0,
+            max: 0.0,
+            sum: 0.0,
+            sum_sq: 0.0,
+        }
     }
 
     /// Records one update at `elapsed` seconds with `transferred` units so far; `size` 0 means
     /// unknown. `final_update` replaces rate and average by transferred / max(elapsed, 1e-6).
     pub fn update(&mut self, elapsed: f64, transferred: u64, size: u64, final_update: bool) -> Rates {
-        todo!("{elapsed}{transferred}{size}{final_update}")
+        self.measure(elapsed, transferred);
+        self.sample(elapsed, transferred);
+        if final_update {
+            let overall = transferred as f64 / elapsed.max(1e-6);
+            self.rate = overall;
+            self.avg_rate = overall;
+        }
+        self.percentage = if size > 0 {
+            (100.0 * transferred as f64 / size as f64).clamp(0.0, 100_000.0)
+        } else if self.rate > 0.0 {
+            let next = self.percentage + 2.0;
+            if next > 199.0 {
+                0.0
+            } else {
+                next
+            }
+        } else {
+            self.percentage
+        };
+        Rates { rate: self.rate, avg_rate: self.avg_rate, percentage: self.percentage, max_rate: self.max_rate }
+    }
+
+    /// Instantaneous rate since the previous measurement (spec 2.9: updates closer than
+    /// 10 ms carry their bytes forward).
+    fn measure(&mut self, elapsed: f64, transferred: u64) {
+        let delta = transferred.saturating_sub(self.prev_transferred);
+        self.prev_transferred = transferred;
+        let dt = elapsed - self.prev_elapsed;
+        if dt <= 0.01 {
+            self.carried += delta;
+            return;
+        }
+        self.rate = (delta + self.carried) as f64 / dt;
+        self.carried = 0;
+        self.prev_elapsed = elapsed;
+        self.max_rate = self.max_rate.max(self.rate);
+        if self.measured == 0 || self.rate < self.min {
+            self.min = self.rate;
+        }
+        self.max = self.max.max(self.rate);
+        self.sum += self.rate;
+        self.sum_sq += self.rate * self.rate;
+        self.measured += 1;
+    }
+
+    /// Windowed average: a ring of samples taken at most every `sample_every` seconds.
+    fn sample(&mut self, elapsed: f64, transferred: u64) {
+        match self.samples.back() {
+            None => {
+                self.samples.push_back((elapsed, transferred));
+                self.avg_rate = self.rate;
+            }
+            Some(&(last, _)) if elapsed - last >= self.sample_every => {
+                if self.samples.len() == self.capacity {
+                    self.samples.pop_front();
+                }
+                self.samples.push_back((elapsed, transferred));
+                let (t0, x0) = self.samples[0];
+                let (t1, x1) = (elapsed, transferred);
+                if t1 > t0 {
+                    self.avg_rate = x1.saturating_sub(x0) as f64 / (t1 - t0);
+                }
+            }
+            Some(_) => {}
+        }
     }
 
     /// The `--stats` line without its newline (spec 2.11), e.g.
     /// `rate min/avg/max/mdev = 1.000/2.000/3.000/0.816 B/s`, or `rate not measured`.
     /// `unit` is the label to print (`B/s`, `b/s`, `/s`); `multiplier` scales the values (8 for -8).
     pub fn stats_line(&self, unit: &str, multiplier: f64) -> String {
-        todo!("{unit}{multiplier}")
+        if self.measured == 0 {
+            return "rate not measured".to_string();
+        }
+        let n = self.measured as f64;
+        let mean = self.sum / n;
+        let mdev = (self.sum_sq / n - mean * mean).max(0.0).sqrt();
+        format!(
+            "rate min/avg/max/mdev = {:.3}/{:.3}/{:.3}/{:.3} {unit}",
+            self.min * multiplier,
+            mean * multiplier,
+            self.max * multiplier,
+            mdev * multiplier
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_is_delta_over_time_and_carries_short_intervals() {
+        let mut t = RateTracker::new(30);
+        assert_eq!(t.update(1.0, 1000, 0, false).rate, 1000.0);
+        // 5 ms later: too close, rate kept, bytes carried.
+        assert_eq!(t.update(1.005, 1500, 0, false).rate, 1000.0);
+        // 1 s after the last measurement: (500 carried + 1500) / 1.0
+        assert_eq!(t.update(2.0, 3000, 0, false).rate, 2000.0);
+    }
+
+    #[test]
+    fn percentage_known_size_and_bouncing_counter() {
+        let mut t = RateTracker::new(30);
+        assert_eq!(t.update(1.0, 25, 100, false).percentage, 25.0);
+        assert_eq!(t.update(2.0, 250, 100, false).percentage, 250.0);
+        let mut u = RateTracker::new(30);
+        let seq: Vec<f64> = (1..=101).map(|i| u.update(i as f64, i * 10, 0, false).percentage).collect();
+        assert_eq!(&seq[..3], &[2.0, 4.0, 6.0]);
+        assert_eq!(seq[98], 198.0);
+        assert_eq!(seq[99], 0.0);
+        // No data moved: the counter does not advance.
+        let mut w = RateTracker::new(30);
+        assert_eq!(w.update(1.0, 0, 0, false).percentage, 0.0);
+    }
+
+    #[test]
+    fn average_uses_five_second_samples_with_a_thirty_second_window() {
+        let mut t = RateTracker::new(30);
+        assert_eq!(t.update(1.0, 100, 0, false).avg_rate, 100.0);
+        // Less than 5 s since the first sample: unchanged (sticky).
+        assert_eq!(t.update(3.0, 1100, 0, false).avg_rate, 100.0);
+        // 5 s later: (6100 - 100) / (6 - 1)
+        assert_eq!(t.update(6.0, 6100, 0, false).avg_rate, 1200.0);
+    }
+
+    #[test]
+    fn short_window_samples_every_second_and_drops_old_samples() {
+        let mut t = RateTracker::new(2);
+        t.update(1.0, 0, 0, false);
+        t.update(2.0, 1000, 0, false);
+        t.update(3.0, 2000, 0, false);
+        // Ring of 3: (1,0) dropped, average over (2,1000)..(4,10000).
+        assert_eq!(t.update(4.0, 10000, 0, false).avg_rate, 4500.0);
+    }
+
+    #[test]
+    fn final_update_uses_the_whole_run_average() {
+        let mut t = RateTracker::new(30);
+        t.update(1.0, 5000, 0, false);
+        let r = t.update(4.0, 8000, 0, true);
+        assert_eq!((r.rate, r.avg_rate), (2000.0, 2000.0));
+    }
+
+    #[test]
+    fn stats_line_min_avg_max_mdev() {
+        let mut t = RateTracker::new(30);
+        assert_eq!(t.stats_line("B/s", 1.0), "rate not measured");
+        t.update(1.0, 1000, 0, false);
+        t.update(2.0, 3000, 0, false);
+        t.update(3.0, 6000, 0, false);
+        assert_eq!(t.stats_line("B/s", 1.0), "rate min/avg/max/mdev = 1000.000/2000.000/3000.000/816.497 B/s");
+        assert_eq!(t.stats_line("b/s", 8.0), "rate min/avg/max/mdev = 8000.000/16000.000/24000.000/6531.973 b/s");
     }
 }

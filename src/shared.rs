@@ -1,0 +1,115 @@
+//! State shared between the data thread and the display thread.
+//!
+//! Owns: the counters the engine bumps (one relaxed atomic add per chunk), the exit-status
+//! bits, and the queue of messages the engine wants printed. Must not: format progress or
+//! write to the terminal; only the display thread prints, so messages never interleave with
+//! a half-drawn progress line.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
+
+/// Exit-status bits (spec 1.9), OR-ed together over a run.
+pub mod status {
+    /// Problem with -R/-Q/-P/-M or the store-and-forward file.
+    pub const REMOTE_OR_PID: u8 = 1;
+    /// An input, the output or a watched descriptor could not be opened or stat'ed.
+    pub const ACCESS: u8 = 2;
+    /// An input is the same file as the output.
+    pub const OUROBOROS: u8 = 4;
+    /// Failure closing an input or moving to the next one.
+    pub const TRANSITION: u8 = 8;
+    /// A read or write error.
+    pub const TRANSFER: u8 = 16;
+    /// Ended by SIGINT, SIGHUP or SIGTERM.
+    pub const SIGNAL: u8 = 32;
+    /// Command-line errors (and, in pv, allocation failures).
+    pub const USAGE: u8 = 64;
+}
+
+/// Counters and flags written by the data thread and read by the display thread.
+#[derive(Debug)]
+pub struct Shared {
+    /// Bytes written to the output so far.
+    pub bytes: AtomicU64,
+    /// Lines (separators) written so far; only maintained in line mode.
+    pub lines: AtomicU64,
+    /// Monotonic time (ns) of the first write, 0 before it (for `-W`).
+    pub first_write_ns: AtomicU64,
+    /// True while the current input is moved by splice/copy_file_range (for `%T`).
+    pub zero_copy: AtomicBool,
+    /// Bytes read but not yet written, for `%T` (read/write path only).
+    pub buffered: AtomicU64,
+    /// Capacity of the transfer buffer in bytes, 0 before it exists (for `%T`).
+    pub buffer_capacity: AtomicU64,
+    /// Set by the display thread to ask the engine to stop (signals).
+    pub stop: AtomicBool,
+    /// Set by the engine when it has finished (normally or not).
+    pub done: AtomicBool,
+    /// Set by the engine when the run must end without a final update (write error).
+    pub aborted: AtomicBool,
+    /// Set when the output's reader went away (EPIPE): nothing is left to drain.
+    pub output_closed: AtomicBool,
+    status: AtomicU8,
+    messages: Mutex<Vec<String>>,
+    wake: Option<OwnedFd>,
+}
+
+impl Shared {
+    /// New zeroed state; `wake` is the write end of a pipe the display thread polls, written
+    /// to whenever a message is queued or the engine finishes.
+    pub fn new(wake: Option<OwnedFd>) -> Shared {
+        Shared {
+            bytes: AtomicU64::new(0),
+            lines: AtomicU64::new(0),
+            first_write_ns: AtomicU64::new(0),
+            zero_copy: AtomicBool::new(false),
+            buffered: AtomicU64::new(0),
+            buffer_capacity: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            done: AtomicBool::new(false),
+            aborted: AtomicBool::new(false),
+            output_closed: AtomicBool::new(false),
+            status: AtomicU8::new(0),
+            messages: Mutex::new(Vec::new()),
+            wake,
+        }
+    }
+
+    /// ORs `bits` into the exit status.
+    pub fn fail(&self, bits: u8) {
+        self.status.fetch_or(bits, Ordering::Relaxed);
+    }
+
+    /// The exit status so far.
+    pub fn status(&self) -> u8 {
+        self.status.load(Ordering::Relaxed)
+    }
+
+    /// Queues an error message (without the `prog: ` prefix) and ORs `bits` into the status.
+    /// Rare path: takes a lock and allocates.
+    pub fn report(&self, bits: u8, message: String) {
+        self.fail(bits);
+        if let Ok(mut queue) = self.messages.lock() {
+            queue.push(message);
+        }
+        self.wake();
+    }
+
+    /// Takes all queued messages.
+    pub fn take_messages(&self) -> Vec<String> {
+        self.messages.lock().map(|mut q| std::mem::take(&mut *q)).unwrap_or_default()
+    }
+
+    /// Marks the engine finished and wakes the display thread.
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(fd) = &self.wake {
+            crate::sys::write_raw(fd.as_raw_fd(), b"w");
+        }
+    }
+}

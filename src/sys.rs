@@ -1,0 +1,368 @@
+//! Thin safe wrappers over the Linux system calls rpv needs beyond `std`.
+//!
+//! Owns: every `unsafe` block of the crate. Each wrapper does one syscall, maps `-1` to
+//! `io::Error`, and takes borrowed descriptors. Must not: hold policy (retries, fallbacks and
+//! error messages belong to the callers).
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}
+
+/// The C library's message for an errno value, without Rust's " (os error N)" suffix, as pv
+/// prints it (`No such file or directory`).
+pub fn strerror(err: &io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => {
+            // SAFETY: strerror returns a pointer to a static or thread-local NUL-terminated
+            // string, which we copy before any other libc call.
+            let text = unsafe { CStr::from_ptr(libc::strerror(code)) };
+            text.to_string_lossy().into_owned()
+        }
+        None => err.to_string(),
+    }
+}
+
+/// What kind of file a descriptor refers to (from `fstat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A FIFO or anonymous pipe.
+    Pipe,
+    /// A regular file.
+    Regular,
+    /// A block device.
+    Block,
+    /// A character device (tty, /dev/null, /dev/zero, …).
+    Char,
+    /// A socket.
+    Socket,
+    /// A directory.
+    Directory,
+    /// Anything else.
+    Other,
+}
+
+/// The parts of `struct stat` rpv uses.
+#[derive(Debug, Clone, Copy)]
+pub struct FileInfo {
+    /// File type.
+    pub kind: FileKind,
+    /// Device of the inode.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes (`st_size`).
+    pub size: u64,
+    /// Device number for device files (`st_rdev`).
+    pub rdev: u64,
+    /// Preferred I/O block size.
+    pub blksize: u64,
+}
+
+fn info_from_stat(st: &libc::stat) -> FileInfo {
+    let kind = match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => FileKind::Pipe,
+        libc::S_IFREG => FileKind::Regular,
+        libc::S_IFBLK => FileKind::Block,
+        libc::S_IFCHR => FileKind::Char,
+        libc::S_IFSOCK => FileKind::Socket,
+        libc::S_IFDIR => FileKind::Directory,
+        _ => FileKind::Other,
+    };
+    FileInfo {
+        kind,
+        dev: st.st_dev,
+        ino: st.st_ino,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        rdev: st.st_rdev,
+        blksize: u64::try_from(st.st_blksize).unwrap_or(0),
+    }
+}
+
+/// `fstat(2)`.
+pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<FileInfo> {
+    // SAFETY: `st` is a valid out-pointer; zeroed is a valid bit pattern for `stat`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    Ok(info_from_stat(&st))
+}
+
+/// `splice(2)` between two descriptors using their file offsets; blocking unless the
+/// descriptors are non-blocking. Returns the bytes moved (0 = end of input).
+///
+/// # References
+/// splice(2)
+pub fn splice(input: BorrowedFd<'_>, output: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    // SAFETY: null offsets mean "use and update the file offsets"; the fds are borrowed.
+    let ret = unsafe {
+        libc::splice(
+            input.as_raw_fd(),
+            std::ptr::null_mut(),
+            output.as_raw_fd(),
+            std::ptr::null_mut(),
+            len,
+            libc::SPLICE_F_MORE,
+        )
+    };
+    cvt_size(ret)
+}
+
+/// `copy_file_range(2)` using both descriptors' file offsets.
+///
+/// # References
+/// copy_file_range(2)
+pub fn copy_file_range(
+    input: BorrowedFd<'_>,
+    output: BorrowedFd<'_>,
+    len: usize,
+) -> io::Result<usize> {
+    // SAFETY: null offsets use and update the file offsets; the fds are borrowed.
+    let ret = unsafe {
+        libc::copy_file_range(
+            input.as_raw_fd(),
+            std::ptr::null_mut(),
+            output.as_raw_fd(),
+            std::ptr::null_mut(),
+            len,
+            0,
+        )
+    };
+    cvt_size(ret)
+}
+
+/// `read(2)` into `buf`.
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for writes of buf.len() bytes.
+    cvt_size(unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) })
+}
+
+/// `write(2)` from `buf`.
+pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for reads of buf.len() bytes.
+    cvt_size(unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
+}
+
+/// `pread(2)` at `offset`, leaving the file offset alone.
+pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let off = libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: buf is valid for writes of buf.len() bytes.
+    cvt_size(unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off) })
+}
+
+/// `lseek(2)`; returns the new offset.
+pub fn lseek(fd: BorrowedFd<'_>, offset: i64, whence: libc::c_int) -> io::Result<u64> {
+    // SAFETY: plain syscall on a borrowed fd.
+    let ret = unsafe { libc::lseek(fd.as_raw_fd(), offset, whence) };
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as u64)
+    }
+}
+
+/// `F_GETPIPE_SZ`: the capacity of the pipe in bytes.
+pub fn pipe_size(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    // SAFETY: fcntl with an integer-returning command.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETPIPE_SZ) }).map(|n| n as usize)
+}
+
+/// `F_SETPIPE_SZ`: asks for a capacity of `size` bytes; returns the capacity granted.
+pub fn set_pipe_size(fd: BorrowedFd<'_>, size: usize) -> io::Result<usize> {
+    let size = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
+    // SAFETY: fcntl with an integer argument.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, size) }).map(|n| n as usize)
+}
+
+/// `F_GETFL`: the file status flags (`O_NONBLOCK`, `O_APPEND`, …).
+pub fn status_flags(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
+    // SAFETY: fcntl with an integer-returning command.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })
+}
+
+/// `FIONREAD`: bytes waiting unread in a pipe.
+pub fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n) })?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// `poll(2)` on one descriptor; returns the `revents` (0 on timeout). EINTR is returned as
+/// an error so callers can check their stop flags.
+pub fn poll_one(fd: BorrowedFd<'_>, events: libc::c_short, timeout_ms: i32) -> io::Result<libc::c_short> {
+    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 };
+    // SAFETY: one valid pollfd.
+    cvt(unsafe { libc::poll(&mut pfd, 1, timeout_ms) })?;
+    Ok(pfd.revents)
+}
+
+/// `posix_fadvise(POSIX_FADV_SEQUENTIAL)` over the whole file; failures are ignored.
+pub fn advise_sequential(fd: BorrowedFd<'_>) {
+    // SAFETY: advisory call on a borrowed fd.
+    unsafe {
+        libc::posix_fadvise(fd.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
+    }
+}
+
+/// `ftruncate(2)`.
+pub fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: plain syscall on a borrowed fd.
+    cvt(unsafe { libc::ftruncate(fd.as_raw_fd(), len) }).map(drop)
+}
+
+/// `isatty(3)`.
+pub fn isatty(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: plain libc call.
+    unsafe { libc::isatty(fd.as_raw_fd()) == 1 }
+}
+
+/// Terminal size (columns, rows) from `TIOCGWINSZ`, if `fd` is a terminal that knows it.
+pub fn window_size(fd: BorrowedFd<'_>) -> Option<(u16, u16)> {
+    // SAFETY: TIOCGWINSZ fills one winsize struct.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some((ws.ws_col, ws.ws_row))
+}
+
+/// True if this process is in the foreground process group of the terminal on `fd`, or if
+/// `fd` is not a terminal (pv's rule, spec 2.1).
+pub fn in_foreground(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: plain libc calls.
+    let fg = unsafe { libc::tcgetpgrp(fd.as_raw_fd()) };
+    if fg == -1 {
+        return true;
+    }
+    fg == unsafe { libc::getpgrp() }
+}
+
+/// Monotonic clock in nanoseconds (async-signal-safe, usable in signal handlers).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec; it is async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Wall clock: (seconds since the epoch, local UTC offset in seconds).
+pub fn wall_clock() -> (i64, i32) {
+    // SAFETY: time(NULL) and localtime_r with valid out-pointers.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        let offset = if libc::localtime_r(&now, &mut tm).is_null() { 0 } else { tm.tm_gmtoff as i32 };
+        (now as i64, offset)
+    }
+}
+
+/// An anonymous pipe with both ends close-on-exec: (read end, write end).
+pub fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 writes two fds which we then own.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    Ok(unsafe {
+        (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    })
+}
+
+/// Sets or clears `O_NONBLOCK`.
+pub fn set_nonblocking(fd: BorrowedFd<'_>, yes: bool) -> io::Result<()> {
+    let flags = status_flags(fd)?;
+    let flags = if yes { flags | libc::O_NONBLOCK } else { flags & !libc::O_NONBLOCK };
+    // SAFETY: fcntl with an integer argument.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) }).map(drop)
+}
+
+/// Installs `handler` for `signal` with `SA_RESTART` off (so blocking calls return EINTR).
+pub fn set_signal_handler(signal: libc::c_int, handler: extern "C" fn(libc::c_int)) -> io::Result<()> {
+    // SAFETY: sigaction with a zeroed struct, an empty mask and a plain handler.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = 0;
+        cvt(libc::sigaction(signal, &sa, std::ptr::null_mut())).map(drop)
+    }
+}
+
+/// Sets `signal` to be ignored.
+pub fn ignore_signal(signal: libc::c_int) {
+    // SAFETY: installing SIG_IGN is always safe.
+    unsafe {
+        libc::signal(signal, libc::SIG_IGN);
+    }
+}
+
+/// Restores the default action of `signal` and raises it (used to stop with SIGSTOP).
+pub fn raise(signal: libc::c_int) {
+    // SAFETY: raise is async-signal-safe.
+    unsafe {
+        libc::raise(signal);
+    }
+}
+
+/// Blocks `signals` in the calling thread, so they are delivered to other threads.
+pub fn block_signals(signals: &[libc::c_int]) {
+    // SAFETY: builds a sigset and applies it to this thread only.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Writes `buf` to a raw fd from a signal handler (async-signal-safe, errors ignored).
+pub fn write_raw(fd: RawFd, buf: &[u8]) {
+    // SAFETY: write is async-signal-safe; buf is valid.
+    unsafe {
+        libc::write(fd, buf.as_ptr().cast(), buf.len());
+    }
+}
+
+/// `access(path, R_OK)`.
+pub fn readable(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: valid C string.
+    unsafe { libc::access(c.as_ptr(), libc::R_OK) == 0 }
+}
+
+/// Standard input, borrowed for the life of the process (rpv never closes fds 0–2).
+pub fn stdin_fd() -> BorrowedFd<'static> {
+    // SAFETY: fd 0 stays open for the whole process.
+    unsafe { BorrowedFd::borrow_raw(0) }
+}
+
+/// Standard output, borrowed for the life of the process.
+pub fn stdout_fd() -> BorrowedFd<'static> {
+    // SAFETY: fd 1 stays open for the whole process.
+    unsafe { BorrowedFd::borrow_raw(1) }
+}
+
+/// Standard error, borrowed for the life of the process.
+pub fn stderr_fd() -> BorrowedFd<'static> {
+    // SAFETY: fd 2 stays open for the whole process.
+    unsafe { BorrowedFd::borrow_raw(2) }
+}
