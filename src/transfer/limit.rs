@@ -103,7 +103,8 @@ mod tests {
     #[test]
     fn idle_time_does_not_build_a_burst() {
         let mut lim = Limiter::new(1000, 0);
-        lim.consume(lim.allowance(1000, 0).unwrap());
+        let first = lim.allowance(1000, 0).unwrap();
+        lim.consume(first);
         // Ten seconds idle: only one quantum (10 units) is available, not 10 000.
         assert_eq!(lim.allowance(1_000_000, 10 * SEC), Ok(10));
     }
