@@ -4,11 +4,15 @@
 //! and rendering a [`Frame`] through it at a given width. Must not: read clocks, counters or
 //! the terminal, or write anything. `render` is a pure function of (format, frame, width).
 
+mod bar;
+mod clock;
 mod format;
 mod render;
+mod width;
 
 pub use format::{default_format, DisplaySwitches, Format, Segment};
 pub use render::render;
+pub use width::display_width;
 
 use crate::units::CountKind;
 
@@ -60,6 +64,9 @@ pub struct Frame<'a> {
     pub transferred: u64,
     /// Total size in the same unit; 0 = unknown.
     pub size: u64,
+    /// Watchfd: the position when watching started. The ETA stays 0 until something moved
+    /// past it (spec 2.8.3); 0 everywhere else.
+    pub initial_offset: u64,
     /// Current rate (units/s); the whole-run average at the final update.
     pub rate: f64,
     /// Windowed average rate (units/s); the whole-run average at the final update.
@@ -97,10 +104,4 @@ pub struct Frame<'a> {
     /// Wall-clock now, seconds since the Unix epoch, and the local UTC offset in seconds
     /// (for `%I`). Passed in so rendering stays pure.
     pub wall_clock: (i64, i32),
-}
-
-impl Default for CountKind {
-    fn default() -> Self {
-        CountKind::BinaryBytes
-    }
 }

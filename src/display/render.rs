@@ -1,9 +1,303 @@
-//! Rendering a [`Format`] for one [`Frame`] at a width (spec 2.6–2.8).
+//! Rendering a [`Format`] for one [`Frame`] at a width (spec 2.6–2.8, 2.10).
+//!
+//! Owns the layout (static parts first, then expanding components sharing what is left) and
+//! one render function per component. Must not: read clocks or counters, or write anything;
+//! the `\r`/`\n` and the shrink padding of spec 2.3 are added by the terminal writer.
+//!
+//! Deliberate differences from pv 1.11 (for docs/compatibility.md):
+//! * A bar at 100 % is completely full, with no `>` tip in its last cell (spec 7.2 #16);
+//!   the tip still shows below 100 % and at 0 % (see `bar.rs`).
+//! * Control characters (e.g. a TAB) in a format count as zero columns instead of making
+//!   every expanding component vanish (spec 7.2 #14; see `width.rs`).
+//! * Numeric mode with `-l -8` does not multiply line counts and line rates by 8: bits
+//!   only apply to bytes (spec 7.2 #24).
+//! * Sub-unit rates are not shown with `m`/`u` prefixes (spec 7.2 #15; see `units.rs`).
+//! * A trailing `%` or unterminated `%{name` is plain literal text, never a NUL byte
+//!   (spec 7.2 #13; see `format.rs`).
 
-use super::{Format, Frame};
+use super::bar::{render_amount_only, render_bar};
+use super::clock::local_time_text;
+use super::width::display_width;
+use super::{BufferFill, Format, Frame, Segment};
+use crate::units::{describe_amount, format_elapsed, format_eta, format_g, CountKind};
+
+/// Times (elapsed, ETA) are clamped to this many seconds.
+const MAX_SECONDS: f64 = 360_000_000.0;
+/// `%I` shows the date as well when the finish is further away than this (6 hours).
+const FINETA_DATE_AFTER: u64 = 21_600;
+/// `%A` shows at most this many bytes.
+const MAX_LAST_WRITTEN: usize = 256;
+/// `%L` shows at most this many bytes.
+const MAX_PREVIOUS_LINE: usize = 1024;
+/// `%N`: default alignment width, and the maximum for width and name length.
+const NAME_WIDTH: usize = 9;
+/// See [`NAME_WIDTH`].
+const NAME_MAX: usize = 500;
+/// pv closes an SGR escape after this many codes and opens another.
+const SGR_CODES_PER_ESCAPE: usize = 16;
 
 /// Renders one display line (without the trailing `\r`/`\n` and without shrink padding,
 /// which the terminal writer adds). Pure: same inputs, same output.
 pub fn render(format: &Format, frame: &Frame, width: usize) -> String {
-    todo!("{format:?}{frame:?}{width}")
+    // First pass: everything with a known width.
+    let mut pieces: Vec<Option<String>> = Vec::with_capacity(format.segments.len());
+    let mut used = 0;
+    let mut expanding = 0;
+    for segment in &format.segments {
+        if segment.is_dynamic() {
+            expanding += 1;
+            pieces.push(None);
+        } else {
+            let text = render_segment(segment, frame, 0);
+            used += display_width(&text);
+            pieces.push(Some(text));
+        }
+    }
+    let share = width.saturating_sub(used) / expanding.max(1);
+
+    // pv assembles the line in a buffer of this size (minus its NUL) and skips any
+    // segment that would not fit.
+    let capacity = 4 * width + 80 + frame.name.map_or(0, str::len) - 1;
+    let mut line = String::new();
+    let mut colour_active = false;
+    for (segment, piece) in format.segments.iter().zip(pieces) {
+        let text = piece.unwrap_or_else(|| render_segment(segment, frame, share));
+        if line.len() + text.len() > capacity {
+            continue;
+        }
+        if let Segment::Sgr { codes } = segment {
+            if let Some(&last) = codes.last().filter(|_| frame.colour) {
+                colour_active = last != 0;
+            }
+        }
+        line.push_str(&text);
+    }
+    if colour_active {
+        line.push_str("\x1b[m");
+    }
+    line
 }
+
+/// One segment's text; `share` is the width given to an expanding component without a
+/// chosen size.
+fn render_segment(segment: &Segment, frame: &Frame, share: usize) -> String {
+    match segment {
+        Segment::Literal(text) => text.clone(),
+        Segment::Progress { width } => {
+            render_bar(frame, width.unwrap_or(share), frame.bar_style, true)
+        }
+        Segment::BarOnly { style, width } => render_bar(
+            frame,
+            width.unwrap_or(share),
+            style.unwrap_or(frame.bar_style),
+            false,
+        ),
+        Segment::ProgressAmount => render_progress_amount(frame),
+        Segment::Timer => render_timer(frame),
+        Segment::Eta => render_eta(frame),
+        Segment::FinEta => render_fineta(frame),
+        Segment::Rate => render_rate(frame, frame.rate, '[', ']'),
+        Segment::AverageRate => render_rate(frame, frame.avg_rate, '(', ')'),
+        Segment::Bytes => render_bytes(frame),
+        Segment::Ratio => render_ratio(frame),
+        Segment::BufferPercent => render_buffer_percent(frame),
+        Segment::LastWritten { count } => render_last_written(frame, *count),
+        Segment::PreviousLine { width } => render_previous_line(frame, width.unwrap_or(share)),
+        Segment::Name { width } => render_name(frame, *width),
+        Segment::Sgr { codes } => render_sgr(frame, codes),
+    }
+}
+
+/// Multiplier for `-8`: 8 for bytes, 1 for lines (and without `-8`).
+fn bits_scale(frame: &Frame) -> f64 {
+    if frame.bits && frame.kind != CountKind::Lines {
+        8.0
+    } else {
+        1.0
+    }
+}
+
+/// Unit suffix of `%b` (`per_second` false) or of rates.
+fn unit_suffix(frame: &Frame, per_second: bool) -> &'static str {
+    match (frame.kind, frame.bits, per_second) {
+        (CountKind::Lines, _, false) => "",
+        (CountKind::Lines, _, true) => "/s",
+        (_, true, false) => "b",
+        (_, true, true) => "b/s",
+        (_, false, false) => "B",
+        (_, false, true) => "B/s",
+    }
+}
+
+/// `%b` (spec 2.8.1): describe-amount, or an integer in numeric mode.
+fn render_bytes(frame: &Frame) -> String {
+    if frame.numeric {
+        let scale = if bits_scale(frame) > 1.0 { 8 } else { 1 };
+        return frame.transferred.saturating_mul(scale).to_string();
+    }
+    let value = frame.transferred as f64 * bits_scale(frame);
+    describe_amount(value, frame.kind, unit_suffix(frame, false))
+}
+
+/// `%t` (spec 2.8.2).
+fn render_timer(frame: &Frame) -> String {
+    let secs = if frame.elapsed.is_finite() {
+        frame.elapsed.clamp(0.0, MAX_SECONDS)
+    } else {
+        0.0
+    };
+    if frame.numeric {
+        format!("{secs:.4}")
+    } else {
+        format_elapsed(secs)
+    }
+}
+
+/// `%r` and `%a` (spec 2.8.5, 2.8.6): `value` inside `open`/`close`, or `%.4f` numerically.
+fn render_rate(frame: &Frame, value: f64, open: char, close: char) -> String {
+    let value = value * bits_scale(frame);
+    if frame.numeric {
+        return format!("{value:.4}");
+    }
+    let amount = describe_amount(value, frame.kind, unit_suffix(frame, true));
+    format!("{open}{amount}{close}")
+}
+
+/// Seconds left (spec 2.8.3): what is left over the windowed average rate, 0 when nothing
+/// has moved yet or the rate is negligible.
+fn eta_seconds(frame: &Frame) -> u64 {
+    let moved = frame.transferred.saturating_sub(frame.initial_offset);
+    if moved < 1 || frame.avg_rate.is_nan() || frame.avg_rate < 0.001 {
+        return 0;
+    }
+    let left = frame.size as f64 - frame.transferred as f64;
+    (left / frame.avg_rate).floor().clamp(0.0, MAX_SECONDS) as u64
+}
+
+/// `%e` (spec 2.8.3): empty for an unknown size, all spaces at the final update.
+fn render_eta(frame: &Frame) -> String {
+    if frame.size == 0 {
+        return String::new();
+    }
+    let text = format!("ETA {}", format_eta(eta_seconds(frame)));
+    if frame.final_update {
+        " ".repeat(text.chars().count())
+    } else {
+        text
+    }
+}
+
+/// `%I` (spec 2.8.4): local finish time, with the date when more than 6 hours away.
+fn render_fineta(frame: &Frame) -> String {
+    if frame.size == 0 {
+        return String::new();
+    }
+    let eta = eta_seconds(frame);
+    let (now, utc_offset) = frame.wall_clock;
+    let then = now.saturating_add(i64::try_from(eta).unwrap_or(i64::MAX));
+    let text = local_time_text(then, utc_offset, eta > FINETA_DATE_AFTER);
+    format!("FIN {text}")
+}
+
+/// `%{progress-amount-only}` (spec 2.8.9).
+fn render_progress_amount(frame: &Frame) -> String {
+    if frame.numeric {
+        format!("{:.0}", frame.percentage)
+    } else {
+        render_amount_only(frame)
+    }
+}
+
+/// `%T` (spec 2.8.10).
+fn render_buffer_percent(frame: &Frame) -> String {
+    match frame.buffer {
+        BufferFill::None => String::new(),
+        BufferFill::Splice => "{----}".to_string(),
+        BufferFill::Fraction(fraction) => format!("{{{:3.0}%}}", fraction * 100.0),
+    }
+}
+
+/// Printable ASCII, as pv's `isprint` in any locale for single bytes we show.
+fn is_printable(byte: u8) -> bool {
+    (32..=126).contains(&byte)
+}
+
+/// `%nA` (spec 2.8.11): the last `count` bytes written, unprintable or not yet seen as `.`.
+fn render_last_written(frame: &Frame, count: usize) -> String {
+    let count = count.min(MAX_LAST_WRITTEN);
+    let data = frame.last_written;
+    let seen = &data[data.len().saturating_sub(count)..];
+    let missing = count - seen.len();
+    std::iter::repeat('.')
+        .take(missing)
+        .chain(
+            seen.iter()
+                .map(|&b| if is_printable(b) { char::from(b) } else { '.' }),
+        )
+        .collect()
+}
+
+/// `%nL` (spec 2.8.12): the previous line in exactly `width` columns, unprintable bytes and
+/// unused positions as spaces.
+fn render_previous_line(frame: &Frame, width: usize) -> String {
+    let width = width.min(MAX_PREVIOUS_LINE);
+    let shown = frame.previous_line.iter().take(width);
+    let mut text: String = shown
+        .map(|&b| if is_printable(b) { char::from(b) } else { ' ' })
+        .collect();
+    let pad = width - text.len();
+    text.extend(std::iter::repeat(' ').take(pad));
+    text
+}
+
+/// `%N` (spec 2.8.14): `printf("%*.500s:", width, name)`. Like C's printf, the alignment
+/// counts bytes, not columns; the name is cut (at a character boundary) after 500 bytes.
+fn render_name(frame: &Frame, width: Option<usize>) -> String {
+    let Some(name) = frame.name else {
+        return String::new();
+    };
+    let mut end = name.len().min(NAME_MAX);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let name = &name[..end];
+    let width = width.unwrap_or(NAME_WIDTH).min(NAME_MAX);
+    let pad = width.saturating_sub(name.len());
+    format!("{}{name}:", " ".repeat(pad))
+}
+
+/// `%{ratio}` (spec 2.8.15): `-:-`, `1:1`, `R:1` (the other side is larger) or `1:R`.
+fn render_ratio(frame: &Frame) -> String {
+    match frame.ratio {
+        Some((this, other)) if this > 0 && other > 0 => {
+            let (this, other) = (this as f64, other as f64);
+            if this == other {
+                "1:1".to_string()
+            } else if other > this {
+                format!("{}:1", format_g(other / this, 4, false))
+            } else {
+                format!("1:{}", format_g(this / other, 4, false))
+            }
+        }
+        _ => "-:-".to_string(),
+    }
+}
+
+/// `%{sgr:LIST}` (spec 2.8.13): `ESC [ codes m`, a new escape every 16 codes; nothing
+/// without colour support.
+fn render_sgr(frame: &Frame, codes: &[u8]) -> String {
+    if !frame.colour {
+        return String::new();
+    }
+    codes
+        .chunks(SGR_CODES_PER_ESCAPE)
+        .map(|chunk| {
+            let list: Vec<String> = chunk.iter().map(u8::to_string).collect();
+            format!("\x1b[{}m", list.join(";"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;
