@@ -6,40 +6,8 @@
 
 use std::os::fd::BorrowedFd;
 
+use crate::display::display_width;
 use crate::sys;
-
-/// Display columns of `text`, skipping CSI escape sequences (`ESC [ … final`) and OSC
-/// sequences; control characters count as zero columns.
-pub fn display_width(text: &str) -> usize {
-    let mut width = 0;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            match chars.peek() {
-                Some('[') => {
-                    chars.next();
-                    for c in chars.by_ref() {
-                        if ('\x40'..='\x7e').contains(&c) {
-                            break;
-                        }
-                    }
-                }
-                Some(']') => {
-                    // OSC: up to BEL or ESC \
-                    while let Some(c) = chars.next() {
-                        if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            }
-            continue;
-        }
-        width += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-    }
-    width
-}
 
 /// Terminal width and height for the display: `-w`/`-H` if non-zero, else `TIOCGWINSZ` on
 /// stderr, else 80×25.
@@ -143,19 +111,5 @@ impl Term {
                 Err(_) => return,
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::display_width;
-
-    #[test]
-    fn width_skips_escapes_and_counts_wide_characters() {
-        assert_eq!(display_width("abc"), 3);
-        assert_eq!(display_width("\x1b[32;1mabc\x1b[m"), 3);
-        assert_eq!(display_width("日本"), 4);
-        assert_eq!(display_width("a\x1b]2;title\x1b\\b"), 2);
-        assert_eq!(display_width("a\tb"), 2);
     }
 }
