@@ -53,6 +53,9 @@ pub struct Hooks {
     pub force: Option<Path>,
     /// Make the N-th zero-copy call (1-based) fail with EINVAL.
     pub fail_at: Option<u64>,
+    /// `RPV_TEST_TRACE=1`: report each path choice and fallback as a message, so tests can
+    /// check which path really moved the data.
+    pub trace: bool,
 }
 
 impl Hooks {
@@ -65,7 +68,8 @@ impl Hooks {
             _ => None,
         };
         let fail_at = std::env::var("RPV_TEST_FAIL_AT").ok().and_then(|v| v.parse().ok());
-        Hooks { force, fail_at }
+        let trace = std::env::var_os("RPV_TEST_TRACE").is_some();
+        Hooks { force, fail_at, trace }
     }
 }
 
@@ -173,6 +177,7 @@ impl<'a> Engine<'a> {
         let fd = source.fd();
         sys::advise_sequential(fd);
         let mut path = self.choose_path(&info, fd);
+        self.trace(|| format!("trace: {name}: {path:?}"));
         loop {
             if self.shared.stop.load(Ordering::Relaxed) {
                 return false;
@@ -185,9 +190,19 @@ impl<'a> Engine<'a> {
             match step {
                 Step::Continue => {}
                 Step::NextInput => return true,
-                Step::Fallback => path = Path::ReadWrite,
+                Step::Fallback => {
+                    path = Path::ReadWrite;
+                    let calls = self.zero_copy_calls;
+                    self.trace(|| format!("trace: {name}: ReadWrite after {calls} zero-copy calls"));
+                }
                 Step::End => return false,
             }
+        }
+    }
+
+    fn trace(&self, message: impl FnOnce() -> String) {
+        if self.settings.hooks.trace {
+            self.shared.report(0, message());
         }
     }
 
