@@ -1,4 +1,4 @@
-//! getopt_long emulation and the option table (spec 1.2–1.5, 1.7, 1.8).
+//! `getopt_long` emulation and the option table (spec 1.2–1.5, 1.7, 1.8).
 //!
 //! Owns: splitting argv into options and operands exactly as glibc `getopt_long` does for
 //! pv's option string (permutation, bundling, attached values, long-name prefixes, `--`,
@@ -8,10 +8,6 @@
 
 use super::number::{is_valid_double, is_valid_integer, is_valid_size, parse_interval, parse_size};
 use super::{Action, MonitorSide, Options, Parsed, SizeArg};
-
-/// pv 1.11's short-option string; [`FLAGS`] must describe exactly these options.
-pub(crate) const SHORT_OPTIONS: &str =
-    "hVpteIrab8kTA:fvnqcWD:s:gl0i:w:H:N:u:F:x:L:B:CEZ:SYKOXU:R:Q:P:d:m:o:M:";
 
 /// One row of the option table: a short letter and a long name for the same option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +36,8 @@ const fn valued(short: char, long: &'static str) -> Flag {
     }
 }
 
-/// Every option of pv 1.11, in the order of spec 1.3. The order matters: it is the order
+/// Every option of pv 1.11, in the order of spec 1.3 (a test checks it against pv's
+/// short-option string). The order matters: it is the order
 /// in which glibc lists the possibilities of an ambiguous long-name prefix.
 pub(crate) const FLAGS: &[Flag] = &[
     flag('p', "progress"),
@@ -442,11 +439,12 @@ impl<'a> State<'a> {
         }
     }
 
-    /// BARE_INTEGER options; the value is truncated to 32 bits as pv's `unsigned int` is.
+    /// `BARE_INTEGER` options; the value is truncated to 32 bits as pv's `unsigned int` is.
     fn apply_integer(&mut self, short: char, value: &str) -> Result<(), String> {
         if !is_valid_integer(value) {
             return Err(self.fail(&format!("-{short}: {value}: integer argument expected")));
         }
+        #[allow(clippy::cast_possible_truncation)] // C's conversion to `unsigned int`
         let n = parse_size(value, false) as u32;
         let o = &mut self.opts;
         match short {
@@ -463,7 +461,7 @@ impl<'a> State<'a> {
         Ok(())
     }
 
-    /// Validates an ANY_WITH_SUFFIX value and converts it with the `-k` setting so far.
+    /// Validates an `ANY_WITH_SUFFIX` value and converts it with the `-k` setting so far.
     fn size_value(&self, short: char, value: &str) -> Result<u64, String> {
         if is_valid_size(value) {
             Ok(parse_size(value, self.opts.si))
@@ -521,16 +519,16 @@ impl<'a> State<'a> {
     /// text ignored), `=NAME` or `@LISTFILE`. The list file itself is read later.
     fn check_watch_item(&self, item: &str) -> Result<(), String> {
         if let Some(name) = item.strip_prefix('=') {
-            return match name.is_empty() {
-                true => Err(self.fail("-d =: missing process name")),
-                false => Ok(()),
-            };
+            if name.is_empty() {
+                return Err(self.fail("-d =: missing process name"));
+            }
+            return Ok(());
         }
         if let Some(file) = item.strip_prefix('@') {
-            return match file.is_empty() {
-                true => Err(self.fail("-d @: missing filename")),
-                false => Ok(()),
-            };
+            if file.is_empty() {
+                return Err(self.fail("-d @: missing filename"));
+            }
+            return Ok(());
         }
         let unsigned = item.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
         let (negative, unsigned) = match unsigned.strip_prefix('-') {

@@ -31,6 +31,10 @@ fn err_as(argv0: &str, args: &[&str]) -> String {
     }
 }
 
+/// pv 1.11's short-option string; `FLAGS` must describe exactly these options.
+const SHORT_OPTIONS: &str =
+    "hVpteIrab8kTA:fvnqcWD:s:gl0i:w:H:N:u:F:x:L:B:CEZ:SYKOXU:R:Q:P:d:m:o:M:";
+
 const TRY: &str = "Try `rpv --help' for more information.\n";
 
 // ---- the table ----

@@ -21,7 +21,7 @@ fn skip_fraction(s: &str) -> &str {
     }
 }
 
-/// True if `s` is a valid ANY_WITH_SUFFIX value (spec 1.5): `-s -L -B -Z`.
+/// True if `s` is a valid `ANY_WITH_SUFFIX` value (spec 1.5): `-s -L -B -Z`.
 ///
 /// Syntax: `[ \t]* digit+ ( [.,] digit* )? ( [ \t]* [kKmMgGtT] )?`, whole string.
 pub fn is_valid_size(s: &str) -> bool {
@@ -40,14 +40,14 @@ pub fn is_valid_size(s: &str) -> bool {
     ) && chars.next().is_none()
 }
 
-/// True if `s` is a valid BARE_INTEGER value (spec 1.5): `-A -w -H -R -Q -m`.
+/// True if `s` is a valid `BARE_INTEGER` value (spec 1.5): `-A -w -H -R -Q -m`.
 ///
 /// Syntax: `[ \t]* digit+`, whole string.
 pub fn is_valid_integer(s: &str) -> bool {
     leading_digits(s).is_some_and(str::is_empty)
 }
 
-/// True if `s` is a valid BARE_DOUBLE value (spec 1.5): `-i -D`.
+/// True if `s` is a valid `BARE_DOUBLE` value (spec 1.5): `-i -D`.
 ///
 /// Syntax: `[ \t]* digit+ ( [.,] digit* )?`, whole string.
 pub fn is_valid_double(s: &str) -> bool {
@@ -254,8 +254,8 @@ mod tests {
             ("0.5", 0.5),
             ("0,25", 0.25),
             ("2.", 2.0),
-            ("1.1234567", 1.123456),
-            ("0.0000019", 0.000001),
+            ("1.1234567", 1.123_456),
+            ("0.0000019", 0.000_001),
             ("abc", 0.0),
             (" 3", 3.0),
             ("600", 600.0),
