@@ -92,7 +92,7 @@ pub(crate) const FLAGS: &[Flag] = &[
     flag('V', "version"),
 ];
 
-/// Parses `args` (without argv[0]); `argv0` is used in glibc-style diagnostics and its
+/// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
 /// basename as `<prog>` in pv's own messages. Honours `POSIXLY_CORRECT` from the environment.
 pub fn parse(argv0: &str, args: &[String]) -> Parsed {
     parse_with(argv0, args, std::env::var_os("POSIXLY_CORRECT").is_some())
