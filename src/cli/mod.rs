@@ -78,8 +78,11 @@ pub struct Options {
     pub buffer_percent: bool,
     /// `-A N` (0 = off)
     pub last_written: u32,
-    /// `-F FORMAT`
+    /// `-F FORMAT` (the last one given)
     pub format: Option<String>,
+    /// The `-F` value given before the last one, if `-F` was given more than once; used by
+    /// the input side of `-M both` (spec 4.4).
+    pub prev_format: Option<String>,
     /// `-n`
     pub numeric: bool,
     /// `-q`
@@ -104,8 +107,11 @@ pub struct Options {
     pub width: u32,
     /// `-H` (0 = detect), at most 999999
     pub height: u32,
-    /// `-N`
+    /// `-N` (the last one given)
     pub name: Option<String>,
+    /// The `-N` value given before the last one, if `-N` was given more than once; used by
+    /// the input side of `-M both` (spec 4.4).
+    pub prev_name: Option<String>,
     /// `-u`
     pub bar_style: Option<String>,
     /// `-x`

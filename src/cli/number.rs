@@ -1,29 +1,268 @@
 //! Number syntax of option values (spec 1.5): validators and lenient converters.
+//!
+//! Owns: deciding whether an option value is acceptable (the three validators) and turning
+//! accepted text into numbers the way pv does (integer arithmetic, truncated fractions).
+//! Must not: do any I/O or produce messages; `args.rs` words the errors.
 //! Pure functions, no I/O.
 
-/// True if `s` is a valid ANY_WITH_SUFFIX value (spec 1.5): `-s -L -B -Z`.
+/// Skips leading spaces and tabs, then one or more ASCII digits. Returns the rest, or `None`
+/// if there was no digit.
+fn leading_digits(s: &str) -> Option<&str> {
+    let s = s.trim_start_matches([' ', '\t']);
+    let rest = s.trim_start_matches(|c: char| c.is_ascii_digit());
+    (rest.len() < s.len()).then_some(rest)
+}
+
+/// Consumes an optional decimal mark (`.` or `,`) and any digits after it.
+fn skip_fraction(s: &str) -> &str {
+    match s.strip_prefix(['.', ',']) {
+        Some(rest) => rest.trim_start_matches(|c: char| c.is_ascii_digit()),
+        None => s,
+    }
+}
+
+/// True if `s` is a valid `ANY_WITH_SUFFIX` value (spec 1.5): `-s -L -B -Z`.
+///
+/// Syntax: `[ \t]* digit+ ( [.,] digit* )? ( [ \t]* [kKmMgGtT] )?`, whole string.
 pub fn is_valid_size(s: &str) -> bool {
-    todo!("{s}")
+    let Some(rest) = leading_digits(s) else {
+        return false;
+    };
+    let rest = skip_fraction(rest);
+    if rest.is_empty() {
+        return true;
+    }
+    let rest = rest.trim_start_matches([' ', '\t']);
+    let mut chars = rest.chars();
+    matches!(
+        chars.next(),
+        Some('k' | 'K' | 'm' | 'M' | 'g' | 'G' | 't' | 'T')
+    ) && chars.next().is_none()
 }
 
-/// True if `s` is a valid BARE_INTEGER value (spec 1.5): `-A -w -H -R -Q -m`.
+/// True if `s` is a valid `BARE_INTEGER` value (spec 1.5): `-A -w -H -R -Q -m`.
+///
+/// Syntax: `[ \t]* digit+`, whole string.
 pub fn is_valid_integer(s: &str) -> bool {
-    todo!("{s}")
+    leading_digits(s).is_some_and(str::is_empty)
 }
 
-/// True if `s` is a valid BARE_DOUBLE value (spec 1.5): `-i -D`.
+/// True if `s` is a valid `BARE_DOUBLE` value (spec 1.5): `-i -D`.
+///
+/// Syntax: `[ \t]* digit+ ( [.,] digit* )?`, whole string.
 pub fn is_valid_double(s: &str) -> bool {
-    todo!("{s}")
+    leading_digits(s).is_some_and(|rest| skip_fraction(rest).is_empty())
+}
+
+/// The pieces of a number as pv's converters read them.
+struct Scanned<'a> {
+    /// Integer part (wraps on overflow, like C unsigned arithmetic).
+    integer: u64,
+    /// Kept fraction digits as an integer, e.g. `2345` for `.23456789` with 4 kept.
+    fraction: u64,
+    /// Number of kept fraction digits.
+    fraction_digits: u32,
+    /// Everything after the fraction.
+    rest: &'a str,
+}
+
+/// Skips non-digits, reads the integer part and up to `max_fraction` fraction digits
+/// (further fraction digits are consumed and ignored).
+fn scan(s: &str, max_fraction: u32) -> Scanned<'_> {
+    let start = s.find(|c: char| c.is_ascii_digit()).unwrap_or(s.len());
+    let mut bytes = s[start..].bytes().peekable();
+    let mut consumed = start;
+    let mut integer: u64 = 0;
+    while let Some(d) = bytes.next_if(u8::is_ascii_digit) {
+        integer = integer.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+        consumed += 1;
+    }
+    let (mut fraction, mut fraction_digits) = (0u64, 0u32);
+    if bytes.next_if(|&b| b == b'.' || b == b',').is_some() {
+        consumed += 1;
+        while let Some(d) = bytes.next_if(u8::is_ascii_digit) {
+            if fraction_digits < max_fraction {
+                fraction = fraction * 10 + u64::from(d - b'0');
+                fraction_digits += 1;
+            }
+            consumed += 1;
+        }
+    }
+    Scanned {
+        integer,
+        fraction,
+        fraction_digits,
+        rest: &s[consumed..],
+    }
+}
+
+/// The multiplier selected by a unit suffix letter; 1 for anything else.
+fn multiplier(suffix: Option<char>, si: bool) -> u64 {
+    let power = match suffix {
+        Some('k' | 'K') => 1,
+        Some('m' | 'M') => 2,
+        Some('g' | 'G') => 3,
+        Some('t' | 'T') => 4,
+        _ => return 1,
+    };
+    if si {
+        1000u64.pow(power)
+    } else {
+        1u64 << (10 * power)
+    }
 }
 
 /// Converts a size (spec 1.5 "Size conversion"); `si` selects 1000-based suffixes (`-k`).
 /// Never fails: call `is_valid_size` first.
+///
+/// At most 4 fraction digits are used, and the fraction is scaled by the multiplier in integer
+/// arithmetic, so `1.5` is 1 but `1.5k` is 1536. Overflow wraps, as 64-bit C arithmetic does.
 pub fn parse_size(s: &str, si: bool) -> u64 {
-    todo!("{s}{si}")
+    let n = scan(s, 4);
+    let suffix = n.rest.trim_start_matches([' ', '\t']).chars().next();
+    let mult = multiplier(suffix, si);
+    let scaled_fraction = n.fraction * mult / 10u64.pow(n.fraction_digits);
+    n.integer.wrapping_mul(mult).wrapping_add(scaled_fraction)
 }
 
 /// Converts an interval in seconds (spec 1.5 "Interval conversion"). Never fails.
+///
+/// Leading non-digits are skipped and at most 6 fraction digits are used.
 pub fn parse_interval(s: &str) -> f64 {
-    todo!("{s}")
+    let start = s.find(|c: char| c.is_ascii_digit()).unwrap_or(s.len());
+    let digits = s[start..].trim_start_matches(|c: char| c.is_ascii_digit());
+    let integer = s[start..s.len() - digits.len()]
+        .bytes()
+        .fold(0.0, |acc, d| acc * 10.0 + f64::from(d - b'0'));
+    let n = scan(s, 6);
+    let fraction = n.fraction as f64 / 10f64.powi(n.fraction_digits as i32);
+    integer + fraction
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_validator() {
+        let good = [
+            "0",
+            "10000",
+            "1k",
+            "1K",
+            "1M",
+            "8G",
+            "1.5T",
+            "2 K",
+            "2\tk",
+            " 5",
+            "\t5",
+            "1.",
+            "1,5K",
+            "1.5k",
+            "0.5M",
+            "1.23456789G",
+            "1.m",
+            "3t",
+            "3g",
+        ];
+        let bad = [
+            "", " ", "foo", ".5", "-1", "+1", "1KB", "1Ki", "1KiB", "1e3", "1 ", "1k ", "1x",
+            "1..2", "1.2.3", "k", "1 2", "1,5,K",
+        ];
+        for s in good {
+            assert!(is_valid_size(s), "{s:?} should be valid");
+        }
+        for s in bad {
+            assert!(!is_valid_size(s), "{s:?} should be invalid");
+        }
+    }
+
+    #[test]
+    fn integer_validator() {
+        for s in ["0", "1", " 12", "\t7", "999999999999"] {
+            assert!(is_valid_integer(s), "{s:?} should be valid");
+        }
+        for s in ["", "1.5", "1.", "-1", "+1", "1k", "abc", "1 ", " ", "0x10"] {
+            assert!(!is_valid_integer(s), "{s:?} should be invalid");
+        }
+    }
+
+    #[test]
+    fn double_validator() {
+        for s in ["0", "1", "1.", "1.5", "0,25", " 2.5", "\t3"] {
+            assert!(is_valid_double(s), "{s:?} should be valid");
+        }
+        for s in ["", "abc", ".5", "-1", "1e3", "1.5s", "1k", "1.5.", "1 "] {
+            assert!(!is_valid_double(s), "{s:?} should be invalid");
+        }
+    }
+
+    #[test]
+    fn size_conversion_examples_of_the_spec() {
+        let table: &[(&str, bool, u64)] = &[
+            ("10000", false, 10000),
+            ("1.5", false, 1),
+            ("1k", false, 1024),
+            ("1K", false, 1024),
+            ("1,5K", false, 1536),
+            ("1.5k", false, 1536),
+            ("1M", false, 1_048_576),
+            ("0.5M", false, 524_288),
+            ("8G", false, 8_589_934_592),
+            ("1.23456789G", false, 1_325_534_281),
+            ("2 K", false, 2048),
+            ("1.5T", false, 1_649_267_441_664),
+            ("1.5k", true, 1500),
+            ("1k", true, 1000),
+        ];
+        for &(s, si, want) in table {
+            assert_eq!(parse_size(s, si), want, "parse_size({s:?}, si={si})");
+        }
+    }
+
+    #[test]
+    fn size_conversion_si_multipliers() {
+        assert_eq!(parse_size("1M", true), 1_000_000);
+        assert_eq!(parse_size("1G", true), 1_000_000_000);
+        assert_eq!(parse_size("1T", true), 1_000_000_000_000);
+        assert_eq!(parse_size("2t", false), 2 << 40);
+    }
+
+    #[test]
+    fn size_conversion_is_lenient() {
+        assert_eq!(parse_size("", false), 0);
+        assert_eq!(parse_size("foo", false), 0);
+        assert_eq!(parse_size("x12", false), 12);
+        assert_eq!(parse_size("12x", false), 12);
+        assert_eq!(parse_size("1.99999", false), 1);
+        assert_eq!(parse_size("0.00009K", false), 0);
+        assert_eq!(parse_size("1.K", false), 1024);
+        assert_eq!(parse_size("\t3\tm", false), 3 << 20);
+    }
+
+    #[test]
+    fn size_conversion_wraps_instead_of_panicking() {
+        let _ = parse_size("99999999999999999999999999T", false);
+        let _ = parse_size("18446744073709551615.9999T", true);
+    }
+
+    #[test]
+    fn interval_conversion() {
+        let table: &[(&str, f64)] = &[
+            ("1", 1.0),
+            ("0.5", 0.5),
+            ("0,25", 0.25),
+            ("2.", 2.0),
+            ("1.1234567", 1.123_456),
+            ("0.0000019", 0.000_001),
+            ("abc", 0.0),
+            (" 3", 3.0),
+            ("600", 600.0),
+        ];
+        for &(s, want) in table {
+            let got = parse_interval(s);
+            assert!((got - want).abs() < 1e-12, "parse_interval({s:?}) = {got}");
+        }
+    }
+}
