@@ -55,12 +55,21 @@ fn unsupported(o: &Options) -> Option<&'static str> {
         (o.sparse, "-O/--sparse"),
         (o.discard, "-X/--discard"),
         (o.pidfile.is_some(), "-P/--pidfile"),
-        (matches!(o.action, Action::StoreAndForward(_)), "-U/--store-and-forward"),
+        (
+            matches!(o.action, Action::StoreAndForward(_)),
+            "-U/--store-and-forward",
+        ),
         (matches!(o.action, Action::WatchFd(_)), "-d/--watchfd"),
-        (matches!(o.action, Action::Remote(_) | Action::Query(_)), "-R/--remote and -Q/--query"),
+        (
+            matches!(o.action, Action::Remote(_) | Action::Query(_)),
+            "-R/--remote and -Q/--query",
+        ),
         (matches!(o.action, Action::Monitor(_)), "-M/--monitor"),
     ];
-    checks.iter().find(|(given, _)| *given).map(|(_, name)| *name)
+    checks
+        .iter()
+        .find(|(given, _)| *given)
+        .map(|(_, name)| *name)
 }
 
 /// The output: standard output or an `-o` file.
@@ -84,11 +93,19 @@ fn open_output(path: &str, inputs: &[String]) -> std::io::Result<Output> {
     if path == "-" {
         return Ok(Output::Stdout);
     }
-    let file = OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
     let out_info = sys::fstat(file.as_fd())?;
     if out_info.kind == FileKind::Regular {
         let is_out = |operand: &String| {
-            let info = if operand == "-" { sys::fstat(sys::stdin_fd()).ok() } else { input::open(operand).ok().map(|(_, i)| i) };
+            let info = if operand == "-" {
+                sys::fstat(sys::stdin_fd()).ok()
+            } else {
+                input::open(operand).ok().map(|(_, i)| i)
+            };
             info.is_some_and(|i| input::is_output(&i, &out_info))
         };
         if !inputs.iter().all(is_out) {
@@ -104,12 +121,16 @@ fn detect_size(o: &Options, inputs: &[String], out: BorrowedFd<'_>) -> Result<(u
     let size = match &o.size {
         SizeArg::Value(n) => *n,
         SizeArg::Path(p) => input::size_of_path(p)?,
-        SizeArg::Auto if o.line_mode => input::total_lines(inputs, if o.null { 0 } else { b'\n' }).unwrap_or(0),
+        SizeArg::Auto if o.line_mode => {
+            input::total_lines(inputs, if o.null { 0 } else { b'\n' }).unwrap_or(0)
+        }
         SizeArg::Auto => input::total_bytes(inputs),
     };
     if size == 0 && !o.line_mode {
         if let Ok(info) = sys::fstat(out) {
-            let append = sys::status_flags(out).map(|f| f & libc::O_APPEND != 0).unwrap_or(true);
+            let append = sys::status_flags(out)
+                .map(|f| f & libc::O_APPEND != 0)
+                .unwrap_or(true);
             if info.kind == FileKind::Block && !append {
                 if let Ok(end) = sys::lseek(out, 0, libc::SEEK_END) {
                     let _ = sys::lseek(out, 0, libc::SEEK_SET);
@@ -126,11 +147,24 @@ fn run(o: &Options, prog: &str) -> u8 {
         eprintln!("{prog}: {name}: not supported yet");
         return status::USAGE;
     }
-    let inputs = if o.files.is_empty() { vec!["-".to_string()] } else { o.files.clone() };
-    let output = match o.output.as_deref().map(|p| open_output(p, &inputs)).transpose() {
+    let inputs = if o.files.is_empty() {
+        vec!["-".to_string()]
+    } else {
+        o.files.clone()
+    };
+    let output = match o
+        .output
+        .as_deref()
+        .map(|p| open_output(p, &inputs))
+        .transpose()
+    {
         Ok(out) => out.unwrap_or(Output::Stdout),
         Err(e) => {
-            eprintln!("{prog}: {}: {}", o.output.as_deref().unwrap_or(""), sys::strerror(&e));
+            eprintln!(
+                "{prog}: {}: {}",
+                o.output.as_deref().unwrap_or(""),
+                sys::strerror(&e)
+            );
             return status::ACCESS;
         }
     };
@@ -146,7 +180,11 @@ fn run(o: &Options, prog: &str) -> u8 {
         line_mode: o.line_mode,
         separator: if o.null { 0 } else { b'\n' },
         zero_copy: !o.no_splice && !o.line_mode,
-        buffer_size: if o.buffer_size > 0 { o.buffer_size as usize } else { transfer::DEFAULT_BUFFER },
+        buffer_size: if o.buffer_size > 0 {
+            o.buffer_size as usize
+        } else {
+            transfer::DEFAULT_BUFFER
+        },
         rate_limit: o.rate_limit,
         // -S with an unknown size passes everything through (pv 1.11 passes nothing).
         stop_at: ((o.stop_at_size || implied_stop) && size > 0).then_some(size),
@@ -187,7 +225,10 @@ fn run_engine(settings: &Settings, out: BorrowedFd<'_>, shared: &Shared) {
     match Engine::new(settings, out, shared) {
         Ok(mut engine) => engine.run(),
         Err(e) => {
-            shared.report(status::ACCESS, format!("failed to stat output file: {}", sys::strerror(&e)));
+            shared.report(
+                status::ACCESS,
+                format!("failed to stat output file: {}", sys::strerror(&e)),
+            );
             shared.finish();
         }
     }
@@ -296,13 +337,18 @@ impl View {
 
     /// The display loop: wakes at each interval, on messages, signals and the engine's end.
     fn run(&mut self, shared: &Shared, wake: BorrowedFd<'_>, out: BorrowedFd<'_>) {
-        let first = if self.delay_ns > self.interval_ns { self.delay_ns } else { self.interval_ns };
+        let first = if self.delay_ns > self.interval_ns {
+            self.delay_ns
+        } else {
+            self.interval_ns
+        };
         let mut next_due = self.start_ns + first;
         let mut interrupted = false;
         loop {
             let now = sys::monotonic_ns();
             let engine_done = shared.done.load(Ordering::Acquire);
-            let mut timeout_ms = (next_due.saturating_sub(now) / 1_000_000 + 1).min(i32::MAX as u64) as i32;
+            let mut timeout_ms =
+                (next_due.saturating_sub(now) / 1_000_000 + 1).min(i32::MAX as u64) as i32;
             if engine_done {
                 timeout_ms = timeout_ms.min(20);
             }
@@ -318,7 +364,9 @@ impl View {
             if signals::take_resized() {
                 self.width = term::size(self.fixed.0, self.fixed.1).0;
             }
-            if shared.done.load(Ordering::Acquire) && (shared.aborted.load(Ordering::Relaxed) || drained(shared, out)) {
+            if shared.done.load(Ordering::Acquire)
+                && (shared.aborted.load(Ordering::Relaxed) || drained(shared, out))
+            {
                 break;
             }
             self.check_started(shared, &mut next_due);
@@ -334,7 +382,9 @@ impl View {
         self.print_messages(shared);
         if interrupted {
             self.update(shared, out, false);
-        } else if !shared.aborted.load(Ordering::Relaxed) && (self.displayed || self.delay_ns < 1_000_000) {
+        } else if !shared.aborted.load(Ordering::Relaxed)
+            && (self.displayed || self.delay_ns < 1_000_000)
+        {
             self.update(shared, out, true);
         }
         if !self.numeric {
@@ -346,8 +396,13 @@ impl View {
                 (false, true) => "b/s",
                 (false, false) => "B/s",
             };
-            let mult = if self.bits && !self.line_mode { 8.0 } else { 1.0 };
-            self.term.raw(&format!("{}\n", self.tracker.stats_line(unit, mult)));
+            let mult = if self.bits && !self.line_mode {
+                8.0
+            } else {
+                1.0
+            };
+            self.term
+                .raw(&format!("{}\n", self.tracker.stats_line(unit, mult)));
         }
     }
 
@@ -390,16 +445,21 @@ impl View {
         }
         let now = sys::monotonic_ns();
         let stopped = signals::stopped_ns().saturating_sub(self.stopped_base);
-        let elapsed = (now.saturating_sub(self.start_ns).saturating_sub(stopped) as f64 / 1e9).clamp(0.0, 360_000_000.0);
+        let elapsed = (now.saturating_sub(self.start_ns).saturating_sub(stopped) as f64 / 1e9)
+            .clamp(0.0, 360_000_000.0);
         let transferred = self.transferred(shared, out);
-        let rates = self.tracker.update(elapsed, transferred, self.size, final_update);
+        let rates = self
+            .tracker
+            .update(elapsed, transferred, self.size, final_update);
         if !self.enabled || !(self.numeric || self.force || sys::in_foreground(sys::stderr_fd())) {
             return;
         }
         let buffer = match shared.buffer_capacity.load(Ordering::Relaxed) {
             _ if shared.zero_copy.load(Ordering::Relaxed) => BufferFill::Splice,
             0 => BufferFill::None,
-            cap => BufferFill::Fraction(shared.buffered.load(Ordering::Relaxed) as f64 / cap as f64),
+            cap => {
+                BufferFill::Fraction(shared.buffered.load(Ordering::Relaxed) as f64 / cap as f64)
+            }
         };
         let frame = Frame {
             elapsed,

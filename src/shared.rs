@@ -98,7 +98,10 @@ impl Shared {
 
     /// Takes all queued messages.
     pub fn take_messages(&self) -> Vec<String> {
-        self.messages.lock().map(|mut q| std::mem::take(&mut *q)).unwrap_or_default()
+        self.messages
+            .lock()
+            .map(|mut q| std::mem::take(&mut *q))
+            .unwrap_or_default()
     }
 
     /// Marks the engine finished and wakes the display thread.

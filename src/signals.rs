@@ -21,8 +21,14 @@ static STOPPED_AT: AtomicU64 = AtomicU64::new(0);
 static STOPPED_TOTAL: AtomicU64 = AtomicU64::new(0);
 
 /// The signals the display thread handles; the data thread blocks them.
-pub const HANDLED: [libc::c_int; 6] =
-    [libc::SIGINT, libc::SIGHUP, libc::SIGTERM, libc::SIGTSTP, libc::SIGCONT, libc::SIGWINCH];
+pub const HANDLED: [libc::c_int; 6] = [
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGTERM,
+    libc::SIGTSTP,
+    libc::SIGCONT,
+    libc::SIGWINCH,
+];
 
 fn poke() {
     let fd = WAKE_FD.load(Ordering::Relaxed);

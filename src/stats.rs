@@ -47,7 +47,11 @@ impl RateTracker {
     /// `window_secs` is `-m` (default 30, at least 1).
     pub fn new(window_secs: u32) -> Self {
         let window = window_secs.max(1) as usize;
-        let (sample_every, capacity) = if window >= 20 { (5.0, window / 5 + 1) } else { (1.0, window + 1) };
+        let (sample_every, capacity) = if window >= 20 {
+            (5.0, window / 5 + 1)
+        } else {
+            (1.0, window + 1)
+        };
         RateTracker {
             sample_every,
             capacity,
@@ -69,7 +73,13 @@ impl RateTracker {
 
     /// Records one update at `elapsed` seconds with `transferred` units so far; `size` 0 means
     /// unknown. `final_update` replaces rate and average by transferred / max(elapsed, 1e-6).
-    pub fn update(&mut self, elapsed: f64, transferred: u64, size: u64, final_update: bool) -> Rates {
+    pub fn update(
+        &mut self,
+        elapsed: f64,
+        transferred: u64,
+        size: u64,
+        final_update: bool,
+    ) -> Rates {
         self.measure(elapsed, transferred);
         self.sample(elapsed, transferred);
         if final_update {
@@ -89,7 +99,12 @@ impl RateTracker {
         } else {
             self.percentage
         };
-        Rates { rate: self.rate, avg_rate: self.avg_rate, percentage: self.percentage, max_rate: self.max_rate }
+        Rates {
+            rate: self.rate,
+            avg_rate: self.avg_rate,
+            percentage: self.percentage,
+            max_rate: self.max_rate,
+        }
     }
 
     /// Instantaneous rate since the previous measurement (spec 2.9: updates closer than
@@ -177,7 +192,9 @@ mod tests {
         assert_eq!(t.update(1.0, 25, 100, false).percentage, 25.0);
         assert_eq!(t.update(2.0, 250, 100, false).percentage, 250.0);
         let mut u = RateTracker::new(30);
-        let seq: Vec<f64> = (1..=101).map(|i| u.update(i as f64, i * 10, 0, false).percentage).collect();
+        let seq: Vec<f64> = (1..=101)
+            .map(|i| u.update(i as f64, i * 10, 0, false).percentage)
+            .collect();
         assert_eq!(&seq[..3], &[2.0, 4.0, 6.0]);
         assert_eq!(seq[98], 198.0);
         assert_eq!(seq[99], 0.0);
@@ -221,7 +238,13 @@ mod tests {
         t.update(1.0, 1000, 0, false);
         t.update(2.0, 3000, 0, false);
         t.update(3.0, 6000, 0, false);
-        assert_eq!(t.stats_line("B/s", 1.0), "rate min/avg/max/mdev = 1000.000/2000.000/3000.000/816.497 B/s");
-        assert_eq!(t.stats_line("b/s", 8.0), "rate min/avg/max/mdev = 8000.000/16000.000/24000.000/6531.973 b/s");
+        assert_eq!(
+            t.stats_line("B/s", 1.0),
+            "rate min/avg/max/mdev = 1000.000/2000.000/3000.000/816.497 B/s"
+        );
+        assert_eq!(
+            t.stats_line("b/s", 8.0),
+            "rate min/avg/max/mdev = 8000.000/16000.000/24000.000/6531.973 b/s"
+        );
     }
 }

@@ -160,7 +160,8 @@ pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 
 /// `pread(2)` at `offset`, leaving the file offset alone.
 pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let off = libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let off =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: buf is valid for writes of buf.len() bytes.
     cvt_size(unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off) })
 }
@@ -205,8 +206,16 @@ pub fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<usize> {
 
 /// `poll(2)` on one descriptor; returns the `revents` (0 on timeout). EINTR is returned as
 /// an error so callers can check their stop flags.
-pub fn poll_one(fd: BorrowedFd<'_>, events: libc::c_short, timeout_ms: i32) -> io::Result<libc::c_short> {
-    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 };
+pub fn poll_one(
+    fd: BorrowedFd<'_>,
+    events: libc::c_short,
+    timeout_ms: i32,
+) -> io::Result<libc::c_short> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd.
     cvt(unsafe { libc::poll(&mut pfd, 1, timeout_ms) })?;
     Ok(pfd.revents)
@@ -254,7 +263,10 @@ pub fn in_foreground(fd: BorrowedFd<'_>) -> bool {
 
 /// Monotonic clock in nanoseconds (async-signal-safe, usable in signal handlers).
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes one timespec; it is async-signal-safe.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
@@ -266,7 +278,11 @@ pub fn wall_clock() -> (i64, i32) {
     unsafe {
         let now = libc::time(std::ptr::null_mut());
         let mut tm: libc::tm = std::mem::zeroed();
-        let offset = if libc::localtime_r(&now, &mut tm).is_null() { 0 } else { tm.tm_gmtoff as i32 };
+        let offset = if libc::localtime_r(&now, &mut tm).is_null() {
+            0
+        } else {
+            tm.tm_gmtoff as i32
+        };
         (now as i64, offset)
     }
 }
@@ -278,20 +294,30 @@ pub fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
     // SAFETY: pipe2 writes two fds which we then own.
     cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
     Ok(unsafe {
-        (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
     })
 }
 
 /// Sets or clears `O_NONBLOCK`.
 pub fn set_nonblocking(fd: BorrowedFd<'_>, yes: bool) -> io::Result<()> {
     let flags = status_flags(fd)?;
-    let flags = if yes { flags | libc::O_NONBLOCK } else { flags & !libc::O_NONBLOCK };
+    let flags = if yes {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
     // SAFETY: fcntl with an integer argument.
     cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags) }).map(drop)
 }
 
 /// Installs `handler` for `signal` with `SA_RESTART` off (so blocking calls return EINTR).
-pub fn set_signal_handler(signal: libc::c_int, handler: extern "C" fn(libc::c_int)) -> io::Result<()> {
+pub fn set_signal_handler(
+    signal: libc::c_int,
+    handler: extern "C" fn(libc::c_int),
+) -> io::Result<()> {
     // SAFETY: sigaction with a zeroed struct, an empty mask and a plain handler.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();

@@ -43,7 +43,13 @@ pub struct Term {
 impl Term {
     /// A writer on stderr; `prog` prefixes messages (`rpv: …`).
     pub fn new(prog: &str) -> Term {
-        Term { fd: sys::stderr_fd(), prog: prog.to_string(), prev_columns: 0, prev_term_width: 0, wrote_line: false }
+        Term {
+            fd: sys::stderr_fd(),
+            prog: prog.to_string(),
+            prev_columns: 0,
+            prev_term_width: 0,
+            wrote_line: false,
+        }
     }
 
     /// Writes one normal-mode progress line followed by `\r`. When the line is narrower than

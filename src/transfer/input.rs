@@ -40,7 +40,11 @@ pub fn display_name(operand: &str) -> &str {
 
 /// Opens an input operand and stats it.
 pub fn open(operand: &str) -> io::Result<(Source, FileInfo)> {
-    let source = if operand == "-" { Source::Stdin } else { Source::File(File::open(operand)?) };
+    let source = if operand == "-" {
+        Source::Stdin
+    } else {
+        Source::File(File::open(operand)?)
+    };
     let info = sys::fstat(source.fd())?;
     Ok((source, info))
 }
@@ -71,13 +75,19 @@ pub fn total_bytes(operands: &[String]) -> u64 {
         } else if !sys::readable(Path::new(operand)) {
             continue;
         } else {
-            std::fs::metadata(operand).and_then(|_| File::open(operand)).and_then(|f| sys::fstat(f.as_fd()))
+            std::fs::metadata(operand)
+                .and_then(|_| File::open(operand))
+                .and_then(|f| sys::fstat(f.as_fd()))
         };
         let Ok(info) = info else { continue };
         match info.kind {
             FileKind::Regular => total += info.size,
             FileKind::Block => {
-                let path = if operand == "-" { "/dev/stdin" } else { operand };
+                let path = if operand == "-" {
+                    "/dev/stdin"
+                } else {
+                    operand
+                };
                 match block_device_size(Path::new(path)) {
                     Ok(n) => total += n,
                     Err(_) => return 0,
@@ -123,7 +133,13 @@ pub fn total_lines(operands: &[String], separator: u8) -> io::Result<u64> {
 /// Errors are pv's texts (without the `prog: ` prefix).
 pub fn size_of_path(path: &str) -> Result<u64, String> {
     let meta = std::fs::symlink_metadata(path)
-        .and_then(|m| if m.file_type().is_symlink() { std::fs::metadata(path) } else { Ok(m) })
+        .and_then(|m| {
+            if m.file_type().is_symlink() {
+                std::fs::metadata(path)
+            } else {
+                Ok(m)
+            }
+        })
         .map_err(|e| format!("{path}: failed to stat file: {}", sys::strerror(&e)))?;
     let ft = meta.file_type();
     if ft.is_dir() {
@@ -131,8 +147,12 @@ pub fn size_of_path(path: &str) -> Result<u64, String> {
     }
     use std::os::unix::fs::FileTypeExt;
     if ft.is_block_device() {
-        return block_device_size(Path::new(path))
-            .map_err(|e| format!("{path}: failed to determine size of block device: {}", sys::strerror(&e)));
+        return block_device_size(Path::new(path)).map_err(|e| {
+            format!(
+                "{path}: failed to determine size of block device: {}",
+                sys::strerror(&e)
+            )
+        });
     }
     Ok(meta.len())
 }

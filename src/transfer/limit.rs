@@ -22,7 +22,12 @@ impl Limiter {
         let rate = rate as f64;
         let quantum = (rate / 100.0).max(1.0);
         // The first quantum is available at once, like pv's immediate first refill.
-        Limiter { rate, start_ns: now_ns, spent: -quantum, quantum }
+        Limiter {
+            rate,
+            start_ns: now_ns,
+            spent: -quantum,
+            quantum,
+        }
     }
 
     fn tokens(&mut self, now_ns: u64) -> f64 {
@@ -96,7 +101,10 @@ mod tests {
         let (_, log) = simulate(rate, 1 << 20, 2 * SEC);
         for (now, moved) in log {
             let allowed = rate as f64 * now as f64 / 1e9 + rate as f64 / 100.0;
-            assert!(moved as f64 <= allowed + 1.0, "at {now} ns moved {moved} > {allowed}");
+            assert!(
+                moved as f64 <= allowed + 1.0,
+                "at {now} ns moved {moved} > {allowed}"
+            );
         }
     }
 

@@ -67,9 +67,15 @@ impl Hooks {
             Ok("rw") => Some(Path::ReadWrite),
             _ => None,
         };
-        let fail_at = std::env::var("RPV_TEST_FAIL_AT").ok().and_then(|v| v.parse().ok());
+        let fail_at = std::env::var("RPV_TEST_FAIL_AT")
+            .ok()
+            .and_then(|v| v.parse().ok());
         let trace = std::env::var_os("RPV_TEST_TRACE").is_some();
-        Hooks { force, fail_at, trace }
+        Hooks {
+            force,
+            fail_at,
+            trace,
+        }
     }
 }
 
@@ -129,10 +135,19 @@ pub struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     /// An engine writing to `out` (already opened and, for `-o`, truncated).
-    pub fn new(settings: &'a Settings, out: BorrowedFd<'a>, shared: &'a Shared) -> io::Result<Engine<'a>> {
+    pub fn new(
+        settings: &'a Settings,
+        out: BorrowedFd<'a>,
+        shared: &'a Shared,
+    ) -> io::Result<Engine<'a>> {
         let out_info = sys::fstat(out)?;
-        let out_pipe_size = if out_info.kind == FileKind::Pipe { grow_pipe(out) } else { 0 };
-        let limiter = (settings.rate_limit > 0).then(|| Limiter::new(settings.rate_limit, sys::monotonic_ns()));
+        let out_pipe_size = if out_info.kind == FileKind::Pipe {
+            grow_pipe(out)
+        } else {
+            0
+        };
+        let limiter = (settings.rate_limit > 0)
+            .then(|| Limiter::new(settings.rate_limit, sys::monotonic_ns()));
         Ok(Engine {
             settings,
             out,
@@ -166,12 +181,18 @@ impl<'a> Engine<'a> {
         let (source, info) = match input::open(operand) {
             Ok(v) => v,
             Err(e) => {
-                self.shared.report(status::ACCESS, format!("failed to read file: {name}: {}", sys::strerror(&e)));
+                self.shared.report(
+                    status::ACCESS,
+                    format!("failed to read file: {name}: {}", sys::strerror(&e)),
+                );
                 return true;
             }
         };
         if input::is_output(&info, &self.out_info) {
-            self.shared.report(status::OUROBOROS, format!("input file is output file: {name}"));
+            self.shared.report(
+                status::OUROBOROS,
+                format!("input file is output file: {name}"),
+            );
             return true;
         }
         let fd = source.fd();
@@ -182,7 +203,9 @@ impl<'a> Engine<'a> {
             if self.shared.stop.load(Ordering::Relaxed) {
                 return false;
             }
-            self.shared.zero_copy.store(path != Path::ReadWrite, Ordering::Relaxed);
+            self.shared
+                .zero_copy
+                .store(path != Path::ReadWrite, Ordering::Relaxed);
             let step = match path {
                 Path::ReadWrite => self.rw_step(fd, name),
                 zero_copy => self.zero_copy_step(fd, zero_copy),
@@ -193,7 +216,9 @@ impl<'a> Engine<'a> {
                 Step::Fallback => {
                     path = Path::ReadWrite;
                     let calls = self.zero_copy_calls;
-                    self.trace(|| format!("trace: {name}: ReadWrite after {calls} zero-copy calls"));
+                    self.trace(|| {
+                        format!("trace: {name}: ReadWrite after {calls} zero-copy calls")
+                    });
                 }
                 Step::End => return false,
             }
@@ -225,7 +250,11 @@ impl<'a> Engine<'a> {
 
     /// Units (bytes or lines) still allowed by `-S`, or None without a stop size.
     fn stop_remaining(&self) -> Option<u64> {
-        let done = if self.settings.line_mode { self.lines } else { self.read };
+        let done = if self.settings.line_mode {
+            self.lines
+        } else {
+            self.read
+        };
         self.settings.stop_at.map(|stop| stop.saturating_sub(done))
     }
 
@@ -287,7 +316,9 @@ impl<'a> Engine<'a> {
     fn rw_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
         if self.buf.is_empty() {
             self.buf = vec![0; self.settings.buffer_size.max(1)];
-            self.shared.buffer_capacity.store(self.buf.len() as u64, Ordering::Relaxed);
+            self.shared
+                .buffer_capacity
+                .store(self.buf.len() as u64, Ordering::Relaxed);
         }
         if self.pending.0 == self.pending.1 {
             let mut max = self.buf.len();
@@ -319,7 +350,9 @@ impl<'a> Engine<'a> {
             return self.write_failed(&e);
         }
         self.pending.0 += len;
-        self.shared.buffered.store((end - start - len) as u64, Ordering::Relaxed);
+        self.shared
+            .buffered
+            .store((end - start - len) as u64, Ordering::Relaxed);
         self.account(len, lines);
         Step::Continue
     }
@@ -360,12 +393,18 @@ impl<'a> Engine<'a> {
 
     fn account(&mut self, bytes: usize, lines: u64) {
         if self.bytes == 0 && bytes > 0 {
-            self.shared.first_write_ns.store(sys::monotonic_ns(), Ordering::Relaxed);
+            self.shared
+                .first_write_ns
+                .store(sys::monotonic_ns(), Ordering::Relaxed);
         }
         self.bytes += bytes as u64;
         self.shared.bytes.store(self.bytes, Ordering::Relaxed);
         if let Some(limiter) = self.limiter.as_mut() {
-            limiter.consume(if self.settings.line_mode { lines } else { bytes as u64 });
+            limiter.consume(if self.settings.line_mode {
+                lines
+            } else {
+                bytes as u64
+            });
         }
         if self.settings.line_mode {
             self.lines += lines;
@@ -381,7 +420,10 @@ impl<'a> Engine<'a> {
                 Step::Continue
             }
             _ => {
-                self.shared.report(status::TRANSFER, format!("{name}: read failed: {}", sys::strerror(e)));
+                self.shared.report(
+                    status::TRANSFER,
+                    format!("{name}: read failed: {}", sys::strerror(e)),
+                );
                 Step::NextInput
             }
         }
@@ -392,7 +434,10 @@ impl<'a> Engine<'a> {
             return self.output_gone();
         }
         self.shared.aborted.store(true, Ordering::Relaxed);
-        self.shared.report(status::TRANSFER, format!("write failed: {}", sys::strerror(e)));
+        self.shared.report(
+            status::TRANSFER,
+            format!("write failed: {}", sys::strerror(e)),
+        );
         Step::End
     }
 
@@ -405,7 +450,9 @@ impl<'a> Engine<'a> {
     /// After EAGAIN from a zero-copy call (a neighbour set O_NONBLOCK): wait in poll() for
     /// whichever side is not ready, never sleeping on a timer.
     fn wait_ready(&self, fd: BorrowedFd<'_>) {
-        let out_ready = sys::poll_one(self.out, libc::POLLOUT, 0).map(|r| r != 0).unwrap_or(true);
+        let out_ready = sys::poll_one(self.out, libc::POLLOUT, 0)
+            .map(|r| r != 0)
+            .unwrap_or(true);
         if out_ready {
             let _ = sys::poll_one(fd, libc::POLLIN, 100);
         } else {
