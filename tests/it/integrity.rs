@@ -1,0 +1,265 @@
+//! Byte-for-byte integrity of every transfer path and every fallback, at size boundaries.
+//! Each case also checks (through the hidden `RPV_TEST_TRACE` hook) that the path it meant
+//! to exercise really moved the data.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
+use std::process::{Command, Stdio};
+
+use crate::util::{assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, text, Dir};
+
+const SIZES: [usize; 9] = [0, 1, 4095, 4096, 4097, 65535, 65537, (1 << 20) + 1, (17 << 20) + 5];
+
+#[derive(Debug, Clone, Copy)]
+enum Topo {
+    PipePipe,
+    FilePipe,
+    PipeFile,
+    FileFile,
+}
+
+const TOPOS: [Topo; 4] = [Topo::PipePipe, Topo::FilePipe, Topo::PipeFile, Topo::FileFile];
+
+/// Runs rpv on `input` in topology `topo` with extra `env` and `args`; returns the bytes
+/// that arrived at the output and stderr.
+fn transfer(topo: Topo, input: &[u8], env: &[(&str, &str)], args: &[&str]) -> (Vec<u8>, String) {
+    let dir = Dir::new();
+    let mut all_args = vec!["-q"];
+    all_args.extend_from_slice(args);
+    let in_path = dir.file("in", input);
+    if matches!(topo, Topo::FilePipe | Topo::FileFile) {
+        all_args.push(s(&in_path));
+    }
+    let mut cmd = rpv(&all_args);
+    cmd.env("RPV_TEST_TRACE", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out_path = dir.path("out");
+    if matches!(topo, Topo::PipeFile | Topo::FileFile) {
+        cmd.stdout(File::create(&out_path).unwrap());
+    }
+    let output = match topo {
+        Topo::PipePipe => run_with_input(cmd, input),
+        Topo::PipeFile => run_with_input_keep_stdout(cmd, input),
+        Topo::FilePipe | Topo::FileFile => {
+            cmd.stdin(Stdio::null()).stderr(Stdio::piped());
+            if matches!(topo, Topo::FilePipe) {
+                cmd.stdout(Stdio::piped());
+            }
+            cmd.output().unwrap()
+        }
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{topo:?} {env:?} {args:?}: exit {:?}, stderr {stderr}", output.status);
+    let bytes = match topo {
+        Topo::PipePipe | Topo::FilePipe => output.stdout,
+        _ => std::fs::read(&out_path).unwrap(),
+    };
+    (bytes, stderr)
+}
+
+fn check_all_sizes(topo: Topo, env: &[(&str, &str)], args: &[&str], expect_trace: impl Fn(usize) -> Option<String>) {
+    for (i, &size) in SIZES.iter().enumerate() {
+        let input = data(size, i as u64 + 1);
+        let (out, stderr) = transfer(topo, &input, env, args);
+        assert_same(&out, &input, &format!("{topo:?} {env:?} {args:?} size {size}"));
+        if let Some(trace) = expect_trace(size) {
+            assert!(stderr.contains(&trace), "{topo:?} {env:?} size {size}: expected {trace:?} in {stderr:?}");
+        }
+    }
+}
+
+fn name(topo: Topo) -> &'static str {
+    match topo {
+        Topo::PipePipe | Topo::PipeFile => "(stdin)",
+        _ => "/in",
+    }
+}
+
+#[test]
+fn default_paths_are_zero_copy_and_exact() {
+    for topo in TOPOS {
+        let path = if matches!(topo, Topo::FileFile) { "CopyRange" } else { "Splice" };
+        check_all_sizes(topo, &[], &[], |_| Some(format!("{}: {path}", name(topo))));
+    }
+}
+
+#[test]
+fn forced_read_write_is_exact() {
+    for topo in TOPOS {
+        check_all_sizes(topo, &[("RPV_TEST_PATH", "rw")], &[], |_| Some(format!("{}: ReadWrite", name(topo))));
+    }
+}
+
+#[test]
+fn no_splice_option_uses_read_write() {
+    for topo in TOPOS {
+        check_all_sizes(topo, &[], &["-C"], |_| Some(format!("{}: ReadWrite", name(topo))));
+    }
+}
+
+#[test]
+fn first_zero_copy_failure_falls_back_without_loss() {
+    for topo in TOPOS {
+        check_all_sizes(topo, &[("RPV_TEST_FAIL_AT", "1")], &[], |_| {
+            Some(format!("{}: ReadWrite after 1 zero-copy calls", name(topo)))
+        });
+    }
+}
+
+#[test]
+fn mid_stream_zero_copy_failure_falls_back_without_loss_or_duplication() {
+    for topo in TOPOS {
+        for at in ["2", "3"] {
+            // copy_file_range moves up to 8 MiB a call, splice up to the pipe size (1 MiB).
+            let chunk = if matches!(topo, Topo::FileFile) { 8 << 20 } else { 1 << 20 };
+            check_all_sizes(topo, &[("RPV_TEST_FAIL_AT", at)], &[], |size| {
+                // A second (third) call happens only if the first (two) moved data.
+                (size > 0 && (at == "2" || size > chunk))
+                    .then(|| format!("{}: ReadWrite after {at} zero-copy calls", name(topo)))
+            });
+        }
+    }
+}
+
+#[test]
+fn paths_the_kernel_refuses_fall_back() {
+    // splice between two regular files, and copy_file_range from a pipe: both EINVAL.
+    check_all_sizes(Topo::FileFile, &[("RPV_TEST_PATH", "splice")], &[], |_| {
+        Some("/in: ReadWrite after 1 zero-copy calls".into())
+    });
+    check_all_sizes(Topo::PipePipe, &[("RPV_TEST_PATH", "copy")], &[], |_| {
+        Some("(stdin): ReadWrite after 1 zero-copy calls".into())
+    });
+}
+
+#[test]
+fn line_mode_is_exact_on_every_topology() {
+    let input = text(30_000);
+    for topo in TOPOS {
+        for args in [&["-l"][..], &["-0"][..], &["-l", "-B", "4097"][..]] {
+            let (out, stderr) = transfer(topo, &input, &[], args);
+            assert_same(&out, &input, &format!("{topo:?} {args:?}"));
+            assert!(stderr.contains("ReadWrite"), "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn small_buffer_sizes_are_exact() {
+    let input = data(300_001, 7);
+    for topo in TOPOS {
+        for b in ["1", "4095", "65537"] {
+            let (out, _) = transfer(topo, &input, &[], &["-B", b]);
+            assert_same(&out, &input, &format!("{topo:?} -B {b}"));
+        }
+    }
+}
+
+#[test]
+fn several_inputs_are_concatenated_in_order() {
+    let dir = Dir::new();
+    let a = data(70_000, 1);
+    let b = data(1, 2);
+    let c = data(4096, 3);
+    let (pa, pb, pc) = (dir.file("a", &a), dir.file("b", &b), dir.file("c", &c));
+    let stdin_part = data(5000, 4);
+    for env in [None, Some("rw")] {
+        let mut cmd = rpv(&["-q", s(&pa), "-", s(&pb), s(&pc)]);
+        if let Some(p) = env {
+            cmd.env("RPV_TEST_PATH", p);
+        }
+        let out = run_with_input(cmd, &stdin_part);
+        let expected = [&a[..], &stdin_part, &b, &c].concat();
+        assert_same(&out.stdout, &expected, "concatenation");
+        assert!(out.status.success());
+    }
+}
+
+/// A sparse file just over 4 GiB with data around the 4 GiB mark and at the end.
+fn sparse_over_4g(dir: &Dir) -> (std::path::PathBuf, u64, Vec<(u64, Vec<u8>)>) {
+    let len: u64 = (4 << 30) + 65537;
+    let path = dir.path("sparse");
+    let f = File::create(&path).unwrap();
+    f.set_len(len).unwrap();
+    let regions = vec![(0, data(4097, 11)), ((4 << 30) - 70_000, data(100_001, 12)), (len - 4097, data(4097, 13))];
+    for (off, bytes) in &regions {
+        f.write_all_at(bytes, *off).unwrap();
+    }
+    (path, len, regions)
+}
+
+/// Checks a stream against the sparse layout chunk by chunk (zeros outside the regions).
+fn verify_stream(mut r: impl Read, start: u64, len: u64, regions: &[(u64, Vec<u8>)]) {
+    let mut expected = vec![0u8; 1 << 20];
+    let mut got = vec![0u8; 1 << 20];
+    let mut pos = start;
+    while pos < len {
+        let n = ((len - pos) as usize).min(got.len());
+        r.read_exact(&mut got[..n]).unwrap_or_else(|e| panic!("short stream at {pos}: {e}"));
+        expected[..n].fill(0);
+        for (off, bytes) in regions {
+            let (lo, hi) = (*off.max(&pos), (off + bytes.len() as u64).min(pos + n as u64));
+            if lo < hi {
+                expected[(lo - pos) as usize..(hi - pos) as usize].copy_from_slice(&bytes[(lo - off) as usize..(hi - off) as usize]);
+            }
+        }
+        assert!(got[..n] == expected[..n], "content differs in [{pos}, {})", pos + n as u64);
+        pos += n as u64;
+    }
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "{} bytes too many", rest.len());
+}
+
+#[test]
+fn past_4_gib_whole_file_to_pipe() {
+    let dir = Dir::new();
+    let (path, len, regions) = sparse_over_4g(&dir);
+    for path_env in ["splice", "rw"] {
+        let mut child = rpv(&["-q", s(&path)]).env("RPV_TEST_PATH", path_env).stdout(Stdio::piped()).spawn().unwrap();
+        verify_stream(child.stdout.take().unwrap(), 0, len, &regions);
+        assert!(child.wait().unwrap().success());
+    }
+}
+
+#[test]
+fn past_4_gib_offsets_on_every_file_path() {
+    let dir = Dir::new();
+    let (path, len, regions) = sparse_over_4g(&dir);
+    let start = (4 << 30) - 100_000;
+    let out_at: u64 = (5 << 30) + 3;
+    for env in [None, Some(("RPV_TEST_PATH", "rw")), Some(("RPV_TEST_FAIL_AT", "2"))] {
+        // stdin positioned past 4 GiB - 100 kB; stdout positioned past 5 GiB.
+        let mut input = File::open(&path).unwrap();
+        input.seek(SeekFrom::Start(start)).unwrap();
+        let out_path = dir.path("big-out");
+        let mut output = File::create(&out_path).unwrap();
+        output.seek(SeekFrom::Start(out_at)).unwrap();
+        let mut cmd: Command = rpv(&["-q"]);
+        cmd.stdin(input).stdout(output);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        assert!(cmd.status().unwrap().success(), "{env:?}");
+        let mut out = File::open(&out_path).unwrap();
+        assert_eq!(out.metadata().unwrap().len(), out_at + len - start, "{env:?}");
+        out.seek(SeekFrom::Start(out_at)).unwrap();
+        // What landed at out_at.. must be the source from `start` on.
+        verify_stream(out.take(len - start), start, len, &regions);
+        // And file → pipe from an offset past 4 GiB.
+        let mut input = File::open(&path).unwrap();
+        input.seek(SeekFrom::Start(start)).unwrap();
+        let mut cmd = rpv(&["-q"]);
+        cmd.stdin(input).stdout(Stdio::piped());
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        verify_stream(child.stdout.take().unwrap(), start, len, &regions);
+        assert!(child.wait().unwrap().success());
+        std::fs::remove_file(&out_path).unwrap();
+    }
+}

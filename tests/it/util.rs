@@ -1,0 +1,105 @@
+//! Test harness: build `rpv` commands, feed them, collect what they wrote.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+/// A command for the rpv binary with a neutral environment (C locale, no test hooks).
+pub fn rpv(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rpv"));
+    cmd.args(args);
+    cmd.env("LANG", "C").env("LC_ALL", "C").env_remove("NO_COLOR").env("TERM", "xterm");
+    for var in ["RPV_TEST_PATH", "RPV_TEST_FAIL_AT", "RPV_TEST_TRACE", "POSIXLY_CORRECT"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so failures are reproducible.
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// Text with newlines, for line mode.
+pub fn text(lines: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..lines {
+        writeln!(out, "line {i} {}", "x".repeat(i % 97)).unwrap();
+    }
+    out
+}
+
+/// Runs `cmd` with `input` on a stdin pipe and captures stdout and stderr.
+pub fn run_with_input(mut cmd: Command, input: &[u8]) -> Output {
+    cmd.stdout(Stdio::piped());
+    run_with_input_keep_stdout(cmd, input)
+}
+
+/// Like [`run_with_input`], but stdout stays as the caller set it.
+pub fn run_with_input_keep_stdout(mut cmd: Command, input: &[u8]) -> Output {
+    cmd.stdin(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn rpv");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait rpv");
+    writer.join().unwrap();
+    out
+}
+
+/// A temporary directory that lives as long as the value.
+pub struct Dir {
+    pub dir: tempfile::TempDir,
+}
+
+impl Dir {
+    pub fn new() -> Dir {
+        Dir { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn file(&self, name: &str, contents: &[u8]) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
+}
+
+/// Reads a child's stdout to the end (used when stdout is piped).
+pub fn read_all(child: &mut Child) -> Vec<u8> {
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    out
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Asserts equal byte strings with a readable message (lengths and first difference).
+#[track_caller]
+pub fn assert_same(actual: &[u8], expected: &[u8], what: &str) {
+    if actual != expected {
+        let first = actual.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(actual.len().min(expected.len()));
+        panic!("{what}: {} bytes out, {} expected, first difference at byte {first}", actual.len(), expected.len());
+    }
+}
+
+/// stderr as text.
+pub fn err(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
