@@ -299,7 +299,9 @@ impl View {
             };
             display::default_format(&switches, size > 0)
         });
-        let enabled = (stderr_tty || o.force || o.numeric) && !o.quiet && !format_text.is_empty();
+        // Only an explicit empty -F turns the display off; `-A 0` alone draws empty lines (pv).
+        let enabled =
+            (stderr_tty || o.force || o.numeric) && !o.quiet && o.format.as_deref() != Some("");
         let kind = if o.line_mode {
             CountKind::Lines
         } else if o.si {

@@ -29,7 +29,10 @@ fn missing_input_is_reported_and_the_next_one_still_copied() {
     let a = dir.file("a", b"hello\n");
     let out = rpv(&["missing-file", s(&a)]).output().unwrap();
     assert_eq!(out.stdout, b"hello\n");
-    assert_eq!(err(&out), "rpv: failed to read file: missing-file: No such file or directory\n");
+    assert_eq!(
+        err(&out),
+        "rpv: failed to read file: missing-file: No such file or directory\n"
+    );
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -41,8 +44,14 @@ fn directory_input_is_a_read_error_and_bits_combine() {
     let out = rpv(&[s(&d), "missing", s(&a)]).output().unwrap();
     assert_eq!(out.stdout, b"x");
     let e = err(&out);
-    assert!(e.contains(&format!("rpv: {}: read failed: Is a directory\n", s(&d))), "{e}");
-    assert!(e.contains("rpv: failed to read file: missing: No such file or directory\n"), "{e}");
+    assert!(
+        e.contains(&format!("rpv: {}: read failed: Is a directory\n", s(&d))),
+        "{e}"
+    );
+    assert!(
+        e.contains("rpv: failed to read file: missing: No such file or directory\n"),
+        "{e}"
+    );
     assert_eq!(out.status.code(), Some(18));
 }
 
@@ -55,7 +64,11 @@ fn write_error_is_reported_with_status_16() {
         args.extend_from_slice(extra);
         let full = OpenOptions::new().write(true).open("/dev/full").unwrap();
         let out = rpv(&args).stdout(full).output().unwrap();
-        assert_eq!(err(&out), "rpv: write failed: No space left on device\n", "{extra:?}");
+        assert_eq!(
+            err(&out),
+            "rpv: write failed: No space left on device\n",
+            "{extra:?}"
+        );
         assert_eq!(out.status.code(), Some(16));
     }
 }
@@ -67,15 +80,27 @@ fn reader_going_away_ends_quietly_with_status_0() {
     for extra in [&[][..], &["-C"][..], &["-f", "-i", "0.1"][..]] {
         let mut args = vec![s(&big)];
         args.extend_from_slice(extra);
-        let mut child = rpv(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = rpv(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let mut one = [0u8; 1];
         child.stdout.as_mut().unwrap().read_exact(&mut one).unwrap();
         drop(child.stdout.take());
         let status = wait_within(&mut child, 10, "rpv big | head -c1");
         let mut stderr = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
         assert_eq!(status.code(), Some(0), "{extra:?}: {stderr}");
-        assert!(!stderr.contains("rpv:"), "no error message expected: {stderr}");
+        assert!(
+            !stderr.contains("rpv:"),
+            "no error message expected: {stderr}"
+        );
     }
 }
 
@@ -83,8 +108,12 @@ fn reader_going_away_ends_quietly_with_status_0() {
 fn reader_exiting_without_reading_does_not_hang() {
     // printf abc | rpv | sleep 0.5 — pv 1.11 never exits here.
     for extra in [&["-q"][..], &["-f", "-i", "0.1"][..]] {
-        let mut child =
-            rpv(extra).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = rpv(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         use std::io::Write;
         child.stdin.take().unwrap().write_all(b"abc").unwrap();
         std::thread::sleep(Duration::from_millis(500));
@@ -101,14 +130,25 @@ fn input_that_is_the_output_is_refused_and_left_intact() {
     let x = dir.file("x", &original);
     let out = rpv(&["-o", s(&x), s(&x)]).output().unwrap();
     assert_eq!(out.status.code(), Some(4));
-    assert_eq!(err(&out), format!("rpv: input file is output file: {}\n", s(&x)));
-    assert_same(&std::fs::read(&x).unwrap(), &original, "rpv -o x x must leave x intact");
+    assert_eq!(
+        err(&out),
+        format!("rpv: input file is output file: {}\n", s(&x))
+    );
+    assert_same(
+        &std::fs::read(&x).unwrap(),
+        &original,
+        "rpv -o x x must leave x intact",
+    );
 
     // rpv x >> x
     let append = OpenOptions::new().append(true).open(&x).unwrap();
     let out = rpv(&[s(&x)]).stdout(append).output().unwrap();
     assert_eq!(out.status.code(), Some(4));
-    assert_same(&std::fs::read(&x).unwrap(), &original, "rpv x >> x must leave x intact");
+    assert_same(
+        &std::fs::read(&x).unwrap(),
+        &original,
+        "rpv x >> x must leave x intact",
+    );
 }
 
 #[test]
@@ -124,8 +164,14 @@ fn output_option_writes_and_truncates_when_inputs_differ() {
         assert!(out.status.success(), "{}", err(&out));
         assert_same(&std::fs::read(&out_path).unwrap(), &a, "-o FILE");
     }
-    let bad = rpv(&["-o", "/nonexistent-dir/x"]).stdin(Stdio::null()).output().unwrap();
-    assert_eq!(err(&bad), "rpv: /nonexistent-dir/x: No such file or directory\n");
+    let bad = rpv(&["-o", "/nonexistent-dir/x"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        err(&bad),
+        "rpv: /nonexistent-dir/x: No such file or directory\n"
+    );
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -148,15 +194,25 @@ fn append_mode_output_falls_back_and_appends() {
             crate::util::run_with_input_keep_stdout(cmd, &body)
         };
         assert!(out.status.success(), "{}", err(&out));
-        assert_same(&std::fs::read(&path).unwrap(), &[&head[..], &body].concat(), "append");
+        assert_same(
+            &std::fs::read(&path).unwrap(),
+            &[&head[..], &body].concat(),
+            "append",
+        );
     }
 }
 
 #[test]
 fn bad_option_values_give_pv_messages_and_status_64() {
     let cases: &[(&[&str], &str)] = &[
-        (&["-s", "foo"], "rpv: -s: foo: numeric value not understood\n"),
-        (&["--size=1KB"], "rpv: -s: 1KB: numeric value not understood\n"),
+        (
+            &["-s", "foo"],
+            "rpv: -s: foo: numeric value not understood\n",
+        ),
+        (
+            &["--size=1KB"],
+            "rpv: -s: 1KB: numeric value not understood\n",
+        ),
         (&["-i", "abc"], "rpv: -i: abc: numeric argument expected\n"),
         (&["-w", "1.5"], "rpv: -w: 1.5: integer argument expected\n"),
         (&["-L", "-3"], "rpv: -L: -3: numeric value not understood\n"),
@@ -169,7 +225,10 @@ fn bad_option_values_give_pv_messages_and_status_64() {
     }
     let out = rpv(&["--bogus"]).stdin(Stdio::null()).output().unwrap();
     let bin = env!("CARGO_BIN_EXE_rpv");
-    assert_eq!(err(&out), format!("{bin}: unrecognized option '--bogus'\nTry `rpv --help' for more information.\n"));
+    assert_eq!(
+        err(&out),
+        format!("{bin}: unrecognized option '--bogus'\nTry `rpv --help' for more information.\n")
+    );
     assert_eq!(out.status.code(), Some(64));
 }
 
@@ -178,14 +237,24 @@ fn options_of_later_issues_are_refused_not_ignored() {
     for opt in ["-c", "-Y", "-X", "-K", "-O", "-E"] {
         let out = run_with_input(rpv(&[opt]), b"abc");
         assert_eq!(out.status.code(), Some(64), "{opt}");
-        assert!(err(&out).contains("not supported yet"), "{opt}: {}", err(&out));
+        assert!(
+            err(&out).contains("not supported yet"),
+            "{opt}: {}",
+            err(&out)
+        );
         assert!(out.stdout.is_empty(), "{opt}: no data must move");
     }
 }
 
 #[test]
 fn size_from_a_missing_path_is_an_error() {
-    let out = rpv(&["-s", "@/nonexistent-file"]).stdin(Stdio::null()).output().unwrap();
-    assert_eq!(err(&out), "rpv: /nonexistent-file: failed to stat file: No such file or directory\n");
+    let out = rpv(&["-s", "@/nonexistent-file"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        err(&out),
+        "rpv: /nonexistent-file: failed to stat file: No such file or directory\n"
+    );
     assert_eq!(out.status.code(), Some(64));
 }

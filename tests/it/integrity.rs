@@ -7,9 +7,21 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::process::{Command, Stdio};
 
-use crate::util::{assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, text, Dir};
+use crate::util::{
+    assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, text, Dir,
+};
 
-const SIZES: [usize; 9] = [0, 1, 4095, 4096, 4097, 65535, 65537, (1 << 20) + 1, (17 << 20) + 5];
+const SIZES: [usize; 9] = [
+    0,
+    1,
+    4095,
+    4096,
+    4097,
+    65535,
+    65537,
+    (1 << 20) + 1,
+    (17 << 20) + 5,
+];
 
 #[derive(Debug, Clone, Copy)]
 enum Topo {
@@ -19,7 +31,12 @@ enum Topo {
     FileFile,
 }
 
-const TOPOS: [Topo; 4] = [Topo::PipePipe, Topo::FilePipe, Topo::PipeFile, Topo::FileFile];
+const TOPOS: [Topo; 4] = [
+    Topo::PipePipe,
+    Topo::FilePipe,
+    Topo::PipeFile,
+    Topo::FileFile,
+];
 
 /// Runs rpv on `input` in topology `topo` with extra `env` and `args`; returns the bytes
 /// that arrived at the output and stderr.
@@ -52,7 +69,11 @@ fn transfer(topo: Topo, input: &[u8], env: &[(&str, &str)], args: &[&str]) -> (V
         }
     };
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{topo:?} {env:?} {args:?}: exit {:?}, stderr {stderr}", output.status);
+    assert!(
+        output.status.success(),
+        "{topo:?} {env:?} {args:?}: exit {:?}, stderr {stderr}",
+        output.status
+    );
     let bytes = match topo {
         Topo::PipePipe | Topo::FilePipe => output.stdout,
         _ => std::fs::read(&out_path).unwrap(),
@@ -60,13 +81,25 @@ fn transfer(topo: Topo, input: &[u8], env: &[(&str, &str)], args: &[&str]) -> (V
     (bytes, stderr)
 }
 
-fn check_all_sizes(topo: Topo, env: &[(&str, &str)], args: &[&str], expect_trace: impl Fn(usize) -> Option<String>) {
+fn check_all_sizes(
+    topo: Topo,
+    env: &[(&str, &str)],
+    args: &[&str],
+    expect_trace: impl Fn(usize) -> Option<String>,
+) {
     for (i, &size) in SIZES.iter().enumerate() {
         let input = data(size, i as u64 + 1);
         let (out, stderr) = transfer(topo, &input, env, args);
-        assert_same(&out, &input, &format!("{topo:?} {env:?} {args:?} size {size}"));
+        assert_same(
+            &out,
+            &input,
+            &format!("{topo:?} {env:?} {args:?} size {size}"),
+        );
         if let Some(trace) = expect_trace(size) {
-            assert!(stderr.contains(&trace), "{topo:?} {env:?} size {size}: expected {trace:?} in {stderr:?}");
+            assert!(
+                stderr.contains(&trace),
+                "{topo:?} {env:?} size {size}: expected {trace:?} in {stderr:?}"
+            );
         }
     }
 }
@@ -81,7 +114,11 @@ fn name(topo: Topo) -> &'static str {
 #[test]
 fn default_paths_are_zero_copy_and_exact() {
     for topo in TOPOS {
-        let path = if matches!(topo, Topo::FileFile) { "CopyRange" } else { "Splice" };
+        let path = if matches!(topo, Topo::FileFile) {
+            "CopyRange"
+        } else {
+            "Splice"
+        };
         check_all_sizes(topo, &[], &[], |_| Some(format!("{}: {path}", name(topo))));
     }
 }
@@ -89,14 +126,18 @@ fn default_paths_are_zero_copy_and_exact() {
 #[test]
 fn forced_read_write_is_exact() {
     for topo in TOPOS {
-        check_all_sizes(topo, &[("RPV_TEST_PATH", "rw")], &[], |_| Some(format!("{}: ReadWrite", name(topo))));
+        check_all_sizes(topo, &[("RPV_TEST_PATH", "rw")], &[], |_| {
+            Some(format!("{}: ReadWrite", name(topo)))
+        });
     }
 }
 
 #[test]
 fn no_splice_option_uses_read_write() {
     for topo in TOPOS {
-        check_all_sizes(topo, &[], &["-C"], |_| Some(format!("{}: ReadWrite", name(topo))));
+        check_all_sizes(topo, &[], &["-C"], |_| {
+            Some(format!("{}: ReadWrite", name(topo)))
+        });
     }
 }
 
@@ -114,7 +155,11 @@ fn mid_stream_zero_copy_failure_falls_back_without_loss_or_duplication() {
     for topo in TOPOS {
         for at in ["2", "3"] {
             // copy_file_range moves up to 8 MiB a call, splice up to the pipe size (1 MiB).
-            let chunk = if matches!(topo, Topo::FileFile) { 8 << 20 } else { 1 << 20 };
+            let chunk = if matches!(topo, Topo::FileFile) {
+                8 << 20
+            } else {
+                1 << 20
+            };
             check_all_sizes(topo, &[("RPV_TEST_FAIL_AT", at)], &[], |size| {
                 // A second (third) call happens only if the first (two) moved data.
                 (size > 0 && (at == "2" || size > chunk))
@@ -184,7 +229,11 @@ fn sparse_over_4g(dir: &Dir) -> (std::path::PathBuf, u64, Vec<(u64, Vec<u8>)>) {
     let path = dir.path("sparse");
     let f = File::create(&path).unwrap();
     f.set_len(len).unwrap();
-    let regions = vec![(0, data(4097, 11)), ((4 << 30) - 70_000, data(100_001, 12)), (len - 4097, data(4097, 13))];
+    let regions = vec![
+        (0, data(4097, 11)),
+        ((4 << 30) - 70_000, data(100_001, 12)),
+        (len - 4097, data(4097, 13)),
+    ];
     for (off, bytes) in &regions {
         f.write_all_at(bytes, *off).unwrap();
     }
@@ -198,15 +247,24 @@ fn verify_stream(mut r: impl Read, start: u64, len: u64, regions: &[(u64, Vec<u8
     let mut pos = start;
     while pos < len {
         let n = ((len - pos) as usize).min(got.len());
-        r.read_exact(&mut got[..n]).unwrap_or_else(|e| panic!("short stream at {pos}: {e}"));
+        r.read_exact(&mut got[..n])
+            .unwrap_or_else(|e| panic!("short stream at {pos}: {e}"));
         expected[..n].fill(0);
         for (off, bytes) in regions {
-            let (lo, hi) = (*off.max(&pos), (off + bytes.len() as u64).min(pos + n as u64));
+            let (lo, hi) = (
+                *off.max(&pos),
+                (off + bytes.len() as u64).min(pos + n as u64),
+            );
             if lo < hi {
-                expected[(lo - pos) as usize..(hi - pos) as usize].copy_from_slice(&bytes[(lo - off) as usize..(hi - off) as usize]);
+                expected[(lo - pos) as usize..(hi - pos) as usize]
+                    .copy_from_slice(&bytes[(lo - off) as usize..(hi - off) as usize]);
             }
         }
-        assert!(got[..n] == expected[..n], "content differs in [{pos}, {})", pos + n as u64);
+        assert!(
+            got[..n] == expected[..n],
+            "content differs in [{pos}, {})",
+            pos + n as u64
+        );
         pos += n as u64;
     }
     let mut rest = Vec::new();
@@ -219,7 +277,11 @@ fn past_4_gib_whole_file_to_pipe() {
     let dir = Dir::new();
     let (path, len, regions) = sparse_over_4g(&dir);
     for path_env in ["splice", "rw"] {
-        let mut child = rpv(&["-q", s(&path)]).env("RPV_TEST_PATH", path_env).stdout(Stdio::piped()).spawn().unwrap();
+        let mut child = rpv(&["-q", s(&path)])
+            .env("RPV_TEST_PATH", path_env)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
         verify_stream(child.stdout.take().unwrap(), 0, len, &regions);
         assert!(child.wait().unwrap().success());
     }
@@ -231,7 +293,11 @@ fn past_4_gib_offsets_on_every_file_path() {
     let (path, len, regions) = sparse_over_4g(&dir);
     let start = (4 << 30) - 100_000;
     let out_at: u64 = (5 << 30) + 3;
-    for env in [None, Some(("RPV_TEST_PATH", "rw")), Some(("RPV_TEST_FAIL_AT", "2"))] {
+    for env in [
+        None,
+        Some(("RPV_TEST_PATH", "rw")),
+        Some(("RPV_TEST_FAIL_AT", "2")),
+    ] {
         // stdin positioned past 4 GiB - 100 kB; stdout positioned past 5 GiB.
         let mut input = File::open(&path).unwrap();
         input.seek(SeekFrom::Start(start)).unwrap();
@@ -245,7 +311,11 @@ fn past_4_gib_offsets_on_every_file_path() {
         }
         assert!(cmd.status().unwrap().success(), "{env:?}");
         let mut out = File::open(&out_path).unwrap();
-        assert_eq!(out.metadata().unwrap().len(), out_at + len - start, "{env:?}");
+        assert_eq!(
+            out.metadata().unwrap().len(),
+            out_at + len - start,
+            "{env:?}"
+        );
         out.seek(SeekFrom::Start(out_at)).unwrap();
         // What landed at out_at.. must be the source from `start` on.
         verify_stream(out.take(len - start), start, len, &regions);

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use crate::util::{assert_same, data, err, rpv, run_with_input, s, text, Dir};
 
 fn numeric_lines(stderr: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(stderr).lines().map(str::to_string).collect()
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -25,7 +28,10 @@ fn stop_at_size_leaves_the_rest_in_the_input() {
         assert_eq!(out.stdout, b"abcde", "{env:?}");
         let mut rest = Vec::new();
         input.read_to_end(&mut rest).unwrap();
-        assert_eq!(rest, b"fghi\n", "{env:?}: the rest stays for the next reader");
+        assert_eq!(
+            rest, b"fghi\n",
+            "{env:?}: the rest stays for the next reader"
+        );
     }
 }
 
@@ -47,7 +53,10 @@ fn rate_limit_is_accurate_and_never_bursts() {
     // 10 MiB/s for 6 s: check the amount at 5 s after the first byte (within 2 %), and that
     // the cumulative amount never runs ahead of rate × t + one interval's worth.
     let rate = 10u64 << 20;
-    let mut child = rpv(&["-q", "-L", "10M", "-S", "-s", "60M", "/dev/zero"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = rpv(&["-q", "-L", "10M", "-S", "-s", "60M", "/dev/zero"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut pipe = child.stdout.take().unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let mut log: Vec<(Instant, u64)> = Vec::new();
@@ -63,15 +72,27 @@ fn rate_limit_is_accurate_and_never_bursts() {
         total += n as u64;
         log.push((now, total));
         let t = now.duration_since(t0).as_secs_f64();
-        assert!(total as f64 <= rate as f64 * (t + 0.1) + 65536.0, "burst: {total} bytes at {t:.3} s");
+        assert!(
+            total as f64 <= rate as f64 * (t + 0.1) + 65536.0,
+            "burst: {total} bytes at {t:.3} s"
+        );
     }
     assert!(child.wait().unwrap().success());
     assert_eq!(total, 60 << 20, "-S stops at exactly --size");
     let t0 = first.unwrap();
-    let at5 = log.iter().take_while(|(t, _)| t.duration_since(t0) <= Duration::from_secs(5)).last().unwrap().1;
+    let at5 = log
+        .iter()
+        .take_while(|(t, _)| t.duration_since(t0) <= Duration::from_secs(5))
+        .last()
+        .unwrap()
+        .1;
     let target = rate as f64 * 5.0;
     let error = (at5 as f64 - target).abs() / target;
-    assert!(error < 0.02, "moved {at5} in 5 s, target {target} ({:.2} %)", error * 100.0);
+    assert!(
+        error < 0.02,
+        "moved {at5} in 5 s, target {target} ({:.2} %)",
+        error * 100.0
+    );
 }
 
 #[test]
@@ -90,16 +111,25 @@ fn numeric_mode_counts_bytes_lines_and_percent() {
     let input = text(30_000);
     let lines = 30_000u64;
     let out = run_with_input(rpv(&["-n", "-l", "-b"]), &input);
-    assert_eq!(numeric_lines(&out.stderr).last().unwrap(), &lines.to_string());
+    assert_eq!(
+        numeric_lines(&out.stderr).last().unwrap(),
+        &lines.to_string()
+    );
     let out = run_with_input(rpv(&["-n", "-b"]), &input);
-    assert_eq!(numeric_lines(&out.stderr).last().unwrap(), &input.len().to_string());
+    assert_eq!(
+        numeric_lines(&out.stderr).last().unwrap(),
+        &input.len().to_string()
+    );
     let out = run_with_input(rpv(&["-n", "-s", &input.len().to_string()]), &input);
     assert_eq!(numeric_lines(&out.stderr), vec!["100"]);
     let out = run_with_input(rpv(&["-n", "-t", "-b", "-r"]), &input);
     let last = numeric_lines(&out.stderr).pop().unwrap();
     let fields: Vec<&str> = last.split(' ').collect();
     assert_eq!(fields.len(), 3, "{last}");
-    assert!(fields[0].parse::<f64>().is_ok() && fields[0].split('.').nth(1).unwrap().len() == 4, "{last}");
+    assert!(
+        fields[0].parse::<f64>().is_ok() && fields[0].split('.').nth(1).unwrap().len() == 4,
+        "{last}"
+    );
     assert_eq!(fields[1], input.len().to_string());
     assert!(fields[2].parse::<f64>().unwrap() > 0.0, "{last}");
     assert!(!out.stderr.contains(&b'\r'), "numeric mode writes no \\r");
@@ -108,11 +138,20 @@ fn numeric_mode_counts_bytes_lines_and_percent() {
 #[test]
 fn numeric_updates_follow_the_interval() {
     // 1.2 MiB at 1 MiB/s with -i 0.2: about 6 updates, plus the final one.
-    let out = run_with_input(rpv(&["-n", "-b", "-i", "0.2", "-L", "1M"]), &data(1_200_000, 1));
+    let out = run_with_input(
+        rpv(&["-n", "-b", "-i", "0.2", "-L", "1M"]),
+        &data(1_200_000, 1),
+    );
     let n = numeric_lines(&out.stderr).len();
     assert!((4..=9).contains(&n), "{n} updates: {}", err(&out));
-    let values: Vec<u64> = numeric_lines(&out.stderr).iter().map(|l| l.parse().unwrap()).collect();
-    assert!(values.windows(2).all(|w| w[0] <= w[1]), "monotonic: {values:?}");
+    let values: Vec<u64> = numeric_lines(&out.stderr)
+        .iter()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(
+        values.windows(2).all(|w| w[0] <= w[1]),
+        "monotonic: {values:?}"
+    );
     assert_eq!(*values.last().unwrap(), 1_200_000);
 }
 
@@ -124,9 +163,15 @@ fn size_from_a_file_or_a_directory() {
     std::fs::create_dir(dir.path("tree/sub")).unwrap();
     std::fs::write(dir.path("tree/sub/b"), vec![2u8; 700]).unwrap();
     let input = vec![0u8; 500];
-    let out = run_with_input(rpv(&["-n", "-s", &format!("@{}", s(&dir.path("tree")))]), &input);
+    let out = run_with_input(
+        rpv(&["-n", "-s", &format!("@{}", s(&dir.path("tree")))]),
+        &input,
+    );
     assert_eq!(numeric_lines(&out.stderr), vec!["50"], "500 of 1000 bytes");
-    let out = run_with_input(rpv(&["-n", "-s", &format!("@{}", s(&dir.path("tree/sub/b")))]), &input);
+    let out = run_with_input(
+        rpv(&["-n", "-s", &format!("@{}", s(&dir.path("tree/sub/b")))]),
+        &input,
+    );
     assert_eq!(numeric_lines(&out.stderr), vec!["71"], "500 of 700 bytes");
 }
 
@@ -134,7 +179,10 @@ fn size_from_a_file_or_a_directory() {
 fn size_is_detected_from_regular_files_and_line_counts() {
     let dir = Dir::new();
     let a = dir.file("a", &text(1000));
-    let out = rpv(&["-n", "-l", s(&a)]).stdout(Stdio::null()).output().unwrap();
+    let out = rpv(&["-n", "-l", s(&a)])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
     assert_eq!(numeric_lines(&out.stderr), vec!["100"]);
     // A pipe among the inputs makes the size unknown: the bouncing counter, not 100.
     let out = run_with_input(rpv(&["-n", "-", s(&a)]), b"xyz");
@@ -144,9 +192,17 @@ fn size_is_detected_from_regular_files_and_line_counts() {
 #[test]
 fn wait_and_delay_hide_short_or_empty_transfers() {
     let out = run_with_input(rpv(&["-f", "-W"]), b"");
-    assert!(out.stderr.is_empty(), "-W with no data prints nothing: {:?}", err(&out));
+    assert!(
+        out.stderr.is_empty(),
+        "-W with no data prints nothing: {:?}",
+        err(&out)
+    );
     let out = run_with_input(rpv(&["-f", "-D", "5"]), b"abc");
-    assert!(out.stderr.is_empty(), "finished before -D: nothing: {:?}", err(&out));
+    assert!(
+        out.stderr.is_empty(),
+        "finished before -D: nothing: {:?}",
+        err(&out)
+    );
     assert_eq!(out.stdout, b"abc");
     let out = run_with_input(rpv(&["-f", "-W", "-b"]), b"abc");
     assert_eq!(err(&out), "3.00  B\r\n");
@@ -157,7 +213,10 @@ fn quiet_and_non_tty_stderr_show_nothing() {
     let out = run_with_input(rpv(&["-q", "-f"]), b"abc");
     assert!(out.stderr.is_empty());
     let out = run_with_input(rpv(&[]), b"abc");
-    assert!(out.stderr.is_empty(), "stderr not a tty and no -f: no display");
+    assert!(
+        out.stderr.is_empty(),
+        "stderr not a tty and no -f: no display"
+    );
     assert_eq!(out.stdout, b"abc");
 }
 
@@ -184,9 +243,15 @@ fn help_and_version_go_to_stdout() {
     let out = rpv(&["--help", "--bogus"]).output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
-    assert!(help.starts_with("Usage: rpv [OPTION] [FILE]...\n"), "{help}");
+    assert!(
+        help.starts_with("Usage: rpv [OPTION] [FILE]...\n"),
+        "{help}"
+    );
     assert!(help.lines().any(|l| l.starts_with("  -R, --remote")));
     let out = rpv(&["-V"]).output().unwrap();
     let version = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(version.lines().next().unwrap(), format!("rpv {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        version.lines().next().unwrap(),
+        format!("rpv {}", env!("CARGO_PKG_VERSION"))
+    );
 }

@@ -8,8 +8,16 @@ use std::process::{Child, Command, Output, Stdio};
 pub fn rpv(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rpv"));
     cmd.args(args);
-    cmd.env("LANG", "C").env("LC_ALL", "C").env_remove("NO_COLOR").env("TERM", "xterm");
-    for var in ["RPV_TEST_PATH", "RPV_TEST_FAIL_AT", "RPV_TEST_TRACE", "POSIXLY_CORRECT"] {
+    cmd.env("LANG", "C")
+        .env("LC_ALL", "C")
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm");
+    for var in [
+        "RPV_TEST_PATH",
+        "RPV_TEST_FAIL_AT",
+        "RPV_TEST_TRACE",
+        "POSIXLY_CORRECT",
+    ] {
         cmd.env_remove(var);
     }
     cmd
@@ -65,7 +73,9 @@ pub struct Dir {
 
 impl Dir {
     pub fn new() -> Dir {
-        Dir { dir: tempfile::tempdir().expect("tempdir") }
+        Dir {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -94,8 +104,16 @@ pub fn s(p: &Path) -> &str {
 #[track_caller]
 pub fn assert_same(actual: &[u8], expected: &[u8], what: &str) {
     if actual != expected {
-        let first = actual.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(actual.len().min(expected.len()));
-        panic!("{what}: {} bytes out, {} expected, first difference at byte {first}", actual.len(), expected.len());
+        let first = actual
+            .iter()
+            .zip(expected)
+            .position(|(a, b)| a != b)
+            .unwrap_or(actual.len().min(expected.len()));
+        panic!(
+            "{what}: {} bytes out, {} expected, first difference at byte {first}",
+            actual.len(),
+            expected.len()
+        );
     }
 }
 
