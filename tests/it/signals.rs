@@ -1,1 +1,179 @@
-//! placeholder
+//! Signals and a blocked stderr: interrupts end cleanly with pv's status, Ctrl-Z time is not
+//! counted, and a display that cannot write never holds up the data.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::rpv;
+
+fn kill(child: &Child, signal: libc::c_int) {
+    // SAFETY: plain kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+}
+
+fn wait_within(child: &mut Child, secs: f64) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rpv did not exit within {secs} s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn interrupts_end_with_status_32_and_a_final_newline() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut child = rpv(&["-f", "-b", "-i", "0.1", "-L", "100k", "/dev/zero"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let reader =
+            std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
+        std::thread::sleep(Duration::from_millis(500));
+        kill(&child, signal);
+        let status = wait_within(&mut child, 3.0);
+        assert_eq!(status.code(), Some(32), "signal {signal}");
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        assert!(stderr.ends_with("B\r\n"), "signal {signal}: {stderr:?}");
+        assert!(reader.join().unwrap() > 0);
+    }
+}
+
+#[test]
+fn interrupt_ends_even_while_blocked_on_a_full_output() {
+    // Nobody reads stdout: the data thread sits in a blocking splice/write.
+    for extra in [&[][..], &["-C"][..]] {
+        let mut args = vec!["-q", "/dev/zero"];
+        args.extend_from_slice(extra);
+        let mut child = rpv(&args).stdout(Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        kill(&child, libc::SIGINT);
+        assert_eq!(wait_within(&mut child, 3.0).code(), Some(32), "{extra:?}");
+    }
+}
+
+fn process_state(pid: u32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit(") ").next().unwrap().chars().next().unwrap()
+}
+
+#[test]
+fn stopped_time_is_not_counted_and_the_transfer_resumes() {
+    // 2 MiB at 1 MiB/s, stopped for 1.5 s in the middle.
+    let start = Instant::now();
+    let mut child = rpv(&[
+        "-n",
+        "-t",
+        "-b",
+        "-i",
+        "0.2",
+        "-L",
+        "1M",
+        "-S",
+        "-s",
+        "2M",
+        "/dev/zero",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader =
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
+    std::thread::sleep(Duration::from_millis(600));
+    kill(&child, libc::SIGTSTP);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(process_state(child.id()), 'T', "SIGTSTP stops rpv");
+    std::thread::sleep(Duration::from_millis(1300));
+    kill(&child, libc::SIGCONT);
+    let status = wait_within(&mut child, 10.0);
+    let wall = start.elapsed().as_secs_f64();
+    assert!(status.success());
+    assert_eq!(reader.join().unwrap(), 2 << 20);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let last = stderr.lines().last().unwrap().to_string();
+    let elapsed: f64 = last.split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        elapsed < wall - 1.2,
+        "elapsed {elapsed} s should exclude the 1.5 s stop (wall {wall:.2} s)"
+    );
+    assert!(
+        elapsed > 1.5,
+        "elapsed {elapsed} s: 2 MiB at 1 MiB/s takes about 2 s"
+    );
+    assert!(last.ends_with(&format!(" {}", 2 << 20)), "{last}");
+}
+
+/// A pipe whose buffer is already full, so any write to it blocks.
+fn full_pipe() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2(2) fills two fds that we then own (close-on-exec, so other tests'
+    // children do not inherit them).
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl on our own fd.
+    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let mut wf = std::fs::File::from(w.try_clone().unwrap());
+    while wf.write(&[b'x'; 4096]).is_ok() {}
+    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFL, 0) };
+    (r, w)
+}
+
+#[test]
+fn data_keeps_flowing_while_stderr_is_blocked() {
+    let (err_r, err_w) = full_pipe();
+    let size = 64 << 20;
+    let mut child = rpv(&[
+        "-f",
+        "-i",
+        "0.1",
+        "-S",
+        "-s",
+        &size.to_string(),
+        "/dev/zero",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::from(err_w))
+    .spawn()
+    .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; size as usize];
+    // All the data arrives although rpv cannot write a single progress line.
+    stdout.read_exact(&mut buf).unwrap();
+    assert!(buf.iter().all(|&b| b == 0));
+    // Unblock stderr: rpv then finishes its display and exits normally.
+    let drainer = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(err_r);
+        let mut sink = Vec::new();
+        f.read_to_end(&mut sink).unwrap();
+        sink
+    });
+    assert!(wait_within(&mut child, 10.0).success());
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "-S stops at exactly --size");
+    let text = drainer.join().unwrap();
+    assert!(text.ends_with(b"\r\n"), "the final line is still drawn");
+}
