@@ -1,0 +1,310 @@
+//! Medians, the results table and the check against the issue's targets.
+
+use crate::pipeline::Outcome;
+use crate::runner::{TopologyResult, VariantResult};
+
+const GIB: f64 = (1u64 << 30) as f64;
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// Medians over the successful repetitions of one variant.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Median throughput in GiB/s.
+    pub gibps: Option<f64>,
+    /// Median CPU seconds (user + sys) of the tool(s) per GiB moved.
+    pub cpu_per_gib: Option<f64>,
+    /// Largest peak RSS of the tool(s) over all repetitions, in MiB.
+    pub rss_mib: Option<f64>,
+    /// Runs killed at the deadline.
+    pub timeouts: usize,
+    /// Failure messages (wrong byte count, non-zero exit).
+    pub failures: Vec<String>,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Summarises the repetitions of one variant.
+pub fn summarise(r: &VariantResult) -> Summary {
+    let gib = r.bytes as f64 / GIB;
+    let mut s = Summary::default();
+    let (mut rates, mut cpus, mut rss) = (Vec::new(), Vec::new(), Vec::new());
+    for o in &r.runs {
+        match o {
+            Outcome::Ok(m) => {
+                rates.push(gib / m.wall.as_secs_f64().max(1e-9));
+                cpus.push(m.cpu.as_secs_f64() / gib);
+                rss.push(m.maxrss_kib as f64 / 1024.0);
+            }
+            Outcome::Timeout => s.timeouts += 1,
+            Outcome::Failed(msg) => s.failures.push(msg.clone()),
+        }
+    }
+    s.gibps = median(rates);
+    if r.variant.kind != crate::topology::Kind::Direct {
+        s.cpu_per_gib = median(cpus);
+        s.rss_mib = rss.into_iter().reduce(f64::max);
+    }
+    s
+}
+
+/// A topology's results with every variant summarised.
+pub struct Table<'a> {
+    /// (topology, per-variant summaries in the same order as its variants).
+    pub rows: Vec<(&'a TopologyResult, Vec<Summary>)>,
+}
+
+impl<'a> Table<'a> {
+    /// Summarises every result.
+    pub fn new(results: &'a [TopologyResult]) -> Table<'a> {
+        let rows = results
+            .iter()
+            .map(|t| (t, t.variants.iter().map(summarise).collect()))
+            .collect();
+        Table { rows }
+    }
+
+    /// The summary of `label` in the topology called `name`.
+    pub fn get(&self, name: &str, label: &str) -> Option<&Summary> {
+        let (t, sums) = self.rows.iter().find(|(t, _)| t.topology.name == name)?;
+        let i = t.variants.iter().position(|v| v.variant.label == label)?;
+        sums.get(i)
+    }
+
+    fn rate(&self, name: &str, label: &str) -> Option<f64> {
+        self.get(name, label)?.gibps
+    }
+
+    /// Prints the results table to stdout.
+    pub fn print(&self) {
+        println!(
+            "{:<18} {:<10} {:>9} {:>7} {:>9} {:>10} {:>8}  notes",
+            "topology", "tool", "GiB/s", "vs pv", "vs direct", "CPU s/GiB", "RSS MiB"
+        );
+        for (t, sums) in &self.rows {
+            let name = format!("({}) {}", t.topology.id, t.topology.name);
+            for (v, s) in t.variants.iter().zip(sums) {
+                let note = self.note(t, v, s);
+                let pv = ratio(s.gibps, self.rate(&t.topology.name, "pv"));
+                let direct = ratio(s.gibps, self.rate(&t.topology.name, "direct"));
+                println!(
+                    "{:<18} {:<10} {:>9} {:>7} {:>9} {:>10} {:>8}  {}",
+                    name,
+                    v.variant.label,
+                    fmt(s.gibps, rate_digits(s.gibps)),
+                    fmt(pv, 2),
+                    fmt(direct, 2),
+                    fmt(s.cpu_per_gib, 3),
+                    fmt(s.rss_mib, 1),
+                    note
+                );
+            }
+        }
+    }
+
+    fn note(&self, t: &TopologyResult, v: &VariantResult, s: &Summary) -> String {
+        let mut notes = Vec::new();
+        if let Some(why) = &v.skipped {
+            notes.push(format!("skipped: {why}"));
+        }
+        if v.bytes != t.topology.bytes {
+            notes.push(format!("{} MiB only", v.bytes >> 20));
+        }
+        if s.timeouts > 0 {
+            notes.push(format!("{} timeout", s.timeouts));
+        }
+        if !s.failures.is_empty() {
+            let expected = if v.variant.allow_fail || v.runs.is_empty() {
+                " (expected)"
+            } else {
+                ""
+            };
+            notes.push(format!("{} failed{expected}", s.failures.len()));
+        }
+        if let (Some(target), Some(g)) = (t.topology.rate, s.gibps) {
+            let got = g * GIB;
+            notes.push(format!(
+                "{:.1} MiB/s = {:.2}% of -L",
+                got / MIB,
+                100.0 * got / target as f64
+            ));
+        }
+        notes.join("; ")
+    }
+
+    /// Every failure that should fail the bench, with its context.
+    pub fn fatal_failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (t, sums) in &self.rows {
+            for (v, s) in t.variants.iter().zip(sums) {
+                if !v.variant.allow_fail {
+                    let head = format!(
+                        "({}) {} / {}",
+                        t.topology.id, t.topology.name, v.variant.label
+                    );
+                    out.extend(s.failures.iter().map(|f| format!("{head}: {f}")));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a? / b.filter(|b| *b > 0.0)?)
+}
+
+fn rate_digits(v: Option<f64>) -> usize {
+    if v.is_some_and(|v| v < 0.1) {
+        4
+    } else {
+        2
+    }
+}
+
+fn fmt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// One target of the issue and how the run compares to it.
+struct Target {
+    what: &'static str,
+    value: Option<f64>,
+    pass: fn(f64) -> bool,
+}
+
+impl Table<'_> {
+    fn vs(&self, name: &str, a: &str, b: &str) -> Option<f64> {
+        ratio(self.rate(name, a), self.rate(name, b))
+    }
+
+    fn best_baseline(&self, name: &str) -> Option<f64> {
+        let rates = ["pv", "pv -C", "cat"].map(|l| self.rate(name, l));
+        rates.into_iter().flatten().reduce(f64::max)
+    }
+
+    fn rpv_peak_rss(&self) -> Option<f64> {
+        let rpv = |v: &VariantResult| v.variant.kind == crate::topology::Kind::Rpv;
+        let all = self
+            .rows
+            .iter()
+            .flat_map(|(t, sums)| t.variants.iter().zip(sums));
+        all.filter(|(v, _)| rpv(v))
+            .filter_map(|(_, s)| s.rss_mib)
+            .reduce(f64::max)
+    }
+
+    fn worst_rate_error(&self) -> Option<f64> {
+        let rows = self.rows.iter().filter(|(t, _)| t.topology.rate.is_some());
+        let errs = rows.filter_map(|(t, _)| {
+            let got = self.rate(&t.topology.name, "rpv")? * GIB;
+            Some((got / t.topology.rate? as f64 - 1.0).abs())
+        });
+        errs.reduce(f64::max)
+    }
+
+    fn targets(&self) -> Vec<Target> {
+        let cpu = |l| self.get("pipe-pipe", l).and_then(|s| s.cpu_per_gib);
+        let display = self.vs("display", "rpv -f", "rpv").map(|r| 1.0 - r);
+        let nonblock = ratio(self.rate("nonblock", "rpv"), self.rate("pipe-pipe", "rpv"));
+        let small = ratio(
+            self.rate("small-writes", "rpv"),
+            self.best_baseline("small-writes"),
+        );
+        let t = |what, value, pass| Target { what, value, pass };
+        vec![
+            t(
+                "(a) pipe->pipe: rpv/pv >= 1.3",
+                self.vs("pipe-pipe", "rpv", "pv"),
+                |x| x >= 1.3,
+            ),
+            t(
+                "(a) pipe->pipe: rpv/direct >= 0.8",
+                self.vs("pipe-pipe", "rpv", "direct"),
+                |x| x >= 0.8,
+            ),
+            t(
+                "(b) 64 KiB sink pipe: rpv/pv >= 3",
+                self.vs("pipe-pipe-64k", "rpv", "pv"),
+                |x| x >= 3.0,
+            ),
+            t(
+                "(c) cached file->pipe: rpv/pv >= 3",
+                self.vs("file-pipe", "rpv", "pv"),
+                |x| x >= 3.0,
+            ),
+            t(
+                "(d) pipe->file: rpv/pv >= 1.1",
+                self.vs("pipe-file", "rpv", "pv"),
+                |x| x >= 1.1,
+            ),
+            t(
+                "(e) file->file: rpv/pv >= 1.1",
+                self.vs("file-file", "rpv", "pv"),
+                |x| x >= 1.1,
+            ),
+            t(
+                "(f) chain: rpv|rpv / pv|pv >= 2",
+                self.vs("chain", "rpv", "pv"),
+                |x| x >= 2.0,
+            ),
+            t(
+                "(g) 1000-byte writes: rpv / best(pv,pv -C,cat) >= 1",
+                small,
+                |x| x >= 1.0,
+            ),
+            t("(h) O_NONBLOCK: rpv(h)/rpv(a) >= 0.8", nonblock, |x| {
+                x >= 0.8
+            }),
+            t("(i) -l: rpv/pv >= 3", self.vs("lines", "rpv", "pv"), |x| {
+                x >= 3.0
+            }),
+            t(
+                "(j) /dev/zero -S -s: rpv/pv >= 2",
+                self.vs("zero", "rpv", "pv"),
+                |x| x >= 2.0,
+            ),
+            t(
+                "(a) CPU s/GiB: rpv/pv <= 0.7",
+                ratio(cpu("rpv"), cpu("pv")),
+                |x| x <= 0.7,
+            ),
+            t("peak RSS of rpv (MiB) <= 8", self.rpv_peak_rss(), |x| {
+                x <= 8.0
+            }),
+            t("(k) -L worst error <= 0.01", self.worst_rate_error(), |x| {
+                x <= 0.01
+            }),
+            t("(l) display cost < 0.02", display, |x| x < 0.02),
+        ]
+    }
+
+    /// Prints each target of the issue with the measured value.
+    pub fn print_targets(&self, quick: bool) {
+        println!();
+        let caveat = if quick {
+            " (quick mode: sizes too small, indicative only)"
+        } else {
+            ""
+        };
+        println!("targets{caveat}:");
+        for t in self.targets() {
+            let verdict = match t.value {
+                None => "n/a ",
+                Some(v) if (t.pass)(v) => "pass",
+                Some(_) => "FAIL",
+            };
+            println!("  {verdict}  {:<52} {}", t.what, fmt(t.value, 3));
+        }
+    }
+}
