@@ -145,6 +145,13 @@ fn bench(o: Options) -> Result<ExitCode, String> {
         dir: scratch_dir()?,
         timeout: Duration::from_secs(if o.quick { 10 } else { 60 }),
     };
+    if !ctx.rpv.path.is_file() {
+        let _ = std::fs::remove_dir_all(&ctx.dir);
+        return Err(format!(
+            "tool under test {} not found: run `cargo build --release` or set RPV_BENCH_RPV",
+            ctx.rpv.path.display()
+        ));
+    }
     let result = run_all(&ctx, &topologies, &sizes, &o);
     let _ = std::fs::remove_dir_all(&ctx.dir);
     result
@@ -171,7 +178,7 @@ fn run_all(
     let table = report::Table::new(&results);
     println!();
     table.print();
-    table.print_targets(o.quick);
+    table.print_targets(o.quick, ctx.rpv.pretend);
     let fatal = table.fatal_failures();
     if fatal.is_empty() {
         return Ok(ExitCode::SUCCESS);

@@ -80,6 +80,8 @@ unsafe fn exec_child(parent: libc::pid_t, argv: &[*const libc::c_char]) -> ! {
     }
     libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     libc::execvp(argv[0], argv.as_ptr());
+    let msg = b"rpv-bench measure: cannot execute the tool\n";
+    libc::write(2, msg.as_ptr().cast(), msg.len());
     libc::_exit(127)
 }
 

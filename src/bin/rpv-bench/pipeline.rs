@@ -136,7 +136,13 @@ impl Pipeline {
             let (status, _) = reap(p.pid);
             m.wall = start.elapsed();
             let stage = &self.stages[p.index];
-            failures.extend(describe_failure(stage, status));
+            let fail = describe_failure(stage, status);
+            // The tool's own failure is the likely cause: list it first.
+            match fail {
+                Some(f) if stage.report.is_some() => failures.insert(0, f),
+                Some(f) => failures.push(f),
+                None => {}
+            }
             match stage.report.as_deref().map(read_report) {
                 Some(Some((cpu, rss))) => {
                     m.cpu += cpu;
@@ -156,9 +162,20 @@ impl Pipeline {
     }
 }
 
+/// Short command line of a stage for messages: program base names, and
+/// the tool itself rather than its `measure` wrapper.
 fn name(stage: &Stage) -> String {
-    let words: Vec<_> = stage.argv.iter().map(|a| a.to_string_lossy()).collect();
-    words.join(" ")
+    let skip = if stage.report.is_some() { 3 } else { 0 };
+    let base = |a: &std::ffi::OsStr| {
+        let p = std::path::Path::new(a);
+        p.file_name().unwrap_or(a).to_string_lossy().into_owned()
+    };
+    let mut words = stage.argv.iter().skip(skip);
+    let prog = words.next().map(|a| base(a)).unwrap_or_default();
+    std::iter::once(prog)
+        .chain(words.map(|a| a.to_string_lossy().into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn describe_failure(stage: &Stage, status: libc::c_int) -> Option<String> {

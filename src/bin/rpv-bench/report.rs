@@ -290,12 +290,12 @@ impl Table<'_> {
     }
 
     /// Prints each target of the issue with the measured value.
-    pub fn print_targets(&self, quick: bool) {
+    pub fn print_targets(&self, quick: bool, pretend: bool) {
         println!();
-        let caveat = if quick {
-            " (quick mode: sizes too small, indicative only)"
-        } else {
-            ""
+        let caveat = match (pretend, quick) {
+            (true, _) => " (PRETEND: a stand-in ran as rpv, verdicts are meaningless)",
+            (false, true) => " (quick mode: sizes too small, indicative only)",
+            (false, false) => "",
         };
         println!("targets{caveat}:");
         for t in self.targets() {
