@@ -169,10 +169,15 @@ fn run_all(
     let start = Instant::now();
     let mut results = Vec::new();
     for t in topologies {
-        eprint!("rpv-bench: ({}) {} ...", t.id, t.name);
+        eprintln!("rpv-bench: ({}) {} ...", t.id, t.name);
         let t0 = Instant::now();
         results.push(ctx.run_topology(t, o.reps));
-        eprintln!(" {:.1} s", t0.elapsed().as_secs_f64());
+        eprintln!(
+            "rpv-bench: ({}) {} took {:.1} s",
+            t.id,
+            t.name,
+            t0.elapsed().as_secs_f64()
+        );
     }
     eprintln!("rpv-bench: total {:.1} s", start.elapsed().as_secs_f64());
     let table = report::Table::new(&results);

@@ -135,30 +135,33 @@ impl Pipeline {
             let p = procs.swap_remove(ready);
             let (status, _) = reap(p.pid);
             m.wall = start.elapsed();
-            let stage = &self.stages[p.index];
-            let fail = describe_failure(stage, status);
-            // The tool's own failure is the likely cause: list it first.
-            match fail {
-                Some(f) if stage.report.is_some() => failures.insert(0, f),
-                Some(f) => failures.push(f),
-                None => {}
-            }
-            match stage.report.as_deref().map(read_report) {
-                Some(Some((cpu, rss))) => {
-                    m.cpu += cpu;
-                    m.maxrss_kib = m.maxrss_kib.max(rss);
-                }
-                Some(None) if failures.is_empty() => {
-                    failures.push(format!("`{}`: no rusage report", name(stage)));
-                }
-                _ => {}
-            }
+            record(&self.stages[p.index], status, &mut m, &mut failures);
         }
         if failures.is_empty() {
             Outcome::Ok(m)
         } else {
             Outcome::Failed(failures.join("; "))
         }
+    }
+}
+
+/// Adds one reaped stage's exit status and resource report to the run.
+fn record(stage: &Stage, status: libc::c_int, m: &mut Measurement, failures: &mut Vec<String>) {
+    // The tool's own failure is the likely cause: list it first.
+    match describe_failure(stage, status) {
+        Some(f) if stage.report.is_some() => failures.insert(0, f),
+        Some(f) => failures.push(f),
+        None => {}
+    }
+    match stage.report.as_deref().map(read_report) {
+        Some(Some((cpu, rss))) => {
+            m.cpu += cpu;
+            m.maxrss_kib = m.maxrss_kib.max(rss);
+        }
+        Some(None) if failures.is_empty() => {
+            failures.push(format!("`{}`: no rusage report", name(stage)));
+        }
+        _ => {}
     }
 }
 

@@ -176,11 +176,34 @@ fn fmt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
 }
 
+/// A bound a measured value must respect.
+#[derive(Clone, Copy)]
+enum Limit {
+    AtLeast(f64),
+    AtMost(f64),
+}
+
 /// One target of the issue and how the run compares to it.
 struct Target {
     what: &'static str,
     value: Option<f64>,
-    pass: fn(f64) -> bool,
+    limit: Limit,
+}
+
+impl Target {
+    fn pass(&self, v: f64) -> bool {
+        match self.limit {
+            Limit::AtLeast(min) => v >= min,
+            Limit::AtMost(max) => v <= max,
+        }
+    }
+
+    fn bound(&self) -> String {
+        match self.limit {
+            Limit::AtLeast(min) => format!(">= {min}"),
+            Limit::AtMost(max) => format!("<= {max}"),
+        }
+    }
 }
 
 impl Table<'_> {
@@ -215,77 +238,51 @@ impl Table<'_> {
 
     fn targets(&self) -> Vec<Target> {
         let cpu = |l| self.get("pipe-pipe", l).and_then(|s| s.cpu_per_gib);
-        let display = self.vs("display", "rpv -f", "rpv").map(|r| 1.0 - r);
-        let nonblock = ratio(self.rate("nonblock", "rpv"), self.rate("pipe-pipe", "rpv"));
-        let small = ratio(
-            self.rate("small-writes", "rpv"),
-            self.best_baseline("small-writes"),
-        );
-        let t = |what, value, pass| Target { what, value, pass };
+        let vs_pv = |name| self.vs(name, "rpv", "pv");
+        let at_least = |what, value, min| Target {
+            what,
+            value,
+            limit: Limit::AtLeast(min),
+        };
+        let at_most = |what, value, max| Target {
+            what,
+            value,
+            limit: Limit::AtMost(max),
+        };
+        let rpv = |name| self.rate(name, "rpv");
+        let small = ratio(rpv("small-writes"), self.best_baseline("small-writes"));
         vec![
-            t(
-                "(a) pipe->pipe: rpv/pv >= 1.3",
-                self.vs("pipe-pipe", "rpv", "pv"),
-                |x| x >= 1.3,
-            ),
-            t(
-                "(a) pipe->pipe: rpv/direct >= 0.8",
+            at_least("(a) pipe->pipe: rpv/pv", vs_pv("pipe-pipe"), 1.3),
+            at_least(
+                "(a) pipe->pipe: rpv/direct",
                 self.vs("pipe-pipe", "rpv", "direct"),
-                |x| x >= 0.8,
+                0.8,
             ),
-            t(
-                "(b) 64 KiB sink pipe: rpv/pv >= 3",
-                self.vs("pipe-pipe-64k", "rpv", "pv"),
-                |x| x >= 3.0,
+            at_least("(b) 64 KiB sink pipe: rpv/pv", vs_pv("pipe-pipe-64k"), 3.0),
+            at_least("(c) cached file->pipe: rpv/pv", vs_pv("file-pipe"), 3.0),
+            at_least("(d) pipe->file: rpv/pv", vs_pv("pipe-file"), 1.1),
+            at_least("(e) file->file: rpv/pv", vs_pv("file-file"), 1.1),
+            at_least("(f) chain: rpv|rpv / pv|pv", vs_pv("chain"), 2.0),
+            at_least("(g) 1000-byte writes: rpv / best(pv,pv -C,cat)", small, 1.0),
+            at_least(
+                "(h) O_NONBLOCK: rpv(h)/rpv(a)",
+                ratio(rpv("nonblock"), rpv("pipe-pipe")),
+                0.8,
             ),
-            t(
-                "(c) cached file->pipe: rpv/pv >= 3",
-                self.vs("file-pipe", "rpv", "pv"),
-                |x| x >= 3.0,
+            at_least("(i) -l: rpv/pv", vs_pv("lines"), 3.0),
+            at_least("(j) /dev/zero -S -s: rpv/pv", vs_pv("zero"), 2.0),
+            at_most("(a) CPU s/GiB: rpv/pv", ratio(cpu("rpv"), cpu("pv")), 0.7),
+            at_most("peak RSS of rpv (MiB)", self.rpv_peak_rss(), 8.0),
+            at_most(
+                "(k) -L: worst |achieved/target - 1|",
+                self.worst_rate_error(),
+                0.01,
             ),
-            t(
-                "(d) pipe->file: rpv/pv >= 1.1",
-                self.vs("pipe-file", "rpv", "pv"),
-                |x| x >= 1.1,
+            at_most(
+                "(l) display cost: 1 - (rpv -f)/rpv",
+                self.vs("display", "rpv -f", "rpv").map(|r| 1.0 - r),
+                0.02,
             ),
-            t(
-                "(e) file->file: rpv/pv >= 1.1",
-                self.vs("file-file", "rpv", "pv"),
-                |x| x >= 1.1,
-            ),
-            t(
-                "(f) chain: rpv|rpv / pv|pv >= 2",
-                self.vs("chain", "rpv", "pv"),
-                |x| x >= 2.0,
-            ),
-            t(
-                "(g) 1000-byte writes: rpv / best(pv,pv -C,cat) >= 1",
-                small,
-                |x| x >= 1.0,
-            ),
-            t("(h) O_NONBLOCK: rpv(h)/rpv(a) >= 0.8", nonblock, |x| {
-                x >= 0.8
-            }),
-            t("(i) -l: rpv/pv >= 3", self.vs("lines", "rpv", "pv"), |x| {
-                x >= 3.0
-            }),
-            t(
-                "(j) /dev/zero -S -s: rpv/pv >= 2",
-                self.vs("zero", "rpv", "pv"),
-                |x| x >= 2.0,
-            ),
-            t(
-                "(a) CPU s/GiB: rpv/pv <= 0.7",
-                ratio(cpu("rpv"), cpu("pv")),
-                |x| x <= 0.7,
-            ),
-            t("peak RSS of rpv (MiB) <= 8", self.rpv_peak_rss(), |x| {
-                x <= 8.0
-            }),
-            t("(k) -L worst error <= 0.01", self.worst_rate_error(), |x| {
-                x <= 0.01
-            }),
-            t("(l) display cost < 0.02", display, |x| x < 0.02),
         ]
     }
 
@@ -301,10 +298,26 @@ impl Table<'_> {
         for t in self.targets() {
             let verdict = match t.value {
                 None => "n/a ",
-                Some(v) if (t.pass)(v) => "pass",
+                Some(v) if t.pass(v) => "pass",
                 Some(_) => "FAIL",
             };
-            println!("  {verdict}  {:<52} {}", t.what, fmt(t.value, 3));
+            let what = format!("{} {}", t.what, t.bound());
+            println!("  {verdict}  {what:<54} {}", fmt(t.value, 3));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{median, ratio};
+
+    #[test]
+    fn medians_and_ratios() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(ratio(Some(3.0), Some(1.5)), Some(2.0));
+        assert_eq!(ratio(Some(3.0), Some(0.0)), None);
+        assert_eq!(ratio(None, Some(1.0)), None);
     }
 }
