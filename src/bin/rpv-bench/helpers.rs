@@ -1,0 +1,262 @@
+//! The bench's own fast sources and sinks, run as hidden subcommands of the
+//! same binary (`rpv-bench source ...`, `rpv-bench sink ...`).
+//!
+//! Sources write exactly the requested number of bytes to stdout; sinks
+//! count what they receive on stdin and exit with status 3 when the count
+//! differs from the expected one.
+
+use std::io;
+
+/// The byte every generated data stream is made of.
+pub const FILL: u8 = b'r';
+/// Size of the source's buffer and of every splice/vmsplice request.
+const CHUNK: usize = 1 << 20;
+/// Pipe size the helpers ask for with `F_SETPIPE_SZ` (the unprivileged maximum).
+const PIPE_SIZE: libc::c_int = 1 << 20;
+/// Read size of `sink read`.
+const READ_SIZE: usize = 256 << 10;
+/// Alignment of the vmsplice buffer, so that it can be backed by a huge page.
+const HUGE: usize = 2 << 20;
+
+/// Runs `rpv-bench source|sink ARGS`; returns the process exit status.
+pub fn main(role: &str, args: &[String]) -> i32 {
+    let result = match role {
+        "source" => source(args),
+        "sink" => sink(args),
+        _ => Err(format!("unknown helper role {role}")),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(msg) => {
+            eprintln!("rpv-bench {role}: {msg}");
+            3
+        }
+    }
+}
+
+/// Options shared by sources and sinks: positional words plus `--flags`.
+struct HelperArgs<'a> {
+    words: Vec<&'a str>,
+    nonblock: bool,
+    grow: bool,
+}
+
+fn parse(args: &[String]) -> Result<HelperArgs<'_>, String> {
+    let mut out = HelperArgs {
+        words: Vec::new(),
+        nonblock: false,
+        grow: false,
+    };
+    for a in args {
+        match a.as_str() {
+            "--nonblock" => out.nonblock = true,
+            "--grow" => out.grow = true,
+            s if s.starts_with("--") => return Err(format!("unknown option {s}")),
+            s => out.words.push(s),
+        }
+    }
+    Ok(out)
+}
+
+fn number(words: &[&str], i: usize, what: &str) -> Result<u64, String> {
+    let w = words.get(i).ok_or_else(|| format!("missing {what}"))?;
+    w.parse().map_err(|_| format!("bad {what}: {w}"))
+}
+
+/// `source vmsplice BYTES [--nonblock]` or `source write BYTES CHUNK [--nonblock]`.
+fn source(args: &[String]) -> Result<(), String> {
+    let a = parse(args)?;
+    let bytes = number(&a.words, 1, "BYTES")?;
+    if a.nonblock {
+        set_nonblock(1)?;
+    }
+    set_pipe_size(1);
+    match a.words.first().copied() {
+        Some("vmsplice") => source_vmsplice(bytes),
+        Some("write") => {
+            let chunk = number(&a.words, 2, "CHUNK")? as usize;
+            write_loop(&vec![FILL; chunk.max(1)], bytes)
+        }
+        other => Err(format!("unknown source kind {other:?}")),
+    }
+}
+
+/// `sink splice EXPECTED [--grow] [--nonblock]` or `sink read EXPECTED [--nonblock]`.
+fn sink(args: &[String]) -> Result<(), String> {
+    let a = parse(args)?;
+    let expected = number(&a.words, 1, "EXPECTED")?;
+    if a.nonblock {
+        set_nonblock(0)?;
+    }
+    if a.grow {
+        set_pipe_size(0);
+    }
+    let got = match a.words.first().copied() {
+        Some("splice") => sink_splice()?,
+        Some("read") => sink_read()?,
+        other => return Err(format!("unknown sink kind {other:?}")),
+    };
+    if got != expected {
+        return Err(format!("expected {expected} bytes, received {got}"));
+    }
+    Ok(())
+}
+
+fn set_nonblock(fd: libc::c_int) -> Result<(), String> {
+    // SAFETY: fcntl on a file descriptor we inherited; no memory is passed.
+    let ok = unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        fl >= 0 && libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
+    };
+    ok.then_some(())
+        .ok_or_else(|| format!("O_NONBLOCK on fd {fd}: {}", io::Error::last_os_error()))
+}
+
+/// Best effort: enlarges the pipe on `fd` (fails harmlessly on non-pipes).
+fn set_pipe_size(fd: libc::c_int) {
+    // SAFETY: fcntl with an integer argument.
+    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_SIZE) };
+}
+
+/// Waits until `fd` is ready for `events` (used after EAGAIN).
+fn wait_ready(fd: libc::c_int, events: libc::c_short) {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, -1) };
+}
+
+/// Classifies a failed syscall: `Ok(())` means "retry", `Err` is fatal.
+fn retryable(fd: libc::c_int, events: libc::c_short, what: &str) -> Result<(), String> {
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EINTR) => Ok(()),
+        Some(libc::EAGAIN) => {
+            wait_ready(fd, events);
+            Ok(())
+        }
+        _ => Err(format!("{what}: {err}")),
+    }
+}
+
+/// A 1 MiB buffer of [`FILL`] aligned to 2 MiB, advised to use a huge page.
+/// It is never freed or modified, so vmspliced pages stay valid.
+fn huge_buffer() -> Result<&'static [u8], String> {
+    // SAFETY: anonymous private mapping; we only use the aligned part.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            2 * HUGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(format!("mmap: {}", io::Error::last_os_error()));
+    }
+    let aligned = (base as usize).next_multiple_of(HUGE) as *mut u8;
+    // SAFETY: [aligned, aligned + HUGE) lies inside the 2*HUGE mapping, which
+    // is leaked (lives for the whole process).
+    unsafe {
+        libc::madvise(aligned.cast(), HUGE, libc::MADV_HUGEPAGE);
+        std::ptr::write_bytes(aligned, FILL, CHUNK);
+        Ok(std::slice::from_raw_parts(aligned, CHUNK))
+    }
+}
+
+/// vmsplices `bytes` bytes of the constant buffer into stdout; falls back to
+/// write() when stdout is not a pipe (e.g. a file in the "direct" runs).
+fn source_vmsplice(bytes: u64) -> Result<(), String> {
+    let buf = huge_buffer()?;
+    let mut left = bytes;
+    let mut off = 0usize;
+    while left > 0 {
+        let len = (CHUNK - off).min(left as usize);
+        let iov = libc::iovec {
+            iov_base: buf[off..].as_ptr() as *mut _,
+            iov_len: len,
+        };
+        // SAFETY: iov points into a live, never-modified buffer.
+        let n = unsafe { libc::vmsplice(1, &iov, 1, 0) };
+        if n < 0 {
+            if io::Error::last_os_error().raw_os_error() == Some(libc::EBADF) && left == bytes {
+                return write_loop(buf, bytes);
+            }
+            retryable(1, libc::POLLOUT, "vmsplice")?;
+            continue;
+        }
+        left -= n as u64;
+        off = (off + n as usize) % CHUNK;
+    }
+    Ok(())
+}
+
+/// Writes `bytes` bytes to stdout in `buf`-sized write() calls.
+fn write_loop(buf: &[u8], bytes: u64) -> Result<(), String> {
+    let mut left = bytes;
+    let mut off = 0usize;
+    while left > 0 {
+        let len = (buf.len() - off).min(left as usize);
+        // SAFETY: writing from a valid slice.
+        let n = unsafe { libc::write(1, buf[off..].as_ptr().cast(), len) };
+        if n < 0 {
+            retryable(1, libc::POLLOUT, "write")?;
+            continue;
+        }
+        left -= n as u64;
+        off = (off + n as usize) % buf.len();
+    }
+    Ok(())
+}
+
+/// Splices stdin into /dev/null until EOF; falls back to read() when stdin
+/// is not a pipe (a file in the "direct" runs). Returns the byte count.
+fn sink_splice() -> Result<u64, String> {
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .map_err(|e| format!("/dev/null: {e}"))?;
+    let null_fd = std::os::fd::AsRawFd::as_raw_fd(&null);
+    let mut total = 0u64;
+    loop {
+        // SAFETY: plain fds, no offsets.
+        let n = unsafe {
+            libc::splice(
+                0,
+                std::ptr::null_mut(),
+                null_fd,
+                std::ptr::null_mut(),
+                CHUNK,
+                0,
+            )
+        };
+        match n {
+            0 => return Ok(total),
+            n if n > 0 => total += n as u64,
+            _ if total == 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) => {
+                return sink_read();
+            }
+            _ => retryable(0, libc::POLLIN, "splice")?,
+        }
+    }
+}
+
+/// read()s stdin into a 256 KiB buffer until EOF; returns the byte count.
+fn sink_read() -> Result<u64, String> {
+    let mut buf = vec![0u8; READ_SIZE];
+    let mut total = 0u64;
+    loop {
+        // SAFETY: reading into a valid, owned buffer.
+        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+        match n {
+            0 => return Ok(total),
+            n if n > 0 => total += n as u64,
+            _ => retryable(0, libc::POLLIN, "read")?,
+        }
+    }
+}

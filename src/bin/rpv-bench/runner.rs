@@ -1,0 +1,294 @@
+//! Turning a (topology, variant) pair into a pipeline, preparing the data
+//! files, and running the repetitions with the tools interleaved.
+
+use crate::helpers::FILL;
+use crate::pipeline::{Outcome, Pipeline, Stage};
+use crate::topology::{Dst, Kind, Src, Topology, Variant};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How to run the tool under test.
+#[derive(Clone, Debug)]
+pub struct RpvSpec {
+    /// Path of the binary.
+    pub path: PathBuf,
+    /// Extra arguments appended to every invocation (`RPV_BENCH_RPV_ARGS`).
+    pub extra: Vec<String>,
+    /// The binary is a stand-in such as `cat`: rpv's flags are dropped.
+    pub pretend: bool,
+}
+
+/// Everything a run needs to know about its environment.
+pub struct Ctx {
+    /// This executable (runs the helper sources and sinks).
+    pub exe: PathBuf,
+    /// The tool under test.
+    pub rpv: RpvSpec,
+    /// Debian pv, if installed.
+    pub pv: Option<PathBuf>,
+    /// Scratch directory holding the data files.
+    pub dir: PathBuf,
+    /// Per-run deadline.
+    pub timeout: Duration,
+}
+
+/// The result of every repetition of one variant.
+pub struct VariantResult {
+    /// The variant that ran.
+    pub variant: Variant,
+    /// Bytes moved per run.
+    pub bytes: u64,
+    /// One outcome per repetition (empty when skipped).
+    pub runs: Vec<Outcome>,
+    /// Why the variant was skipped, if it was.
+    pub skipped: Option<String>,
+}
+
+/// The results of one topology.
+pub struct TopologyResult {
+    /// The topology that ran.
+    pub topology: Topology,
+    /// One entry per variant, in the topology's order.
+    pub variants: Vec<VariantResult>,
+}
+
+impl Ctx {
+    fn data_file(&self) -> PathBuf {
+        self.dir.join("data.bin")
+    }
+    fn text_file(&self) -> PathBuf {
+        self.dir.join("text.txt")
+    }
+    fn out_file(&self) -> PathBuf {
+        self.dir.join("out.bin")
+    }
+
+    /// Creates (and caches) the files the selected topologies need.
+    pub fn prepare(&self, topologies: &[Topology], data: u64, text: u64) -> std::io::Result<()> {
+        let needs = |f: fn(&Topology) -> bool| topologies.iter().any(f);
+        if needs(|t| matches!(t.src, Src::DataFile)) {
+            write_file(&self.data_file(), data, &[FILL; 1 << 20])?;
+            cache(&self.data_file())?;
+        }
+        if needs(|t| matches!(t.dst, Dst::OutFile)) {
+            write_file(&self.out_file(), data, &[FILL; 1 << 20])?;
+            cache(&self.out_file())?;
+        }
+        if needs(|t| matches!(t.src, Src::TextFile)) {
+            write_file(&self.text_file(), text, &text_block())?;
+            cache(&self.text_file())?;
+        }
+        Ok(())
+    }
+
+    /// Why `v` cannot run here, if it cannot.
+    fn skip_reason(&self, t: &Topology, v: &Variant) -> Option<String> {
+        match v.kind {
+            Kind::Pv if self.pv.is_none() => Some("pv not installed".into()),
+            Kind::Rpv if self.rpv.pretend && matches!(t.src, Src::DevZero) => {
+                Some("pretend rpv cannot stop at -s".into())
+            }
+            _ => None,
+        }
+    }
+
+    fn tool_argv(&self, v: &Variant) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = match &v.kind {
+            Kind::Direct => return Vec::new(),
+            Kind::Rpv => vec![self.rpv.path.clone().into()],
+            Kind::Pv => vec![self.pv.clone().unwrap_or_default().into()],
+            Kind::Other(prog) => vec![prog.into()],
+        };
+        if v.kind == Kind::Rpv && self.rpv.pretend {
+            argv.extend(self.rpv.extra.iter().map(Into::into));
+            return argv;
+        }
+        argv.extend(v.args.iter().map(Into::into));
+        if v.kind == Kind::Rpv {
+            argv.extend(self.rpv.extra.iter().map(Into::into));
+        }
+        argv
+    }
+
+    fn helper(&self, words: &[String]) -> Stage {
+        let mut argv: Vec<OsString> = vec![self.exe.clone().into()];
+        argv.extend(words.iter().map(Into::into));
+        Stage {
+            argv,
+            report: None,
+            quiet: false,
+        }
+    }
+
+    fn source(&self, src: Src, bytes: u64) -> Option<Stage> {
+        let b = bytes.to_string();
+        let words: Vec<String> = match src {
+            Src::Vmsplice { nonblock: false } => vec!["vmsplice".into(), b],
+            Src::Vmsplice { nonblock: true } => vec!["vmsplice".into(), b, "--nonblock".into()],
+            Src::Write(chunk) => vec!["write".into(), b, chunk.to_string()],
+            _ => return None,
+        };
+        Some(self.helper(&[vec!["source".to_string()], words].concat()))
+    }
+
+    fn sink(&self, dst: Dst, bytes: u64) -> Option<Stage> {
+        let mut words = vec!["sink".to_string()];
+        match dst {
+            Dst::Splice { grow, nonblock } => {
+                words.extend(["splice".into(), bytes.to_string()]);
+                grow.then(|| words.push("--grow".into()));
+                nonblock.then(|| words.push("--nonblock".into()));
+            }
+            Dst::Read => words.extend(["read".into(), bytes.to_string()]),
+            Dst::OutFile => return None,
+        }
+        Some(self.helper(&words))
+    }
+
+    /// Tool stage number `i`, run through `rpv-bench measure`.
+    fn measured(&self, i: usize, tool: &[OsString], quiet: bool) -> Stage {
+        let report = self.dir.join(format!("rusage.{i}"));
+        let mut argv: Vec<OsString> = vec![self.exe.clone().into(), "measure".into()];
+        argv.push(report.clone().into());
+        argv.extend(tool.iter().cloned());
+        Stage {
+            argv,
+            report: Some(report),
+            quiet,
+        }
+    }
+
+    /// The pipeline of variant `v` in topology `t`, moving `bytes` bytes.
+    fn pipeline(&self, t: &Topology, v: &Variant, bytes: u64) -> Pipeline {
+        let mut p = Pipeline {
+            stdin: match t.src {
+                Src::DataFile => Some(self.data_file()),
+                Src::TextFile => Some(self.text_file()),
+                Src::DevZero => Some("/dev/zero".into()),
+                _ => None,
+            },
+            stdout: matches!(t.dst, Dst::OutFile).then(|| self.out_file()),
+            stages: Vec::new(),
+        };
+        p.stages.extend(self.source(t.src, bytes));
+        if v.kind != Kind::Direct {
+            let quiet = v.quiet || v.allow_fail;
+            let tool = self.tool_argv(v);
+            p.stages
+                .extend((0..t.chain).map(|i| self.measured(i, &tool, quiet)));
+        }
+        p.stages.extend(self.sink(t.dst, bytes));
+        if v.allow_fail {
+            p.stages.iter_mut().for_each(|s| s.quiet = true);
+        }
+        p
+    }
+
+    /// One run of `v`, with the output-file check when there is one.
+    fn run_once(&self, t: &Topology, v: &Variant, bytes: u64) -> Outcome {
+        let out = matches!(t.dst, Dst::OutFile).then(|| self.out_file());
+        if let Some(path) = &out {
+            if let Err(e) = poison_tail(path, bytes) {
+                return Outcome::Failed(format!("{}: {e}", path.display()));
+            }
+        }
+        let outcome = self.pipeline(t, v, bytes).run(self.timeout);
+        match (outcome, &out) {
+            (Outcome::Ok(m), Some(path)) => match check_tail(path, bytes) {
+                Ok(()) => Outcome::Ok(m),
+                Err(e) => Outcome::Failed(format!("{}: {e}", path.display())),
+            },
+            (o, _) => o,
+        }
+    }
+
+    /// Runs `reps` repetitions of topology `t`, rotating the tool order
+    /// by one position per repetition.
+    pub fn run_topology(&self, t: &Topology, reps: usize) -> TopologyResult {
+        let mut results: Vec<VariantResult> = t
+            .variants
+            .iter()
+            .map(|v| VariantResult {
+                variant: v.clone(),
+                bytes: v.cap.map_or(t.bytes, |c| c.min(t.bytes)),
+                runs: Vec::new(),
+                skipped: self.skip_reason(t, v),
+            })
+            .collect();
+        let n = results.len();
+        for rep in 0..reps {
+            for i in (0..n).map(|k| (k + rep) % n) {
+                let r = &mut results[i];
+                if r.skipped.is_none() {
+                    let mut v = r.variant.clone();
+                    // cat standing in for rpv aborts on EAGAIN, as cat does.
+                    let trap = matches!(t.src, Src::Vmsplice { nonblock: true });
+                    v.allow_fail |= v.kind == Kind::Rpv && self.rpv.pretend && trap;
+                    r.runs.push(self.run_once(t, &v, r.bytes));
+                }
+            }
+        }
+        TopologyResult {
+            topology: t.clone(),
+            variants: results,
+        }
+    }
+}
+
+fn write_file(path: &Path, size: u64, block: &[u8]) -> std::io::Result<()> {
+    let mut f = File::create(path)?;
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(block.len() as u64) as usize;
+        f.write_all(&block[..n])?;
+        left -= n as u64;
+    }
+    f.sync_all()
+}
+
+/// Reads a file once so that it sits in the page cache.
+fn cache(path: &Path) -> std::io::Result<()> {
+    let mut f = File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    while f.read(&mut buf)? > 0 {}
+    Ok(())
+}
+
+/// About 1 MiB of text lines of varying length (1 to 199 bytes).
+fn text_block() -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 << 20);
+    let mut n = 0u64;
+    while out.len() < (1 << 20) - 256 {
+        let len = (n * 37 % 199) as usize;
+        let line = format!("{n:08} ");
+        out.extend(line.bytes().chain(std::iter::repeat(b'x')).take(len));
+        out.push(b'\n');
+        n += 1;
+    }
+    out
+}
+
+/// Writes a byte the data never contains at the end of the output, so that
+/// a short write is detected afterwards.
+fn poison_tail(path: &Path, bytes: u64) -> std::io::Result<()> {
+    let f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.write_all_at(&[!FILL], bytes - 1)
+}
+
+fn check_tail(path: &Path, bytes: u64) -> Result<(), String> {
+    let f = File::open(path).map_err(|e| e.to_string())?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    let mut last = [0u8];
+    f.read_exact_at(&mut last, bytes - 1)
+        .map_err(|e| e.to_string())?;
+    if len != bytes || last[0] != FILL {
+        return Err(format!(
+            "output file is incomplete (size {len}, expected {bytes})"
+        ));
+    }
+    Ok(())
+}

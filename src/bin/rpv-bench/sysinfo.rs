@@ -1,0 +1,144 @@
+//! The header of a benchmark report: machine, kernel, tools, date.
+
+use crate::runner::Ctx;
+use std::ffi::CStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Prints kernel, CPU, date, tool versions and settings that affect results.
+pub fn print_header(ctx: &Ctx, quick: bool, reps: usize) {
+    let mode = if quick { "quick" } else { "full" };
+    println!(
+        "rpv-bench ({mode} mode, {reps} repetition(s), timeout {} s)",
+        ctx.timeout.as_secs()
+    );
+    println!("date:    {}", utc_now());
+    println!("kernel:  {}", kernel());
+    println!("cpu:     {} x {}", cpu_model(), cpus());
+    println!(
+        "thp:     {}",
+        first_line("/sys/kernel/mm/transparent_hugepage/enabled")
+    );
+    println!("pipemax: {}", first_line("/proc/sys/fs/pipe-max-size"));
+    let pretend = if ctx.rpv.pretend {
+        "  (PRETEND: rpv flags dropped)"
+    } else {
+        ""
+    };
+    println!("rpv:     {}{pretend}", ctx.rpv.path.display());
+    match &ctx.pv {
+        Some(pv) => println!("pv:      {} ({})", pv.display(), pv_version(pv)),
+        None => println!("pv:      not installed: pv rows are skipped (apt-get install pv)"),
+    }
+    println!("scratch: {} ({})", ctx.dir.display(), fs_type(&ctx.dir));
+}
+
+fn first_line(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.lines().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
+}
+
+fn kernel() -> String {
+    // SAFETY: utsname is plain old data; uname fills NUL-terminated fields.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return "?".into();
+        }
+        let f = |s: &[libc::c_char]| CStr::from_ptr(s.as_ptr()).to_string_lossy().into_owned();
+        format!(
+            "{} {} {} {}",
+            f(&u.sysname),
+            f(&u.release),
+            f(&u.version),
+            f(&u.machine)
+        )
+    }
+}
+
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let line = info.lines().find(|l| l.starts_with("model name"));
+    line.and_then(|l| l.split_once(':'))
+        .map_or("?".into(), |(_, v)| v.trim().to_string())
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+fn pv_version(pv: &std::path::Path) -> String {
+    let out = std::process::Command::new(pv).arg("--version").output();
+    out.ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "version unknown".into())
+}
+
+fn fs_type(dir: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return "?".into();
+    };
+    // SAFETY: statfs is plain old data; c is a valid C string.
+    let magic = unsafe {
+        let mut s: libc::statfs = std::mem::zeroed();
+        if libc::statfs(c.as_ptr(), &mut s) != 0 {
+            return "?".into();
+        }
+        s.f_type as u64
+    };
+    match magic {
+        0xEF53 => "ext4".into(),
+        0x0102_1994 => "tmpfs".into(),
+        0x5846_5342 => "xfs".into(),
+        0x9123_683E => "btrfs".into(),
+        0x794C_7630 => "overlayfs".into(),
+        m => format!("fs magic {m:#x}"),
+    }
+}
+
+/// The current UTC time as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil_from_days;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    }
+}

@@ -1,0 +1,278 @@
+//! The benchmark topologies (a)-(l) and the tools compared in each.
+
+/// Where the data comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Src {
+    /// `rpv-bench source vmsplice`: zero-copy constant data, 1 MiB pipe.
+    Vmsplice {
+        /// Set O_NONBLOCK on the shared pipe (the neighbour trap).
+        nonblock: bool,
+    },
+    /// `rpv-bench source write BYTES CHUNK`: plain write() of CHUNK bytes.
+    Write(u64),
+    /// The cached data file (constant bytes).
+    DataFile,
+    /// The cached text file (lines of varying length).
+    TextFile,
+    /// /dev/zero, bounded by the tool's `-S -s SIZE`.
+    DevZero,
+}
+
+/// Where the data goes.
+#[derive(Clone, Copy, Debug)]
+pub enum Dst {
+    /// `rpv-bench sink splice`: splice to /dev/null.
+    Splice {
+        /// Enlarge the sink's pipe to 1 MiB.
+        grow: bool,
+        /// Set O_NONBLOCK on the shared pipe.
+        nonblock: bool,
+    },
+    /// `rpv-bench sink read`: read() 256 KiB at a time.
+    Read,
+    /// Overwrite the existing output file (no truncation).
+    OutFile,
+}
+
+/// Which program a variant runs as the tool under test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// No tool: source straight into sink (the ceiling).
+    Direct,
+    /// The tool under test.
+    Rpv,
+    /// Debian's pv.
+    Pv,
+    /// Another program from PATH (cat, head).
+    Other(&'static str),
+}
+
+/// One tool setup compared within a topology.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// Row label: "direct", "rpv", "pv", "pv -C", "cat", ...
+    pub label: String,
+    /// Program to run.
+    pub kind: Kind,
+    /// Arguments (for rpv: dropped in pretend mode).
+    pub args: Vec<String>,
+    /// Run this variant with fewer bytes (pv in the O_NONBLOCK trap).
+    pub cap: Option<u64>,
+    /// A failure is expected and does not fail the bench.
+    pub allow_fail: bool,
+    /// Send the tool's stderr to /dev/null.
+    pub quiet: bool,
+}
+
+/// One benchmark topology.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    /// Letter from the issue, used by `--only`.
+    pub id: &'static str,
+    /// Short name, also accepted by `--only`.
+    pub name: String,
+    /// Source of the data.
+    pub src: Src,
+    /// Destination of the data.
+    pub dst: Dst,
+    /// How many copies of the tool are chained (0 for direct is implied).
+    pub chain: usize,
+    /// Bytes moved per run (file sources: the file size).
+    pub bytes: u64,
+    /// Target rate in bytes/s for the `-L` accuracy runs.
+    pub rate: Option<u64>,
+    /// Tools compared, in the order of the first repetition.
+    pub variants: Vec<Variant>,
+}
+
+/// Sizes of one benchmark mode.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// Bytes per pipe→pipe run.
+    pub pipe: u64,
+    /// Size of the cached data file (and of the output file).
+    pub data_file: u64,
+    /// Size of the cached text file.
+    pub text_file: u64,
+    /// Bytes per run of the 1000-byte-write producer.
+    pub small_writes: u64,
+    /// Bytes for pv in the O_NONBLOCK trap (it sleeps 10 ms per EAGAIN).
+    pub nonblock_pv: u64,
+    /// Seconds per `-L` run.
+    pub rate_secs: u64,
+}
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+impl Sizes {
+    /// The sizes of `--quick` (CI) or of a full run.
+    pub fn new(quick: bool) -> Sizes {
+        if quick {
+            Sizes {
+                pipe: 64 * MIB,
+                data_file: 64 * MIB,
+                text_file: 32 * MIB,
+                small_writes: 32 * MIB,
+                nonblock_pv: 16 * MIB,
+                rate_secs: 1,
+            }
+        } else {
+            Sizes {
+                pipe: 4 * GIB,
+                data_file: 2 * GIB,
+                text_file: GIB,
+                small_writes: 2 * GIB,
+                nonblock_pv: 256 * MIB,
+                rate_secs: 5,
+            }
+        }
+    }
+}
+
+fn variant(label: &str, kind: Kind, args: &[&str]) -> Variant {
+    Variant {
+        label: label.to_string(),
+        kind,
+        args: args.iter().map(|s| s.to_string()).collect(),
+        cap: None,
+        allow_fail: false,
+        quiet: false,
+    }
+}
+
+/// direct, rpv, pv, pv -C, cat: each tool gets `-q` plus `flags`.
+fn standard(flags: &[&str], direct: bool, cat: bool) -> Vec<Variant> {
+    let with = |pre: &[&'static str]| -> Vec<&str> { pre.iter().chain(flags).copied().collect() };
+    let mut v = Vec::new();
+    if direct {
+        v.push(variant("direct", Kind::Direct, &[]));
+    }
+    v.push(variant("rpv", Kind::Rpv, &with(&["-q"])));
+    v.push(variant("pv", Kind::Pv, &with(&["-q"])));
+    v.push(variant("pv -C", Kind::Pv, &with(&["-q", "-C"])));
+    if cat {
+        v.push(variant("cat", Kind::Other("cat"), &[]));
+    }
+    v
+}
+
+fn topo(id: &'static str, name: &str, src: Src, dst: Dst, bytes: u64) -> Topology {
+    let variants = standard(&[], true, true);
+    Topology {
+        id,
+        name: name.into(),
+        src,
+        dst,
+        chain: 1,
+        bytes,
+        rate: None,
+        variants,
+    }
+}
+
+const GROW: Dst = Dst::Splice {
+    grow: true,
+    nonblock: false,
+};
+const VMS: Src = Src::Vmsplice { nonblock: false };
+
+/// Every topology of the issue, (a) to (l).
+pub fn all(s: &Sizes) -> Vec<Topology> {
+    let mut v = vec![
+        topo("a", "pipe-pipe", VMS, GROW, s.pipe),
+        topo(
+            "b",
+            "pipe-pipe-64k",
+            VMS,
+            Dst::Splice {
+                grow: false,
+                nonblock: false,
+            },
+            s.pipe,
+        ),
+        topo("c", "file-pipe", Src::DataFile, GROW, s.data_file),
+        topo("d", "pipe-file", VMS, Dst::OutFile, s.data_file),
+        topo("e", "file-file", Src::DataFile, Dst::OutFile, s.data_file),
+        Topology {
+            chain: 2,
+            ..topo("f", "chain", VMS, GROW, s.pipe)
+        },
+        Topology {
+            chain: 2,
+            ..topo(
+                "g",
+                "small-writes",
+                Src::Write(1000),
+                Dst::Read,
+                s.small_writes,
+            )
+        },
+        nonblock(s),
+        lines(s),
+        zero(s),
+    ];
+    v[4].variants.retain(|x| x.kind != Kind::Direct);
+    v.extend([MIB, 100 * MIB, GIB].map(|r| rate(s, r)));
+    v.push(display(s));
+    v
+}
+
+fn nonblock(s: &Sizes) -> Topology {
+    let src = Src::Vmsplice { nonblock: true };
+    let mut t = topo(
+        "h",
+        "nonblock",
+        src,
+        Dst::Splice {
+            grow: true,
+            nonblock: true,
+        },
+        s.pipe,
+    );
+    for v in &mut t.variants {
+        match v.label.as_str() {
+            "pv" | "pv -C" => v.cap = Some(s.nonblock_pv),
+            "cat" => v.allow_fail = true, // cat aborts on EAGAIN
+            _ => {}
+        }
+    }
+    t
+}
+
+fn lines(s: &Sizes) -> Topology {
+    let mut t = topo("i", "lines", Src::TextFile, GROW, s.text_file);
+    t.variants = standard(&["-l"], false, false);
+    t.variants.retain(|v| v.label != "pv -C");
+    t
+}
+
+fn zero(s: &Sizes) -> Topology {
+    let size = s.pipe.to_string();
+    let mut t = topo("j", "zero", Src::DevZero, GROW, s.pipe);
+    t.variants = standard(&["-S", "-s", &size], false, false);
+    t.variants
+        .push(variant("head -c", Kind::Other("head"), &["-c", &size]));
+    t
+}
+
+fn rate(s: &Sizes, rate: u64) -> Topology {
+    let arg = match rate {
+        r if r >= GIB => format!("{}G", r / GIB),
+        r => format!("{}M", r / MIB),
+    };
+    let name = format!("rate-{arg}");
+    let mut t = topo("k", &name, VMS, GROW, rate * s.rate_secs);
+    t.rate = Some(rate);
+    t.variants = standard(&["-L", &arg], false, false);
+    t.variants.retain(|v| v.label != "pv -C");
+    t
+}
+
+fn display(s: &Sizes) -> Topology {
+    let mut t = topo("l", "display", VMS, GROW, s.pipe);
+    let mut shown = variant("rpv -f", Kind::Rpv, &["-f", "-i", "0.1"]);
+    shown.quiet = true;
+    t.variants = vec![variant("rpv", Kind::Rpv, &["-q"]), shown];
+    t
+}
