@@ -382,6 +382,7 @@ impl View {
             }
         }
         self.print_messages(shared);
+        self.check_started(shared, &mut next_due);
         if interrupted {
             self.update(shared, out, false);
         } else if !shared.aborted.load(Ordering::Relaxed)
