@@ -173,5 +173,5 @@ fn render_bouncing(look: &Look, counter: f64, width: usize, framed: bool) -> Str
 
 /// `count` copies of `cell` (`repeat_n` needs a newer Rust than our MSRV).
 fn cells_of(cell: char, count: usize) -> impl Iterator<Item = char> {
-    std::iter::repeat(cell).take(count)
+    std::iter::repeat_n(cell, count)
 }

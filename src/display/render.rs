@@ -228,8 +228,7 @@ fn render_last_written(frame: &Frame, count: usize) -> String {
     let data = frame.last_written;
     let seen = &data[data.len().saturating_sub(count)..];
     let missing = count - seen.len();
-    std::iter::repeat('.')
-        .take(missing)
+    std::iter::repeat_n('.', missing)
         .chain(
             seen.iter()
                 .map(|&b| if is_printable(b) { char::from(b) } else { '.' }),
@@ -246,7 +245,7 @@ fn render_previous_line(frame: &Frame, width: usize) -> String {
         .map(|&b| if is_printable(b) { char::from(b) } else { ' ' })
         .collect();
     let pad = width - text.len();
-    text.extend(std::iter::repeat(' ').take(pad));
+    text.extend(std::iter::repeat_n(' ', pad));
     text
 }
 

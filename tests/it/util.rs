@@ -1,8 +1,8 @@
 //! Test harness: build `rpv` commands, feed them, collect what they wrote.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 /// A command for the rpv binary with a neutral environment (C locale, no test hooks).
 pub fn rpv(args: &[&str]) -> Command {
@@ -87,13 +87,6 @@ impl Dir {
         std::fs::write(&p, contents).unwrap();
         p
     }
-}
-
-/// Reads a child's stdout to the end (used when stdout is piped).
-pub fn read_all(child: &mut Child) -> Vec<u8> {
-    let mut out = Vec::new();
-    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    out
 }
 
 pub fn s(p: &Path) -> &str {
