@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering;
 
 use crate::cli::{Action, Options, SizeArg};
-use crate::display::{self, BarStyle, BufferFill, DisplaySwitches, Format, Frame};
+use crate::display::{self, BarStyle, BufferFill, DisplaySwitches, Format, Frame, Segment};
 use crate::shared::{status, Shared};
 use crate::stats::RateTracker;
 use crate::sys::{self, FileKind};
@@ -175,11 +175,19 @@ fn run(o: &Options, prog: &str) -> u8 {
             return status::USAGE;
         }
     };
+    let view = View::new(o, prog, size);
+    let capture = view.format.segments.iter().any(|s| {
+        matches!(
+            s,
+            Segment::LastWritten { .. } | Segment::PreviousLine { .. }
+        )
+    });
     let settings = Settings {
         inputs,
         line_mode: o.line_mode,
         separator: if o.null { 0 } else { b'\n' },
-        zero_copy: !o.no_splice && !o.line_mode,
+        // %A and %L need the bytes: rpv then uses read/write (pv leaves them blank).
+        zero_copy: !o.no_splice && !o.line_mode && !capture,
         buffer_size: if o.buffer_size > 0 {
             o.buffer_size as usize
         } else {
@@ -188,9 +196,9 @@ fn run(o: &Options, prog: &str) -> u8 {
         rate_limit: o.rate_limit,
         // -S with an unknown size passes everything through (pv 1.11 passes nothing).
         stop_at: ((o.stop_at_size || implied_stop) && size > 0).then_some(size),
+        capture,
         hooks: Hooks::from_env(),
     };
-    let view = View::new(o, prog, size);
     transfer_with_display(&settings, output.fd(), view)
 }
 
@@ -464,6 +472,7 @@ impl View {
                 BufferFill::Fraction(shared.buffered.load(Ordering::Relaxed) as f64 / cap as f64)
             }
         };
+        let tail = shared.tail.lock().map(|t| t.clone()).unwrap_or_default();
         let frame = Frame {
             elapsed,
             transferred,
@@ -483,6 +492,8 @@ impl View {
             colour: self.colour,
             buffer,
             wall_clock: sys::wall_clock(),
+            last_written: &tail.last,
+            previous_line: &tail.line,
             ..Frame::default()
         };
         let line = display::render(&self.format, &frame, self.width);

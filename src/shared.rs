@@ -53,6 +53,56 @@ pub struct Shared {
     status: AtomicU8,
     messages: Mutex<Vec<String>>,
     wake: Option<OwnedFd>,
+    /// What `%A` and `%L` show; fed by the engine only when the format uses them.
+    pub tail: Mutex<Tail>,
+}
+
+/// The end of the data written so far, for `%A` (last bytes) and `%L` (previous line).
+#[derive(Debug, Default, Clone)]
+pub struct Tail {
+    /// The last bytes written, oldest first, at most [`Tail::LAST`].
+    pub last: Vec<u8>,
+    /// The most recent complete line, without its separator, at most [`Tail::LINE`] bytes.
+    pub line: Vec<u8>,
+    /// The start of the line being written now.
+    current: Vec<u8>,
+}
+
+impl Tail {
+    /// Bytes kept for `%A` (pv's limit).
+    pub const LAST: usize = 256;
+    /// Bytes kept of a line for `%L` (pv's limit).
+    pub const LINE: usize = 1024;
+
+    /// Records that `data` was written; `sep` ends lines.
+    pub fn feed(&mut self, data: &[u8], sep: u8) {
+        let keep = data.len().min(Self::LAST);
+        let excess = (self.last.len() + keep).saturating_sub(Self::LAST);
+        self.last.drain(..excess);
+        self.last.extend_from_slice(&data[data.len() - keep..]);
+        let Some(end) = memchr::memrchr(sep, data) else {
+            append_capped(&mut self.current, data);
+            return;
+        };
+        let line_data = &data[..end];
+        match memchr::memrchr(sep, line_data) {
+            Some(start) => {
+                self.line.clear();
+                append_capped(&mut self.line, &line_data[start + 1..]);
+            }
+            None => {
+                append_capped(&mut self.current, line_data);
+                std::mem::swap(&mut self.line, &mut self.current);
+            }
+        }
+        self.current.clear();
+        append_capped(&mut self.current, &data[end + 1..]);
+    }
+}
+
+fn append_capped(buf: &mut Vec<u8>, data: &[u8]) {
+    let room = Tail::LINE.saturating_sub(buf.len());
+    buf.extend_from_slice(&data[..data.len().min(room)]);
 }
 
 impl Shared {
@@ -73,6 +123,7 @@ impl Shared {
             status: AtomicU8::new(0),
             messages: Mutex::new(Vec::new()),
             wake,
+            tail: Mutex::new(Tail::default()),
         }
     }
 
@@ -114,5 +165,27 @@ impl Shared {
         if let Some(fd) = &self.wake {
             crate::sys::write_raw(fd.as_raw_fd(), b"w");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tail;
+
+    #[test]
+    fn tail_keeps_the_last_bytes_and_the_previous_line() {
+        let mut t = Tail::default();
+        t.feed(b"first li", b'\n');
+        assert_eq!(t.line, b"");
+        t.feed(b"ne\nsecond", b'\n');
+        assert_eq!(t.line, b"first line");
+        t.feed(b" line\nthird\nfour", b'\n');
+        assert_eq!(t.line, b"third");
+        assert_eq!(t.last, b"first line\nsecond line\nthird\nfour");
+        t.feed(&[b'x'; 300], b'\n');
+        assert_eq!(t.last, vec![b'x'; 256]);
+        assert_eq!(t.line, b"third");
+        t.feed(b"\n", b'\n');
+        assert_eq!(t.line, [&b"four"[..], &[b'x'; 300]].concat());
     }
 }

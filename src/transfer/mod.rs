@@ -96,6 +96,8 @@ pub struct Settings {
     pub rate_limit: u64,
     /// `-S`: stop after this many units.
     pub stop_at: Option<u64>,
+    /// Keep the tail of the data for `%A`/`%L` (read/write path only).
+    pub capture: bool,
     /// Test hooks.
     pub hooks: Hooks,
 }
@@ -348,6 +350,11 @@ impl<'a> Engine<'a> {
         }
         if let Err(e) = write_all(self.out, &self.buf[start..start + len]) {
             return self.write_failed(&e);
+        }
+        if self.settings.capture {
+            if let Ok(mut tail) = self.shared.tail.lock() {
+                tail.feed(&self.buf[start..start + len], self.settings.separator);
+            }
         }
         self.pending.0 += len;
         self.shared

@@ -171,3 +171,26 @@ fn messages_start_on_a_new_line_after_progress() {
     assert!(e.ends_with("10.0  B\r\n"), "{e:?}");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn last_written_and_previous_line_show_the_data() {
+    let input: Vec<u8> = (1..=100)
+        .flat_map(|i| format!("{i:03}\n").into_bytes())
+        .collect();
+    assert_eq!(
+        stderr_of(&["-f", "-A", "16"], &input),
+        "097.098.099.100.\r\n"
+    );
+    assert_eq!(
+        stderr_of(&["-f", "-F", "[%5L]"], b"abc\ndef\nxy"),
+        "[def  ]\r\n"
+    );
+    // Without -C: %L still works, because rpv then moves the data with read/write.
+    assert_eq!(
+        stderr_of(
+            &["-f", "-F", "[%{previous-line}]", "-w", "8"],
+            b"one\ntwo\n"
+        ),
+        "[two   ]\r\n"
+    );
+}
