@@ -17,7 +17,7 @@ use crate::sys::{self, FileKind};
 use crate::term::{self, Term};
 use crate::transfer::{self, input, Engine, Hooks, Settings};
 use crate::units::CountKind;
-use crate::{cli, signals};
+use crate::{cli, modes, signals};
 
 /// Entry point used by `main`: parses `args` (argv[0] first), runs, returns the exit status.
 pub fn main_with_args(args: Vec<String>) -> i32 {
@@ -46,7 +46,7 @@ fn print_stdout(text: &str) -> i32 {
 
 /// Options that later issues implement; refused clearly rather than silently ignored.
 fn unsupported(o: &Options) -> Option<&'static str> {
-    let checks: [(bool, &str); 12] = [
+    let checks: [(bool, &str); 9] = [
         (o.cursor, "-c/--cursor"),
         (o.extra_display.is_some(), "-x/--extra-display"),
         (o.skip_errors > 0, "-E/--skip-errors"),
@@ -146,6 +146,12 @@ fn run(o: &Options, prog: &str) -> u8 {
     if let Some(name) = unsupported(o) {
         eprintln!("{prog}: {name}: not supported yet");
         return status::USAGE;
+    }
+    match o.action {
+        Action::WatchFd(_) => return modes::watchfd::run(o, prog),
+        Action::Remote(_) | Action::Query(_) => return modes::remote::run(o, prog),
+        Action::Monitor(_) => return modes::monitor::run(o, prog),
+        Action::Transfer | Action::StoreAndForward(_) => {}
     }
     let inputs = if o.files.is_empty() {
         vec!["-".to_string()]

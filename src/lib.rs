@@ -7,6 +7,7 @@
 pub mod app;
 pub mod cli;
 pub mod display;
+pub mod modes;
 pub mod shared;
 pub mod signals;
 pub mod stats;
