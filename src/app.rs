@@ -59,12 +59,6 @@ fn unsupported(o: &Options) -> Option<&'static str> {
             matches!(o.action, Action::StoreAndForward(_)),
             "-U/--store-and-forward",
         ),
-        (matches!(o.action, Action::WatchFd(_)), "-d/--watchfd"),
-        (
-            matches!(o.action, Action::Remote(_) | Action::Query(_)),
-            "-R/--remote and -Q/--query",
-        ),
-        (matches!(o.action, Action::Monitor(_)), "-M/--monitor"),
     ];
     checks
         .iter()
