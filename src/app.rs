@@ -15,6 +15,7 @@ use crate::shared::{status, Shared};
 use crate::stats::RateTracker;
 use crate::sys::{self, FileKind};
 use crate::term::{self, Term};
+use crate::transfer::output::Modifiers;
 use crate::transfer::{self, input, Engine, Hooks, Settings};
 use crate::units::CountKind;
 use crate::{cli, modes, signals};
@@ -46,14 +47,9 @@ fn print_stdout(text: &str) -> i32 {
 
 /// Options that later issues implement; refused clearly rather than silently ignored.
 fn unsupported(o: &Options) -> Option<&'static str> {
-    let checks: [(bool, &str); 9] = [
+    let checks: [(bool, &str); 4] = [
         (o.cursor, "-c/--cursor"),
         (o.extra_display.is_some(), "-x/--extra-display"),
-        (o.skip_errors > 0, "-E/--skip-errors"),
-        (o.sync, "-Y/--sync"),
-        (o.direct_io, "-K/--direct-io"),
-        (o.sparse, "-O/--sparse"),
-        (o.discard, "-X/--discard"),
         (o.pidfile.is_some(), "-P/--pidfile"),
         (
             matches!(o.action, Action::StoreAndForward(_)),
@@ -182,12 +178,21 @@ fn run(o: &Options, prog: &str) -> u8 {
             Segment::LastWritten { .. } | Segment::PreviousLine { .. }
         )
     });
+    let modifiers = Modifiers {
+        discard: o.discard,
+        sparse: o.sparse,
+        sync: o.sync,
+        direct: o.direct_io,
+    };
+    let hooks = Hooks::from_env();
+    // Modifiers and the read-error hook work on the read/write path.
+    let needs_rw = o.discard || o.sparse || o.sync || o.direct_io || !hooks.read_errors.is_empty();
     let settings = Settings {
         inputs,
         line_mode: o.line_mode,
         separator: if o.null { 0 } else { b'\n' },
         // %A and %L need the bytes: rpv then uses read/write (pv leaves them blank).
-        zero_copy: !o.no_splice && !o.line_mode && !capture,
+        zero_copy: !o.no_splice && !o.line_mode && !capture && !needs_rw,
         buffer_size: if o.buffer_size > 0 {
             o.buffer_size as usize
         } else {
@@ -197,7 +202,10 @@ fn run(o: &Options, prog: &str) -> u8 {
         // -S with an unknown size passes everything through (pv 1.11 passes nothing).
         stop_at: ((o.stop_at_size || implied_stop) && size > 0).then_some(size),
         capture,
-        hooks: Hooks::from_env(),
+        modifiers,
+        skip_errors: o.skip_errors,
+        skip_block: o.error_skip_block,
+        hooks,
     };
     transfer_with_display(&settings, output.fd(), view)
 }

@@ -392,3 +392,34 @@ pub fn stderr_fd() -> BorrowedFd<'static> {
     // SAFETY: fd 2 stays open for the whole process.
     unsafe { BorrowedFd::borrow_raw(2) }
 }
+
+/// `fdatasync(2)`.
+pub fn fdatasync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: plain syscall on a borrowed fd.
+    cvt(unsafe { libc::fdatasync(fd.as_raw_fd()) }).map(drop)
+}
+
+/// Sets or clears one file status flag (`O_DIRECT`, `O_NONBLOCK`, …) with `F_SETFL`.
+pub fn set_status_flag(fd: BorrowedFd<'_>, flag: libc::c_int, on: bool) -> io::Result<()> {
+    let flags = status_flags(fd)?;
+    let new = if on { flags | flag } else { flags & !flag };
+    if new == flags {
+        return Ok(());
+    }
+    // SAFETY: fcntl with an integer argument.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, new) }).map(drop)
+}
+
+/// Creates a unique file from `template` (ending in `XXXXXX`) with mode 0600, like
+/// `mkstemp(3)`; returns the open file and its path.
+pub fn mkstemp(template: &str) -> io::Result<(std::fs::File, String)> {
+    use std::os::fd::FromRawFd;
+    let mut bytes = std::ffi::CString::new(template)
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?
+        .into_bytes_with_nul();
+    // SAFETY: mkstemp rewrites the XXXXXX in place and returns a new fd that we own.
+    let fd = cvt(unsafe { libc::mkostemp(bytes.as_mut_ptr().cast(), libc::O_CLOEXEC) })?;
+    bytes.pop();
+    let path = String::from_utf8_lossy(&bytes).into_owned();
+    Ok((unsafe { std::fs::File::from_raw_fd(fd) }, path))
+}

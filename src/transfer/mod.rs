@@ -17,6 +17,7 @@
 
 pub mod input;
 pub mod limit;
+pub mod output;
 
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -25,6 +26,7 @@ use std::sync::atomic::Ordering;
 use crate::shared::{status, Shared};
 use crate::sys::{self, FileInfo, FileKind};
 use limit::Limiter;
+use output::{AlignedBuf, Modifiers, Writer};
 
 /// Capacity rpv asks for on neighbouring pipes (the unprivileged maximum).
 const PIPE_SIZE: usize = 1 << 20;
@@ -47,7 +49,7 @@ pub enum Path {
 /// Test hooks, read from hidden environment variables so tests can force every path and
 /// every fallback: `RPV_TEST_PATH=splice|copy|rw` and `RPV_TEST_FAIL_AT=N` (the N-th
 /// zero-copy call fails with EINVAL as if the kernel refused it).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Hooks {
     /// Use this path for every input instead of choosing.
     pub force: Option<Path>,
@@ -56,6 +58,9 @@ pub struct Hooks {
     /// `RPV_TEST_TRACE=1`: report each path choice and fallback as a message, so tests can
     /// check which path really moved the data.
     pub trace: bool,
+    /// `RPV_TEST_READ_ERRORS=A-B,C-D`: reads of input bytes in [A, B) fail with EIO, like a
+    /// disk with bad sectors (regular-file inputs on the read/write path).
+    pub read_errors: Vec<(u64, u64)>,
 }
 
 impl Hooks {
@@ -71,10 +76,17 @@ impl Hooks {
             .ok()
             .and_then(|v| v.parse().ok());
         let trace = std::env::var_os("RPV_TEST_TRACE").is_some();
+        let read_errors = std::env::var("RPV_TEST_READ_ERRORS")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|r| r.split_once('-'))
+            .filter_map(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
+            .collect();
         Hooks {
             force,
             fail_at,
             trace,
+            read_errors,
         }
     }
 }
@@ -98,6 +110,13 @@ pub struct Settings {
     pub stop_at: Option<u64>,
     /// Keep the tail of the data for `%A`/`%L` (read/write path only).
     pub capture: bool,
+    /// `-X -O -Y -K` (read/write path only).
+    pub modifiers: Modifiers,
+    /// `-E` count: 0 = stop a file at its first read error; 1 = skip and report each skip;
+    /// 2 = skip with only a warning.
+    pub skip_errors: u8,
+    /// `-Z`: skip this many bytes per read error (0 = adaptive, like pv).
+    pub skip_block: u64,
     /// Test hooks.
     pub hooks: Hooks,
 }
@@ -120,8 +139,13 @@ pub struct Engine<'a> {
     out: BorrowedFd<'a>,
     out_info: FileInfo,
     shared: &'a Shared,
-    buf: Vec<u8>,
+    buf: AlignedBuf,
     pending: (usize, usize),
+    writer: Writer<'a>,
+    /// Read errors in a row on the current input (for the adaptive -E skip).
+    errors_in_a_row: u32,
+    /// The "read errors detected" warning was given for the current input.
+    warned: bool,
     limiter: Option<Limiter>,
     /// Bytes written (published to `shared.bytes`).
     bytes: u64,
@@ -155,8 +179,11 @@ impl<'a> Engine<'a> {
             out,
             out_info,
             shared,
-            buf: Vec::new(),
+            buf: AlignedBuf::default(),
             pending: (0, 0),
+            writer: Writer::new(out, settings.modifiers),
+            errors_in_a_row: 0,
+            warned: false,
             limiter,
             bytes: 0,
             lines: 0,
@@ -173,6 +200,9 @@ impl<'a> Engine<'a> {
             if self.shared.stop.load(Ordering::Relaxed) || !self.copy_input(operand) {
                 break;
             }
+        }
+        if let Err(e) = self.writer.finish() {
+            self.write_failed(&e);
         }
         self.shared.finish();
     }
@@ -199,6 +229,12 @@ impl<'a> Engine<'a> {
         }
         let fd = source.fd();
         sys::advise_sequential(fd);
+        self.errors_in_a_row = 0;
+        self.warned = false;
+        if self.settings.modifiers.direct {
+            // Refused on some filesystems: then the input is read through the cache.
+            let _ = sys::set_status_flag(fd, libc::O_DIRECT, true);
+        }
         let mut path = self.choose_path(&info, fd);
         self.trace(|| format!("trace: {name}: {path:?}"));
         loop {
@@ -317,7 +353,14 @@ impl<'a> Engine<'a> {
 
     fn rw_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
         if self.buf.is_empty() {
-            self.buf = vec![0; self.settings.buffer_size.max(1)];
+            let size = self.settings.buffer_size.max(1);
+            // O_DIRECT needs whole blocks.
+            let size = if self.settings.modifiers.direct {
+                size.next_multiple_of(output::BLOCK)
+            } else {
+                size
+            };
+            self.buf = AlignedBuf::new(size);
             self.shared
                 .buffer_capacity
                 .store(self.buf.len() as u64, Ordering::Relaxed);
@@ -333,10 +376,16 @@ impl<'a> Engine<'a> {
                 }
                 max = self.byte_allowance(max);
             }
-            match sys::read(fd, &mut self.buf[..max]) {
+            let max = self.injected_read_limit(fd, max);
+            let result = match max {
+                Ok(max) => sys::read(fd, &mut self.buf[..max]),
+                Err(e) => Err(e),
+            };
+            match result {
                 Ok(0) => return Step::NextInput,
                 Ok(n) => {
                     self.read += n as u64;
+                    self.errors_in_a_row = 0;
                     self.pending = (0, n);
                     self.shared.buffered.store(n as u64, Ordering::Relaxed);
                 }
@@ -348,7 +397,7 @@ impl<'a> Engine<'a> {
         if len == 0 {
             return Step::End;
         }
-        if let Err(e) = write_all(self.out, &self.buf[start..start + len]) {
+        if let Err(e) = self.writer.write(&self.buf[start..start + len]) {
             return self.write_failed(&e);
         }
         if self.settings.capture {
@@ -426,6 +475,15 @@ impl<'a> Engine<'a> {
                 let _ = sys::poll_one(fd, libc::POLLIN, 100);
                 Step::Continue
             }
+            // An unaligned direct read (a -S or -L cut, a short tail): read through the cache.
+            Some(libc::EINVAL)
+                if self.settings.modifiers.direct
+                    && sys::status_flags(fd).is_ok_and(|f| f & libc::O_DIRECT != 0) =>
+            {
+                let _ = sys::set_status_flag(fd, libc::O_DIRECT, false);
+                Step::Continue
+            }
+            _ if self.settings.skip_errors > 0 => self.skip_read_error(fd, name, e),
             _ => {
                 self.shared.report(
                     status::TRANSFER,
@@ -434,6 +492,86 @@ impl<'a> Engine<'a> {
                 Step::NextInput
             }
         }
+    }
+
+    /// `-E`: go on past a read error (spec 3.11): seek forward by the skip amount and write
+    /// zeros in place of the unreadable bytes, so the output keeps its length and every
+    /// readable byte stays at its offset.
+    fn skip_read_error(&mut self, fd: BorrowedFd<'_>, name: &str, e: &io::Error) -> Step {
+        self.shared.fail(status::TRANSFER);
+        if !self.warned {
+            self.warned = true;
+            self.shared.report(
+                status::TRANSFER,
+                format!(
+                    "{name}: warning: read errors detected: {}",
+                    sys::strerror(e)
+                ),
+            );
+        }
+        let offset = match sys::lseek(fd, 0, libc::SEEK_CUR) {
+            Ok(o) => o,
+            Err(e) => {
+                self.shared.report(
+                    status::TRANSFER,
+                    format!("{name}: file is not seekable: {}", sys::strerror(&e)),
+                );
+                return Step::NextInput;
+            }
+        };
+        self.errors_in_a_row += 1;
+        let amount = skip_amount(self.settings.skip_block, self.errors_in_a_row);
+        // Jump to the next multiple of the amount (pv's rounding).
+        let mut skip = amount - (offset + amount) % amount;
+        skip = skip
+            .min(self.buf.len() as u64)
+            .min(self.stop_remaining().unwrap_or(u64::MAX))
+            .max(1);
+        if sys::lseek(fd, (offset + skip) as i64, libc::SEEK_SET).is_err() {
+            skip = 1;
+            if let Err(e) = sys::lseek(fd, (offset + 1) as i64, libc::SEEK_SET) {
+                if e.raw_os_error() != Some(libc::EINVAL) {
+                    self.shared.report(
+                        0,
+                        format!("{name}: failed to seek past error: {}", sys::strerror(&e)),
+                    );
+                }
+                return Step::NextInput;
+            }
+        }
+        let n = skip as usize;
+        self.buf[..n].fill(0);
+        self.pending = (0, n);
+        self.read += skip;
+        if self.settings.skip_errors == 1 {
+            self.shared.report(
+                0,
+                format!(
+                    "{name}: skipped past read error: {offset} - {} ({skip} B)",
+                    offset + skip
+                ),
+            );
+        }
+        Step::Continue
+    }
+
+    /// Test hook `RPV_TEST_READ_ERRORS`: cut a read short before a bad range, or fail it
+    /// with EIO inside one.
+    fn injected_read_limit(&self, fd: BorrowedFd<'_>, max: usize) -> io::Result<usize> {
+        if self.settings.hooks.read_errors.is_empty() {
+            return Ok(max);
+        }
+        let offset = sys::lseek(fd, 0, libc::SEEK_CUR)?;
+        let mut max = max as u64;
+        for &(start, end) in &self.settings.hooks.read_errors {
+            if (start..end).contains(&offset) {
+                return Err(io::Error::from_raw_os_error(libc::EIO));
+            }
+            if start > offset && start < offset + max {
+                max = start - offset;
+            }
+        }
+        Ok(max as usize)
     }
 
     fn write_failed(&mut self, e: &io::Error) -> Step {
@@ -468,24 +606,18 @@ impl<'a> Engine<'a> {
     }
 }
 
-/// Writes all of `data`, retrying on EINTR, short writes and EAGAIN (poll for space).
-fn write_all(out: BorrowedFd<'_>, mut data: &[u8]) -> io::Result<()> {
-    while !data.is_empty() {
-        match sys::write(out, data) {
-            Ok(0) => {
-                let _ = sys::poll_one(out, libc::POLLOUT, 100);
-            }
-            Ok(n) => data = &data[n..],
-            Err(e) => match e.raw_os_error() {
-                Some(libc::EINTR) => {}
-                Some(libc::EAGAIN) => {
-                    let _ = sys::poll_one(out, libc::POLLOUT, 100);
-                }
-                _ => return Err(e),
-            },
-        }
+/// Bytes to skip after the `errors`-th read error in a row (spec 3.11): `-Z` if given, else
+/// 1 byte for the first four errors, 2 up to nine, then doubling from 1 to 512.
+fn skip_amount(block: u64, errors: u32) -> u64 {
+    if block > 0 {
+        return block;
     }
-    Ok(())
+    match errors {
+        0..5 => 1,
+        5..10 => 2,
+        10..20 => 1 << (errors - 10),
+        _ => 512,
+    }
 }
 
 /// Grows a pipe to [`PIPE_SIZE`] (only ever grows; EPERM from the per-user limit is fine,

@@ -3,6 +3,7 @@
 mod display;
 mod errors;
 mod integrity;
+mod modifiers;
 mod options;
 mod pty;
 mod signals;
