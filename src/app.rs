@@ -34,7 +34,13 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             eprint!("{text}");
             status::USAGE.into()
         }
-        cli::Parsed::Run(options) => run(&options, &prog).into(),
+        cli::Parsed::Run(options) => {
+            let status = run(&options, &prog);
+            for message in crate::cleanup::remove_all() {
+                eprintln!("{prog}: {message}");
+            }
+            status.into()
+        }
     }
 }
 
@@ -47,14 +53,9 @@ fn print_stdout(text: &str) -> i32 {
 
 /// Options that later issues implement; refused clearly rather than silently ignored.
 fn unsupported(o: &Options) -> Option<&'static str> {
-    let checks: [(bool, &str); 4] = [
+    let checks: [(bool, &str); 2] = [
         (o.cursor, "-c/--cursor"),
         (o.extra_display.is_some(), "-x/--extra-display"),
-        (o.pidfile.is_some(), "-P/--pidfile"),
-        (
-            matches!(o.action, Action::StoreAndForward(_)),
-            "-U/--store-and-forward",
-        ),
     ];
     checks
         .iter()
@@ -137,12 +138,82 @@ fn run(o: &Options, prog: &str) -> u8 {
         eprintln!("{prog}: {name}: not supported yet");
         return status::USAGE;
     }
-    match o.action {
-        Action::WatchFd(_) => return modes::watchfd::run(o, prog),
-        Action::Remote(_) | Action::Query(_) => return modes::remote::run(o, prog),
-        Action::Monitor(_) => return modes::monitor::run(o, prog),
-        Action::Transfer | Action::StoreAndForward(_) => {}
+    if let Some(path) = &o.pidfile {
+        if let Err(message) = write_pidfile(path) {
+            eprintln!("{prog}: {message}");
+            return status::REMOTE_OR_PID;
+        }
     }
+    match &o.action {
+        Action::WatchFd(_) => modes::watchfd::run(o, prog),
+        Action::Remote(_) | Action::Query(_) => modes::remote::run(o, prog),
+        Action::Monitor(_) => modes::monitor::run(o, prog),
+        Action::StoreAndForward(file) => store_and_forward(o, prog, file),
+        Action::Transfer => transfer(o, prog),
+    }
+}
+
+/// Writes `"<pid>\n"` to `path` atomically (a temporary file in the same directory, mode
+/// 0644, renamed over it) and registers it for removal at exit (spec 4.5).
+fn write_pidfile(path: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let (mut file, temp) = sys::mkstemp(&format!("{path}.XXXXXX"))
+        .map_err(|e| format!("{path}.XXXXXX: {}", sys::strerror(&e)))?;
+    let written = file
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(format!("{temp}: {}", sys::strerror(&e)));
+    }
+    crate::cleanup::register(path.into(), true);
+    Ok(())
+}
+
+/// `-U FILE`: copy everything to FILE first (shown as `(input)`), then FILE to the output
+/// with its now-known size (spec 3.13). `-` is a private temporary file, removed afterwards.
+fn store_and_forward(o: &Options, prog: &str, file: &str) -> u8 {
+    let path = if file == "-" {
+        let dir = ["TMPDIR", "TMP"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+            .unwrap_or_else(|| "/tmp".into());
+        match sys::mkstemp(&format!("{dir}/rpv.XXXXXX")) {
+            Ok((_, path)) => {
+                crate::cleanup::register(path.clone().into(), false);
+                path
+            }
+            Err(e) => {
+                eprintln!("{prog}: {dir}/rpv.XXXXXX: {}", sys::strerror(&e));
+                return status::REMOTE_OR_PID;
+            }
+        }
+    } else {
+        file.to_string()
+    };
+    let mut first = o.clone();
+    first.action = Action::Transfer;
+    first.name = Some("(input)".into());
+    first.output = Some(path.clone());
+    let status = transfer(&first, prog);
+    if status != 0 {
+        return status;
+    }
+    let mut second = o.clone();
+    second.action = Action::Transfer;
+    second.files = vec![path.clone()];
+    second.size = SizeArg::Auto;
+    let status = transfer(&second, prog);
+    if file == "-" {
+        crate::cleanup::remove(std::path::Path::new(&path));
+    }
+    status
+}
+
+/// One transfer of `o.files` to `-o`/stdout with its display.
+fn transfer(o: &Options, prog: &str) -> u8 {
     let inputs = if o.files.is_empty() {
         vec!["-".to_string()]
     } else {
@@ -231,7 +302,7 @@ fn transfer_with_display(settings: &Settings, out: BorrowedFd<'_>, mut view: Vie
         view.run(&shared, wake_r.as_fd(), out);
         if shared.stop.load(Ordering::Relaxed) {
             // Interrupted: the data thread may sit in a blocking call; do not wait for it.
-            std::process::exit(shared.status().into());
+            crate::cleanup::exit(shared.status());
         }
     });
     shared.status()

@@ -5,6 +5,7 @@
 #![deny(unsafe_code)]
 
 pub mod app;
+pub mod cleanup;
 pub mod cli;
 pub mod display;
 pub mod modes;

@@ -177,3 +177,82 @@ fn sync_and_direct_io_are_byte_exact_including_unaligned_tails() {
         }
     }
 }
+
+#[test]
+fn store_and_forward_through_a_private_temporary_file() {
+    let dir = Dir::new();
+    std::fs::create_dir(dir.path("tmp")).unwrap();
+    let input = data(3_000_001, 7);
+    let mut cmd = rpv(&["-n", "-U", "-"]);
+    cmd.env("TMPDIR", dir.path("tmp"));
+    let out = run_with_input(cmd, &input);
+    assert!(out.status.success(), "{}", err(&out));
+    assert_same(&out.stdout, &input, "-U -");
+    // The second phase knows the size: its last percentage is 100.
+    assert_eq!(err(&out).lines().last(), Some("100"));
+    assert_eq!(
+        std::fs::read_dir(dir.path("tmp")).unwrap().count(),
+        0,
+        "temporary file removed"
+    );
+
+    let keep = dir.path("store");
+    let out = run_with_input(rpv(&["-q", "-U", s(&keep)]), &input);
+    assert!(out.status.success());
+    assert_same(&out.stdout, &input, "-U FILE");
+    assert_same(
+        &std::fs::read(&keep).unwrap(),
+        &input,
+        "a named store is kept",
+    );
+}
+
+#[test]
+fn pid_file_exists_while_running_and_is_removed_at_exit() {
+    let dir = Dir::new();
+    let pidfile = dir.path("rpv.pid");
+    let mut child = rpv(&[
+        "-q",
+        "-L",
+        "200k",
+        "-P",
+        s(&pidfile),
+        "/dev/zero",
+        "-S",
+        "-s",
+        "100k",
+    ])
+    .stdout(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let content = loop {
+        if let Ok(text) = std::fs::read_to_string(&pidfile) {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pid file never appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(content, format!("{}\n", child.id()));
+    assert_eq!(std::fs::metadata(&pidfile).unwrap().mode() & 0o777, 0o644);
+    assert!(child.wait().unwrap().success());
+    assert!(!pidfile.exists(), "removed at exit");
+    let out = rpv(&["-P", "/nonexistent-dir/x.pid"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err(&out).starts_with("rpv: /nonexistent-dir/x.pid."),
+        "{}",
+        err(&out)
+    );
+    assert!(
+        err(&out).ends_with(": No such file or directory\n"),
+        "{}",
+        err(&out)
+    );
+}

@@ -1,0 +1,50 @@
+//! Files rpv must remove when it exits, however it exits: the `-P` pid file and the
+//! `-U -` temporary file. Exit paths that cannot unwind (an interrupt while the data thread
+//! is blocked) call [`exit`], which removes them first.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+static FILES: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
+
+/// Removes `path` at exit; `report` says whether a failure to remove it is an error worth
+/// a message (the pid file) or not (a temporary file already gone).
+pub fn register(path: PathBuf, report: bool) {
+    if let Ok(mut files) = FILES.lock() {
+        files.push((path, report));
+    }
+}
+
+/// Removes one registered file now (and forgets it); returns the error message, if any.
+pub fn remove(path: &std::path::Path) -> Option<String> {
+    let entry = FILES.lock().ok().and_then(|mut files| {
+        let i = files.iter().position(|(p, _)| p == path)?;
+        Some(files.remove(i))
+    });
+    let (path, report) = entry?;
+    match std::fs::remove_file(&path) {
+        Err(e) if report => Some(format!("{}: {}", path.display(), crate::sys::strerror(&e))),
+        _ => None,
+    }
+}
+
+/// Removes every registered file; returns the messages for the failures worth reporting.
+pub fn remove_all() -> Vec<String> {
+    let files = FILES
+        .lock()
+        .map(|mut f| std::mem::take(&mut *f))
+        .unwrap_or_default();
+    files
+        .into_iter()
+        .filter_map(|(path, report)| match std::fs::remove_file(&path) {
+            Err(e) if report => Some(format!("{}: {}", path.display(), crate::sys::strerror(&e))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Removes the registered files and exits with `status` at once.
+pub fn exit(status: u8) -> ! {
+    remove_all();
+    std::process::exit(status.into())
+}
