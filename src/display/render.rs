@@ -260,9 +260,36 @@ fn render_name(frame: &Frame, width: Option<usize>) -> String {
         end -= 1;
     }
     let name = &name[..end];
+    // Numeric output is read by programs (JSON-like `-n -F` lines): escape the name so a
+    // quote, backslash or control character cannot break the line's syntax.
+    let escaped;
+    let name = if frame.numeric {
+        escaped = escape_name(name);
+        escaped.as_str()
+    } else {
+        name
+    };
     let width = width.unwrap_or(NAME_WIDTH).min(NAME_MAX);
     let pad = width.saturating_sub(name.len());
     format!("{}{name}:", " ".repeat(pad))
+}
+
+/// JSON string escaping: `"` and `\` get a backslash, control characters become `\n`,
+/// `\t`, `\r` or `\u00XX`.
+fn escape_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `%{ratio}` (spec 2.8.15): `-:-`, `1:1`, `R:1` (the other side is larger) or `1:R`.

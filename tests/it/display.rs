@@ -194,3 +194,26 @@ fn last_written_and_previous_line_show_the_data() {
         "[two   ]\r\n"
     );
 }
+
+#[test]
+fn numeric_custom_formats_escape_names() {
+    let out = run_with_input(
+        rpv(&[
+            "-n",
+            "-N",
+            "a \"b\"\\c\td",
+            "-F",
+            "{\"name\":\"%1N\",\"bytes\":%b}",
+        ]),
+        b"abc",
+    );
+    assert_eq!(
+        err(&out),
+        "{\"name\":\"a \\\"b\\\"\\\\c\\td:\",\"bytes\":3}\n"
+    );
+    // The terminal display shows the name as given.
+    assert_eq!(
+        stderr_of(&["-f", "-N", "a\"b", "-F", "%1N"], b""),
+        "a\"b:\r\n"
+    );
+}

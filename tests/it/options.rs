@@ -255,3 +255,71 @@ fn help_and_version_go_to_stdout() {
         format!("rpv {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+/// A loop device over a file, detached on drop; None where loop devices are not available.
+struct Loop(String);
+
+impl Loop {
+    fn new(backing: &std::path::Path) -> Option<Loop> {
+        let out = std::process::Command::new("losetup")
+            .args(["-f", "--show", s(backing)])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| Loop(String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.0])
+            .status();
+    }
+}
+
+#[test]
+fn block_devices_give_their_size_in_and_out() {
+    let dir = Dir::new();
+    let backing = dir.file("disk.img", &vec![0u8; 4 << 20]);
+    let Some(dev) = Loop::new(&backing) else {
+        eprintln!("SKIPPED: no loop device could be set up (not root, or no loop support)");
+        return;
+    };
+    let image = data(4 << 20, 9);
+    // Writing to a block device: its size is the total, and rpv stops there (-S implied).
+    let mut input = image.clone();
+    input.extend_from_slice(&data(1 << 20, 10));
+    let out = crate::util::run_with_input_keep_stdout(
+        {
+            let mut c = rpv(&["-n"]);
+            c.stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&dev.0)
+                    .unwrap(),
+            );
+            c
+        },
+        &input,
+    );
+    assert!(out.status.success(), "{}", err(&out));
+    assert_eq!(numeric_lines(&out.stderr).last().unwrap(), "100");
+    // Reading it back: the device's size is known, and the bytes are the image.
+    let out = rpv(&["-n", &dev.0])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_same(&out.stdout, &image, "block device read back");
+    assert_eq!(numeric_lines(&out.stderr).last().unwrap(), "100");
+    let out = run_with_input(
+        rpv(&["-n", "-s", &format!("@{}", dev.0)]),
+        &image[..1 << 20],
+    );
+    assert_eq!(
+        numeric_lines(&out.stderr).last().unwrap(),
+        "25",
+        "1 MiB of a 4 MiB device"
+    );
+}
