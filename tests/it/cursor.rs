@@ -483,3 +483,51 @@ fn process_title_shows_progress() {
     );
     assert_eq!(comm.trim(), "rpv", "the command name stays (pgrep/killall)");
 }
+
+#[test]
+fn entries_of_killed_instances_are_ignored() {
+    let dir = Dir::new();
+    let big = dir.file("big", &data(4 << 20, 32));
+    let input = dir.file("in", &data(1 << 20, 33));
+    // A killed instance cannot leave the registry; the next run must start afresh.
+    let script = format!(
+        "\"$RPV\" -c -N dead -i 0.1 -L 1M {} > /dev/null & pid=$!; sleep 0.6; kill -9 $pid; \
+         wait; echo; echo mid; \"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 \
+         > /dev/null; echo done",
+        s(&big),
+        s(&input)
+    );
+    let (rows, _, queries) = run(&dir, &script, 80, 24, true, |_| {});
+    assert_eq!(queries, 2, "the second run asked for the cursor again");
+    let mid = rows.iter().position(|r| r == "mid").expect("mid");
+    assert_rows(&rows, &[("one", "1.00MiB"), ("two", "1.00MiB")], "done", 80);
+    assert_eq!(
+        rows.iter()
+            .position(|r| r.contains("one:") || r.contains("two:")),
+        Some(mid + 1)
+    );
+    assert!(
+        registry_left(&dir).is_empty(),
+        "removed by the last live instance"
+    );
+}
+
+#[test]
+fn interrupted_instances_still_leave_the_cursor_below_their_rows() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(8 << 20, 34));
+    let fifo = dir.path("fifo");
+    let script = format!(
+        "mkfifo {f}; \"$RPV\" -c -N one -i 0.1 -L 1M {} > {f} & p1=$!; \
+         \"$RPV\" -c -N two -i 0.1 < {f} > /dev/null & p2=$!; \
+         sleep 0.8; kill -INT $p1 $p2; wait; echo done",
+        s(&input),
+        f = s(&fifo)
+    );
+    let (rows, _, _) = run(&dir, &script, 80, 24, true, |_| {});
+    let one = rows.iter().position(|r| r.contains("one:")).expect("one");
+    let two = rows.iter().position(|r| r.contains("two:")).expect("two");
+    let done = rows.iter().position(|r| r == "done").expect("done");
+    assert_eq!(done, one.max(two) + 1, "{rows:#?}");
+    assert!(registry_left(&dir).is_empty());
+}

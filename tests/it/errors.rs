@@ -234,7 +234,7 @@ fn bad_option_values_give_pv_messages_and_status_64() {
 
 #[test]
 fn options_of_later_issues_are_refused_not_ignored() {
-    for opt in ["-c", "-Y", "-X", "-K", "-O", "-E"] {
+    for opt in ["-Y", "-X", "-K", "-O", "-E"] {
         let out = run_with_input(rpv(&[opt]), b"abc");
         assert_eq!(out.status.code(), Some(64), "{opt}");
         assert!(
