@@ -209,6 +209,11 @@ fn alive(e: &Entry) -> bool {
     e.start == 0 || start_time(e.pid) == 0 || start_time(e.pid) == e.start
 }
 
+/// The registry must be a regular file of ours that nobody else can read or write.
+fn usable(meta: &std::fs::Metadata) -> bool {
+    meta.file_type().is_file() && meta.uid() == sys::geteuid() && meta.mode() & 0o077 == 0
+}
+
 /// The registry file, locked for as long as the value lives.
 struct Locked {
     file: File,
@@ -252,10 +257,17 @@ pub struct Cursor {
 }
 
 impl Cursor {
-    /// Cursor mode on the terminal `stderr`, if it has a name.
+    /// Cursor mode on the terminal `stderr`, if it has a name and the registry path is not
+    /// taken by something unusable.
     pub fn new(stderr: BorrowedFd<'_>) -> Option<Cursor> {
         let tty = sys::ttyname(stderr)?;
         let path = registry_dir().join(registry_name(&tty, sys::geteuid()));
+        // Someone else's file, a symlink or a FIFO there: no cursor mode (normal lines).
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if !usable(&meta) {
+                return None;
+            }
+        }
         let pid = std::process::id();
         Some(Cursor {
             path,
@@ -285,7 +297,7 @@ impl Cursor {
                 .open(&self.path)
                 .ok()?;
             let meta = file.metadata().ok()?;
-            if !meta.is_file() || meta.uid() != sys::geteuid() || meta.mode() & 0o077 != 0 {
+            if !usable(&meta) {
                 return None;
             }
             loop {

@@ -489,10 +489,11 @@ fn entries_of_killed_instances_are_ignored() {
     let dir = Dir::new();
     let big = dir.file("big", &data(4 << 20, 32));
     let input = dir.file("in", &data(1 << 20, 33));
-    // A killed instance cannot leave the registry; the next run must start afresh.
+    // A killed instance cannot leave the registry; the next run must start afresh. (bash's
+    // "Killed" notice goes to /dev/null so it cannot land between the rows.)
     let script = format!(
-        "\"$RPV\" -c -N dead -i 0.1 -L 1M {} > /dev/null & pid=$!; sleep 0.6; kill -9 $pid; \
-         wait; echo; echo mid; \"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 \
+        "exec 3>&2; ( \"$RPV\" -c -N dead -i 0.1 -L 1M {} 2>&3 > /dev/null & pid=$!; \
+         sleep 0.6; kill -9 $pid; wait $pid ) 2>/dev/null; echo; echo mid; \"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 \
          > /dev/null; echo done",
         s(&big),
         s(&input)
@@ -530,4 +531,28 @@ fn interrupted_instances_still_leave_the_cursor_below_their_rows() {
     let done = rows.iter().position(|r| r == "done").expect("done");
     assert_eq!(done, one.max(two) + 1, "{rows:#?}");
     assert!(registry_left(&dir).is_empty());
+}
+
+#[test]
+fn a_planted_symlink_is_not_followed() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(100_000, 35));
+    let target = dir.file("target", b"keep");
+    // Someone put a symlink where the registry goes: rpv must not touch its target, and
+    // draws normal lines instead.
+    let script = format!(
+        "reg=\"$TMPDIR/rpv-cursor-$(tty | sed 's|^/dev/||; s|[^A-Za-z0-9]|_|g')-$(id -u)\"; \
+         ln -s {} \"$reg\"; \"$RPV\" -c -N x -i 0.1 {} > /dev/null; echo done",
+        s(&target),
+        s(&input)
+    );
+    let (rows, bytes, queries) = run(&dir, &script, 80, 10, true, |_| {});
+    assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+    assert_eq!(queries, 0);
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(
+        text.contains(" 97.7KiB") && text.contains("\r\r\n"),
+        "{text:?}"
+    );
+    assert!(rows.iter().any(|r| r == "done"), "{rows:#?}");
 }
