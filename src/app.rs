@@ -14,7 +14,7 @@ use crate::display::{self, BarStyle, BufferFill, DisplaySwitches, Format, Frame,
 use crate::shared::{status, Shared};
 use crate::stats::RateTracker;
 use crate::sys::{self, FileKind};
-use crate::term::{self, Term};
+use crate::term::{self, ExtraSpec, Term};
 use crate::transfer::output::Modifiers;
 use crate::transfer::{self, input, Engine, Hooks, Settings};
 use crate::units::CountKind;
@@ -49,18 +49,6 @@ fn print_stdout(text: &str) -> i32 {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     0
-}
-
-/// Options that later issues implement; refused clearly rather than silently ignored.
-fn unsupported(o: &Options) -> Option<&'static str> {
-    let checks: [(bool, &str); 2] = [
-        (o.cursor, "-c/--cursor"),
-        (o.extra_display.is_some(), "-x/--extra-display"),
-    ];
-    checks
-        .iter()
-        .find(|(given, _)| *given)
-        .map(|(_, name)| *name)
 }
 
 /// The output: standard output or an `-o` file.
@@ -134,10 +122,6 @@ fn detect_size(o: &Options, inputs: &[String], out: BorrowedFd<'_>) -> Result<(u
 }
 
 fn run(o: &Options, prog: &str) -> u8 {
-    if let Some(name) = unsupported(o) {
-        eprintln!("{prog}: {name}: not supported yet");
-        return status::USAGE;
-    }
     if let Some(path) = &o.pidfile {
         if let Err(message) = write_pidfile(path) {
             eprintln!("{prog}: {message}");
@@ -364,6 +348,10 @@ struct View {
     stopped_base: u64,
     started: bool,
     displayed: bool,
+    /// `-x`: its own format, and where it goes (window title: only on a terminal that is not
+    /// `dumb`, when the line is drawn; process title: at every update, even with `-q`).
+    extra: Option<(Format, bool, bool)>,
+    prog: String,
 }
 
 impl View {
@@ -389,6 +377,22 @@ impl View {
         // Only an explicit empty -F turns the display off; `-A 0` alone draws empty lines (pv).
         let enabled =
             (stderr_tty || o.force || o.numeric) && !o.quiet && o.format.as_deref() != Some("");
+        let (width, height) = term::size(o.width, o.height);
+        let mut term = Term::new(prog);
+        if o.cursor && !o.numeric {
+            term.enable_cursor(height);
+        }
+        // -x without :FORMAT uses -F if given (pv uses the switch default: spec 7.2 #21).
+        let extra = o
+            .extra_display
+            .as_deref()
+            .map(ExtraSpec::parse)
+            .filter(ExtraSpec::any)
+            .map(|spec| {
+                let text = spec.format.as_deref().unwrap_or(&format_text);
+                let window = spec.window && stderr_tty && !term::dumb_terminal();
+                (Format::parse(text), window, spec.process)
+            });
         let kind = if o.line_mode {
             CountKind::Lines
         } else if o.si {
@@ -397,13 +401,13 @@ impl View {
             CountKind::BinaryBytes
         };
         View {
-            term: Term::new(prog),
+            term,
             enabled,
             numeric: o.numeric,
             force: o.force,
             format: Format::parse(&format_text),
             fixed: (o.width, o.height),
-            width: term::size(o.width, o.height).0,
+            width,
             interval_ns: (o.interval * 1e9) as u64,
             delay_ns: (o.delay_start * 1e9) as u64,
             stats: o.stats,
@@ -421,6 +425,8 @@ impl View {
             stopped_base: 0,
             started: !o.wait,
             displayed: false,
+            extra,
+            prog: prog.to_string(),
         }
     }
 
@@ -451,7 +457,9 @@ impl View {
                 break;
             }
             if signals::take_resized() {
-                self.width = term::size(self.fixed.0, self.fixed.1).0;
+                let (width, height) = term::size(self.fixed.0, self.fixed.1);
+                self.width = width;
+                self.term.resized(height);
             }
             if shared.done.load(Ordering::Acquire)
                 && (shared.aborted.load(Ordering::Relaxed) || drained(shared, out))
@@ -541,7 +549,9 @@ impl View {
         let rates = self
             .tracker
             .update(elapsed, transferred, self.size, final_update);
-        if !self.enabled || !(self.numeric || self.force || sys::in_foreground(sys::stderr_fd())) {
+        let show =
+            self.enabled && (self.numeric || self.force || sys::in_foreground(sys::stderr_fd()));
+        if !show && self.extra.as_ref().is_none_or(|e| !e.2) {
             return;
         }
         let buffer = match shared.buffer_capacity.load(Ordering::Relaxed) {
@@ -575,13 +585,28 @@ impl View {
             previous_line: &tail.line,
             ..Frame::default()
         };
-        let line = display::render(&self.format, &frame, self.width);
-        if self.numeric {
-            self.term.numeric(&line);
-        } else {
-            self.term.draw(&line, self.width);
+        if show {
+            let line = display::render(&self.format, &frame, self.width);
+            if self.numeric {
+                self.term.numeric(&line);
+            } else {
+                self.term.draw(&line, self.width);
+            }
+            self.displayed = true;
         }
-        self.displayed = true;
+        if let Some((format, window, process)) = &self.extra {
+            let plain = Frame {
+                colour: false,
+                ..frame
+            };
+            let text = display::render(format, &plain, self.width);
+            if show && *window {
+                self.term.window_title(&text);
+            }
+            if *process {
+                term::title::set_process_title(&self.prog, &text);
+            }
+        }
     }
 }
 

@@ -423,3 +423,124 @@ pub fn mkstemp(template: &str) -> io::Result<(std::fs::File, String)> {
     let path = String::from_utf8_lossy(&bytes).into_owned();
     Ok((unsafe { std::fs::File::from_raw_fd(fd) }, path))
 }
+
+// ---- Cursor mode and extra display (term/cursor.rs, term/title.rs) ----
+
+/// `ttyname_r(3)`: the path of the terminal on `fd`, if it is one.
+pub fn ttyname(fd: BorrowedFd<'_>) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is valid for buf.len() bytes; ttyname_r NUL-terminates on success.
+    let rc = unsafe { libc::ttyname_r(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0)?;
+    Some(std::ffi::OsStr::from_bytes(&buf[..len]).into())
+}
+
+/// `flock(2)` with `LOCK_EX` (blocking) or `LOCK_UN`; EINTR is returned as an error.
+pub fn flock(fd: BorrowedFd<'_>, exclusive: bool) -> io::Result<()> {
+    let op = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_UN
+    };
+    // SAFETY: plain syscall on a borrowed fd.
+    cvt(unsafe { libc::flock(fd.as_raw_fd(), op) }).map(drop)
+}
+
+/// `geteuid(2)`.
+pub fn geteuid() -> u32 {
+    // SAFETY: always succeeds.
+    unsafe { libc::geteuid() }
+}
+
+/// `kill(pid, 0)`: true if the process exists (EPERM counts as existing).
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Saved terminal attributes, restored with [`restore_tty_mode`].
+#[derive(Clone, Copy)]
+pub struct TtyMode(libc::termios);
+
+/// Turns off `ICANON` and `ECHO` on the terminal `fd` (`TCSANOW`: type-ahead is kept) with
+/// `VMIN = VTIME = 0`, so a cursor-position reply can be read without being echoed. Returns
+/// the previous attributes.
+pub fn tty_mode_for_reply(fd: BorrowedFd<'_>) -> io::Result<TtyMode> {
+    // SAFETY: tcgetattr fills one termios; zeroed is a valid bit pattern.
+    let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+    cvt(unsafe { libc::tcgetattr(fd.as_raw_fd(), &mut saved) })?;
+    let mut raw = saved;
+    raw.c_lflag &= !(libc::ICANON | libc::ECHO);
+    raw.c_cc[libc::VMIN] = 0;
+    raw.c_cc[libc::VTIME] = 0;
+    // SAFETY: tcsetattr reads one valid termios.
+    cvt(unsafe { libc::tcsetattr(fd.as_raw_fd(), libc::TCSANOW, &raw) })?;
+    Ok(TtyMode(saved))
+}
+
+/// Restores attributes saved by [`tty_mode_for_reply`].
+pub fn restore_tty_mode(fd: BorrowedFd<'_>, mode: &TtyMode) {
+    // SAFETY: tcsetattr reads one valid termios.
+    unsafe { libc::tcsetattr(fd.as_raw_fd(), libc::TCSANOW, &mode.0) };
+}
+
+/// The argv area of this process, `[arg_start, arg_end)` from `/proc/self/stat` (fields 48
+/// and 49), read once.
+fn argv_area() -> Option<(usize, usize)> {
+    static AREA: std::sync::OnceLock<Option<(usize, usize)>> = std::sync::OnceLock::new();
+    *AREA.get_or_init(|| {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let after = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        // `after` starts at field 3 (state), so field N is at index N - 3.
+        let start: usize = fields.get(45)?.parse().ok()?;
+        let end: usize = fields.get(46)?.parse().ok()?;
+        (start != 0 && end > start + 1 && end - start < (1 << 20)).then_some((start, end))
+    })
+}
+
+/// Sets the process title shown by `ps`/`top` (`/proc/PID/cmdline`) by overwriting the
+/// original argv strings in place, NUL-padded and truncated to the space they occupied (the
+/// environment strings after them are left alone). Returns false if the area is unknown.
+/// `main` collects argv before any title is set, so nothing reads the old strings later.
+pub fn set_process_title(text: &[u8]) -> bool {
+    let Some((start, end)) = argv_area() else {
+        return false;
+    };
+    let space = end - start;
+    let len = text.len().min(space - 1);
+    // SAFETY: [start, end) is this process's own argv string area on the initial stack
+    // (reported by the kernel), which is writable and stays mapped for the whole process;
+    // we write exactly `space` bytes inside it. Only the display thread calls this.
+    unsafe {
+        let area = std::slice::from_raw_parts_mut(start as *mut u8, space);
+        area[..len].copy_from_slice(&text[..len]);
+        area[len..].fill(0);
+    }
+    true
+}
+
+/// `prctl(PR_SET_NAME)`: the calling thread's name (15 bytes; what `ps -o comm` shows for
+/// the main thread).
+pub fn set_thread_name(text: &[u8]) {
+    let mut name = [0u8; 16];
+    let len = text
+        .iter()
+        .take(15)
+        .position(|&b| b == 0)
+        .unwrap_or(text.len().min(15));
+    name[..len].copy_from_slice(&text[..len]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+}

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::util::{assert_same, data, err, rpv, run_with_input, s, Dir};
+use crate::util::{assert_same, data, err, rpv, s, Dir};
 
 /// Waits for `child` at most `secs` seconds; kills it and fails the test if it hangs.
 fn wait_within(child: &mut std::process::Child, secs: u64, what: &str) -> std::process::ExitStatus {
@@ -230,20 +230,6 @@ fn bad_option_values_give_pv_messages_and_status_64() {
         format!("{bin}: unrecognized option '--bogus'\nTry `rpv --help' for more information.\n")
     );
     assert_eq!(out.status.code(), Some(64));
-}
-
-#[test]
-fn options_of_later_issues_are_refused_not_ignored() {
-    for opt in ["-c", "-x"] {
-        let out = run_with_input(rpv(&[opt, "x"]), b"abc");
-        assert_eq!(out.status.code(), Some(64), "{opt}");
-        assert!(
-            err(&out).contains("not supported yet"),
-            "{opt}: {}",
-            err(&out)
-        );
-        assert!(out.stdout.is_empty(), "{opt}: no data must move");
-    }
 }
 
 #[test]

@@ -1,13 +1,25 @@
-//! The terminal side: where progress lines and messages are written (spec 2.1, 2.3, 2.12).
+//! The terminal side: where progress lines and messages are written (spec 2.1, 2.3, 2.12,
+//! 2.13, 2.14).
 //!
 //! Owns: the only writes to standard error, the `\r`/`\n` protocol of normal and numeric
-//! mode, padding when a line gets shorter, and terminal size detection. Only the display
-//! thread uses it, so a blocked terminal (Ctrl-S, a full pipe) stalls only the display.
+//! mode, padding when a line gets shorter, cursor mode ([`cursor`]), the extra display
+//! ([`title`]), and terminal size detection. Only the display thread uses it, so a blocked
+//! terminal (Ctrl-S, a full pipe) stalls only the display.
+
+pub mod cursor;
+pub mod title;
 
 use std::os::fd::BorrowedFd;
 
 use crate::display::display_width;
 use crate::sys;
+
+pub use title::ExtraSpec;
+
+/// True if `$TERM` is `dumb`: no escape sequences at all (no cursor mode, no window title).
+pub fn dumb_terminal() -> bool {
+    std::env::var("TERM").is_ok_and(|t| t == "dumb")
+}
 
 /// Terminal width and height for the display: `-w`/`-H` if non-zero, else `TIOCGWINSZ` on
 /// stderr, else 80×25.
@@ -38,6 +50,10 @@ pub struct Term {
     /// A normal (`\r`) progress line has been written: messages start with `\n`, and the
     /// run ends with `\n`.
     pub wrote_line: bool,
+    /// Cursor mode (`-c`), when it is usable on this terminal.
+    cursor: Option<cursor::Cursor>,
+    /// Terminal height (for cursor mode).
+    height: usize,
 }
 
 impl Term {
@@ -49,7 +65,33 @@ impl Term {
             prev_columns: 0,
             prev_term_width: 0,
             wrote_line: false,
+            cursor: None,
+            height: 25,
         }
+    }
+
+    /// Switches to cursor mode (`-c`) if stderr is a terminal with a name and `$TERM` is not
+    /// `dumb`; otherwise the normal `\r` mode stays (pv shows nothing at all when stderr is
+    /// not a terminal). Returns whether cursor mode is on.
+    pub fn enable_cursor(&mut self, height: usize) -> bool {
+        self.height = height;
+        if sys::isatty(self.fd) && !dumb_terminal() {
+            self.cursor = cursor::Cursor::new(self.fd);
+        }
+        self.cursor.is_some()
+    }
+
+    /// The terminal size changed (SIGWINCH or SIGCONT).
+    pub fn resized(&mut self, height: usize) {
+        self.height = height;
+        if let Some(c) = self.cursor.as_mut() {
+            c.resized();
+        }
+    }
+
+    /// Writes the window-title sequence for `text` (`-x window`).
+    pub fn window_title(&mut self, text: &str) {
+        self.write(title::window_sequence(text).as_bytes());
     }
 
     /// Writes one normal-mode progress line followed by `\r`. When the line is narrower than
@@ -57,6 +99,10 @@ impl Term {
     /// of the old line remains (pv pads at most 15; rpv pads the whole difference).
     pub fn draw(&mut self, line: &str, term_width: usize) {
         let columns = display_width(line);
+        if let Some(c) = self.cursor.as_mut() {
+            c.draw(self.fd, line, columns, term_width, self.height);
+            return;
+        }
         let mut out = String::with_capacity(line.len() + 16);
         out.push_str(line);
         if columns < self.prev_columns && term_width >= self.prev_term_width {
@@ -81,6 +127,12 @@ impl Term {
     /// Writes an error message: `prog: message\n`, starting on a new line if a progress line
     /// is on the screen.
     pub fn message(&mut self, message: &str) {
+        if let Some(c) = self.cursor.as_mut() {
+            // Under the lock, on a row of its own below the progress lines.
+            if c.place(self.fd, &format!("{}: {message}", self.prog), self.height) {
+                return;
+            }
+        }
         let lead = if self.wrote_line { "\n" } else { "" };
         let text = format!("{lead}{}: {message}\n", self.prog);
         self.prev_columns = 0;
@@ -89,6 +141,10 @@ impl Term {
 
     /// Ends the run: `\n` after the last progress line, if any was written.
     pub fn finish_line(&mut self) {
+        if let Some(c) = self.cursor.as_mut() {
+            c.finish(self.fd, self.height);
+            return;
+        }
         if self.wrote_line {
             self.write(b"\n");
         }
@@ -96,26 +152,35 @@ impl Term {
 
     /// Writes raw text (for `--stats`).
     pub fn raw(&mut self, text: &str) {
+        if let Some(c) = self.cursor.as_mut() {
+            if c.place(self.fd, text.trim_end_matches('\n'), self.height) {
+                return;
+            }
+        }
         self.write(text.as_bytes());
     }
 
-    /// Blocking write of everything, retrying on EINTR; other errors drop the text (a
-    /// display problem never stops the transfer).
-    fn write(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
-            match sys::write(self.fd, data) {
-                Ok(0) => return,
-                Ok(n) => data = &data[n..],
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
-                    if crate::signals::exit_requested() {
-                        return;
-                    }
+    fn write(&mut self, data: &[u8]) {
+        write_all(self.fd, data);
+    }
+}
+
+/// Blocking write of everything to `fd`, retrying on EINTR; other errors drop the text (a
+/// display problem never stops the transfer).
+fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) {
+    while !data.is_empty() {
+        match sys::write(fd, data) {
+            Ok(0) => return,
+            Ok(n) => data = &data[n..],
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
+                if crate::signals::exit_requested() {
+                    return;
                 }
-                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    let _ = sys::poll_one(self.fd, libc::POLLOUT, 100);
-                }
-                Err(_) => return,
             }
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                let _ = sys::poll_one(fd, libc::POLLOUT, 100);
+            }
+            Err(_) => return,
         }
     }
 }

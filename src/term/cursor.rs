@@ -1,0 +1,597 @@
+//! Cursor mode (`-c`, spec 2.13): several rpv instances on one terminal, each on its own row.
+//!
+//! Owns: the per-terminal registry file that coordinates the instances, the cursor-position
+//! query, and the positioned writes. Every write to the terminal in cursor mode happens while
+//! holding an exclusive `flock` on the registry, so lines from different instances never
+//! interleave.
+//!
+//! The registry (`rpv-cursor-<tty>-<euid>` in `$XDG_RUNTIME_DIR`, else `$TMPDIR`, else
+//! `/tmp`; mode 0600, opened with `O_NOFOLLOW`, must be a regular file owned by us) holds the
+//! terminal row of the first slot, the number of rows handed out, the slot written last, and
+//! one `pid start-time slot` line per running instance. An instance joins at its first
+//! drawn update (the first one of a fresh registry asks the terminal where the cursor is, with
+//! a timeout), keeps its slot for the whole run, and leaves at exit; the last one to leave
+//! moves the cursor below all rows and removes the file. Entries of instances that died
+//! without leaving (SIGKILL) are dropped when their process is gone.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::sys;
+
+/// How long to wait for the terminal's answer to `ESC[6n` (pv waits forever).
+const QUERY_TIMEOUT_MS: u64 = 1000;
+
+/// One running instance in the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// Process id.
+    pub pid: u32,
+    /// Start time of the process (`/proc/PID/stat` field 22), to tell a reused pid apart;
+    /// 0 if unknown.
+    pub start: u64,
+    /// Row index below the top row.
+    pub slot: usize,
+}
+
+/// The shared state of the instances on one terminal (pure: parsed from and written to the
+/// registry file).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Registry {
+    /// Terminal row (1-based) of slot 0.
+    pub top: usize,
+    /// Rows handed out so far (slots and message rows); finished instances keep theirs.
+    pub rows: usize,
+    /// The slot whose line was written last (the cursor is on its row).
+    pub last: usize,
+    /// Running instances.
+    pub entries: Vec<Entry>,
+}
+
+impl Registry {
+    /// Parses the file contents; anything malformed gives an empty registry.
+    pub fn parse(text: &str) -> Registry {
+        let mut lines = text.lines();
+        let Some(head) = lines.next() else {
+            return Registry::default();
+        };
+        let nums: Vec<usize> = head
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        let [top, rows, last] = nums[..] else {
+            return Registry::default();
+        };
+        let mut entries = Vec::new();
+        for line in lines {
+            let w: Vec<u64> = line
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            if let [pid, start, slot] = w[..] {
+                if let Ok(pid) = u32::try_from(pid) {
+                    entries.push(Entry {
+                        pid,
+                        start,
+                        slot: slot as usize,
+                    });
+                }
+            }
+        }
+        Registry {
+            top: top.max(1),
+            rows,
+            last,
+            entries,
+        }
+    }
+
+    /// The file contents.
+    pub fn serialize(&self) -> String {
+        let mut out = format!("{} {} {}\n", self.top, self.rows, self.last);
+        for e in &self.entries {
+            out.push_str(&format!("{} {} {}\n", e.pid, e.start, e.slot));
+        }
+        out
+    }
+
+    /// Drops the entries of processes that are gone.
+    pub fn prune(&mut self, alive: impl Fn(&Entry) -> bool) {
+        self.entries.retain(|e| alive(e));
+    }
+
+    /// The slot of `pid`, if it has joined.
+    pub fn slot_of(&self, pid: u32) -> Option<usize> {
+        self.entries.iter().find(|e| e.pid == pid).map(|e| e.slot)
+    }
+
+    /// Adds an instance on the next free row and returns its slot. Rows of instances that
+    /// already finished are never reused (their final line stays on screen).
+    pub fn join(&mut self, pid: u32, start: u64) -> usize {
+        let slot = self.rows;
+        self.rows += 1;
+        self.entries.push(Entry { pid, start, slot });
+        slot
+    }
+
+    /// Removes `pid`; true if no instance is left.
+    pub fn leave(&mut self, pid: u32) -> bool {
+        self.entries.retain(|e| e.pid != pid);
+        self.entries.is_empty()
+    }
+
+    /// Makes all rows fit on a screen of `height` rows: returns how many lines the screen
+    /// must scroll up (the top row moves up by as much; it never goes above row 1).
+    pub fn fit(&mut self, height: usize) -> usize {
+        let height = height.max(1);
+        let bottom = self.top + self.rows.max(1) - 1;
+        if bottom <= height {
+            return 0;
+        }
+        let scroll = (bottom - height).min(self.top - 1);
+        self.top -= scroll;
+        scroll
+    }
+
+    /// Terminal row of `slot`, if it is on a screen of `height` rows.
+    pub fn row(&self, slot: usize, height: usize) -> Option<usize> {
+        let row = self.top + slot;
+        (row <= height).then_some(row)
+    }
+
+    /// The last row in use, on a screen of `height` rows.
+    pub fn bottom(&self, height: usize) -> usize {
+        (self.top + self.rows.max(1) - 1).min(height.max(1))
+    }
+}
+
+/// Finds a cursor position report `ESC [ row ; col R` in `bytes`: (row, col).
+pub fn parse_reply(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        if bytes[i] == 0x1b && bytes[i + 1] == b'[' {
+            let rest = &bytes[i + 2..];
+            if let Some(end) = rest.iter().position(|&b| b == b'R') {
+                let body = std::str::from_utf8(&rest[..end]).ok();
+                if let Some((r, c)) = body.and_then(|b| b.split_once(';')) {
+                    if let (Ok(r), Ok(c)) = (r.parse::<usize>(), c.parse::<usize>()) {
+                        if r > 0 && c > 0 {
+                            return Some((r, c));
+                        }
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The registry file name for the terminal at `tty` and user `euid`.
+pub fn registry_name(tty: &Path, euid: u32) -> String {
+    let tty = tty.to_string_lossy();
+    let tty: String = tty
+        .trim_start_matches("/dev/")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("rpv-cursor-{tty}-{euid}")
+}
+
+/// The directory for the registry: `$XDG_RUNTIME_DIR`, else `$TMPDIR`, else `/tmp` (empty
+/// values ignored).
+fn registry_dir() -> PathBuf {
+    ["XDG_RUNTIME_DIR", "TMPDIR"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .find(|v| !v.is_empty() && Path::new(v).is_dir())
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
+}
+
+/// Start time of process `pid` (field 22 of `/proc/PID/stat`), 0 if unknown.
+fn start_time(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = &s[s.rfind(')')? + 1..];
+            after.split_whitespace().nth(19)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+fn alive(e: &Entry) -> bool {
+    if !sys::process_exists(e.pid) {
+        return false;
+    }
+    e.start == 0 || start_time(e.pid) == 0 || start_time(e.pid) == e.start
+}
+
+/// The registry must be a regular file of ours that nobody else can read or write.
+fn usable(meta: &std::fs::Metadata) -> bool {
+    meta.file_type().is_file() && meta.uid() == sys::geteuid() && meta.mode() & 0o077 == 0
+}
+
+/// The registry file, locked for as long as the value lives.
+struct Locked {
+    file: File,
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        let _ = sys::flock(self.file.as_fd(), false);
+    }
+}
+
+impl Locked {
+    fn read(&mut self) -> Registry {
+        let mut text = String::new();
+        if self.file.seek(SeekFrom::Start(0)).is_err()
+            || self.file.read_to_string(&mut text).is_err()
+        {
+            return Registry::default();
+        }
+        Registry::parse(&text)
+    }
+
+    fn write(&mut self, reg: &Registry) {
+        let text = reg.serialize();
+        let _ = self.file.set_len(0);
+        let _ = self.file.seek(SeekFrom::Start(0));
+        let _ = self.file.write_all(text.as_bytes());
+    }
+}
+
+/// Cursor-mode state of one instance.
+#[derive(Debug)]
+pub struct Cursor {
+    path: PathBuf,
+    tty: PathBuf,
+    pid: u32,
+    start: u64,
+    joined: bool,
+    /// The terminal was resized: ask where the cursor is before the next line.
+    requery: bool,
+}
+
+impl Cursor {
+    /// Cursor mode on the terminal `stderr`, if it has a name and the registry path is not
+    /// taken by something unusable.
+    pub fn new(stderr: BorrowedFd<'_>) -> Option<Cursor> {
+        let tty = sys::ttyname(stderr)?;
+        let path = registry_dir().join(registry_name(&tty, sys::geteuid()));
+        // Someone else's file, a symlink or a FIFO there: no cursor mode (normal lines).
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if !usable(&meta) {
+                return None;
+            }
+        }
+        let pid = std::process::id();
+        Some(Cursor {
+            path,
+            tty,
+            pid,
+            start: start_time(pid),
+            joined: false,
+            requery: false,
+        })
+    }
+
+    /// Notes a terminal resize: the rows are re-synchronised at the next line.
+    pub fn resized(&mut self) {
+        self.requery = true;
+    }
+
+    /// Opens and locks the registry; reopens if the last instance removed it meanwhile.
+    fn lock(&self) -> Option<Locked> {
+        for _ in 0..8 {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&self.path)
+                .ok()?;
+            let meta = file.metadata().ok()?;
+            if !usable(&meta) {
+                return None;
+            }
+            loop {
+                match sys::flock(file.as_fd(), true) {
+                    Ok(()) => break,
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
+                        if crate::signals::exit_requested() {
+                            return None;
+                        }
+                    }
+                    Err(_) => return None,
+                }
+            }
+            let locked = Locked { file };
+            // Still the file at `path` (not unlinked by a leaving instance)?
+            let same = std::fs::symlink_metadata(&self.path)
+                .is_ok_and(|m| m.ino() == meta.ino() && m.dev() == meta.dev());
+            if same {
+                return Some(locked);
+            }
+        }
+        None
+    }
+
+    /// Asks the terminal for the cursor row (`ESC[6n`), waiting at most a second for the
+    /// answer. Called with the registry locked. None if the terminal did not answer, or if
+    /// reading from it would stop us (background process group).
+    fn query(&self, out: BorrowedFd<'_>) -> Option<(usize, usize)> {
+        let tty = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(&self.tty)
+            .ok()?;
+        if !sys::in_foreground(tty.as_fd()) {
+            return None;
+        }
+        let saved = sys::tty_mode_for_reply(tty.as_fd()).ok()?;
+        super::write_all(out, b"\x1b[6n");
+        let deadline = sys::monotonic_ns() + QUERY_TIMEOUT_MS * 1_000_000;
+        let mut reply = Vec::new();
+        let mut buf = [0u8; 64];
+        let mut found = None;
+        while found.is_none() && reply.len() < 1024 {
+            let now = sys::monotonic_ns();
+            if now >= deadline {
+                break;
+            }
+            let wait = ((deadline - now) / 1_000_000 + 1) as i32;
+            match sys::poll_one(tty.as_fd(), libc::POLLIN, wait) {
+                Ok(0) => break,
+                Ok(_) => match sys::read(tty.as_fd(), &mut buf) {
+                    Ok(0) => {}
+                    Ok(n) => reply.extend_from_slice(&buf[..n]),
+                    Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                    Err(_) => break,
+                },
+                Err(_) if crate::signals::exit_requested() => break,
+                Err(_) => {}
+            }
+            found = parse_reply(&reply);
+        }
+        sys::restore_tty_mode(tty.as_fd(), &saved);
+        found
+    }
+
+    /// Joins the registry (called locked). The first instance of a fresh registry asks the
+    /// terminal for the cursor row; without an answer the rows start at the bottom of the
+    /// screen (the cursor is moved there, so the position is known).
+    fn join(&mut self, reg: &mut Registry, out: BorrowedFd<'_>, height: usize) -> usize {
+        reg.prune(alive);
+        if reg.entries.is_empty() {
+            // A cursor in mid-line (output without a final newline) keeps its line.
+            let top = match self.query(out) {
+                Some((row, col)) => row + usize::from(col > 1),
+                None => {
+                    super::write_all(out, format!("\x1b[{height};1H").as_bytes());
+                    height
+                }
+            };
+            // A row below the screen (mid-line at the bottom) is reached by scrolling.
+            *reg = Registry {
+                top: top.max(1),
+                ..Registry::default()
+            };
+        }
+        self.joined = true;
+        self.requery = false;
+        reg.join(self.pid, self.start)
+    }
+
+    /// Draws `line` on this instance's row.
+    pub fn draw(
+        &mut self,
+        out: BorrowedFd<'_>,
+        line: &str,
+        columns: usize,
+        width: usize,
+        height: usize,
+    ) {
+        let Some(mut lock) = self.lock() else {
+            return;
+        };
+        let mut reg = lock.read();
+        let slot = match reg.slot_of(self.pid).filter(|_| self.joined) {
+            Some(slot) => slot,
+            None => self.join(&mut reg, out, height),
+        };
+        if self.requery {
+            self.requery = false;
+            // The cursor sits on the row of the slot written last.
+            if let Some((row, _)) = self.query(out) {
+                reg.top = row.saturating_sub(reg.last).max(1);
+            }
+        }
+        let mut text = String::with_capacity(line.len() + 32);
+        let scroll = reg.fit(height);
+        if scroll > 0 {
+            text.push_str(&format!("\x1b[{height};1H"));
+            text.extend(std::iter::repeat_n('\n', scroll));
+        }
+        if let Some(row) = reg.row(slot, height) {
+            text.push_str(&format!("\x1b[{row};1H"));
+            text.push_str(line);
+            // Clear what is left of a longer line (not after a full-width line: the cursor
+            // then waits in the last column and `ESC[K` would erase that column).
+            if columns < width {
+                text.push_str("\x1b[K");
+            }
+            reg.last = slot;
+        }
+        super::write_all(out, text.as_bytes());
+        lock.write(&reg);
+    }
+
+    /// Writes `text` (no trailing newline) on new rows below all others, if other instances
+    /// are running; false if the caller should write it normally.
+    pub fn place(&mut self, out: BorrowedFd<'_>, text: &str, height: usize) -> bool {
+        let Some(mut lock) = self.lock() else {
+            return false;
+        };
+        let mut reg = lock.read();
+        reg.prune(alive);
+        if reg.entries.is_empty() {
+            return false;
+        }
+        let first = reg.rows;
+        let lines: Vec<&str> = text.split('\n').collect();
+        reg.rows += lines.len();
+        let scroll = reg.fit(height);
+        let mut buf = String::new();
+        if scroll > 0 {
+            buf.push_str(&format!("\x1b[{height};1H"));
+            buf.extend(std::iter::repeat_n('\n', scroll));
+        }
+        for (i, l) in lines.iter().enumerate() {
+            if let Some(row) = reg.row(first + i, height) {
+                buf.push_str(&format!("\x1b[{row};1H{l}\x1b[K"));
+                reg.last = first + i;
+            }
+        }
+        super::write_all(out, buf.as_bytes());
+        lock.write(&reg);
+        true
+    }
+
+    /// Leaves the registry at the end of the run; the last instance moves the cursor below
+    /// all rows and removes the file.
+    pub fn finish(&mut self, out: BorrowedFd<'_>, height: usize) {
+        if !self.joined {
+            return;
+        }
+        self.joined = false;
+        let Some(mut lock) = self.lock() else {
+            return;
+        };
+        let mut reg = lock.read();
+        reg.prune(alive);
+        if reg.leave(self.pid) {
+            let row = reg.bottom(height);
+            super::write_all(out, format!("\x1b[{row};1H\n").as_bytes());
+            let _ = std::fs::remove_file(&self.path);
+        } else {
+            lock.write(&reg);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_round_trips() {
+        let mut reg = Registry {
+            top: 5,
+            ..Registry::default()
+        };
+        assert_eq!(reg.join(100, 7), 0);
+        assert_eq!(reg.join(200, 8), 1);
+        reg.last = 1;
+        let back = Registry::parse(&reg.serialize());
+        assert_eq!(back, reg);
+        assert_eq!(back.slot_of(200), Some(1));
+        assert_eq!(back.slot_of(300), None);
+    }
+
+    #[test]
+    fn malformed_registry_is_empty() {
+        assert_eq!(Registry::parse(""), Registry::default());
+        assert_eq!(Registry::parse("garbage\n1 2 3\n"), Registry::default());
+        let reg = Registry::parse("3 2 0\n10 0 0\nbad line\n11 0 1\n");
+        assert_eq!(reg.entries.len(), 2);
+        assert_eq!(Registry::parse("0 1 0\n").top, 1, "top is at least row 1");
+    }
+
+    #[test]
+    fn finished_rows_are_not_reused() {
+        let mut reg = Registry {
+            top: 1,
+            ..Registry::default()
+        };
+        reg.join(1, 0);
+        reg.join(2, 0);
+        assert!(!reg.leave(1));
+        assert_eq!(reg.join(3, 0), 2, "slot 0 keeps the final line of pid 1");
+        assert!(!reg.leave(2));
+        assert!(reg.leave(3));
+    }
+
+    #[test]
+    fn dead_instances_are_pruned() {
+        let mut reg = Registry::parse("4 3 2\n10 0 0\n11 0 1\n12 0 2\n");
+        reg.prune(|e| e.pid != 11);
+        assert_eq!(
+            reg.entries.iter().map(|e| e.pid).collect::<Vec<_>>(),
+            [10, 12]
+        );
+        assert_eq!(reg.rows, 3, "the rows stay reserved");
+    }
+
+    #[test]
+    fn rows_below_the_screen_scroll_it_up() {
+        let mut reg = Registry {
+            top: 23,
+            rows: 3,
+            ..Registry::default()
+        };
+        assert_eq!(reg.fit(24), 1);
+        assert_eq!(reg.top, 22);
+        assert_eq!(reg.row(2, 24), Some(24));
+        assert_eq!(reg.fit(24), 0, "fits now");
+        // More rows than the screen: the top stops at row 1, the rest is not drawn.
+        let mut reg = Registry {
+            top: 3,
+            rows: 5,
+            ..Registry::default()
+        };
+        assert_eq!(reg.fit(4), 2);
+        assert_eq!(reg.top, 1);
+        assert_eq!(reg.row(3, 4), Some(4));
+        assert_eq!(reg.row(4, 4), None);
+        assert_eq!(reg.bottom(4), 4);
+    }
+
+    #[test]
+    fn bottom_row_for_the_final_newline() {
+        let reg = Registry {
+            top: 5,
+            rows: 3,
+            ..Registry::default()
+        };
+        assert_eq!(reg.bottom(24), 7);
+        assert_eq!(reg.bottom(6), 6);
+    }
+
+    #[test]
+    fn cursor_reports_are_parsed() {
+        assert_eq!(parse_reply(b"\x1b[12;40R"), Some((12, 40)));
+        assert_eq!(parse_reply(b"typed\x1b[3;1R"), Some((3, 1)));
+        assert_eq!(parse_reply(b"\x1b[A\x1b[7;2R"), Some((7, 2)));
+        assert_eq!(parse_reply(b"\x1b[12;40"), None, "incomplete");
+        assert_eq!(parse_reply(b"\x1b[0;0R"), None);
+    }
+
+    #[test]
+    fn registry_names_are_per_tty_and_user() {
+        assert_eq!(
+            registry_name(Path::new("/dev/pts/3"), 1000),
+            "rpv-cursor-pts_3-1000"
+        );
+        assert_ne!(
+            registry_name(Path::new("/dev/pts/3"), 0),
+            registry_name(Path::new("/dev/tty3"), 0)
+        );
+    }
+}

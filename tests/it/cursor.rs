@@ -1,0 +1,558 @@
+//! Cursor mode (`-c`) and the extra display (`-x`) on a pseudo-terminal. The terminal is
+//! emulated with `vt100`, and it answers cursor-position queries (`ESC[6n`) like a real one.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::util::{data, rpv, s, Dir};
+
+const QUERY: &[u8] = b"\x1b[6n";
+
+/// A pseudo-terminal pair of the given size: (master, slave).
+fn openpty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty fills two fds that we then own.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &ws,
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    unsafe {
+        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    }
+}
+
+/// The emulated terminal: everything written to it, its screen, and the queries answered.
+struct Screen {
+    parser: vt100::Parser,
+    bytes: Vec<u8>,
+    queries: usize,
+}
+
+/// The terminal side of a pty: a thread feeds the output to `vt100` and answers `ESC[6n`
+/// from the emulated cursor position, until every slave fd is closed.
+struct Terminal {
+    screen: Arc<Mutex<Screen>>,
+    master: OwnedFd,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Terminal {
+    fn new(master: OwnedFd, cols: u16, rows: u16, answer: bool) -> Terminal {
+        let screen = Arc::new(Mutex::new(Screen {
+            parser: vt100::Parser::new(rows, cols, 0),
+            bytes: Vec::new(),
+            queries: 0,
+        }));
+        let mut input = File::from(master.try_clone().unwrap());
+        let mut replies = File::from(master.try_clone().unwrap());
+        let shared = Arc::clone(&screen);
+        let reader = std::thread::spawn(move || {
+            let mut pending: Vec<u8> = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = match input.read(&mut buf) {
+                    Ok(0) | Err(_) => return, // EIO once the slave side is closed
+                    Ok(n) => n,
+                };
+                pending.extend_from_slice(&buf[..n]);
+                let mut screen = shared.lock().unwrap();
+                screen.bytes.extend_from_slice(&buf[..n]);
+                // Process up to each query, answer it, keep a partial query for later.
+                while let Some(at) = pending.windows(QUERY.len()).position(|w| w == QUERY) {
+                    let end = at + QUERY.len();
+                    screen.parser.process(&pending[..end]);
+                    pending.drain(..end);
+                    screen.queries += 1;
+                    if answer {
+                        let (row, col) = screen.parser.screen().cursor_position();
+                        let reply = format!("\x1b[{};{}R", row + 1, col + 1);
+                        let _ = replies.write_all(reply.as_bytes());
+                    }
+                }
+                let keep = (1..QUERY.len())
+                    .rev()
+                    .find(|&k| pending.len() >= k && pending.ends_with(&QUERY[..k]))
+                    .unwrap_or(0);
+                let upto = pending.len() - keep;
+                screen.parser.process(&pending[..upto]);
+                pending.drain(..upto);
+            }
+        });
+        Terminal {
+            screen,
+            master,
+            reader: Some(reader),
+        }
+    }
+
+    /// Resizes the terminal (the kernel sends SIGWINCH to the foreground process group).
+    fn resize(&self, cols: u16, rows: u16) {
+        let mut screen = self.screen.lock().unwrap();
+        screen.parser.screen_mut().set_size(rows, cols);
+        let ws = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads one winsize.
+        assert_eq!(
+            unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) },
+            0
+        );
+    }
+
+    /// Waits for the slave side to close; the visible rows, the raw bytes, the query count.
+    fn finish(mut self) -> (Vec<String>, Vec<u8>, usize) {
+        self.reader.take().unwrap().join().unwrap();
+        let screen = self.screen.lock().unwrap();
+        let (_, cols) = screen.parser.screen().size();
+        let rows = screen.parser.screen().rows(0, cols).collect();
+        (rows, screen.bytes.clone(), screen.queries)
+    }
+}
+
+/// Runs `script` in bash as the session leader of a new terminal; `during` runs while it
+/// does (with the terminal, e.g. to resize it). Returns the exit status and the terminal.
+fn bash_on_terminal(
+    script: &str,
+    cols: u16,
+    rows: u16,
+    answer: bool,
+    env: &[(&str, &str)],
+    during: impl FnOnce(&Terminal),
+) -> (std::process::ExitStatus, Terminal) {
+    let (master, slave) = openpty(cols, rows);
+    let terminal = Terminal::new(master, cols, rows, answer);
+    let mut cmd = Command::new("bash");
+    cmd.arg("--norc").arg("-c").arg(script);
+    cmd.env("RPV", env!("CARGO_BIN_EXE_rpv"))
+        .env("LC_ALL", "C")
+        .env("TERM", "xterm");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    during(&terminal);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the job hung");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, terminal)
+}
+
+/// Each name is on exactly one row, alone, with its final amount; the rows are consecutive
+/// in the order given, the text after them is on the next row. Returns the first row index.
+#[track_caller]
+fn assert_rows(rows: &[String], names: &[(&str, &str)], after: &str, width: usize) {
+    let find = |needle: &str| -> Vec<usize> {
+        rows.iter()
+            .enumerate()
+            .filter(|(_, r)| r.contains(needle))
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let mut at = Vec::new();
+    for (name, amount) in names {
+        let found = find(&format!("{name}:"));
+        assert_eq!(found.len(), 1, "{name} on exactly one row: {rows:#?}");
+        let row = &rows[found[0]];
+        assert!(
+            row.trim_start().starts_with(&format!("{name}: ")),
+            "{name}'s row starts with its name: {row:?}\n{rows:#?}"
+        );
+        assert_eq!(row.matches(':').count(), 3, "one name and a timer: {row:?}");
+        assert!(
+            row.contains(&format!(" {amount} 0:00:")),
+            "{name} ends with {amount}: {row:?}\n{rows:#?}"
+        );
+        assert!(
+            row.trim_end().ends_with(']') || row.contains("100%"),
+            "{row:?}"
+        );
+        assert!(row.chars().count() <= width, "{row:?}");
+        at.push(found[0]);
+    }
+    let first = *at.iter().min().unwrap();
+    let mut sorted = at.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        (first..first + at.len()).collect::<Vec<_>>(),
+        "consecutive rows: {rows:#?}"
+    );
+    let after_row = find(after);
+    assert_eq!(
+        after_row,
+        vec![first + at.len()],
+        "{after:?} right below the rows: {rows:#?}"
+    );
+}
+
+fn tmpdir_env(dir: &Dir) -> [(&'static str, String); 2] {
+    // A private registry directory per test, so parallel tests do not share registries.
+    [
+        ("XDG_RUNTIME_DIR", s(dir.dir.path()).to_string()),
+        ("TMPDIR", s(dir.dir.path()).to_string()),
+    ]
+}
+
+fn run(
+    dir: &Dir,
+    script: &str,
+    cols: u16,
+    rows: u16,
+    answer: bool,
+    during: impl FnOnce(&Terminal),
+) -> (Vec<String>, Vec<u8>, usize) {
+    let env = tmpdir_env(dir);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, terminal) = bash_on_terminal(script, cols, rows, answer, &env, during);
+    let (screen, bytes, queries) = terminal.finish();
+    assert!(
+        status.success(),
+        "{status:?}: {:?}",
+        String::from_utf8_lossy(&bytes)
+    );
+    (screen, bytes, queries)
+}
+
+fn registry_left(dir: &Dir) -> Vec<String> {
+    std::fs::read_dir(dir.dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rpv-cursor-"))
+        .collect()
+}
+
+#[test]
+fn three_instances_in_a_pipeline_keep_their_rows() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(2 << 20, 21));
+    let script = format!(
+        "printf 'prompt$ \\n'; \"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 \
+         | \"$RPV\" -c -N three -i 0.1 > /dev/null; echo done",
+        s(&input)
+    );
+    let (rows, bytes, queries) = run(&dir, &script, 80, 24, true, |_| {});
+    assert_eq!(rows[0].trim_end(), "prompt$");
+    assert_rows(
+        &rows,
+        &[("one", "2.00MiB"), ("two", "2.00MiB"), ("three", "2.00MiB")],
+        "done",
+        80,
+    );
+    assert!(rows.iter().position(|r| r.contains("one:")) > Some(0));
+    assert_eq!(
+        queries, 1,
+        "only the first instance asks where the cursor is"
+    );
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(
+        !text.replace("\r\n", "\n").contains('\r'),
+        "no carriage returns in cursor mode (the pty turns \\n into \\r\\n)"
+    );
+    assert!(registry_left(&dir).is_empty(), "the registry is removed");
+}
+
+#[test]
+fn an_instance_that_finishes_early_keeps_its_final_line() {
+    let dir = Dir::new();
+    let small = dir.file("small", &data(100_000, 22));
+    let big = dir.file("big", &data(1 << 20, 23));
+    // `one` ends long before the others; its row must stay and nobody may scroll it away.
+    let script = format!(
+        "{{ \"$RPV\" -c -N one -i 0.1 {}; sleep 1; cat {}; }} | \"$RPV\" -c -N two -i 0.1 -L 2M \
+         | \"$RPV\" -c -N three -i 0.1 > /dev/null; echo done",
+        s(&small),
+        s(&big)
+    );
+    let (rows, _, _) = run(&dir, &script, 80, 24, true, |_| {});
+    assert_rows(
+        &rows,
+        &[("one", "97.7KiB"), ("two", "1.10MiB"), ("three", "1.10MiB")],
+        "done",
+        80,
+    );
+    assert!(registry_left(&dir).is_empty());
+}
+
+#[test]
+fn rows_at_the_bottom_scroll_the_screen_up() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(1 << 20, 24));
+    // 12 lines of earlier output on a 10-row screen: the cursor starts on the last row.
+    let script = format!(
+        "for i in $(seq 1 12); do echo line$i; done; \"$RPV\" -c -N one -i 0.1 -L 4M {} \
+         | \"$RPV\" -c -N two -i 0.1 | \"$RPV\" -c -N three -i 0.1 > /dev/null; echo done",
+        s(&input)
+    );
+    let (rows, _, _) = run(&dir, &script, 80, 10, true, |_| {});
+    assert_rows(
+        &rows,
+        &[("one", "1.00MiB"), ("two", "1.00MiB"), ("three", "1.00MiB")],
+        "done",
+        80,
+    );
+    // Rows 8–10 were needed after line12 (row 9): two lines of scrolling, then `done`'s one.
+    assert_eq!(
+        rows[4], "line12",
+        "earlier output scrolled up, kept: {rows:#?}"
+    );
+    assert_eq!(rows[9], "", "the cursor ends on the last row");
+}
+
+#[test]
+fn resizing_keeps_every_row_clean() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(3 << 20, 25));
+    let script = format!(
+        "\"$RPV\" -c -N one -i 0.1 -L 2M {} | \"$RPV\" -c -N two -i 0.1 \
+         | \"$RPV\" -c -N three -i 0.1 > /dev/null; echo done",
+        s(&input)
+    );
+    let (rows, _, queries) = run(&dir, &script, 90, 20, true, |t| {
+        std::thread::sleep(Duration::from_millis(600));
+        t.resize(60, 12);
+    });
+    assert_rows(
+        &rows,
+        &[("one", "3.00MiB"), ("two", "3.00MiB"), ("three", "3.00MiB")],
+        "done",
+        60,
+    );
+    assert!(
+        queries >= 2,
+        "the rows are re-synchronised after the resize"
+    );
+    let one = rows.iter().find(|r| r.contains("one:")).unwrap();
+    assert_eq!(one.chars().count(), 60, "drawn at the new width: {one:?}");
+}
+
+#[test]
+fn a_terminal_that_never_answers_does_not_hang() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(1 << 20, 26));
+    let script = format!(
+        "\"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 > /dev/null; echo done",
+        s(&input)
+    );
+    let started = Instant::now();
+    let (rows, _, queries) = run(&dir, &script, 80, 12, false, |_| {});
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(queries, 1);
+    // Without an answer the rows start at the bottom of the screen.
+    assert_rows(&rows, &[("one", "1.00MiB"), ("two", "1.00MiB")], "done", 80);
+}
+
+#[test]
+fn cursor_mode_without_a_terminal_falls_back_to_normal_lines() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(100_000, 27));
+    let out = rpv(&["-c", "-f", "-N", "x", s(&input)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("x: 97.7KiB"), "{err:?}");
+    assert!(err.ends_with("\r\n") && !err.contains('\x1b'), "{err:?}");
+}
+
+#[test]
+fn cursor_mode_on_a_dumb_terminal_uses_carriage_returns() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(100_000, 28));
+    let script = format!("\"$RPV\" -c -N x -i 0.1 {} > /dev/null", s(&input));
+    let env = tmpdir_env(&dir);
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.push(("TERM", "dumb"));
+    let (status, terminal) = bash_on_terminal(&script, 80, 10, true, &env, |_| {});
+    let (_, bytes, queries) = terminal.finish();
+    assert!(status.success());
+    let text = String::from_utf8_lossy(&bytes);
+    assert_eq!(queries, 0);
+    assert!(
+        !text.contains('\x1b') && text.contains("x: 97.7KiB"),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn window_title_follows_each_update() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(300_000, 29));
+    let script = format!(
+        "\"$RPV\" -x window:'%b|%N' -N nm -i 0.1 -L 1M {} > /dev/null",
+        s(&input)
+    );
+    let (_, bytes, _) = run(&dir, &script, 80, 10, true, |_| {});
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("\r\x1b]2;"), "{text:?}");
+    assert!(text.contains("\x1b]2; 292KiB|       nm:\x1b\\"), "{text:?}");
+    assert!(
+        text.matches("\x1b]2;").count() >= 3,
+        "one per update: {text:?}"
+    );
+}
+
+#[test]
+fn window_title_without_format_uses_the_f_format() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(300_000, 30));
+    let script = format!(
+        "\"$RPV\" -x window -F 'got %b' -i 0.1 {} > /dev/null; TERM=dumb \"$RPV\" -x window -i 0.1 {} > /dev/null",
+        s(&input),
+        s(&input)
+    );
+    let (_, bytes, _) = run(&dir, &script, 80, 10, true, |_| {});
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("\x1b]2;got  292KiB\x1b\\"), "{text:?}");
+    assert_eq!(
+        text.matches("\x1b]2;").count(),
+        text.matches("\x1b]2;got").count(),
+        "no title on a dumb terminal: {text:?}"
+    );
+}
+
+#[test]
+fn process_title_shows_progress() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(1 << 20, 31));
+    let mut child = rpv(&["-q", "-x", "proc:%b", "-i", "0.1", "-L", "1M", s(&input)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let path = format!("/proc/{}/cmdline", child.id());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut seen = String::new();
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        seen = std::fs::read(&path)
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        if seen.contains("rpv -- ") && seen.contains("KiB") {
+            break;
+        }
+    }
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap_or_default();
+    assert!(child.wait().unwrap().success());
+    assert!(
+        seen.starts_with("rpv -- ") && seen.contains("KiB"),
+        "{seen:?}"
+    );
+    assert_eq!(comm.trim(), "rpv", "the command name stays (pgrep/killall)");
+}
+
+#[test]
+fn entries_of_killed_instances_are_ignored() {
+    let dir = Dir::new();
+    let big = dir.file("big", &data(4 << 20, 32));
+    let input = dir.file("in", &data(1 << 20, 33));
+    // A killed instance cannot leave the registry; the next run must start afresh. (bash's
+    // "Killed" notice goes to /dev/null so it cannot land between the rows.)
+    let script = format!(
+        "exec 3>&2; ( \"$RPV\" -c -N dead -i 0.1 -L 1M {} 2>&3 > /dev/null & pid=$!; \
+         sleep 0.6; kill -9 $pid; wait $pid ) 2>/dev/null; echo; echo mid; \"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 \
+         > /dev/null; echo done",
+        s(&big),
+        s(&input)
+    );
+    let (rows, _, queries) = run(&dir, &script, 80, 24, true, |_| {});
+    assert_eq!(queries, 2, "the second run asked for the cursor again");
+    let mid = rows.iter().position(|r| r == "mid").expect("mid");
+    assert_rows(&rows, &[("one", "1.00MiB"), ("two", "1.00MiB")], "done", 80);
+    assert_eq!(
+        rows.iter()
+            .position(|r| r.contains("one:") || r.contains("two:")),
+        Some(mid + 1)
+    );
+    assert!(
+        registry_left(&dir).is_empty(),
+        "removed by the last live instance"
+    );
+}
+
+#[test]
+fn interrupted_instances_still_leave_the_cursor_below_their_rows() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(8 << 20, 34));
+    let fifo = dir.path("fifo");
+    let script = format!(
+        "mkfifo {f}; \"$RPV\" -c -N one -i 0.1 -L 1M {} > {f} & p1=$!; \
+         \"$RPV\" -c -N two -i 0.1 < {f} > /dev/null & p2=$!; \
+         sleep 0.8; kill -INT $p1 $p2; wait; echo done",
+        s(&input),
+        f = s(&fifo)
+    );
+    let (rows, _, _) = run(&dir, &script, 80, 24, true, |_| {});
+    let one = rows.iter().position(|r| r.contains("one:")).expect("one");
+    let two = rows.iter().position(|r| r.contains("two:")).expect("two");
+    let done = rows.iter().position(|r| r == "done").expect("done");
+    assert_eq!(done, one.max(two) + 1, "{rows:#?}");
+    assert!(registry_left(&dir).is_empty());
+}
+
+#[test]
+fn a_planted_symlink_is_not_followed() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(100_000, 35));
+    let target = dir.file("target", b"keep");
+    // Someone put a symlink where the registry goes: rpv must not touch its target, and
+    // draws normal lines instead.
+    let script = format!(
+        "reg=\"$TMPDIR/rpv-cursor-$(tty | sed 's|^/dev/||; s|[^A-Za-z0-9]|_|g')-$(id -u)\"; \
+         ln -s {} \"$reg\"; \"$RPV\" -c -N x -i 0.1 {} > /dev/null; echo done",
+        s(&target),
+        s(&input)
+    );
+    let (rows, bytes, queries) = run(&dir, &script, 80, 10, true, |_| {});
+    assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+    assert_eq!(queries, 0);
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(
+        text.contains(" 97.7KiB") && text.contains("\r\r\n"),
+        "{text:?}"
+    );
+    assert!(rows.iter().any(|r| r == "done"), "{rows:#?}");
+}
