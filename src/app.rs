@@ -567,8 +567,15 @@ impl View {
                 }
             }
         }
-        // Stop listening (and remove the socket) before anything that may exit.
-        self.control = None;
+        // Stop listening (and remove the socket) before anything that may exit; queriers
+        // get the final numbers.
+        if let Some(control) = self.control.take() {
+            control.close(&modes::remote::Reply::State {
+                elapsed: self.elapsed(),
+                transferred: self.transferred(shared, out),
+                size: self.size,
+            });
+        }
         self.print_messages(shared);
         self.check_started(shared, &mut next_due);
         if interrupted {

@@ -368,7 +368,9 @@ fn own_dir(euid: u32) -> PathBuf {
 /// Where a client looks for the socket of a process owned by `uid`, in order.
 fn candidate_dirs(uid: u32) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    if uid == sys::geteuid() {
+    // The test hook lets another user's client try the target's own directory, so the
+    // server's SO_PEERCRED check can be tested.
+    if uid == sys::geteuid() || std::env::var_os("RPV_TEST_CONTROL_UNCHECKED").is_some() {
         dirs.push(own_dir(uid));
     }
     for dir in [
@@ -412,6 +414,8 @@ pub fn peer_allowed(peer_uid: u32, own_euid: u32) -> bool {
 struct Inbox {
     pending: Vec<(Request, mpsc::Sender<Reply>)>,
     closed: bool,
+    /// Connections that asked for the progress: they get the final state at the end.
+    queriers: Vec<Arc<Mutex<UnixStream>>>,
 }
 
 /// The listener of a running display: a thread accepts connections; the display loop
@@ -452,6 +456,26 @@ impl Server {
             listener: handle,
             inbox,
         })
+    }
+
+    /// Stops serving: every connection that queried gets `last` (the final state) before
+    /// it is closed, so a `-Q` ends on the same final numbers as the target.
+    pub fn close(self, last: &Reply) {
+        let queriers = match self.inbox.lock() {
+            Ok(mut inbox) => {
+                inbox.closed = true;
+                inbox.pending.clear();
+                std::mem::take(&mut inbox.queriers)
+            }
+            Err(_) => Vec::new(),
+        };
+        let text = encode_reply(last);
+        for querier in queriers {
+            if let Ok(mut stream) = querier.lock() {
+                let _ = stream.write_all(text.as_bytes());
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
     }
 
     /// Answers every pending request with `handler` (called on the display thread).
@@ -532,21 +556,31 @@ fn read_request(reader: &mut impl BufRead) -> Option<Vec<String>> {
 fn connection(stream: UnixStream, inbox: &Mutex<Inbox>, wake: Option<&OwnedFd>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
-    let Ok(mut writer) = stream.try_clone() else {
+    let Ok(writer) = stream.try_clone() else {
         return;
     };
+    let writer = Arc::new(Mutex::new(writer));
+    let mut registered = false;
     let mut reader = BufReader::new(stream);
     while let Some(lines) = read_request(&mut reader) {
         let request = match decode_request(&lines) {
             Ok(r) => r,
             Err(e) => {
-                let _ = writer.write_all(format!("error {}\n", escape(&e)).as_bytes());
+                if let Ok(mut w) = writer.lock() {
+                    let _ = w.write_all(format!("error {}\n", escape(&e)).as_bytes());
+                }
                 continue;
             }
         };
         let (tx, rx) = mpsc::channel();
         match inbox.lock() {
-            Ok(mut inbox) if !inbox.closed => inbox.pending.push((request, tx)),
+            Ok(mut inbox) if !inbox.closed => {
+                if request == Request::Query && !registered {
+                    inbox.queriers.push(Arc::clone(&writer));
+                    registered = true;
+                }
+                inbox.pending.push((request, tx));
+            }
             _ => return,
         }
         if let Some(fd) = wake {
@@ -556,7 +590,10 @@ fn connection(stream: UnixStream, inbox: &Mutex<Inbox>, wake: Option<&OwnedFd>) 
         let Ok(reply) = rx.recv_timeout(REPLY_TIMEOUT) else {
             return;
         };
-        if writer.write_all(encode_reply(&reply).as_bytes()).is_err() {
+        let written = writer
+            .lock()
+            .is_ok_and(|mut w| w.write_all(encode_reply(&reply).as_bytes()).is_ok());
+        if !written {
             return;
         }
     }
@@ -574,7 +611,11 @@ impl Client {
     /// Connects to `pid`'s socket and checks that `pid` itself serves it.
     fn connect(pid: u32) -> Option<Client> {
         let unchecked = std::env::var_os("RPV_TEST_CONTROL_UNCHECKED").is_some();
-        let uid = std::fs::metadata(format!("/proc/{pid}")).ok()?.uid();
+        let uid = match std::fs::metadata(format!("/proc/{pid}")) {
+            Ok(meta) => meta.uid(),
+            Err(_) if unchecked => sys::geteuid(),
+            Err(_) => return None,
+        };
         let euid = sys::geteuid();
         for dir in candidate_dirs(uid) {
             let Ok(stream) = UnixStream::connect(dir.join(format!("{pid}.sock"))) else {
@@ -601,9 +642,9 @@ impl Client {
     }
 
     fn ask(&mut self, request: &Request) -> Option<Reply> {
-        self.writer
-            .write_all(encode_request(request).as_bytes())
-            .ok()?;
+        // A target that has finished shuts the connection down after sending its final
+        // state: the write then fails, but that state is still there to read.
+        let _ = self.writer.write_all(encode_request(request).as_bytes());
         let mut line = String::new();
         let n = (&mut self.reader)
             .take(MAX_LINE as u64)

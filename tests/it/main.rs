@@ -3,7 +3,9 @@
 mod display;
 mod errors;
 mod integrity;
+mod monitor;
 mod options;
 mod pty;
+mod remote;
 mod signals;
 mod util;
