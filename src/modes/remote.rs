@@ -803,6 +803,42 @@ mod tests {
         assert_eq!(decode_reply("garbage"), None);
     }
 
+    fn parsed(args: &[&str]) -> Options {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        match crate::cli::parse("rpv", &args) {
+            crate::cli::Parsed::Run(o) => *o,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_given_options_are_sent() {
+        let c = changes_from(&parsed(&["-R", "1", "-L", "0", "-N", "x"])).unwrap();
+        assert_eq!(
+            c,
+            Changes {
+                rate_limit: Some(0),
+                name: Some("x".into()),
+                ..Changes::default()
+            }
+        );
+        assert_eq!(
+            changes_from(&parsed(&["-R", "1"])).unwrap(),
+            Changes::default()
+        );
+        let c = changes_from(&parsed(&["-R", "1", "-p", "-i", "2", "-s", "0", "-F", ""])).unwrap();
+        assert_eq!(
+            c.switches,
+            Some(Switches {
+                progress: true,
+                ..Switches::default()
+            })
+        );
+        assert_eq!((c.interval, c.size), (Some(2.0), Some(0)));
+        assert_eq!(c.format.as_deref(), Some(""));
+        assert_eq!((c.rate_limit, c.name, c.width), (None, None, None));
+    }
+
     #[test]
     fn only_same_user_or_root() {
         assert!(peer_allowed(1000, 1000));
