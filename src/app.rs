@@ -7,7 +7,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::cli::{Action, Options, SizeArg};
 use crate::display::{self, BarStyle, BufferFill, DisplaySwitches, Format, Frame, Segment};
@@ -52,13 +53,14 @@ fn print_stdout(text: &str) -> i32 {
 }
 
 /// The output: standard output or an `-o` file.
-enum Output {
+pub(crate) enum Output {
     Stdout,
     File(File),
 }
 
 impl Output {
-    fn fd(&self) -> BorrowedFd<'_> {
+    /// The descriptor to write to.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         match self {
             Output::Stdout => sys::stdout_fd(),
             Output::File(f) => f.as_fd(),
@@ -203,30 +205,65 @@ fn transfer(o: &Options, prog: &str) -> u8 {
     } else {
         o.files.clone()
     };
-    let output = match o
+    let output = match output_for(o, prog, &inputs) {
+        Ok(out) => out,
+        Err(code) => return code,
+    };
+    transfer_to(o, prog, inputs, output.fd(), Setup::default())
+}
+
+/// Opens the output (`-o` or stdout); an error is printed and its exit status returned.
+pub(crate) fn output_for(o: &Options, prog: &str, inputs: &[String]) -> Result<Output, u8> {
+    match o
         .output
         .as_deref()
-        .map(|p| open_output(p, &inputs))
+        .map(|p| open_output(p, inputs))
         .transpose()
     {
-        Ok(out) => out.unwrap_or(Output::Stdout),
+        Ok(out) => Ok(out.unwrap_or(Output::Stdout)),
         Err(e) => {
             eprintln!(
                 "{prog}: {}: {}",
                 o.output.as_deref().unwrap_or(""),
                 sys::strerror(&e)
             );
-            return status::ACCESS;
+            Err(status::ACCESS)
         }
-    };
-    let (size, implied_stop) = match detect_size(o, &inputs, output.fd()) {
+    }
+}
+
+/// How a display run differs from a plain transfer (used by `-M` and `-Q`).
+#[derive(Default)]
+pub(crate) struct Setup {
+    /// Do not answer `-R`/`-Q` (the other side of `-M both` does).
+    pub no_control: bool,
+    /// Seconds already elapsed when the display starts (`-Q`: the target's elapsed time).
+    pub elapsed: f64,
+    /// `-M both`: (this side's count, the other side's count), for `%{ratio}`.
+    pub ratio: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
+    /// `-M both`, output side: ` %{ratio}` is appended to the default format.
+    pub ratio_suffix: bool,
+    /// The operands whose size is the total, if not the inputs (`-M out`: none).
+    pub size_from: Option<Vec<String>>,
+}
+
+/// Transfers `inputs` to `out` with a display: size detection, engine settings, the run.
+pub(crate) fn transfer_to(
+    o: &Options,
+    prog: &str,
+    inputs: Vec<String>,
+    out: BorrowedFd<'_>,
+    setup: Setup,
+) -> u8 {
+    let sized = setup.size_from.as_ref().unwrap_or(&inputs);
+    let (size, implied_stop) = match detect_size(o, sized, out) {
         Ok(v) => v,
         Err(message) => {
             eprintln!("{prog}: {message}");
             return status::USAGE;
         }
     };
-    let view = View::new(o, prog, size);
+    let view = View::new(o, prog, size, setup);
     let capture = view.format.segments.iter().any(|s| {
         matches!(
             s,
@@ -262,15 +299,29 @@ fn transfer(o: &Options, prog: &str) -> u8 {
         skip_block: o.error_skip_block,
         hooks,
     };
-    transfer_with_display(&settings, output.fd(), view)
+    drive(out, view, |shared| run_engine(&settings, out, shared))
 }
 
-/// Spawns the engine on the data thread and runs the display loop here.
-fn transfer_with_display(settings: &Settings, out: BorrowedFd<'_>, mut view: View) -> u8 {
+/// A display fed by `producer` instead of the engine (`-Q`): it runs on its own thread,
+/// publishes counts in `Shared::bytes`/`lines` and calls `Shared::finish` at the end.
+pub(crate) fn display_with(
+    o: &Options,
+    prog: &str,
+    size: u64,
+    setup: Setup,
+    producer: impl FnOnce(&Shared) + Send,
+) -> u8 {
+    let mut view = View::new(o, prog, size, setup);
+    view.published_counts = true;
+    drive(sys::stdout_fd(), view, producer)
+}
+
+/// Runs `producer` (the engine) on the data thread and the display loop here.
+fn drive(out: BorrowedFd<'_>, mut view: View, producer: impl FnOnce(&Shared) + Send) -> u8 {
     let Ok((wake_r, wake_w)) = sys::pipe() else {
         signals::ignore_pipe();
         let shared = Shared::new(None);
-        run_engine(settings, out, &shared);
+        producer(&shared);
         return shared.status();
     };
     if let Ok(for_signals) = wake_w.try_clone() {
@@ -281,7 +332,7 @@ fn transfer_with_display(settings: &Settings, out: BorrowedFd<'_>, mut view: Vie
     std::thread::scope(|scope| {
         scope.spawn(|| {
             sys::block_signals(&signals::HANDLED);
-            run_engine(settings, out, &shared);
+            producer(&shared);
         });
         view.run(&shared, wake_r.as_fd(), out);
         if shared.stop.load(Ordering::Relaxed) {
@@ -305,6 +356,23 @@ fn run_engine(settings: &Settings, out: BorrowedFd<'_>, shared: &Shared) {
     }
 }
 
+/// The format text: `-F` if given, else the default built from the switches (with
+/// ` %{ratio}` on the output side of `-M both`).
+fn format_text(
+    custom: Option<&str>,
+    switches: &DisplaySwitches,
+    size: u64,
+    ratio_suffix: bool,
+) -> String {
+    match custom {
+        Some(text) => text.to_string(),
+        None if ratio_suffix => {
+            format!("{} %{{ratio}}", display::default_format(switches, size > 0))
+        }
+        None => display::default_format(switches, size > 0),
+    }
+}
+
 fn utf8_locale() -> bool {
     ["LC_ALL", "LC_CTYPE", "LANG"]
         .iter()
@@ -319,6 +387,23 @@ fn colour_allowed(force: bool) -> bool {
     let no_color = std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty());
     let term = std::env::var("TERM").unwrap_or_default();
     !no_color && term != "dumb" && (force || !term.is_empty())
+}
+
+/// `-x SPEC`: its own format and where it goes (window title only on a terminal that is not
+/// `dumb`). Without `:FORMAT` it uses the display's format, `-F` included (pv uses the
+/// switch default: spec 7.2 #21).
+fn extra_display(
+    spec: Option<&str>,
+    format_text: &str,
+    stderr_tty: bool,
+) -> Option<(Format, bool, bool)> {
+    let spec = ExtraSpec::parse(spec?);
+    if !spec.any() {
+        return None;
+    }
+    let text = spec.format.as_deref().unwrap_or(format_text);
+    let window = spec.window && stderr_tty && !term::dumb_terminal();
+    Some((Format::parse(text), window, spec.process))
 }
 
 /// The display side of a run: what to show, and the state between updates.
@@ -352,28 +437,37 @@ struct View {
     /// `dumb`, when the line is drawn; process title: at every update, even with `-q`).
     extra: Option<(Format, bool, bool)>,
     prog: String,
+    /// The switches the default format is built from (changed by `-R`).
+    switches: DisplaySwitches,
+    /// `-F`, if given (or set by `-R`).
+    custom_format: Option<String>,
+    setup: Setup,
+    /// The counts in `Shared` are final as published (`-Q`): no unread-pipe adjustment.
+    published_counts: bool,
+    /// `-x` as given (or set by `-R`).
+    extra_display: Option<String>,
+    /// The `-R`/`-Q` listener, while the display loop runs.
+    control: Option<modes::remote::Server>,
 }
 
 impl View {
-    fn new(o: &Options, prog: &str, size: u64) -> View {
+    fn new(o: &Options, prog: &str, size: u64, setup: Setup) -> View {
         let stderr_tty = sys::isatty(sys::stderr_fd());
-        let format_text = o.format.clone().unwrap_or_else(|| {
-            let all = o.display_switches == 0;
-            let switches = DisplaySwitches {
-                progress: o.progress || all,
-                timer: o.timer || all,
-                eta: o.eta || all,
-                fineta: o.fineta,
-                rate: o.rate || all,
-                average_rate: o.average_rate,
-                bytes: o.bytes || all,
-                buffer_percent: o.buffer_percent,
-                last_written: o.last_written,
-                name: o.name.is_some(),
-                numeric: o.numeric,
-            };
-            display::default_format(&switches, size > 0)
-        });
+        let all = o.display_switches == 0;
+        let switches = DisplaySwitches {
+            progress: o.progress || all,
+            timer: o.timer || all,
+            eta: o.eta || all,
+            fineta: o.fineta,
+            rate: o.rate || all,
+            average_rate: o.average_rate,
+            bytes: o.bytes || all,
+            buffer_percent: o.buffer_percent,
+            last_written: o.last_written,
+            name: o.name.is_some(),
+            numeric: o.numeric,
+        };
+        let format_text = format_text(o.format.as_deref(), &switches, size, setup.ratio_suffix);
         // Only an explicit empty -F turns the display off; `-A 0` alone draws empty lines (pv).
         let enabled =
             (stderr_tty || o.force || o.numeric) && !o.quiet && o.format.as_deref() != Some("");
@@ -382,17 +476,7 @@ impl View {
         if o.cursor && !o.numeric {
             term.enable_cursor(height);
         }
-        // -x without :FORMAT uses -F if given (pv uses the switch default: spec 7.2 #21).
-        let extra = o
-            .extra_display
-            .as_deref()
-            .map(ExtraSpec::parse)
-            .filter(ExtraSpec::any)
-            .map(|spec| {
-                let text = spec.format.as_deref().unwrap_or(&format_text);
-                let window = spec.window && stderr_tty && !term::dumb_terminal();
-                (Format::parse(text), window, spec.process)
-            });
+        let extra = extra_display(o.extra_display.as_deref(), &format_text, stderr_tty);
         let kind = if o.line_mode {
             CountKind::Lines
         } else if o.si {
@@ -421,13 +505,112 @@ impl View {
             utf8: utf8_locale(),
             colour: colour_allowed(o.force),
             tracker: RateTracker::new(o.average_window),
-            start_ns: sys::monotonic_ns(),
+            start_ns: sys::monotonic_ns().saturating_sub((setup.elapsed.max(0.0) * 1e9) as u64),
             stopped_base: 0,
             started: !o.wait,
             displayed: false,
             extra,
             prog: prog.to_string(),
+            switches,
+            custom_format: o.format.clone(),
+            setup,
+            published_counts: false,
+            extra_display: o.extra_display.clone(),
+            control: None,
         }
+    }
+
+    /// Rebuilds the format after `-R` changed switches, `-F`, `-N` or the size.
+    fn rebuild_format(&mut self) {
+        self.switches.name = self.name.is_some();
+        let text = format_text(
+            self.custom_format.as_deref(),
+            &self.switches,
+            self.size,
+            self.setup.ratio_suffix,
+        );
+        self.format = Format::parse(&text);
+        let stderr_tty = sys::isatty(sys::stderr_fd());
+        self.extra = extra_display(self.extra_display.as_deref(), &text, stderr_tty);
+    }
+
+    /// Answers pending `-R`/`-Q` requests.
+    fn serve_control(&mut self, shared: &Shared, out: BorrowedFd<'_>, next_due: &mut u64) {
+        let Some(control) = self.control.take() else {
+            return;
+        };
+        control.serve(|request| match request {
+            modes::remote::Request::Set(changes) => {
+                self.apply_changes(changes, shared, next_due);
+                modes::remote::Reply::Done
+            }
+            modes::remote::Request::Query => modes::remote::Reply::State {
+                elapsed: self.elapsed(),
+                transferred: self.transferred(shared, out),
+                size: self.size,
+            },
+        });
+        self.control = Some(control);
+    }
+
+    /// Applies the options given to `rpv -R` (only those).
+    fn apply_changes(&mut self, c: &modes::remote::Changes, shared: &Shared, next_due: &mut u64) {
+        if let Some(sw) = &c.switches {
+            self.switches = DisplaySwitches {
+                progress: sw.progress,
+                timer: sw.timer,
+                eta: sw.eta,
+                fineta: sw.fineta,
+                rate: sw.rate,
+                average_rate: sw.average_rate,
+                bytes: sw.bytes,
+                buffer_percent: sw.buffer_percent,
+                last_written: sw.last_written,
+                ..self.switches
+            };
+            if c.format.is_none() {
+                // Asking for switches means showing them: a custom -F gives way.
+                self.custom_format = None;
+            }
+        }
+        if let Some(format) = &c.format {
+            self.custom_format = (!format.is_empty()).then(|| format.clone());
+        }
+        if let Some(name) = &c.name {
+            self.name = (!name.is_empty()).then(|| name.clone());
+        }
+        if let Some(extra) = &c.extra_display {
+            self.extra_display = (!extra.is_empty()).then(|| extra.clone());
+        }
+        if let Some(size) = c.size {
+            self.size = size;
+        }
+        if let Some(interval) = c.interval {
+            self.interval_ns = (interval * 1e9) as u64;
+            *next_due = sys::monotonic_ns() + self.interval_ns;
+        }
+        if let Some(w) = c.width {
+            self.fixed.0 = w;
+        }
+        if let Some(h) = c.height {
+            self.fixed.1 = h;
+        }
+        self.width = term::size(self.fixed.0, self.fixed.1).0;
+        if c.rate_limit.is_some() || c.buffer_size.is_some() {
+            shared.retune(c.rate_limit, c.buffer_size);
+        }
+        self.rebuild_format();
+    }
+
+    /// Seconds since the start, stopped time excluded (0 before the start with `-W`).
+    fn elapsed(&self) -> f64 {
+        if !self.started {
+            return 0.0;
+        }
+        let now = sys::monotonic_ns();
+        let stopped = signals::stopped_ns().saturating_sub(self.stopped_base);
+        (now.saturating_sub(self.start_ns).saturating_sub(stopped) as f64 / 1e9)
+            .clamp(0.0, 360_000_000.0)
     }
 
     /// The display loop: wakes at each interval, on messages, signals and the engine's end.
@@ -437,8 +620,11 @@ impl View {
         } else {
             self.interval_ns
         };
-        let mut next_due = self.start_ns + first;
+        let mut next_due = sys::monotonic_ns() + first;
         let mut interrupted = false;
+        if !self.setup.no_control {
+            self.control = modes::remote::Server::start(shared.wake_handle());
+        }
         loop {
             let now = sys::monotonic_ns();
             let engine_done = shared.done.load(Ordering::Acquire);
@@ -449,6 +635,7 @@ impl View {
             }
             let _ = sys::poll_one(wake, libc::POLLIN, timeout_ms);
             drain(wake);
+            self.serve_control(shared, out, &mut next_due);
             self.print_messages(shared);
             if signals::exit_requested() {
                 shared.stop.store(true, Ordering::Relaxed);
@@ -475,6 +662,15 @@ impl View {
                     next_due = now + self.interval_ns;
                 }
             }
+        }
+        // Stop listening (and remove the socket) before anything that may exit; queriers
+        // get the final numbers.
+        if let Some(control) = self.control.take() {
+            control.close(&modes::remote::Reply::State {
+                elapsed: self.elapsed(),
+                transferred: self.transferred(shared, out),
+                size: self.size,
+            });
         }
         self.print_messages(shared);
         self.check_started(shared, &mut next_due);
@@ -529,7 +725,7 @@ impl View {
             return shared.lines.load(Ordering::Relaxed);
         }
         let written = shared.bytes.load(Ordering::Relaxed);
-        if shared.output_closed.load(Ordering::Relaxed) {
+        if self.published_counts || shared.output_closed.load(Ordering::Relaxed) {
             return written;
         }
         // Bytes still sitting unread in the output pipe have not been transferred yet.
@@ -541,11 +737,12 @@ impl View {
         if !self.started {
             return;
         }
-        let now = sys::monotonic_ns();
-        let stopped = signals::stopped_ns().saturating_sub(self.stopped_base);
-        let elapsed = (now.saturating_sub(self.start_ns).saturating_sub(stopped) as f64 / 1e9)
-            .clamp(0.0, 360_000_000.0);
+        let elapsed = self.elapsed();
         let transferred = self.transferred(shared, out);
+        let ratio = self.setup.ratio.as_ref().map(|(mine, other)| {
+            mine.store(transferred, Ordering::Relaxed);
+            (transferred, other.load(Ordering::Relaxed))
+        });
         let rates = self
             .tracker
             .update(elapsed, transferred, self.size, final_update);
@@ -583,6 +780,7 @@ impl View {
             wall_clock: sys::wall_clock(),
             last_written: &tail.last,
             previous_line: &tail.line,
+            ratio,
             ..Frame::default()
         };
         if show {

@@ -50,6 +50,13 @@ pub struct Shared {
     pub aborted: AtomicBool,
     /// Set when the output's reader went away (EPIPE): nothing is left to drain.
     pub output_closed: AtomicBool,
+    /// Bumped (Release) after `rate_limit` or `buffer_size` changed at run time (`-R`); the
+    /// engine loads it once per chunk (Relaxed) and re-reads the values only when it moved.
+    pub tuning_version: AtomicU64,
+    /// `-L` set at run time, units per second; 0 = no limit; [`Shared::UNSET`] = never set.
+    pub rate_limit: AtomicU64,
+    /// `-B` set at run time, bytes; [`Shared::UNSET`] = never set.
+    pub buffer_size: AtomicU64,
     status: AtomicU8,
     messages: Mutex<Vec<String>>,
     wake: Option<OwnedFd>,
@@ -106,6 +113,9 @@ fn append_capped(buf: &mut Vec<u8>, data: &[u8]) {
 }
 
 impl Shared {
+    /// Value of a run-time setting that was never changed.
+    pub const UNSET: u64 = u64::MAX;
+
     /// New zeroed state; `wake` is the write end of a pipe the display thread polls, written
     /// to whenever a message is queued or the engine finishes.
     pub fn new(wake: Option<OwnedFd>) -> Shared {
@@ -120,6 +130,9 @@ impl Shared {
             done: AtomicBool::new(false),
             aborted: AtomicBool::new(false),
             output_closed: AtomicBool::new(false),
+            tuning_version: AtomicU64::new(0),
+            rate_limit: AtomicU64::new(Shared::UNSET),
+            buffer_size: AtomicU64::new(Shared::UNSET),
             status: AtomicU8::new(0),
             messages: Mutex::new(Vec::new()),
             wake,
@@ -159,6 +172,23 @@ impl Shared {
     pub fn finish(&self) {
         self.done.store(true, Ordering::Release);
         self.wake();
+    }
+
+    /// Changes the engine's rate limit and/or buffer size during the run (`-R`).
+    pub fn retune(&self, rate_limit: Option<u64>, buffer_size: Option<u64>) {
+        if let Some(rate) = rate_limit {
+            self.rate_limit.store(rate, Ordering::Relaxed);
+        }
+        if let Some(size) = buffer_size {
+            self.buffer_size.store(size, Ordering::Relaxed);
+        }
+        self.tuning_version.fetch_add(1, Ordering::Release);
+    }
+
+    /// A duplicate of the wake pipe's write end, for threads that wake the display loop
+    /// (the `-R`/`-Q` listener).
+    pub fn wake_handle(&self) -> Option<OwnedFd> {
+        self.wake.as_ref().and_then(|fd| fd.try_clone().ok())
     }
 
     fn wake(&self) {

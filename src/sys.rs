@@ -544,3 +544,38 @@ pub fn set_thread_name(text: &[u8]) {
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
 }
+
+/// `kill(pid, 0)`: whether `pid` exists and may be signalled by us.
+pub fn process_check(pid: u32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    if pid <= 0 {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    // SAFETY: signal 0 only checks existence and permission.
+    cvt(unsafe { libc::kill(pid, 0) }).map(drop)
+}
+
+/// The credentials of a Unix socket's peer at connect time (`SO_PEERCRED`): (pid, euid).
+pub fn peer_cred(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
+    // SAFETY: getsockopt fills a ucred of the length we pass.
+    unsafe {
+        let mut cred: libc::ucred = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        cvt(libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        ))?;
+        Ok((cred.pid as u32, cred.uid))
+    }
+}
+
+/// `shutdown(fd, SHUT_RDWR)`: on a listening socket this wakes a thread blocked in accept.
+pub fn shutdown(fd: BorrowedFd<'_>) {
+    // SAFETY: shutdown on a valid descriptor.
+    unsafe {
+        libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR);
+    }
+}

@@ -355,6 +355,9 @@ impl<'a> State<'a> {
 
     /// Applies one option. `value` is `Some` exactly for options that take a value.
     fn apply(&mut self, short: char, value: Option<&str>) -> Result<Flow, String> {
+        if !self.opts.given_letters.contains(short) {
+            self.opts.given_letters.push(short);
+        }
         match value {
             Some(value) => self.apply_valued(short, value).map(|()| Flow::Continue),
             None => Ok(self.apply_switch(short)),

@@ -150,8 +150,19 @@ pub struct Options {
     pub action: Action,
     /// Number of display switches given (spec 1.4); 0 turns on `-p -t -e -r -b`.
     pub display_switches: u32,
+    /// The short letters of the options given, in first-seen order (`-R` sends only these:
+    /// see [`Options::given`]).
+    pub given_letters: String,
     /// Operands: input files (`-` = stdin); empty = stdin. For `-M`, the command and its args.
     pub files: Vec<String>,
+}
+
+impl Options {
+    /// True if the option with this short letter appeared on the command line (long forms
+    /// count under their letter). `-L 0` is given; an absent `-L` is not.
+    pub fn given(&self, short: char) -> bool {
+        self.given_letters.contains(short)
+    }
 }
 
 /// The result of parsing a command line.

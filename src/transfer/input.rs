@@ -29,10 +29,30 @@ impl Source {
     }
 }
 
+/// Descriptors handed to the engine as inputs by [`hand_over`] (`-M` pipes).
+static HANDED: std::sync::Mutex<Vec<(usize, std::os::fd::OwnedFd)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Prefix of the operands made by [`hand_over`]: argv strings cannot contain NUL, so no
+/// file named on the command line can collide with it.
+const HANDED_PREFIX: &str = "\0fd:";
+
+/// Makes an already open descriptor (a `-M` pipe) an input operand; the engine takes
+/// ownership when it opens the operand.
+pub fn hand_over(fd: std::os::fd::OwnedFd) -> String {
+    let id = std::os::fd::AsRawFd::as_raw_fd(&fd) as usize;
+    if let Ok(mut handed) = HANDED.lock() {
+        handed.push((id, fd));
+    }
+    format!("{HANDED_PREFIX}{id}")
+}
+
 /// The name pv shows for an input operand: `(stdin)` for `-`.
 pub fn display_name(operand: &str) -> &str {
     if operand == "-" {
         "(stdin)"
+    } else if operand.starts_with(HANDED_PREFIX) {
+        "(pipe)"
     } else {
         operand
     }
@@ -42,6 +62,14 @@ pub fn display_name(operand: &str) -> &str {
 pub fn open(operand: &str) -> io::Result<(Source, FileInfo)> {
     let source = if operand == "-" {
         Source::Stdin
+    } else if let Some(id) = operand.strip_prefix(HANDED_PREFIX) {
+        let taken = HANDED.lock().ok().and_then(|mut handed| {
+            let at = handed.iter().position(|(i, _)| i.to_string() == id)?;
+            Some(handed.remove(at).1)
+        });
+        Source::File(File::from(
+            taken.ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?,
+        ))
     } else {
         Source::File(File::open(operand)?)
     };

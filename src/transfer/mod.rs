@@ -157,6 +157,10 @@ pub struct Engine<'a> {
     out_pipe_size: usize,
     /// Length asked of each splice on the current input: the larger pipe's capacity.
     splice_len: usize,
+    /// Read/write buffer size wanted (`-B`, changeable at run time).
+    buffer_size: usize,
+    /// The `shared.tuning_version` last applied.
+    tuning_seen: u64,
 }
 
 impl<'a> Engine<'a> {
@@ -191,6 +195,8 @@ impl<'a> Engine<'a> {
             zero_copy_calls: 0,
             out_pipe_size,
             splice_len: 0,
+            buffer_size: settings.buffer_size.max(1),
+            tuning_seen: 0,
         })
     }
 
@@ -241,6 +247,7 @@ impl<'a> Engine<'a> {
             if self.shared.stop.load(Ordering::Relaxed) {
                 return false;
             }
+            self.check_tuning();
             self.shared
                 .zero_copy
                 .store(path != Path::ReadWrite, Ordering::Relaxed);
@@ -286,6 +293,31 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Applies `-R` changes: one relaxed load, and the rest only when the version moved.
+    fn check_tuning(&mut self) {
+        let version = self.shared.tuning_version.load(Ordering::Relaxed);
+        if version == self.tuning_seen {
+            return;
+        }
+        std::sync::atomic::fence(Ordering::Acquire);
+        self.tuning_seen = version;
+        let rate = self.shared.rate_limit.load(Ordering::Relaxed);
+        if rate != Shared::UNSET {
+            self.limiter = (rate > 0).then(|| Limiter::new(rate, sys::monotonic_ns()));
+        }
+        let size = self.shared.buffer_size.load(Ordering::Relaxed);
+        if size != Shared::UNSET && size > 0 {
+            self.buffer_size = usize::try_from(size).unwrap_or(usize::MAX).min(1 << 30);
+        }
+    }
+
+    /// Sleeps while the `-L` budget is exhausted; at most 100 ms at a time, so a limit
+    /// changed by `-R` takes effect promptly.
+    fn limit_sleep(&mut self, wait_ns: u64) {
+        std::thread::sleep(std::time::Duration::from_nanos(wait_ns.min(100_000_000)));
+        self.check_tuning();
+    }
+
     /// Units (bytes or lines) still allowed by `-S`, or None without a stop size.
     fn stop_remaining(&self) -> Option<u64> {
         let done = if self.settings.line_mode {
@@ -299,13 +331,13 @@ impl<'a> Engine<'a> {
     /// Waits for the `-L` budget and returns how many bytes may move now (byte mode), at
     /// most `want`. Line mode is limited per write in `rw_step`.
     fn byte_allowance(&mut self, want: usize) -> usize {
-        let Some(limiter) = self.limiter.as_mut().filter(|_| !self.settings.line_mode) else {
-            return want;
-        };
         loop {
+            let Some(limiter) = self.limiter.as_mut().filter(|_| !self.settings.line_mode) else {
+                return want;
+            };
             match limiter.allowance(want as u64, sys::monotonic_ns()) {
                 Ok(n) => return n as usize,
-                Err(wait_ns) => std::thread::sleep(std::time::Duration::from_nanos(wait_ns)),
+                Err(wait_ns) => self.limit_sleep(wait_ns),
             }
         }
     }
@@ -352,14 +384,14 @@ impl<'a> Engine<'a> {
     }
 
     fn rw_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
-        if self.buf.is_empty() {
-            let size = self.settings.buffer_size.max(1);
-            // O_DIRECT needs whole blocks.
-            let size = if self.settings.modifiers.direct {
-                size.next_multiple_of(output::BLOCK)
-            } else {
-                size
-            };
+        let size = self.buffer_size.max(1);
+        // O_DIRECT needs whole blocks.
+        let size = if self.settings.modifiers.direct {
+            size.next_multiple_of(output::BLOCK)
+        } else {
+            size
+        };
+        if self.buf.len() != size && self.pending.0 == self.pending.1 {
             self.buf = AlignedBuf::new(size);
             self.shared
                 .buffer_capacity
@@ -425,18 +457,17 @@ impl<'a> Engine<'a> {
         if budget == 0 {
             return (0, 0);
         }
-        if let Some(limiter) = self.limiter.as_mut() {
-            let want = (memchr::memchr_iter(sep, data).count() as u64).clamp(1, budget);
-            loop {
-                match limiter.allowance(want, sys::monotonic_ns()) {
-                    Ok(n) => {
-                        budget = budget.min(n);
-                        break;
-                    }
-                    Err(wait_ns) => std::thread::sleep(std::time::Duration::from_nanos(wait_ns)),
+        let want = (memchr::memchr_iter(sep, data).count() as u64).clamp(1, budget);
+        while let Some(limiter) = self.limiter.as_mut() {
+            match limiter.allowance(want, sys::monotonic_ns()) {
+                Ok(n) => {
+                    budget = budget.min(n);
+                    break;
                 }
+                Err(wait_ns) => self.limit_sleep(wait_ns),
             }
         }
+        let data = &self.buf[start..end];
         let mut lines = 0;
         for pos in memchr::memchr_iter(sep, data) {
             lines += 1;

@@ -1,0 +1,375 @@
+//! `-R PID` and `-Q PID` (spec 4.2, 4.3) through the binary: changes reach a running
+//! transfer, only the given options change, queries, errors, and other users locked out.
+//!
+//! Every target gets its own `XDG_RUNTIME_DIR`, so its socket lives in a private test
+//! directory.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::util::{rpv, Dir};
+
+/// A running rpv with its socket up.
+struct Target {
+    child: Child,
+    runtime: Dir,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Target {
+    /// Starts `rpv args` with stdout discarded and stdin from `/dev/null`; waits for its
+    /// control socket.
+    fn start(args: &[&str]) -> Target {
+        let runtime = Dir::new();
+        let mut cmd = rpv(args);
+        cmd.env("XDG_RUNTIME_DIR", runtime.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn target");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        let target = Target {
+            child,
+            runtime,
+            stderr,
+        };
+        let socket = target.socket();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !socket.exists() {
+            assert!(Instant::now() < deadline, "no control socket at {socket:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        target
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.runtime
+            .dir
+            .path()
+            .join("rpv")
+            .join(format!("{}.sock", self.child.id()))
+    }
+
+    /// `rpv ARGS` as a client of this target (same runtime directory).
+    fn client(&self, args: &[&str]) -> Command {
+        let mut cmd = rpv(args);
+        cmd.env("XDG_RUNTIME_DIR", self.runtime.dir.path());
+        cmd
+    }
+
+    /// `rpv -R PID ARGS`; asserts success.
+    fn remote(&self, args: &[&str]) {
+        let pid = self.pid();
+        let mut all = vec!["-R", pid.as_str()];
+        all.extend_from_slice(args);
+        let out = self.client(&all).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "rpv -R {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Bytes per second seen by `rpv -Q PID -n -b -i 0.2` over about `secs` seconds.
+    fn queried_rate(&self, secs: f64) -> f64 {
+        let pid = self.pid();
+        let mut q = self
+            .client(&["-Q", &pid, "-n", "-b", "-i", "0.2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        let _ = q.kill();
+        let out = q.wait_with_output().unwrap();
+        let values: Vec<f64> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        assert!(
+            values.len() >= 4,
+            "too few query lines: {:?}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Skip the first sample (it may straddle the change).
+        let (first, last) = (values[1], values[values.len() - 1]);
+        (last - first) / (0.2 * (values.len() - 2) as f64)
+    }
+
+    /// The `\r`/`\n`-separated display lines written since `from` bytes.
+    fn lines_since(&self, from: usize) -> Vec<String> {
+        let all = self.stderr.lock().unwrap();
+        String::from_utf8_lossy(&all[from.min(all.len())..])
+            .split(['\r', '\n'])
+            .map(|l| l.trim_end().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+
+    fn stderr_len(&self) -> usize {
+        self.stderr.lock().unwrap().len()
+    }
+
+    /// Waits for the target to exit, at most `secs`.
+    fn wait(&mut self, secs: u64) -> Option<i32> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn remote_changes_the_rate_limit_and_query_sees_it() {
+    let target = Target::start(&["-q", "-L", "400k", "/dev/zero"]);
+    let before = target.queried_rate(1.6);
+    assert!(
+        (200e3..800e3).contains(&before),
+        "rate before: {before} (limit 400k)"
+    );
+    target.remote(&["-L", "40k"]);
+    let lowered = target.queried_rate(1.6);
+    assert!(
+        (15e3..100e3).contains(&lowered),
+        "rate after -L 40k: {lowered}"
+    );
+    target.remote(&["-L", "0"]);
+    let unlimited = target.queried_rate(1.6);
+    assert!(unlimited > 5e6, "rate after -L 0: {unlimited}");
+}
+
+#[test]
+fn remote_removes_a_limit_and_the_transfer_completes() {
+    let dir = Dir::new();
+    let data = crate::util::data(1 << 20, 7);
+    let input = dir.file("in", &data);
+    let output = dir.path("out");
+    let mut target = Target::start(&[
+        "-q",
+        "-L",
+        "10k",
+        crate::util::s(&input),
+        "-o",
+        crate::util::s(&output),
+    ]);
+    assert_eq!(
+        target.wait(1),
+        None,
+        "a 1 MiB transfer at 10k/s ended early"
+    );
+    target.remote(&["-L", "0"]);
+    assert_eq!(target.wait(20), Some(0));
+    crate::util::assert_same(&std::fs::read(&output).unwrap(), &data, "-R -L 0 output");
+    assert!(!target.socket().exists(), "socket left behind");
+}
+
+#[test]
+fn remote_changes_only_the_options_given() {
+    // Timer only, a name, a fast interval and a limit: -R -N must keep all of them.
+    let target = Target::start(&[
+        "-f",
+        "-t",
+        "-N",
+        "first",
+        "-i",
+        "0.1",
+        "-L",
+        "50k",
+        "/dev/zero",
+    ]);
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(target.lines_since(0).iter().any(|l| l.contains("first:")));
+    target.remote(&["-N", "second"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let mark = target.stderr_len();
+    std::thread::sleep(Duration::from_millis(1000));
+    let lines = target.lines_since(mark);
+    assert!(
+        lines.len() >= 5,
+        "interval reset? {} lines in 1 s",
+        lines.len()
+    );
+    for l in &lines {
+        assert!(l.contains("second:"), "name not changed: {l:?}");
+        assert!(!l.contains('['), "switches reset to the defaults: {l:?}");
+    }
+    let rate = target.queried_rate(1.6);
+    assert!(rate < 150e3, "rate limit lost: {rate}");
+
+    target.remote(&["-F", "X%bX"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let mark = target.stderr_len();
+    std::thread::sleep(Duration::from_millis(500));
+    let lines = target.lines_since(mark);
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert!(
+            l.starts_with('X') && l.ends_with('X'),
+            "format not applied: {l:?}"
+        );
+    }
+
+    // Display switches replace the format by their default one.
+    target.remote(&["-b", "-r"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let mark = target.stderr_len();
+    std::thread::sleep(Duration::from_millis(500));
+    let lines = target.lines_since(mark);
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert!(
+            l.contains("second:") && l.contains("B/s]"),
+            "switches: {l:?}"
+        );
+        assert!(!l.contains('X'), "old format kept: {l:?}");
+    }
+}
+
+#[test]
+fn query_follows_a_quiet_transfer_in_numeric_mode() {
+    let dir = Dir::new();
+    let data = crate::util::data(300_000, 3);
+    let input = dir.file("in", &data);
+    let mut target = Target::start(&["-q", "-L", "200k", crate::util::s(&input)]);
+    let pid = target.pid();
+    let out = target
+        .client(&["-Q", &pid, "-n", "-i", "0.2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::util::err(&out));
+    let values: Vec<f64> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| l.trim().parse().expect("numeric line"))
+        .collect();
+    // Percentages (the size was fetched), rising, ending at 100 when the target exits.
+    assert!(values.len() >= 3, "{values:?}");
+    assert!(values.windows(2).all(|w| w[0] <= w[1]), "{values:?}");
+    assert!(values[0] < 100.0, "{values:?}");
+    assert_eq!(*values.last().unwrap(), 100.0, "{values:?}");
+    assert_eq!(target.wait(5), Some(0));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn errors_and_statuses() {
+    let check = |args: &[&str], message: &str| {
+        let out: Output = rpv(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(crate::util::err(&out), message, "{args:?}");
+    };
+    check(
+        &["-R", "999999", "-L", "1"],
+        "rpv: 999999: No such process\n",
+    );
+    check(&["-Q", "999999"], "rpv: 999999: No such process\n");
+    // A live process that is not rpv.
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let message = format!("rpv: {pid}: message not received\n");
+    check(&["-R", &pid, "-N", "x"], &message);
+    check(&["-Q", &pid], &message);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}
+
+/// `setpriv` arguments that run a command as `nobody`, if we are root and can.
+fn as_nobody() -> Option<Vec<&'static str>> {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(2) == Some("0"));
+    let setpriv = Command::new("setpriv").arg("--version").output().ok()?;
+    (root && setpriv.status.success()).then(|| {
+        vec![
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]
+    })
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn another_user_can_neither_control_nor_read() {
+    let Some(prefix) = as_nobody() else {
+        eprintln!("skipped: needs root and setpriv");
+        return;
+    };
+    let target = Target::start(&["-q", "-L", "40k", "/dev/zero"]);
+    let pid = target.pid();
+    let stranger = |args: &[&str], unchecked: bool| -> Output {
+        let mut cmd = Command::new(prefix[0]);
+        cmd.args(&prefix[1..])
+            .arg(env!("CARGO_BIN_EXE_rpv"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", target.runtime.dir.path())
+            .env("LC_ALL", "C");
+        if unchecked {
+            cmd.env("RPV_TEST_CONTROL_UNCHECKED", "1");
+        }
+        cmd.output().unwrap()
+    };
+    // As any client: the target cannot even be signalled.
+    for args in [&["-R", &pid, "-L", "0"][..], &["-Q", &pid, "-n"][..]] {
+        let out = stranger(args, false);
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(
+            crate::util::err(&out),
+            format!("rpv: {pid}: Operation not permitted\n")
+        );
+    }
+    // Even with the directory and socket opened up and the client's own checks skipped,
+    // the server's SO_PEERCRED check refuses the connection.
+    chmod(target.runtime.dir.path(), 0o711);
+    chmod(&target.runtime.dir.path().join("rpv"), 0o711);
+    chmod(&target.socket(), 0o777);
+    for args in [&["-R", &pid, "-L", "0"][..], &["-Q", &pid, "-n"][..]] {
+        let out = stranger(args, true);
+        assert_eq!(out.status.code(), Some(1), "{}", crate::util::err(&out));
+        assert_eq!(
+            crate::util::err(&out),
+            format!("rpv: {pid}: message not received\n")
+        );
+    }
+    // The limit is still in force.
+    let rate = target.queried_rate(1.6);
+    assert!(rate < 100e3, "a stranger changed the rate: {rate}");
+}
