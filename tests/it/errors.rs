@@ -4,24 +4,9 @@
 use std::fs::OpenOptions;
 use std::io::Read;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::util::{assert_same, data, err, rpv, s, Dir};
-
-/// Waits for `child` at most `secs` seconds; kills it and fails the test if it hangs.
-fn wait_within(child: &mut std::process::Child, secs: u64, what: &str) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{what}: rpv still running after {secs} s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+use crate::util::{assert_same, data, err, rpv, s, wait_within, Dir};
 
 #[test]
 fn missing_input_is_reported_and_the_next_one_still_copied() {
@@ -88,7 +73,7 @@ fn reader_going_away_ends_quietly_with_status_0() {
         let mut one = [0u8; 1];
         child.stdout.as_mut().unwrap().read_exact(&mut one).unwrap();
         drop(child.stdout.take());
-        let status = wait_within(&mut child, 10, "rpv big | head -c1");
+        let status = wait_within(&mut child, 10.0, "rpv big | head -c1");
         let mut stderr = String::new();
         child
             .stderr
@@ -118,7 +103,7 @@ fn reader_exiting_without_reading_does_not_hang() {
         child.stdin.take().unwrap().write_all(b"abc").unwrap();
         std::thread::sleep(Duration::from_millis(500));
         drop(child.stdout.take());
-        let status = wait_within(&mut child, 5, "printf abc | rpv | sleep 0.5");
+        let status = wait_within(&mut child, 5.0, "printf abc | rpv | sleep 0.5");
         assert_eq!(status.code(), Some(0));
     }
 }

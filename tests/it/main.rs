@@ -10,4 +10,5 @@ mod options;
 mod pty;
 mod remote;
 mod signals;
+mod terminal;
 mod util;

@@ -6,25 +6,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::rpv;
+use crate::util::{rpv, wait_within};
 
 fn kill(child: &Child, signal: libc::c_int) {
     // SAFETY: plain kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
-}
-
-fn wait_within(child: &mut Child, secs: f64) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs_f64(secs);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "rpv did not exit within {secs} s"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
@@ -40,7 +26,7 @@ fn interrupts_end_with_status_32_and_a_final_newline() {
             std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
         std::thread::sleep(Duration::from_millis(500));
         kill(&child, signal);
-        let status = wait_within(&mut child, 3.0);
+        let status = wait_within(&mut child, 3.0, "rpv");
         assert_eq!(status.code(), Some(32), "signal {signal}");
         let mut stderr = String::new();
         child
@@ -63,7 +49,11 @@ fn interrupt_ends_even_while_blocked_on_a_full_output() {
         let mut child = rpv(&args).stdout(Stdio::piped()).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(300));
         kill(&child, libc::SIGINT);
-        assert_eq!(wait_within(&mut child, 3.0).code(), Some(32), "{extra:?}");
+        assert_eq!(
+            wait_within(&mut child, 3.0, "rpv").code(),
+            Some(32),
+            "{extra:?}"
+        );
     }
 }
 
@@ -102,7 +92,7 @@ fn stopped_time_is_not_counted_and_the_transfer_resumes() {
     assert_eq!(process_state(child.id()), 'T', "SIGTSTP stops rpv");
     std::thread::sleep(Duration::from_millis(1300));
     kill(&child, libc::SIGCONT);
-    let status = wait_within(&mut child, 10.0);
+    let status = wait_within(&mut child, 10.0, "rpv");
     let wall = start.elapsed().as_secs_f64();
     assert!(status.success());
     assert_eq!(reader.join().unwrap(), 2 << 20);
@@ -170,7 +160,7 @@ fn data_keeps_flowing_while_stderr_is_blocked() {
         f.read_to_end(&mut sink).unwrap();
         sink
     });
-    assert!(wait_within(&mut child, 10.0).success());
+    assert!(wait_within(&mut child, 10.0, "rpv").success());
     let mut rest = Vec::new();
     stdout.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty(), "-S stops at exactly --size");

@@ -114,3 +114,23 @@ pub fn assert_same(actual: &[u8], expected: &[u8], what: &str) {
 pub fn err(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// Waits for `child` at most `secs` seconds; kills it and fails the test if it hangs.
+#[track_caller]
+pub fn wait_within(
+    child: &mut std::process::Child,
+    secs: f64,
+    what: &str,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what}: rpv still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,177 @@
+//! A pseudo-terminal for tests: `openpty`, an emulated screen (vt100) that can answer
+//! cursor-position queries like a real terminal, and bash as a session leader on it.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const QUERY: &[u8] = b"\x1b[6n";
+
+/// A pseudo-terminal pair of the given size: (master, slave).
+pub fn openpty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty fills two fds that we then own.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &ws,
+        )
+    };
+    assert_eq!(rc, 0, "openpty");
+    unsafe {
+        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    }
+}
+
+/// The emulated terminal: everything written to it, its screen, and the queries answered.
+pub struct Screen {
+    parser: vt100::Parser,
+    bytes: Vec<u8>,
+    queries: usize,
+}
+
+/// The terminal side of a pty: a thread feeds the output to `vt100` and answers `ESC[6n`
+/// from the emulated cursor position, until every slave fd is closed.
+pub struct Terminal {
+    screen: Arc<Mutex<Screen>>,
+    master: OwnedFd,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Terminal {
+    pub fn new(master: OwnedFd, cols: u16, rows: u16, answer: bool) -> Terminal {
+        let screen = Arc::new(Mutex::new(Screen {
+            parser: vt100::Parser::new(rows, cols, 0),
+            bytes: Vec::new(),
+            queries: 0,
+        }));
+        let mut input = File::from(master.try_clone().unwrap());
+        let mut replies = File::from(master.try_clone().unwrap());
+        let shared = Arc::clone(&screen);
+        let reader = std::thread::spawn(move || {
+            let mut pending: Vec<u8> = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = match input.read(&mut buf) {
+                    Ok(0) | Err(_) => return, // EIO once the slave side is closed
+                    Ok(n) => n,
+                };
+                pending.extend_from_slice(&buf[..n]);
+                let mut screen = shared.lock().unwrap();
+                screen.bytes.extend_from_slice(&buf[..n]);
+                // Process up to each query, answer it, keep a partial query for later.
+                while let Some(at) = pending.windows(QUERY.len()).position(|w| w == QUERY) {
+                    let end = at + QUERY.len();
+                    screen.parser.process(&pending[..end]);
+                    pending.drain(..end);
+                    screen.queries += 1;
+                    if answer {
+                        let (row, col) = screen.parser.screen().cursor_position();
+                        let reply = format!("\x1b[{};{}R", row + 1, col + 1);
+                        let _ = replies.write_all(reply.as_bytes());
+                    }
+                }
+                let keep = (1..QUERY.len())
+                    .rev()
+                    .find(|&k| pending.len() >= k && pending.ends_with(&QUERY[..k]))
+                    .unwrap_or(0);
+                let upto = pending.len() - keep;
+                screen.parser.process(&pending[..upto]);
+                pending.drain(..upto);
+            }
+        });
+        Terminal {
+            screen,
+            master,
+            reader: Some(reader),
+        }
+    }
+
+    /// Resizes the terminal (the kernel sends SIGWINCH to the foreground process group).
+    pub fn resize(&self, cols: u16, rows: u16) {
+        let mut screen = self.screen.lock().unwrap();
+        screen.parser.screen_mut().set_size(rows, cols);
+        let ws = libc::winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads one winsize.
+        assert_eq!(
+            unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) },
+            0
+        );
+    }
+
+    /// Waits for the slave side to close; the visible rows, the raw bytes, the query count.
+    pub fn finish(mut self) -> (Vec<String>, Vec<u8>, usize) {
+        self.reader.take().unwrap().join().unwrap();
+        let screen = self.screen.lock().unwrap();
+        let (_, cols) = screen.parser.screen().size();
+        let rows = screen.parser.screen().rows(0, cols).collect();
+        (rows, screen.bytes.clone(), screen.queries)
+    }
+}
+
+/// Runs `script` in bash as the session leader of a new terminal; `during` runs while it
+/// does (with the terminal, e.g. to resize it). Returns the exit status and the terminal.
+pub fn bash_on_terminal(
+    script: &str,
+    cols: u16,
+    rows: u16,
+    answer: bool,
+    env: &[(&str, &str)],
+    during: impl FnOnce(&Terminal),
+) -> (std::process::ExitStatus, Terminal) {
+    let (master, slave) = openpty(cols, rows);
+    let terminal = Terminal::new(master, cols, rows, answer);
+    let mut cmd = Command::new("bash");
+    cmd.arg("--norc").arg("-c").arg(script);
+    cmd.env("RPV", env!("CARGO_BIN_EXE_rpv"))
+        .env("LC_ALL", "C")
+        .env("TERM", "xterm");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    during(&terminal);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the job hung");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, terminal)
+}
