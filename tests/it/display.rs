@@ -217,3 +217,41 @@ fn numeric_custom_formats_escape_names() {
         "a\"b:\r\n"
     );
 }
+
+#[test]
+fn buffer_gauge_styles_bits_and_si_units() {
+    assert_eq!(
+        stderr_of(&["-f", "-T"], b"abc"),
+        "{  0%}\r\n",
+        "read/write buffer emptied"
+    );
+    // -g: the bar shows the rate against the highest rate seen, then "/max".
+    let gauge = stderr_of(&["-f", "-g", "-p", "-w", "30"], b"abc");
+    assert!(
+        gauge.starts_with('[') && gauge.contains("]/") && gauge.ends_with("B/s\r\n"),
+        "{gauge:?}"
+    );
+    // Unicode bars only in a UTF-8 locale.
+    assert_eq!(
+        stderr_of(&["-f", "-u", "block", "-p", "-s", "6", "-w", "20"], b"abc"),
+        "[=====>       ]  50%\r\n"
+    );
+    let mut cmd = rpv(&["-f", "-u", "block", "-p", "-s", "6", "-w", "20"]);
+    cmd.env("LC_ALL", "C.UTF-8");
+    assert_eq!(
+        err(&run_with_input(cmd, b"abc")),
+        "[██████       ]  50%\r\n"
+    );
+    let mut cmd = rpv(&["-f", "-u", "shaded", "-p", "-s", "6", "-w", "20"]);
+    cmd.env("LC_ALL", "C.UTF-8");
+    assert_eq!(
+        err(&run_with_input(cmd, b"abc")),
+        "[██████▒░░░░░░]  50%\r\n"
+    );
+    assert_eq!(stderr_of(&["-f", "-8"], b"abc"), "24.0  b\r\n");
+    assert_eq!(stderr_of(&["-f", "-k", "-b"], b"abc"), "3.00 B\r\n");
+    assert_eq!(
+        stderr_of(&["-f", "-k", "-8", "-b"], &[0u8; 5000]),
+        "40.0kb\r\n"
+    );
+}
