@@ -392,3 +392,15 @@ pub fn stderr_fd() -> BorrowedFd<'static> {
     // SAFETY: fd 2 stays open for the whole process.
     unsafe { BorrowedFd::borrow_raw(2) }
 }
+
+/// `kill(pid, 0)`: Ok if the process exists and this process may signal it (spec 4.1).
+pub fn probe_process(pid: u32) -> io::Result<()> {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    };
+    if pid <= 0 {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    // SAFETY: signal 0 only checks existence and permission; nothing is delivered.
+    cvt(unsafe { libc::kill(pid, 0) }).map(drop)
+}
