@@ -7,3 +7,4 @@ mod options;
 mod pty;
 mod signals;
 mod util;
+mod watchfd;
