@@ -240,8 +240,7 @@ fn several_processes_are_named_with_their_pids() {
         let prefix = format!("{pid:8}:   3:");
         let last = text
             .lines()
-            .filter(|l| l.starts_with(&prefix))
-            .last()
+            .rfind(|l| l.starts_with(&prefix))
             .unwrap_or_else(|| panic!("no line for {pid}: {text}"));
         assert!(last.contains(name), "{last}");
         assert!(last.ends_with(&format!(" {}", 4 * CHUNK)), "{text}");
