@@ -148,7 +148,14 @@ impl Watch {
             }
             match fd {
                 Some(fd) => match procfs::inspect(pid, fd, true) {
-                    Ok(info) => self.add(index, pid, fd, info),
+                    Ok(info) => {
+                        if !self.add(index, pid, fd, info) {
+                            // Closed between the look and the first reading.
+                            let gone = std::io::Error::from_raw_os_error(libc::ENOENT);
+                            messages.push(procfs::FdError::Link(gone).message(pid, fd));
+                            self.items[index].finished = true;
+                        }
+                    }
                     Err(e) => {
                         messages.push(e.message(pid, fd));
                         self.items[index].finished = true;
@@ -167,9 +174,10 @@ impl Watch {
         messages
     }
 
-    fn add(&mut self, item: usize, pid: u32, fd: i32, info: FdInfo) {
+    /// Starts showing a descriptor; false if it closed already.
+    fn add(&mut self, item: usize, pid: u32, fd: i32, info: FdInfo) -> bool {
         let Some(position) = procfs::position(pid, fd, &info) else {
-            return;
+            return false;
         };
         let size = self.size_override.filter(|&s| s > 0).unwrap_or(info.size);
         self.fds.push(Watched {
@@ -188,6 +196,7 @@ impl Watch {
             closed_at: None,
             info,
         });
+        true
     }
 
     /// A whole process: finish it if it is gone, else add the files it opened since.
