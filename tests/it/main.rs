@@ -12,3 +12,4 @@ mod remote;
 mod signals;
 mod terminal;
 mod util;
+mod watchfd;

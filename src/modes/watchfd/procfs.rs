@@ -1,0 +1,264 @@
+//! Reading other processes' descriptors from `/proc` (spec 4.1 "Start-up",
+//! "Per-descriptor data"). The text parsers are pure and unit-tested.
+
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+
+/// Which of the process's byte counters stands in for a pipe or socket's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// `rchar`: the descriptor is open for reading only.
+    Reads,
+    /// `wchar`: open for writing only.
+    Writes,
+    /// `rchar + wchar`: open both ways (sockets).
+    Both,
+}
+
+impl Counter {
+    /// The label shown after the name, so nobody mistakes it for the descriptor's own count.
+    pub fn label(self) -> &'static str {
+        match self {
+            Counter::Reads => " (process reads)",
+            Counter::Writes => " (process writes)",
+            Counter::Both => " (process reads+writes)",
+        }
+    }
+}
+
+/// How a descriptor's progress is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A regular file or block device: its offset (`pos:` in fdinfo).
+    Offset,
+    /// A pipe or socket (beyond pv): the process's I/O counters from `/proc/PID/io`.
+    Process(Counter),
+}
+
+/// What was found behind `/proc/PID/fd/FD`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FdInfo {
+    /// The link target (a path, or `pipe:[N]`, `socket:[N]`).
+    pub path: String,
+    /// Device and inode of the open file, and the link's mode (open mode): if any of these
+    /// changes, the descriptor was closed and reused.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Mode of the `/proc` link itself (owner r/w bits = open for reading/writing).
+    pub link_mode: u32,
+    /// How to measure it.
+    pub source: Source,
+    /// Total size in bytes; 0 = unknown.
+    pub size: u64,
+}
+
+/// Why a descriptor cannot be watched; rendered as pv's messages.
+#[derive(Debug)]
+pub enum FdError {
+    /// `readlink` failed (usually: no such descriptor).
+    Link(io::Error),
+    /// `stat`/`lstat` of the link failed.
+    Stat(String, io::Error),
+    /// Neither a regular file, block device, pipe nor socket.
+    Unsupported(String),
+    /// A pipe or socket, but `/proc/PID/io` is not readable.
+    Counters(String, io::Error),
+}
+
+impl FdError {
+    /// The message, without `prog: `.
+    pub fn message(&self, pid: u32, fd: i32) -> String {
+        let err = crate::sys::strerror;
+        match self {
+            FdError::Link(e) => format!("pid {pid}: fd {fd}: {}", err(e)),
+            FdError::Stat(path, e) => format!("pid {pid}: fd {fd}: {path}: {}", err(e)),
+            FdError::Unsupported(path) => format!(
+                "pid {pid}: fd {fd}: {path}: not a regular file, block device, pipe or socket"
+            ),
+            FdError::Counters(path, e) => {
+                format!("pid {pid}: fd {fd}: {path}: /proc/{pid}/io: {}", err(e))
+            }
+        }
+    }
+}
+
+fn link_path(pid: u32, fd: i32) -> String {
+    format!("/proc/{pid}/fd/{fd}")
+}
+
+/// Examines `/proc/PID/fd/FD`. With `pipes` false, pipes and sockets are `Unsupported`
+/// (whole-process watching shows files only, like pv).
+pub fn inspect(pid: u32, fd: i32, pipes: bool) -> Result<FdInfo, FdError> {
+    let link = link_path(pid, fd);
+    let path = std::fs::read_link(&link)
+        .map_err(FdError::Link)?
+        .to_string_lossy()
+        .into_owned();
+    let target = std::fs::metadata(&link).map_err(|e| FdError::Stat(path.clone(), e))?;
+    let link_meta = std::fs::symlink_metadata(&link).map_err(|e| FdError::Stat(path.clone(), e))?;
+    let link_mode = link_meta.mode() & 0o777;
+    let ft = target.file_type();
+    let (source, size) = if ft.is_file() {
+        // A file open for writing may still grow: its size is unknown.
+        let size = if link_mode & 0o200 == 0 {
+            target.len()
+        } else {
+            0
+        };
+        (Source::Offset, size)
+    } else if ft.is_block_device() {
+        (Source::Offset, block_size(&link).unwrap_or(0))
+    } else if pipes && (ft.is_fifo() || ft.is_socket()) {
+        let counter = match (link_mode & 0o400 != 0, link_mode & 0o200 != 0) {
+            (true, false) => Counter::Reads,
+            (false, true) => Counter::Writes,
+            _ => Counter::Both,
+        };
+        read_counters(pid).map_err(|e| FdError::Counters(path.clone(), e))?;
+        (Source::Process(counter), 0)
+    } else {
+        return Err(FdError::Unsupported(path));
+    };
+    Ok(FdInfo {
+        path,
+        dev: target.dev(),
+        ino: target.ino(),
+        link_mode,
+        source,
+        size,
+    })
+}
+
+fn block_size(link: &str) -> io::Result<u64> {
+    use std::io::Seek;
+    let mut f = std::fs::File::open(link)?;
+    f.seek(io::SeekFrom::End(0))
+}
+
+/// True if the descriptor still refers to the same open file (same device, inode and open
+/// mode); false once it was closed or reused.
+pub fn unchanged(pid: u32, fd: i32, info: &FdInfo) -> bool {
+    let link = link_path(pid, fd);
+    let same_file =
+        std::fs::metadata(&link).is_ok_and(|m| m.dev() == info.dev && m.ino() == info.ino);
+    same_file && std::fs::symlink_metadata(&link).is_ok_and(|m| m.mode() & 0o777 == info.link_mode)
+}
+
+/// The current position, or `None` if the descriptor closed or changed.
+pub fn position(pid: u32, fd: i32, info: &FdInfo) -> Option<u64> {
+    if !unchanged(pid, fd, info) {
+        return None;
+    }
+    match info.source {
+        Source::Offset => {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
+            parse_fdinfo_pos(&text)
+        }
+        Source::Process(counter) => {
+            let (r, w) = read_counters(pid).ok()?;
+            Some(match counter {
+                Counter::Reads => r,
+                Counter::Writes => w,
+                Counter::Both => r.saturating_add(w),
+            })
+        }
+    }
+}
+
+fn read_counters(pid: u32) -> io::Result<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
+    parse_io(&text).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// The open descriptors of a process, sorted by number.
+pub fn list_fds(pid: u32) -> io::Result<Vec<i32>> {
+    let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    fds.sort_unstable();
+    Ok(fds)
+}
+
+/// True once the process is gone or a zombie (it has no descriptors any more, and a zombie
+/// child of someone else would otherwise be watched forever).
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(text) => matches!(parse_stat_state(&text), Some('Z' | 'X' | 'x') | None),
+        Err(_) => true,
+    }
+}
+
+/// The `pos:` field of `/proc/PID/fdinfo/FD`.
+pub fn parse_fdinfo_pos(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("pos:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// `rchar` and `wchar` of `/proc/PID/io`.
+pub fn parse_io(text: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("rchar")?, field("wchar")?))
+}
+
+/// The state letter of `/proc/PID/stat` (after the parenthesised command name).
+pub fn parse_stat_state(text: &str) -> Option<char> {
+    let after = &text[text.rfind(')')? + 1..];
+    after.trim_start().chars().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fdinfo_position() {
+        let text = "pos:\t1048576\nflags:\t0100000\nmnt_id:\t29\nino:\t1234\n";
+        assert_eq!(parse_fdinfo_pos(text), Some(1_048_576));
+        assert_eq!(parse_fdinfo_pos("pos:\t0\n"), Some(0));
+        assert_eq!(parse_fdinfo_pos("flags:\t02\n"), None);
+        assert_eq!(parse_fdinfo_pos("pos:\tx\n"), None);
+    }
+
+    #[test]
+    fn io_counters() {
+        let text = "rchar: 4096\nwchar: 17\nsyscr: 3\nsyscw: 1\nread_bytes: 0\n\
+                    write_bytes: 0\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_io(text), Some((4096, 17)));
+        assert_eq!(parse_io("rchar: 1\n"), None);
+    }
+
+    #[test]
+    fn stat_state() {
+        assert_eq!(parse_stat_state("12 (a) b) S 1 2"), Some('S'));
+        assert_eq!(parse_stat_state("12 (sh) Z 1 2"), Some('Z'));
+        assert_eq!(parse_stat_state("garbage"), None);
+    }
+
+    #[test]
+    fn own_descriptors() {
+        let pid = std::process::id();
+        let file = tempfile::tempfile().unwrap();
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        assert!(list_fds(pid).unwrap().contains(&fd));
+        let info = inspect(pid, fd, false).unwrap();
+        assert_eq!(info.source, Source::Offset);
+        assert_eq!(position(pid, fd, &info), Some(0));
+        assert!(!process_gone(pid));
+        let (r, _w) = crate::sys::pipe().unwrap();
+        let rfd = r.as_raw_fd();
+        assert!(matches!(
+            inspect(pid, rfd, false),
+            Err(FdError::Unsupported(_))
+        ));
+        let info = inspect(pid, rfd, true).unwrap();
+        assert_eq!(info.source, Source::Process(Counter::Reads));
+        assert!(info.path.starts_with("pipe:["));
+    }
+}

@@ -1,0 +1,443 @@
+//! `--watchfd` (spec 4.1): rpv watching helper processes that read files slowly.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{data, err, rpv, s, Dir};
+
+const CHUNK: usize = 64 * 1024;
+
+/// A shell that opens `files` on fds 3, 4, … and then reads each of them in 64 KiB steps
+/// (one `dd` per step, sharing the offset), sleeping `pause` seconds between steps, then
+/// idles `linger` seconds with the files still open and exits. Returns once the files are
+/// open.
+fn slow_reader(files: &[&Path], steps: usize, pause: &str, linger: &str) -> Child {
+    let mut script = String::new();
+    for (i, _) in files.iter().enumerate() {
+        script.push_str(&format!("exec {}<\"${}\"; ", i + 3, i + 1));
+    }
+    script.push_str(&format!("i=0; while [ $i -lt {steps} ]; do "));
+    for (i, _) in files.iter().enumerate() {
+        script.push_str(&format!(
+            "dd bs={CHUNK} count=1 <&{} >/dev/null 2>&1; ",
+            i + 3
+        ));
+    }
+    script.push_str(&format!("sleep {pause}; i=$((i+1)); done; sleep {linger}"));
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .arg("sh")
+        .args(files)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sh");
+    wait_for_fd(child.id(), files.len() as i32 + 2);
+    child
+}
+
+/// Waits until `/proc/PID/fd/FD` exists.
+fn wait_for_fd(pid: u32, fd: i32) {
+    let path = format!("/proc/{pid}/fd/{fd}");
+    let start = Instant::now();
+    while std::fs::read_link(&path).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{path} never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs rpv to completion with a time limit (it must end when the watched process does).
+fn run_limited(mut cmd: Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rpv");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output().expect("wait rpv"));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out,
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("rpv did not exit within {limit:?}");
+        }
+    }
+}
+
+/// The numbers at the end of numeric lines.
+fn numbers(text: &str) -> Vec<f64> {
+    text.lines()
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect()
+}
+
+fn file_of(dir: &Dir, name: &str, chunks: usize, seed: u64) -> std::path::PathBuf {
+    dir.file(name, &data(chunks * CHUNK, seed))
+}
+
+#[test]
+fn single_fd_numeric_rises_to_the_file_size_and_ends_with_the_process() {
+    let dir = Dir::new();
+    let file = file_of(&dir, "in.bin", 12, 1);
+    let mut helper = slow_reader(&[&file], 12, "0.05", "0.6");
+    let pid = helper.id().to_string();
+    let out = run_limited(
+        rpv(&["-d", &format!("{pid}:3"), "-f", "-n", "-b", "-i", "0.1"]),
+        Duration::from_secs(20),
+    );
+    let _ = helper.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(out.stdout.is_empty());
+    let values = numbers(&text);
+    assert!(values.len() >= 3, "{text}");
+    assert!(values.windows(2).all(|w| w[0] <= w[1]), "{text}");
+    assert_eq!(*values.last().unwrap(), (12 * CHUNK) as f64, "{text}");
+    // A single PID:FD gets no name prefix: the lines are bare numbers.
+    assert!(text.lines().all(|l| l.parse::<u64>().is_ok()), "{text}");
+}
+
+#[test]
+fn single_fd_percentages_and_size_override() {
+    let dir = Dir::new();
+    let file = file_of(&dir, "in.bin", 8, 2);
+    let mut helper = slow_reader(&[&file], 8, "0.05", "0.6");
+    let pid = helper.id().to_string();
+    // --size is honoured for a single PID:FD (pv ignores it): 512 KiB of 1 MiB = 50 %.
+    let out = run_limited(
+        rpv(&[
+            "-d",
+            &format!("{pid}:3"),
+            "-f",
+            "-n",
+            "-i",
+            "0.1",
+            "-s",
+            "1M",
+        ]),
+        Duration::from_secs(20),
+    );
+    let _ = helper.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(*numbers(&text).last().unwrap(), 50.0, "{text}");
+}
+
+#[test]
+fn single_fd_final_line_stays_visible() {
+    let dir = Dir::new();
+    let file = file_of(&dir, "in.bin", 4, 3);
+    let mut helper = slow_reader(&[&file], 4, "0.05", "0.5");
+    let pid = helper.id().to_string();
+    let out = run_limited(
+        rpv(&["-d", &format!("{pid}:3"), "-f", "-w", "60", "-i", "0.1"]),
+        Duration::from_secs(20),
+    );
+    let _ = helper.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.ends_with("\r\n"), "{text:?}");
+    let last = text.trim_end().rsplit('\r').next().unwrap();
+    assert!(last.contains("100%"), "{text:?}");
+    assert!(last.contains("256KiB"), "{text:?}");
+    assert!(
+        !text.contains('\x1b'),
+        "one line needs no cursor movement: {text:?}"
+    );
+}
+
+#[test]
+fn whole_process_shows_each_file_on_its_own_line() {
+    let dir = Dir::new();
+    let a = file_of(&dir, "first.bin", 4, 4);
+    let b = file_of(&dir, "second.bin", 6, 5);
+    let mut helper = slow_reader(&[&a, &b], 6, "0.05", "0.6");
+    let pid = helper.id().to_string();
+    let mut cmd = rpv(&["-d", &pid, "-f", "-w", "70", "-H", "10", "-i", "0.1"]);
+    cmd.current_dir(dir.dir.path());
+    let out = run_limited(cmd, Duration::from_secs(20));
+    let _ = helper.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("\r\n"), "{text:?}");
+    assert!(
+        text.contains("\r\x1b[A"),
+        "back up after two lines: {text:?}"
+    );
+    assert!(
+        text.ends_with("\n\n"),
+        "one newline per line at the end: {text:?}"
+    );
+    let mut screen = vt100::Parser::new(10, 70, 0);
+    screen.process(text.replace('\n', "\r\n").as_bytes());
+    let rows: Vec<String> = screen.screen().rows(0, 70).collect();
+    // Names are relative to rpv's directory, "%4d:%s", through %N.
+    assert!(rows[0].starts_with("   3:first.bin:"), "{rows:?}");
+    assert!(rows[0].contains("100%"), "{rows:?}");
+    assert!(rows[1].starts_with("   4:second.bin:"), "{rows:?}");
+    assert!(rows[1].contains("100%"), "{rows:?}");
+}
+
+#[test]
+fn whole_process_numeric_lines_carry_names() {
+    let dir = Dir::new();
+    let a = file_of(&dir, "only.bin", 4, 6);
+    let mut helper = slow_reader(&[&a], 4, "0.05", "0.5");
+    let pid = helper.id().to_string();
+    let out = run_limited(
+        rpv(&["-d", &pid, "-f", "-n", "-i", "0.1"]),
+        Duration::from_secs(20),
+    );
+    let _ = helper.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let last = text.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("   3:") && last.contains("only.bin: "),
+        "{text}"
+    );
+    assert_eq!(*numbers(&text).last().unwrap(), 100.0, "{text}");
+}
+
+#[test]
+fn several_processes_are_named_with_their_pids() {
+    let dir = Dir::new();
+    let a = file_of(&dir, "a.bin", 4, 7);
+    let b = file_of(&dir, "b.bin", 4, 8);
+    let mut one = slow_reader(&[&a], 4, "0.05", "0.5");
+    let mut two = slow_reader(&[&b], 4, "0.05", "0.5");
+    let (p1, p2) = (one.id(), two.id());
+    let out = run_limited(
+        rpv(&[
+            "-d",
+            &format!("{p1}:3"),
+            &format!("{p2}:3"),
+            "-f",
+            "-n",
+            "-b",
+            "-i",
+            "0.1",
+        ]),
+        Duration::from_secs(20),
+    );
+    let _ = (one.wait(), two.wait());
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for (pid, name) in [(p1, "a.bin"), (p2, "b.bin")] {
+        let prefix = format!("{pid:8}:   3:");
+        let last = text
+            .lines()
+            .rfind(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no line for {pid}: {text}"));
+        assert!(last.contains(name), "{last}");
+        assert!(last.ends_with(&format!(" {}", 4 * CHUNK)), "{text}");
+    }
+}
+
+#[test]
+fn list_file_items() {
+    let dir = Dir::new();
+    let a = file_of(&dir, "a.bin", 3, 9);
+    let b = file_of(&dir, "b.bin", 3, 10);
+    let mut one = slow_reader(&[&a], 3, "0.05", "0.5");
+    let mut two = slow_reader(&[&b], 3, "0.05", "0.5");
+    let list = dir.file(
+        "list",
+        format!("# watched\n  {}:3\r\n\n\t{}\n", one.id(), two.id()).as_bytes(),
+    );
+    let out = run_limited(
+        rpv(&["-d", &format!("@{}", s(&list)), "-f", "-n", "-i", "0.1"]),
+        Duration::from_secs(20),
+    );
+    let _ = (one.wait(), two.wait());
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("{:8}:   3:", one.id())), "{text}");
+    assert!(text.contains(&format!("{:8}:   3:", two.id())), "{text}");
+}
+
+#[test]
+fn list_file_errors() {
+    let dir = Dir::new();
+    let at = dir.file("at", b"# x\n123\n@other\n");
+    let out = rpv(&["-d", &format!("@{}", s(&at))]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(
+        err(&out),
+        format!(
+            "rpv: -d @: {}:3: list files may not contain @ lines\n",
+            s(&at)
+        )
+    );
+    let bad = dir.file("bad", b"123\nnonsense\n");
+    let out = rpv(&["-d", &format!("@{}", s(&bad))]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(
+        err(&out),
+        format!(
+            "rpv: -d: {}:2: process ID or pid:fd pair expected\n",
+            s(&bad)
+        )
+    );
+    let missing = dir.path("missing");
+    let out = rpv(&["-d", &format!("@{}", s(&missing))]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(
+        err(&out),
+        format!("rpv: -d @: {}: No such file or directory\n", s(&missing))
+    );
+}
+
+#[test]
+fn missing_process_and_descriptor() {
+    if Path::new("/proc/999999").exists() {
+        return;
+    }
+    let out = rpv(&["-d", "999999"]).output().unwrap();
+    assert_eq!(err(&out), "rpv: pid 999999: No such process\n");
+    assert_eq!(out.status.code(), Some(2));
+
+    let mut sleeper = Command::new("sleep")
+        .arg("5")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id();
+    let out = rpv(&["-d", &format!("{pid}:77")]).output().unwrap();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(
+        err(&out),
+        format!("rpv: pid {pid}: fd 77: No such file or directory\n")
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_character_device_is_refused() {
+    let mut sleeper = Command::new("sleep")
+        .arg("5")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id();
+    wait_for_fd(pid, 0);
+    let out = rpv(&["-d", &format!("{pid}:0")]).output().unwrap();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(
+        err(&out),
+        format!(
+            "rpv: pid {pid}: fd 0: /dev/null: not a regular file, block device, pipe or socket\n"
+        )
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn no_process_matches_a_name() {
+    let out = rpv(&["-d", "=rpv-no-such-process-name"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err(&out).ends_with("rpv: -d =rpv-no-such-process-name: no matching process found\n"),
+        "{}",
+        err(&out)
+    );
+}
+
+#[test]
+fn a_pipe_shows_the_process_read_counter() {
+    let mut reader = Command::new("dd")
+        .args(["bs=4096", "of=/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = reader.id();
+    wait_for_fd(pid, 0);
+    let mut stdin = reader.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        for _ in 0..8 {
+            stdin.write_all(&[7u8; 32 * 1024]).unwrap();
+            std::thread::sleep(Duration::from_millis(80));
+        }
+        std::thread::sleep(Duration::from_millis(400));
+    });
+    let out = run_limited(
+        rpv(&[
+            "-d",
+            &format!("{pid}:0"),
+            "-f",
+            "-n",
+            "-i",
+            "0.1",
+            "-F",
+            "%N %b",
+        ]),
+        Duration::from_secs(20),
+    );
+    feeder.join().unwrap();
+    let _ = reader.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let last = text.lines().last().unwrap_or("");
+    assert!(last.starts_with("   0:pipe:["), "{text}");
+    assert!(last.contains("] (process reads): "), "{text}");
+    let values = numbers(&text);
+    let (first, last) = (values[0], *values.last().unwrap());
+    assert!(last - first >= (7 * 32 * 1024) as f64, "{text}");
+    assert!(last >= (8 * 32 * 1024) as f64, "{text}");
+}
+
+#[test]
+fn interrupt_exits_with_32_and_keeps_the_line() {
+    let dir = Dir::new();
+    let file = file_of(&dir, "in.bin", 1, 11);
+    let mut helper = slow_reader(&[&file], 1, "0", "10");
+    let pid = helper.id();
+    let child = rpv(&["-d", &format!("{pid}:3"), "-f", "-i", "0.1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let _ = helper.kill();
+    let _ = helper.wait();
+    assert_eq!(out.status.code(), Some(32));
+    assert!(err(&out).ends_with("\r\n"), "{:?}", err(&out));
+}
+
+#[test]
+fn mode_conflicts() {
+    let out = rpv(&["-d", "1", "-L", "10"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert_eq!(
+        err(&out),
+        "rpv: cannot use line mode or transfer modifier options when watching file descriptors\n"
+    );
+}
