@@ -16,3 +16,4 @@ pub mod sys;
 pub mod term;
 pub mod transfer;
 pub mod units;
+pub mod view;

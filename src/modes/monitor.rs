@@ -17,11 +17,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use crate::app::{self, Setup};
+use crate::app;
 use crate::cli::{Action, MonitorSide, Options};
 use crate::shared::status;
 use crate::sys;
 use crate::transfer::input;
+use crate::view::Setup;
 
 /// Runs this mode; returns the exit status.
 pub fn run(o: &Options, prog: &str) -> u8 {

@@ -718,9 +718,9 @@ fn query(o: &Options, prog: &str, pid: u32) -> u8 {
     else {
         return not_received(pid, prog);
     };
-    let setup = app::Setup {
+    let setup = crate::view::Setup {
         elapsed,
-        ..app::Setup::default()
+        ..crate::view::Setup::default()
     };
     app::display_with(o, prog, size, setup, move |shared| {
         let publish = |shared: &Shared, elapsed: f64, transferred: u64| {

@@ -404,8 +404,8 @@ impl View {
             bits: o.bits,
             gauge: o.gauge,
             bar_style: BarStyle::from_name(o.bar_style.as_deref().unwrap_or("plain")),
-            utf8: locale_is_utf8(),
-            colour: colour_allowed(o.force),
+            utf8: term::utf8_locale(),
+            colour: term::colour_allowed(o.force),
             cwd: std::env::current_dir()
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default(),
@@ -497,20 +497,4 @@ impl View {
             term.wrote_line = false;
         }
     }
-}
-
-fn locale_is_utf8() -> bool {
-    ["LC_ALL", "LC_CTYPE", "LANG"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        .is_some_and(|v| {
-            let v = v.to_ascii_lowercase();
-            v.contains("utf-8") || v.contains("utf8")
-        })
-}
-
-fn colour_allowed(force: bool) -> bool {
-    let no_color = std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty());
-    let term = std::env::var("TERM").unwrap_or_default();
-    !no_color && term != "dumb" && (force || !term.is_empty())
 }

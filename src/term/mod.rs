@@ -184,3 +184,22 @@ fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) {
         }
     }
 }
+
+/// The locale (LC_ALL, else LC_CTYPE, else LANG) uses UTF-8: Unicode bar styles are allowed.
+pub fn utf8_locale() -> bool {
+    ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .is_some_and(|v| {
+            let v = v.to_ascii_lowercase();
+            v.contains("utf-8") || v.contains("utf8")
+        })
+}
+
+/// Colour escapes may be written: not with `NO_COLOR` set and non-empty, not on `TERM=dumb`,
+/// and only with a `TERM` (or `-f`).
+pub fn colour_allowed(force: bool) -> bool {
+    let no_color = std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty());
+    let term = std::env::var("TERM").unwrap_or_default();
+    !no_color && term != "dumb" && (force || !term.is_empty())
+}
