@@ -186,8 +186,9 @@ fn run(o: &Options, prog: &str) -> u8 {
         inputs,
         line_mode: o.line_mode,
         separator: if o.null { 0 } else { b'\n' },
-        // %A and %L need the bytes: rpv then uses read/write (pv leaves them blank).
-        zero_copy: !o.no_splice && !o.line_mode && !capture,
+        // %A and %L need the bytes: rpv then uses read/write (pv leaves them blank). Line
+        // mode picks its own paths (transfer::lines).
+        zero_copy: !o.no_splice && !capture,
         buffer_size: if o.buffer_size > 0 {
             o.buffer_size as usize
         } else {
