@@ -15,6 +15,7 @@
 //! Must not: format progress or touch the terminal. Per chunk: one or two syscalls, one
 //! relaxed atomic store, the stop/limit checks. No locks, no allocation.
 
+mod adaptive;
 pub mod input;
 pub mod limit;
 mod lines;
@@ -64,6 +65,8 @@ pub struct Hooks {
     /// `RPV_TEST_TRACE=1`: report each path choice and fallback as a message, so tests can
     /// check which path really moved the data.
     pub trace: bool,
+    /// `RPV_TEST_ADAPT=N`: on a pipe input, alternate splice and read/write every N calls.
+    pub adapt_every: Option<u32>,
 }
 
 impl Hooks {
@@ -82,10 +85,15 @@ impl Hooks {
             .ok()
             .and_then(|v| v.parse().ok());
         let trace = std::env::var_os("RPV_TEST_TRACE").is_some();
+        let adapt_every = std::env::var("RPV_TEST_ADAPT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0);
         Hooks {
             force,
             fail_at,
             trace,
+            adapt_every,
         }
     }
 }
@@ -147,6 +155,8 @@ pub struct Engine<'a> {
     splice_len: usize,
     /// Private pipe and buffers of the fast `-l` paths.
     line_state: lines::LineState,
+    /// Splice ↔ read/write switch for producers that write in small pieces.
+    adaptive: adaptive::Adaptive,
 }
 
 impl<'a> Engine<'a> {
@@ -179,6 +189,7 @@ impl<'a> Engine<'a> {
             out_pipe_size,
             splice_len: 0,
             line_state: lines::LineState::default(),
+            adaptive: adaptive::Adaptive::default(),
         })
     }
 
@@ -225,7 +236,7 @@ impl<'a> Engine<'a> {
                 .store(path != Path::ReadWrite, Ordering::Relaxed);
             let step = match path {
                 Path::ReadWrite => self.rw_step(fd, name),
-                zero_copy => self.zero_copy_step(fd, zero_copy),
+                zero_copy => self.zero_copy_step(fd, name, zero_copy),
             };
             match step {
                 Step::Continue => {}
@@ -250,6 +261,7 @@ impl<'a> Engine<'a> {
 
     fn choose_path(&mut self, info: &FileInfo, fd: BorrowedFd<'_>) -> Path {
         self.line_state.next_input();
+        self.adaptive.reset(false, None);
         if let Some(path) = self.settings.hooks.force {
             return path;
         }
@@ -267,11 +279,16 @@ impl<'a> Engine<'a> {
         if zero::applies(info, self.settings.line_mode) {
             return Path::Zero;
         }
-        match (info.kind, self.out_info.kind) {
+        let path = match (info.kind, self.out_info.kind) {
             (FileKind::Regular, FileKind::Regular) => Path::CopyRange,
             _ if in_pipe || self.out_info.kind == FileKind::Pipe => Path::Splice,
             _ => Path::ReadWrite,
-        }
+        };
+        self.adaptive.reset(
+            in_pipe && path == Path::Splice,
+            self.settings.hooks.adapt_every,
+        );
+        path
     }
 
     /// Units (bytes or lines) still allowed by `-S`, or None without a stop size.
@@ -298,8 +315,9 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn zero_copy_step(&mut self, fd: BorrowedFd<'_>, path: Path) -> Step {
+    fn zero_copy_step(&mut self, fd: BorrowedFd<'_>, name: &str, path: Path) -> Step {
         match path {
+            Path::Splice if self.adaptive.coalescing => return self.coalesce_step(fd, name),
             Path::Zero => return self.zero_step(),
             Path::TeeLines => return self.tee_lines_step(fd),
             Path::FileLines => return self.file_lines_step(fd),
@@ -329,6 +347,9 @@ impl<'a> Engine<'a> {
             Ok(n) => {
                 self.read += n as u64;
                 self.account(n, 0);
+                if path == Path::Splice {
+                    self.after_splice(name, n);
+                }
                 Step::Continue
             }
             Err(e) => match e.raw_os_error() {

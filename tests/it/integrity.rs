@@ -557,3 +557,36 @@ fn dev_zero_with_no_splice_reads_the_device() {
     assert!(out.iter().all(|&b| b == 0));
     assert!(stderr.contains(": ReadWrite"), "{stderr}");
 }
+
+#[test]
+fn adaptive_switching_between_splice_and_read_write_is_exact() {
+    // RPV_TEST_ADAPT=N alternates splice and read/write every N calls on a pipe input.
+    for topo in [Topo::PipePipe, Topo::PipeFile] {
+        for every in ["1", "2", "3"] {
+            let env = [("RPV_TEST_ADAPT", every)];
+            // Every splice that moves data counts; with N = 1 the first one switches, and
+            // past 1 MiB (more than one splice can move) a read follows and switches back.
+            check_all_sizes(topo, &env, &[], |size| match size {
+                _ if every != "1" || size == 0 => None,
+                _ if size > 1 << 20 => Some("(stdin): Splice again".to_string()),
+                _ => Some("(stdin): coalescing with ReadWrite".to_string()),
+            });
+            // With a mid-stream zero-copy failure as well.
+            let env = [("RPV_TEST_ADAPT", every), ("RPV_TEST_FAIL_AT", "2")];
+            check_all_sizes(topo, &env, &[], |_| None);
+        }
+    }
+}
+
+#[test]
+fn adaptive_switching_keeps_the_stop_size_exact() {
+    let input = data((3 << 20) + 7, 41);
+    for topo in [Topo::PipePipe, Topo::PipeFile] {
+        for stop in [1usize, 4097, 65537, (1 << 20) + 1, (2 << 20) + 3] {
+            let n = stop.to_string();
+            let env = [("RPV_TEST_ADAPT", "1")];
+            let (out, _) = transfer(topo, &input, &env, &["-S", "-s", &n]);
+            assert_same(&out, &input[..stop], &format!("{topo:?} -S -s {stop}"));
+        }
+    }
+}
