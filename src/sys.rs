@@ -535,3 +535,34 @@ impl Drop for FileMap {
         }
     }
 }
+
+/// What identifies one version of a file's contents: device, inode, size, and the
+/// modification and status-change times in nanoseconds (from `fstat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileVersion {
+    /// Device of the inode.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// `st_mtime` in nanoseconds.
+    pub mtime_ns: i128,
+    /// `st_ctime` in nanoseconds.
+    pub ctime_ns: i128,
+}
+
+/// `fstat(2)` reduced to a [`FileVersion`].
+pub fn file_version(fd: BorrowedFd<'_>) -> io::Result<FileVersion> {
+    // SAFETY: `st` is a valid out-pointer; zeroed is a valid bit pattern for `stat`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    Ok(FileVersion {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+        ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+    })
+}

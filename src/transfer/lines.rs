@@ -17,6 +17,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+use super::linememo::{self, Memo};
 use super::{grow_pipe, Engine, Path, Step, COPY_CHUNK};
 use crate::sys::{self, FileInfo, FileKind, FileMap};
 
@@ -38,6 +39,8 @@ pub(super) struct LineState {
     pos: Option<u64>,
     /// Read-only mapping of the current input around `pos`: (file offset, mapping).
     window: Option<(u64, FileMap)>,
+    /// Counts of the current input made by the `-l` size count, while the file is unchanged.
+    memo: Option<Memo>,
 }
 
 impl LineState {
@@ -45,6 +48,7 @@ impl LineState {
     pub(super) fn next_input(&mut self) {
         self.pos = None;
         self.window = None;
+        self.memo = None;
     }
 }
 
@@ -152,17 +156,28 @@ impl Engine<'_> {
         let pos = match self.line_state.pos {
             Some(pos) => pos,
             None => match sys::lseek(fd, 0, libc::SEEK_CUR) {
-                Ok(pos) => pos,
+                Ok(pos) => {
+                    self.take_memo(fd, pos);
+                    pos
+                }
                 Err(_) => return Step::Fallback,
             },
         };
         self.line_state.pos = Some(pos);
         let to_pipe = self.out_info.kind == FileKind::Pipe;
-        let len = if to_pipe {
+        let mut len = if to_pipe {
             self.splice_len.max(64 << 10)
         } else {
             COPY_CHUNK
         };
+        if let Some(memo) = &self.line_state.memo {
+            // The counts are good only while the file is the version that was counted.
+            if sys::file_version(fd).ok() == Some(memo.version) {
+                len = memo.aligned_len(pos, len as u64) as usize;
+            } else {
+                self.line_state.memo = None;
+            }
+        }
         let result = if self.fail_hook() {
             Err(io::Error::from_raw_os_error(libc::EINVAL))
         } else if to_pipe {
@@ -194,8 +209,26 @@ impl Engine<'_> {
     /// Separators in the file range `[pos, pos + n)` (the bytes already went out).
     fn count_file_range(&mut self, fd: BorrowedFd<'_>, pos: u64, n: usize) -> u64 {
         let sep = self.settings.separator;
-        let state = &mut self.line_state;
-        count_range(&mut state.window, &mut state.buf, fd, pos, n as u64, sep)
+        let LineState {
+            window, buf, memo, ..
+        } = &mut self.line_state;
+        match memo {
+            Some(memo) => memo.lines(pos, pos + n as u64, |lo, hi| {
+                count_range(window, buf, fd, lo, hi - lo, sep)
+            }),
+            None => count_range(window, buf, fd, pos, n as u64, sep),
+        }
+    }
+
+    /// Takes the counts the `-l` size count made of this input, if it is unchanged.
+    fn take_memo(&mut self, fd: BorrowedFd<'_>, pos: u64) {
+        let Ok(version) = sys::file_version(fd) else {
+            return;
+        };
+        self.line_state.memo = Memo::take(&version, self.settings.separator, pos);
+        if self.line_state.memo.is_some() {
+            self.trace(|| "trace: line counts of the size count reused".to_string());
+        }
     }
 
     /// Reads the `n` bytes tee put in the private pipe and counts the separators in the first
@@ -300,17 +333,33 @@ fn pread_count(buf: &mut Vec<u8>, fd: BorrowedFd<'_>, pos: u64, n: u64, sep: u8)
 
 /// Separators from `from` to the end of the regular file `fd` (for `-l` size detection).
 pub(crate) fn count_to_end(fd: BorrowedFd<'_>, from: u64, sep: u8) -> io::Result<u64> {
-    let size = sys::fstat(fd)?.size;
+    let version = sys::file_version(fd)?;
+    let size = version.size;
     let mut buf = Vec::new();
     let mut window = None;
-    let mut lines = count_range(
-        &mut window,
-        &mut buf,
-        fd,
-        from,
-        size.saturating_sub(from),
-        sep,
-    );
+    let mut lines = 0;
+    if size.saturating_sub(from) >= linememo::MIN_LEN {
+        // Count block by block and keep the counts for the transfer (FileLines).
+        let mut memo = Memo::new(version, sep, from);
+        while let Some((lo, hi)) = memo.next_block() {
+            let n = count_range(&mut window, &mut buf, fd, lo, hi - lo, sep);
+            memo.counts.push(u32::try_from(n).unwrap_or(u32::MAX));
+            lines += n;
+        }
+        // Kept only if the file did not change while it was counted.
+        if sys::file_version(fd).ok() == Some(version) {
+            memo.keep();
+        }
+    } else {
+        lines = count_range(
+            &mut window,
+            &mut buf,
+            fd,
+            from,
+            size.saturating_sub(from),
+            sep,
+        );
+    }
     // The file may have grown since fstat: count the rest as pread finds it.
     let mut at = size.max(from);
     loop {

@@ -18,6 +18,7 @@
 mod adaptive;
 pub mod input;
 pub mod limit;
+mod linememo;
 mod lines;
 mod zero;
 

@@ -387,7 +387,50 @@ fn fast_line_paths_are_exact_and_count_every_line() {
                 assert!(stderr.contains(&format!(": {fast}")), "{what}: {stderr}");
                 assert!(!stderr.contains("ReadWrite"), "{what}: {stderr}");
                 assert_eq!(final_count(&stderr), separators(&input, sep), "{what}");
+                // Files of 4 MiB and more reuse the counts of the -l size count.
+                let reused = stderr.contains("line counts of the size count reused");
+                let file_input = matches!(topo, Topo::FilePipe | Topo::FileFile);
+                assert_eq!(reused, file_input && size >= 4 << 20, "{what}: {stderr}");
             }
+        }
+    }
+}
+
+#[test]
+fn reused_line_counts_are_exact_from_any_start_offset() {
+    // stdin is the file, positioned anywhere: the size count and the transfer both start
+    // there, at block boundaries or not.
+    let dir = Dir::new();
+    let input = data((9 << 20) + 333, 51);
+    let path = dir.file("in", &input);
+    for start in [0u64, 1, 65_535, 65_536, (1 << 20) + 7, (5 << 20) - 1] {
+        for to_file in [false, true] {
+            let mut f = File::open(&path).unwrap();
+            f.seek(SeekFrom::Start(start)).unwrap();
+            let mut cmd = rpv(&["-n", "-b", "-l"]);
+            cmd.env("RPV_TEST_TRACE", "1")
+                .stdin(f)
+                .stderr(Stdio::piped());
+            let out_path = dir.path("out");
+            if to_file {
+                cmd.stdout(File::create(&out_path).unwrap());
+            } else {
+                cmd.stdout(Stdio::piped());
+            }
+            let output = cmd.output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            assert!(output.status.success(), "{stderr}");
+            let out = if to_file {
+                std::fs::read(&out_path).unwrap()
+            } else {
+                output.stdout
+            };
+            let rest = &input[start as usize..];
+            let what = format!("start {start} to_file {to_file}");
+            assert_same(&out, rest, &what);
+            assert!(stderr.contains("FileLines"), "{what}: {stderr}");
+            assert!(stderr.contains("size count reused"), "{what}: {stderr}");
+            assert_eq!(final_count(&stderr), separators(rest, b'\n'), "{what}");
         }
     }
 }
