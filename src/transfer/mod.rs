@@ -293,13 +293,13 @@ impl<'a> Engine<'a> {
             in_pipe && path == Path::Splice,
             self.settings.hooks.adapt_every,
         );
-        if path == Path::Splice && !in_pipe {
-            // A file (or socket, device) into a pipe: a quarter of the pipe per call, and a
-            // zero-timeout poll between calls, as pv's select() does. Measured on (c): both
-            // sides keep running instead of taking turns on a full pipe and its mutex
-            // (BENCHMARKS.md, "Results").
-            self.splice_len = (self.out_pipe_size / 4).max(64 << 10);
-            self.pace = true;
+        if path == Path::Splice && !(in_pipe && self.out_info.kind == FileKind::Pipe) {
+            // One side is not a pipe: a quarter of the pipe per call, so the neighbour keeps
+            // filling (or draining) it while rpv works, instead of both taking turns on a
+            // full pipe. From a non-pipe input, also a zero-timeout poll between calls, as
+            // pv's select() does. Measured on (c) and (d) (BENCHMARKS.md, "Results").
+            self.splice_len = (self.splice_len / 4).max(64 << 10);
+            self.pace = !in_pipe;
         }
         path
     }
