@@ -256,13 +256,21 @@ pub(crate) fn transfer_to(
     };
     let hooks = Hooks::from_env();
     // Modifiers and the read-error hook work on the read/write path.
-    let needs_rw = o.discard || o.sparse || o.sync || o.direct_io || !hooks.read_errors.is_empty();
+    // -E in line mode too: the fast -l path counts from a mapping of the file, and a bad
+    // sector there would be a SIGBUS instead of a read error to skip.
+    let needs_rw = o.discard
+        || o.sparse
+        || o.sync
+        || o.direct_io
+        || (o.line_mode && o.skip_errors > 0)
+        || !hooks.read_errors.is_empty();
     let settings = Settings {
         inputs,
         line_mode: o.line_mode,
         separator: if o.null { 0 } else { b'\n' },
-        // %A and %L need the bytes: rpv then uses read/write (pv leaves them blank).
-        zero_copy: !o.no_splice && !o.line_mode && !capture && !needs_rw,
+        // %A and %L need the bytes: rpv then uses read/write (pv leaves them blank). Line
+        // mode picks its own paths (transfer::lines).
+        zero_copy: !o.no_splice && !capture && !needs_rw,
         buffer_size: if o.buffer_size > 0 {
             o.buffer_size as usize
         } else {

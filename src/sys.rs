@@ -579,3 +579,177 @@ pub fn shutdown(fd: BorrowedFd<'_>) {
         libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR);
     }
 }
+
+/// True if the device number is /dev/zero's (character device 1:5).
+pub fn is_dev_zero(info: &FileInfo) -> bool {
+    info.kind == FileKind::Char && info.rdev == libc::makedev(1, 5)
+}
+
+/// Bytes in the constant zero buffer used by [`vmsplice_zeros`] and [`zeros`].
+pub const ZERO_CHUNK: usize = 1 << 20;
+
+/// A 1 MiB buffer of zeros, aligned to 2 MiB with `MADV_HUGEPAGE` when the kernel allows,
+/// created on first use and never written again nor freed: pages vmspliced from it may stay
+/// referenced by pipes (ours and downstream ones) for as long as they like.
+fn zero_buffer() -> io::Result<&'static [u8]> {
+    static BUF: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    const HUGE: usize = 2 << 20;
+    if let Some(&addr) = BUF.get() {
+        // SAFETY: `addr` is the start of a leaked, never-modified mapping of ZERO_CHUNK bytes.
+        return Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, ZERO_CHUNK) });
+    }
+    // SAFETY: a fresh anonymous private mapping; only its 2 MiB-aligned part is used.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            2 * HUGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let aligned = (base as usize).next_multiple_of(HUGE);
+    // SAFETY: [aligned, aligned + HUGE) lies inside the 2 * HUGE mapping, which is leaked.
+    // Writing zeros faults the pages in (one huge page where THP is allowed) so the buffer
+    // is made of real pages, before anything else can see it; afterwards it is read-only.
+    unsafe {
+        libc::madvise(aligned as *mut libc::c_void, HUGE, libc::MADV_HUGEPAGE);
+        std::ptr::write_bytes(aligned as *mut u8, 0, ZERO_CHUNK);
+    }
+    let addr = *BUF.get_or_init(|| aligned);
+    // SAFETY: as above (a concurrent first call would leak a second mapping, never reuse it).
+    Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, ZERO_CHUNK) })
+}
+
+/// The constant zero buffer, for `write()` to outputs that are not pipes.
+pub fn zeros() -> io::Result<&'static [u8]> {
+    zero_buffer()
+}
+
+/// `vmsplice(2)` of `len` (≤ [`ZERO_CHUNK`]) bytes of the constant zero buffer into the pipe
+/// `out`. Safe because that buffer is never modified or unmapped, so the pipe may keep
+/// referencing its pages. Blocking unless the pipe is non-blocking (then EAGAIN).
+///
+/// # References
+/// vmsplice(2)
+pub fn vmsplice_zeros(out: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    let buf = zero_buffer()?;
+    let iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: len.min(buf.len()),
+    };
+    // SAFETY: iov points into a live buffer that is never written or freed (see above).
+    cvt_size(unsafe { libc::vmsplice(out.as_raw_fd(), &iov, 1, 0) })
+}
+
+/// `tee(2)`: duplicates up to `len` bytes from pipe `input` into pipe `output` without
+/// consuming them. Blocking, unless a descriptor is non-blocking (then EAGAIN).
+///
+/// # References
+/// tee(2)
+pub fn tee(input: BorrowedFd<'_>, output: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    // SAFETY: plain syscall on borrowed fds.
+    cvt_size(unsafe { libc::tee(input.as_raw_fd(), output.as_raw_fd(), len, 0) })
+}
+
+/// A read-only shared mapping of part of a file (`mmap(2)`), unmapped on drop.
+///
+/// Used only to count separators in data rpv has just moved or is about to measure. The
+/// caller maps only ranges inside the file's size as `fstat` reported it. If another process
+/// truncates the file while it is mapped, touching the lost pages raises SIGBUS (as for any
+/// mmap reader); if it rewrites the range, the bytes seen may be old or new ones.
+pub struct FileMap {
+    base: *mut libc::c_void,
+    map_len: usize,
+    skip: usize,
+    len: usize,
+}
+
+impl FileMap {
+    /// Maps `[offset, offset + len)` of `fd` (len > 0), pre-faulted with `MAP_POPULATE`.
+    pub fn new(fd: BorrowedFd<'_>, offset: u64, len: usize) -> io::Result<FileMap> {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        let start = offset - offset % page;
+        let skip = (offset - start) as usize;
+        let map_len = skip + len;
+        let off =
+            libc::off_t::try_from(start).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        if len == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: a fresh read-only mapping of a borrowed fd; unmapped only in Drop.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                off,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: advisory call on our own mapping.
+        unsafe { libc::madvise(base, map_len, libc::MADV_SEQUENTIAL) };
+        Ok(FileMap {
+            base,
+            map_len,
+            skip,
+            len,
+        })
+    }
+
+    /// The mapped bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: [base + skip, base + skip + len) is inside the live mapping (see the type's
+        // documentation for what concurrent writers or truncation of the file mean).
+        unsafe { std::slice::from_raw_parts((self.base as *const u8).add(self.skip), self.len) }
+    }
+}
+
+impl Drop for FileMap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`; no slice of it outlives self.
+        unsafe {
+            libc::munmap(self.base, self.map_len);
+        }
+    }
+}
+
+/// What identifies one version of a file's contents: device, inode, size, and the
+/// modification and status-change times in nanoseconds (from `fstat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileVersion {
+    /// Device of the inode.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// `st_mtime` in nanoseconds.
+    pub mtime_ns: i128,
+    /// `st_ctime` in nanoseconds.
+    pub ctime_ns: i128,
+}
+
+/// `fstat(2)` reduced to a [`FileVersion`].
+pub fn file_version(fd: BorrowedFd<'_>) -> io::Result<FileVersion> {
+    // SAFETY: `st` is a valid out-pointer; zeroed is a valid bit pattern for `stat`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    Ok(FileVersion {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+        ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+    })
+}

@@ -130,10 +130,10 @@ pub fn total_bytes(operands: &[String]) -> u64 {
 
 /// Total number of lines (separators) in the inputs, for `-l` without `--size` (spec 3.2):
 /// every input must be a regular file, else 0 (unknown). Counts from each file's current
-/// offset with `pread`, so stdin's position is not disturbed (pv rewinds it).
+/// offset (through a read-only mapping, or `pread`), so stdin's position is not disturbed
+/// (pv rewinds it).
 pub fn total_lines(operands: &[String], separator: u8) -> io::Result<u64> {
     let mut total = 0u64;
-    let mut buf = vec![0u8; 256 * 1024];
     for operand in operands {
         let (source, info) = match open(operand) {
             Ok(v) => v,
@@ -143,15 +143,8 @@ pub fn total_lines(operands: &[String], separator: u8) -> io::Result<u64> {
             return Ok(0);
         }
         let fd = source.fd();
-        let mut offset = sys::lseek(fd, 0, libc::SEEK_CUR).unwrap_or(0);
-        loop {
-            let n = sys::pread(fd, &mut buf, offset)?;
-            if n == 0 {
-                break;
-            }
-            total += memchr::memchr_iter(separator, &buf[..n]).count() as u64;
-            offset += n as u64;
-        }
+        let offset = sys::lseek(fd, 0, libc::SEEK_CUR).unwrap_or(0);
+        total += super::lines::count_to_end(fd, offset, separator)?;
     }
     Ok(total)
 }

@@ -41,8 +41,19 @@ const TOPOS: [Topo; 4] = [
 /// Runs rpv on `input` in topology `topo` with extra `env` and `args`; returns the bytes
 /// that arrived at the output and stderr.
 fn transfer(topo: Topo, input: &[u8], env: &[(&str, &str)], args: &[&str]) -> (Vec<u8>, String) {
+    transfer_with(topo, input, env, &["-q"], args)
+}
+
+/// [`transfer`] with `base` options in place of `-q`.
+fn transfer_with(
+    topo: Topo,
+    input: &[u8],
+    env: &[(&str, &str)],
+    base: &[&str],
+    args: &[&str],
+) -> (Vec<u8>, String) {
     let dir = Dir::new();
-    let mut all_args = vec!["-q"];
+    let mut all_args = base.to_vec();
     all_args.extend_from_slice(args);
     let in_path = dir.file("in", input);
     if matches!(topo, Topo::FilePipe | Topo::FileFile) {
@@ -184,10 +195,21 @@ fn paths_the_kernel_refuses_fall_back() {
 fn line_mode_is_exact_on_every_topology() {
     let input = text(30_000);
     for topo in TOPOS {
+        // Without line budgets, -l counts on the side: tee for pipes, the file for files.
+        let fast = match topo {
+            Topo::PipePipe | Topo::PipeFile => "TeeLines",
+            Topo::FilePipe | Topo::FileFile => "FileLines",
+        };
         for args in [&["-l"][..], &["-0"][..], &["-l", "-B", "4097"][..]] {
             let (out, stderr) = transfer(topo, &input, &[], args);
             assert_same(&out, &input, &format!("{topo:?} {args:?}"));
-            assert!(stderr.contains("ReadWrite"), "{stderr}");
+            // -B implies -C (as in pv): read/write.
+            let path = if args.contains(&"-B") {
+                "ReadWrite"
+            } else {
+                fast
+            };
+            assert!(stderr.contains(path), "{topo:?} {args:?}: {stderr}");
         }
     }
 }
@@ -331,5 +353,283 @@ fn past_4_gib_offsets_on_every_file_path() {
         verify_stream(child.stdout.take().unwrap(), start, len, &regions);
         assert!(child.wait().unwrap().success());
         std::fs::remove_file(&out_path).unwrap();
+    }
+}
+
+/// The final count of a `-n -b` run (the last line of stderr that is a number).
+fn final_count(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no count in {stderr:?}"))
+}
+
+/// Separators in `data`.
+fn separators(data: &[u8], sep: u8) -> u64 {
+    data.iter().filter(|&&b| b == sep).count() as u64
+}
+
+#[test]
+fn fast_line_paths_are_exact_and_count_every_line() {
+    for topo in TOPOS {
+        let fast = match topo {
+            Topo::PipePipe | Topo::PipeFile => "TeeLines",
+            Topo::FilePipe | Topo::FileFile => "FileLines",
+        };
+        for (i, &size) in SIZES.iter().enumerate() {
+            // Random bytes: about one separator in 256, including NUL for -0.
+            let input = data(size, i as u64 + 21);
+            for (flag, sep) in [("-l", b'\n'), ("-0", 0)] {
+                let what = format!("{topo:?} {flag} size {size}");
+                let (out, stderr) = transfer_with(topo, &input, &[], &["-n", "-b"], &[flag]);
+                assert_same(&out, &input, &what);
+                assert!(stderr.contains(&format!(": {fast}")), "{what}: {stderr}");
+                assert!(!stderr.contains("ReadWrite"), "{what}: {stderr}");
+                assert_eq!(final_count(&stderr), separators(&input, sep), "{what}");
+                // Files of 4 MiB and more reuse the counts of the -l size count.
+                let reused = stderr.contains("line counts of the size count reused");
+                let file_input = matches!(topo, Topo::FilePipe | Topo::FileFile);
+                assert_eq!(reused, file_input && size >= 4 << 20, "{what}: {stderr}");
+            }
+        }
+    }
+}
+
+#[test]
+fn reused_line_counts_are_exact_from_any_start_offset() {
+    // stdin is the file, positioned anywhere: the size count and the transfer both start
+    // there, at block boundaries or not.
+    let dir = Dir::new();
+    let input = data((9 << 20) + 333, 51);
+    let path = dir.file("in", &input);
+    for start in [0u64, 1, 65_535, 65_536, (1 << 20) + 7, (5 << 20) - 1] {
+        for to_file in [false, true] {
+            let mut f = File::open(&path).unwrap();
+            f.seek(SeekFrom::Start(start)).unwrap();
+            let mut cmd = rpv(&["-n", "-b", "-l"]);
+            cmd.env("RPV_TEST_TRACE", "1")
+                .stdin(f)
+                .stderr(Stdio::piped());
+            let out_path = dir.path("out");
+            if to_file {
+                cmd.stdout(File::create(&out_path).unwrap());
+            } else {
+                cmd.stdout(Stdio::piped());
+            }
+            let output = cmd.output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            assert!(output.status.success(), "{stderr}");
+            let out = if to_file {
+                std::fs::read(&out_path).unwrap()
+            } else {
+                output.stdout
+            };
+            let rest = &input[start as usize..];
+            let what = format!("start {start} to_file {to_file}");
+            assert_same(&out, rest, &what);
+            assert!(stderr.contains("FileLines"), "{what}: {stderr}");
+            assert!(stderr.contains("size count reused"), "{what}: {stderr}");
+            assert_eq!(final_count(&stderr), separators(rest, b'\n'), "{what}");
+        }
+    }
+}
+
+#[test]
+fn fast_line_paths_fall_back_without_loss_or_miscount() {
+    // TeeLines: call 1 is a tee, 2 the splice of what it duplicated, 3 the next tee.
+    // FileLines: every call is a splice or copy_file_range.
+    for topo in TOPOS {
+        for at in ["1", "2", "3"] {
+            for (i, &size) in SIZES.iter().enumerate() {
+                let input = data(size, i as u64 + 31);
+                let what = format!("{topo:?} fail at {at} size {size}");
+                let env = [("RPV_TEST_FAIL_AT", at)];
+                let (out, stderr) = transfer_with(topo, &input, &env, &["-n", "-b"], &["-l"]);
+                assert_same(&out, &input, &what);
+                assert_eq!(final_count(&stderr), separators(&input, b'\n'), "{what}");
+                if at == "1" {
+                    let trace = format!("{}: ReadWrite after 1 zero-copy calls", name(topo));
+                    assert!(stderr.contains(&trace), "{what}: {stderr}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn forced_fast_line_paths_refused_by_the_kernel_fall_back() {
+    // tee from a regular file and FileLines from a pipe (lseek fails): read/write takes over.
+    let input = text(20_000);
+    let cases = [
+        (
+            Topo::FilePipe,
+            "tee",
+            "/in: ReadWrite after 1 zero-copy calls",
+        ),
+        (
+            Topo::PipePipe,
+            "filelines",
+            "(stdin): ReadWrite after 0 zero-copy calls",
+        ),
+    ];
+    for (topo, path, trace) in cases {
+        let env = [("RPV_TEST_PATH", path)];
+        let (out, stderr) = transfer_with(topo, &input, &env, &["-n", "-b"], &["-l"]);
+        assert_same(&out, &input, path);
+        assert!(stderr.contains(trace), "{path}: {stderr}");
+        assert_eq!(final_count(&stderr), separators(&input, b'\n'), "{path}");
+    }
+}
+
+#[test]
+fn line_budgets_and_capture_keep_the_read_write_line_path() {
+    let input = text(5000);
+    for topo in TOPOS {
+        for args in [
+            &["-l", "-S", "-s", "1234"][..],
+            &["-l", "-C"][..],
+            &["-l", "-L", "1000000"][..],
+        ] {
+            let (out, stderr) = transfer(topo, &input, &[], args);
+            let expect = if args[1] == "-S" {
+                let cut = input
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == b'\n')
+                    .nth(1233)
+                    .unwrap()
+                    .0;
+                &input[..=cut]
+            } else {
+                &input[..]
+            };
+            assert_same(&out, expect, &format!("{topo:?} {args:?}"));
+            assert!(
+                stderr.contains(": ReadWrite"),
+                "{topo:?} {args:?}: {stderr}"
+            );
+        }
+    }
+}
+
+/// Runs rpv on /dev/zero (stdin, or `operand`) into a pipe or a new file; returns the
+/// output and stderr.
+fn from_zero(
+    to_file: bool,
+    operand: bool,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> (Vec<u8>, String) {
+    let dir = Dir::new();
+    let mut all = vec!["-q"];
+    all.extend_from_slice(args);
+    if operand {
+        all.push("/dev/zero");
+    }
+    let mut cmd = rpv(&all);
+    cmd.env("RPV_TEST_TRACE", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if operand {
+        cmd.stdin(Stdio::null());
+    } else {
+        cmd.stdin(File::open("/dev/zero").unwrap());
+    }
+    let out_path = dir.path("out");
+    if to_file {
+        cmd.stdout(File::create(&out_path).unwrap());
+    } else {
+        cmd.stdout(Stdio::piped());
+    }
+    let output = cmd.stderr(Stdio::piped()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    let bytes = if to_file {
+        std::fs::read(&out_path).unwrap()
+    } else {
+        output.stdout
+    };
+    (bytes, stderr)
+}
+
+#[test]
+fn dev_zero_source_stops_exactly_at_the_size() {
+    // Size 0 means "unknown" to -s, so the smallest stop size tested is 1.
+    for &size in &SIZES[1..] {
+        let n = size.to_string();
+        for to_file in [false, true] {
+            for operand in [false, true] {
+                let what = format!("size {size} to_file {to_file} operand {operand}");
+                let (out, stderr) = from_zero(to_file, operand, &[], &["-S", "-s", &n]);
+                assert_eq!(out.len(), size, "{what}");
+                assert!(out.iter().all(|&b| b == 0), "{what}: non-zero byte");
+                assert!(stderr.contains(": Zero"), "{what}: {stderr}");
+            }
+        }
+    }
+}
+
+#[test]
+fn dev_zero_source_falls_back_without_loss_or_duplication() {
+    for at in ["1", "2", "3"] {
+        for &size in &SIZES[1..] {
+            let n = size.to_string();
+            for to_file in [false, true] {
+                let what = format!("fail at {at} size {size} to_file {to_file}");
+                let env = [("RPV_TEST_FAIL_AT", at)];
+                let (out, stderr) = from_zero(to_file, false, &env, &["-S", "-s", &n]);
+                assert_eq!(out.len(), size, "{what}");
+                assert!(out.iter().all(|&b| b == 0), "{what}: non-zero byte");
+                // A second (third) call happens only if the first (two) left some to do.
+                let chunk = 1 << 20;
+                if at == "1" || (at == "2" && size > chunk) || size > 2 * chunk {
+                    let trace = format!("ReadWrite after {at} zero-copy calls");
+                    assert!(stderr.contains(&trace), "{what}: {stderr}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dev_zero_with_no_splice_reads_the_device() {
+    let (out, stderr) = from_zero(false, false, &[], &["-C", "-S", "-s", "70000"]);
+    assert_eq!(out.len(), 70_000);
+    assert!(out.iter().all(|&b| b == 0));
+    assert!(stderr.contains(": ReadWrite"), "{stderr}");
+}
+
+#[test]
+fn adaptive_switching_between_splice_and_read_write_is_exact() {
+    // RPV_TEST_ADAPT=N alternates splice and read/write every N calls on a pipe input.
+    for topo in [Topo::PipePipe, Topo::PipeFile] {
+        for every in ["1", "2", "3"] {
+            let env = [("RPV_TEST_ADAPT", every)];
+            // Every splice that moves data counts; with N = 1 the first one switches, and
+            // past 1 MiB (more than one splice can move) a read follows and switches back.
+            check_all_sizes(topo, &env, &[], |size| match size {
+                _ if every != "1" || size == 0 => None,
+                _ if size > 1 << 20 => Some("(stdin): Splice again".to_string()),
+                _ => Some("(stdin): coalescing with ReadWrite".to_string()),
+            });
+            // With a mid-stream zero-copy failure as well.
+            let env = [("RPV_TEST_ADAPT", every), ("RPV_TEST_FAIL_AT", "2")];
+            check_all_sizes(topo, &env, &[], |_| None);
+        }
+    }
+}
+
+#[test]
+fn adaptive_switching_keeps_the_stop_size_exact() {
+    let input = data((3 << 20) + 7, 41);
+    for topo in [Topo::PipePipe, Topo::PipeFile] {
+        for stop in [1usize, 4097, 65537, (1 << 20) + 1, (2 << 20) + 3] {
+            let n = stop.to_string();
+            let env = [("RPV_TEST_ADAPT", "1")];
+            let (out, _) = transfer(topo, &input, &env, &["-S", "-s", &n]);
+            assert_same(&out, &input[..stop], &format!("{topo:?} -S -s {stop}"));
+        }
     }
 }

@@ -16,6 +16,7 @@ pub fn rpv(args: &[&str]) -> Command {
         "RPV_TEST_PATH",
         "RPV_TEST_FAIL_AT",
         "RPV_TEST_TRACE",
+        "RPV_TEST_ADAPT",
         "POSIXLY_CORRECT",
     ] {
         cmd.env_remove(var);
