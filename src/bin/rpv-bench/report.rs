@@ -260,6 +260,11 @@ impl Table<'_> {
             ),
             at_least("(b) 64 KiB sink pipe: rpv/pv", vs_pv("pipe-pipe-64k"), 3.0),
             at_least("(c) cached file->pipe: rpv/pv", vs_pv("file-pipe"), 3.0),
+            at_least(
+                "(m) cached file->64 KiB pipe: rpv/pv",
+                vs_pv("file-pipe-64k"),
+                3.0,
+            ),
             at_least("(d) pipe->file: rpv/pv", vs_pv("pipe-file"), 1.1),
             at_least("(e) file->file: rpv/pv", vs_pv("file-file"), 1.1),
             at_least("(f) chain: rpv|rpv / pv|pv", vs_pv("chain"), 2.0),

@@ -215,6 +215,18 @@ pub fn all(s: &Sizes) -> Vec<Topology> {
     v[4].variants.retain(|x| x.kind != Kind::Direct);
     v.extend([MIB, 100 * MIB, GIB].map(|r| rate(s, r)));
     v.push(display(s));
+    // (c) again with a consumer that leaves its pipe at 64 KiB, like most real consumers
+    // (and like the research measurement the (c) target came from).
+    v.push(topo(
+        "m",
+        "file-pipe-64k",
+        Src::DataFile,
+        Dst::Splice {
+            grow: false,
+            nonblock: false,
+        },
+        s.data_file,
+    ));
     v
 }
 
