@@ -50,6 +50,24 @@ pub(crate) fn format_text(
     }
 }
 
+/// The display switches of the options; none given means `-p -t -e -r -b` (spec 1.4).
+pub(crate) fn switches(o: &Options) -> DisplaySwitches {
+    let all = o.display_switches == 0;
+    DisplaySwitches {
+        progress: o.progress || all,
+        timer: o.timer || all,
+        eta: o.eta || all,
+        fineta: o.fineta,
+        rate: o.rate || all,
+        average_rate: o.average_rate,
+        bytes: o.bytes || all,
+        buffer_percent: o.buffer_percent,
+        last_written: o.last_written,
+        name: o.name.is_some(),
+        numeric: o.numeric,
+    }
+}
+
 /// `-x SPEC`: its own format and where it goes (window title only on a terminal that is not
 /// `dumb`). Without `:FORMAT` it uses the display's format, `-F` included (pv uses the
 /// switch default: spec 7.2 #21).
@@ -130,20 +148,7 @@ impl View {
 
     pub(crate) fn new(o: &Options, prog: &str, size: u64, setup: Setup) -> View {
         let stderr_tty = sys::isatty(sys::stderr_fd());
-        let all = o.display_switches == 0;
-        let switches = DisplaySwitches {
-            progress: o.progress || all,
-            timer: o.timer || all,
-            eta: o.eta || all,
-            fineta: o.fineta,
-            rate: o.rate || all,
-            average_rate: o.average_rate,
-            bytes: o.bytes || all,
-            buffer_percent: o.buffer_percent,
-            last_written: o.last_written,
-            name: o.name.is_some(),
-            numeric: o.numeric,
-        };
+        let switches = switches(o);
         let format_text = format_text(o.format.as_deref(), &switches, size, setup.ratio_suffix);
         // Only an explicit empty -F turns the display off; `-A 0` alone draws empty lines (pv).
         let enabled =

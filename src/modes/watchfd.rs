@@ -357,19 +357,10 @@ impl View {
     fn new(o: &Options, name_prefix: bool) -> View {
         let build = |size_known: bool| {
             let text = o.format.clone().unwrap_or_else(|| {
-                let all = o.display_switches == 0;
+                // -N is ignored in this mode: names come from the descriptors.
                 let switches = DisplaySwitches {
-                    progress: o.progress || all,
-                    timer: o.timer || all,
-                    eta: o.eta || all,
-                    fineta: o.fineta,
-                    rate: o.rate || all,
-                    average_rate: o.average_rate,
-                    bytes: o.bytes || all,
-                    buffer_percent: o.buffer_percent,
-                    last_written: o.last_written,
                     name: false,
-                    numeric: o.numeric,
+                    ..crate::view::switches(o)
                 };
                 display::default_format(&switches, size_known)
             });
