@@ -194,15 +194,7 @@ impl Engine<'_> {
                 self.account(n, lines);
                 Step::Continue
             }
-            Err(e) => match e.raw_os_error() {
-                Some(libc::EINTR) => Step::Continue,
-                Some(libc::EAGAIN) => {
-                    self.wait_ready(fd);
-                    Step::Continue
-                }
-                Some(libc::EPIPE) => self.output_gone(),
-                _ => Step::Fallback,
-            },
+            Err(e) => self.zero_copy_failed(fd, &e),
         }
     }
 

@@ -436,17 +436,23 @@ impl<'a> Engine<'a> {
                 }
                 Step::Continue
             }
-            Err(e) => match e.raw_os_error() {
-                Some(libc::EINTR) => Step::Continue,
-                Some(libc::EAGAIN) => {
-                    self.wait_ready(fd);
-                    Step::Continue
-                }
-                Some(libc::EPIPE) => self.output_gone(),
-                // EINVAL, ENOSYS, EXDEV, EOPNOTSUPP, EBADF (O_APPEND), or a real I/O error:
-                // nothing moved, so read/write takes over and reports real errors itself.
-                _ => Step::Fallback,
-            },
+            Err(e) => self.zero_copy_failed(fd, &e),
+        }
+    }
+
+    /// What a failed zero-copy call means: EINTR retries; EAGAIN (a neighbour set
+    /// O_NONBLOCK) polls the side that is not ready; EPIPE is the reader going away; anything
+    /// else (EINVAL, ENOSYS, EXDEV, EOPNOTSUPP, EBADF for O_APPEND, or a real I/O error)
+    /// moved nothing, so read/write takes over and reports real errors itself.
+    fn zero_copy_failed(&mut self, fd: BorrowedFd<'_>, e: &io::Error) -> Step {
+        match e.raw_os_error() {
+            Some(libc::EINTR) => Step::Continue,
+            Some(libc::EAGAIN) => {
+                self.wait_ready(fd);
+                Step::Continue
+            }
+            Some(libc::EPIPE) => self.output_gone(),
+            _ => Step::Fallback,
         }
     }
 
