@@ -8,6 +8,7 @@
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::sync::atomic::AtomicBool;
 
 fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret == -1 {
@@ -661,7 +662,9 @@ pub fn tee(input: BorrowedFd<'_>, output: BorrowedFd<'_>, len: usize) -> io::Res
 /// Used only to count separators in data rpv has just moved or is about to measure. The
 /// caller maps only ranges inside the file's size as `fstat` reported it. If another process
 /// truncates the file while it is mapped, touching the lost pages raises SIGBUS (as for any
-/// mmap reader); if it rewrites the range, the bytes seen may be old or new ones.
+/// mmap reader) unless the SIGBUS handler installed by [`FileMap::new`] replaces them with
+/// zeros (check [`take_map_fault`]); if it rewrites the range, the bytes seen may be old or
+/// new ones.
 pub struct FileMap {
     base: *mut libc::c_void,
     map_len: usize,
@@ -669,9 +672,73 @@ pub struct FileMap {
     len: usize,
 }
 
+/// The live [`FileMap`] (start, end), so the SIGBUS handler can tell its faults from others.
+static MAPPED: (
+    std::sync::atomic::AtomicUsize,
+    std::sync::atomic::AtomicUsize,
+) = (
+    std::sync::atomic::AtomicUsize::new(0),
+    std::sync::atomic::AtomicUsize::new(0),
+);
+/// Set when a page of the mapping vanished (the file was truncated) and was replaced.
+static MAP_FAULT: AtomicBool = AtomicBool::new(false);
+static SIGBUS_HANDLER: std::sync::Once = std::sync::Once::new();
+const FAULT_PAGE: usize = 4096;
+
+/// SIGBUS inside the live mapping means the file shrank under it: put a zero page where the
+/// lost page was, note it, and let the load run again. Any other SIGBUS gets the default
+/// action (the process dies, as it would have without this handler).
+extern "C" fn on_sigbus(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    use std::sync::atomic::Ordering::Relaxed;
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let (start, end) = (MAPPED.0.load(Relaxed), MAPPED.1.load(Relaxed));
+    if start <= addr && addr < end {
+        let page = addr & !(FAULT_PAGE - 1);
+        // SAFETY: replaces one page inside our own read-only mapping (mmap is a plain
+        // syscall on Linux, safe to make here).
+        let r = unsafe {
+            libc::mmap(
+                page as *mut libc::c_void,
+                FAULT_PAGE,
+                libc::PROT_READ,
+                libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if r != libc::MAP_FAILED {
+            MAP_FAULT.store(true, Relaxed);
+            return;
+        }
+    }
+    // SAFETY: restoring the default action; returning re-raises the fault.
+    unsafe {
+        libc::signal(libc::SIGBUS, libc::SIG_DFL);
+    }
+}
+
+/// True (once) if a [`FileMap`] lost pages since the last call: what was read from it since
+/// then may contain zeros in place of data and must be counted again by other means.
+pub fn take_map_fault() -> bool {
+    MAP_FAULT.swap(false, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl FileMap {
     /// Maps `[offset, offset + len)` of `fd` (len > 0), pre-faulted with `MAP_POPULATE`.
+    /// A truncation of the file while it is mapped does not kill the process: see
+    /// [`take_map_fault`].
     pub fn new(fd: BorrowedFd<'_>, offset: u64, len: usize) -> io::Result<FileMap> {
+        SIGBUS_HANDLER.call_once(|| {
+            // SAFETY: installs an SA_SIGINFO handler with an empty mask.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_sigbus as *const () as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                sa.sa_flags = libc::SA_SIGINFO;
+                libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut());
+            }
+        });
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
         let start = offset - offset % page;
@@ -698,6 +765,13 @@ impl FileMap {
         }
         // SAFETY: advisory call on our own mapping.
         unsafe { libc::madvise(base, map_len, libc::MADV_SEQUENTIAL) };
+        MAPPED
+            .0
+            .store(base as usize, std::sync::atomic::Ordering::Relaxed);
+        MAPPED.1.store(
+            base as usize + map_len,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(FileMap {
             base,
             map_len,
@@ -716,6 +790,8 @@ impl FileMap {
 
 impl Drop for FileMap {
     fn drop(&mut self) {
+        MAPPED.1.store(0, std::sync::atomic::Ordering::Relaxed);
+        MAPPED.0.store(0, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: unmaps exactly the mapping made in `new`; no slice of it outlives self.
         unsafe {
             libc::munmap(self.base, self.map_len);
@@ -752,4 +828,25 @@ pub fn file_version(fd: BorrowedFd<'_>) -> io::Result<FileVersion> {
         mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
         ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn a_file_truncated_under_its_mapping_reads_as_zeros_instead_of_killing_us() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[b'\n'; 3 * 4096]).unwrap();
+        let map = FileMap::new(file.as_fd(), 0, 3 * 4096).unwrap();
+        take_map_fault();
+        assert_eq!(map.bytes()[5000], b'\n');
+        file.set_len(0).unwrap();
+        let newlines = map.bytes().iter().filter(|&&b| b == b'\n').count();
+        assert_eq!(newlines, 0, "the lost pages read as zeros");
+        assert!(take_map_fault(), "the fault is reported");
+        assert!(!take_map_fault(), "once");
+    }
 }

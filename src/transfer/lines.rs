@@ -258,7 +258,8 @@ fn count(data: &[u8], sep: u8) -> u64 {
 
 /// Separators in `[pos, pos + n)` of the regular file `fd`, counted from a read-only mapping
 /// (`window`, moved forward as needed and kept for the next call) so no byte is copied; what
-/// cannot be mapped (the file shrank, mmap refused) is counted with `pread` into `buf`.
+/// cannot be mapped (the file shrank, mmap refused, or pages vanished under the mapping
+/// because another process truncated the file) is counted with `pread` into `buf`.
 fn count_range(
     window: &mut Option<(u64, FileMap)>,
     buf: &mut Vec<u8>,
@@ -291,7 +292,14 @@ fn count_range(
         let to = usize::try_from(end - start)
             .unwrap_or(usize::MAX)
             .min(bytes.len());
-        lines += count(&bytes[from..to], sep);
+        let counted = count(&bytes[from..to], sep);
+        if sys::take_map_fault() {
+            // The file shrank under the mapping (truncated by another process): what was
+            // counted may include zero pages; count the rest with pread, which sees the truth.
+            *window = None;
+            break;
+        }
+        lines += counted;
         at = start + to as u64;
     }
     if at < end {
@@ -364,5 +372,29 @@ pub(crate) fn count_to_end(fd: BorrowedFd<'_>, from: u64, sep: u8) -> io::Result
         }
         lines += count(&buf[..k], sep);
         at += k as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn a_file_truncated_while_counted_is_counted_as_it_now_is() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[b'\n'; 3 * 4096]).unwrap();
+        let (mut window, mut buf) = (None, Vec::new());
+        // Map it by counting the first page, then truncate to one page.
+        assert_eq!(
+            count_range(&mut window, &mut buf, file.as_fd(), 0, 4096, b'\n'),
+            4096
+        );
+        file.set_len(4096 + 10).unwrap();
+        // The rest of the old range: only the 10 bytes still in the file are counted, and
+        // the process survives the vanished pages.
+        let n = count_range(&mut window, &mut buf, file.as_fd(), 4096, 2 * 4096, b'\n');
+        assert_eq!(n, 10);
     }
 }
