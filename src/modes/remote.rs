@@ -45,7 +45,7 @@ use crate::sys;
 use crate::transfer::input;
 
 /// How long a client waits for the answer (pv waits 1.1 s; a busy machine gets more).
-const REPLY_TIMEOUT: Duration = Duration::from_secs(3);
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// `-Q`: time between fetches (pv's 0.1 s).
 const QUERY_PERIOD: Duration = Duration::from_millis(100);
 /// Longest request line accepted.

@@ -179,7 +179,15 @@ fn resizing_keeps_every_row_clean() {
         s(&input)
     );
     let (rows, _, queries) = run(&dir, &script, 90, 20, true, |t| {
-        std::thread::sleep(Duration::from_millis(600));
+        // Resize once every instance has its row (a fixed sleep raced with slow starts).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !["one:", "two:", "three:"]
+            .iter()
+            .all(|n| t.contents().contains(n))
+        {
+            assert!(Instant::now() < deadline, "the three rows never appeared");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         t.resize(60, 12);
     });
     assert_rows(

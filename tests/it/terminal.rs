@@ -103,6 +103,11 @@ impl Terminal {
         }
     }
 
+    /// The text on the screen now.
+    pub fn contents(&self) -> String {
+        self.screen.lock().unwrap().parser.screen().contents()
+    }
+
     /// Resizes the terminal (the kernel sends SIGWINCH to the foreground process group).
     pub fn resize(&self, cols: u16, rows: u16) {
         let mut screen = self.screen.lock().unwrap();
