@@ -238,17 +238,11 @@ impl View {
     /// Applies the options given to `rpv -R` (only those).
     fn apply_changes(&mut self, c: &modes::remote::Changes, shared: &Shared, next_due: &mut u64) {
         if let Some(sw) = &c.switches {
+            // Name and numeric mode are not display switches a sender can change.
             self.switches = DisplaySwitches {
-                progress: sw.progress,
-                timer: sw.timer,
-                eta: sw.eta,
-                fineta: sw.fineta,
-                rate: sw.rate,
-                average_rate: sw.average_rate,
-                bytes: sw.bytes,
-                buffer_percent: sw.buffer_percent,
-                last_written: sw.last_written,
-                ..self.switches
+                name: self.switches.name,
+                numeric: self.switches.numeric,
+                ..*sw
             };
             if c.format.is_none() {
                 // Asking for switches means showing them: a custom -F gives way.

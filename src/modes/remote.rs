@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use crate::app;
 use crate::cli::{Action, Options, SizeArg};
+use crate::display::DisplaySwitches;
 use crate::shared::{status, Shared};
 use crate::sys;
 use crate::transfer::input;
@@ -51,34 +52,11 @@ const QUERY_PERIOD: Duration = Duration::from_millis(100);
 /// Longest request line accepted.
 const MAX_LINE: usize = 64 << 10;
 
-/// The display switches of a `-R` command line (spec 1.4 letters).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Switches {
-    /// `-p`
-    pub progress: bool,
-    /// `-t`
-    pub timer: bool,
-    /// `-e`
-    pub eta: bool,
-    /// `-I`
-    pub fineta: bool,
-    /// `-r`
-    pub rate: bool,
-    /// `-a`
-    pub average_rate: bool,
-    /// `-b`
-    pub bytes: bool,
-    /// `-T`
-    pub buffer_percent: bool,
-    /// `-A N`
-    pub last_written: u32,
-}
-
 /// The settings a `-R` changes: `None` = not given, leave it alone.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Changes {
     /// Display switches (replace the receiver's set; the default format is rebuilt).
-    pub switches: Option<Switches>,
+    pub switches: Option<DisplaySwitches>,
     /// `-L`, 0 removes the limit.
     pub rate_limit: Option<u64>,
     /// `-B`.
@@ -245,7 +223,7 @@ pub fn decode_request(lines: &[String]) -> Result<Request, String> {
             "switches" => {
                 let has = |l| value.contains(l);
                 let last = c.switches.map_or(0, |s| s.last_written);
-                c.switches = Some(Switches {
+                c.switches = Some(DisplaySwitches {
                     progress: has('p'),
                     timer: has('t'),
                     eta: has('e'),
@@ -255,11 +233,12 @@ pub fn decode_request(lines: &[String]) -> Result<Request, String> {
                     bytes: has('b'),
                     buffer_percent: has('T'),
                     last_written: last,
+                    ..DisplaySwitches::default()
                 });
             }
             "last_written" => {
                 c.switches
-                    .get_or_insert_with(Switches::default)
+                    .get_or_insert_with(DisplaySwitches::default)
                     .last_written = small()?;
             }
             "rate_limit" => c.rate_limit = Some(number()?),
@@ -322,7 +301,7 @@ pub fn decode_reply(line: &str) -> Option<Reply> {
 pub fn changes_from(o: &Options) -> Result<Changes, String> {
     let mut c = Changes::default();
     if "pteIrab8TA".chars().any(|l| o.given(l)) {
-        c.switches = Some(Switches {
+        c.switches = Some(DisplaySwitches {
             progress: o.progress,
             timer: o.timer,
             eta: o.eta,
@@ -332,6 +311,7 @@ pub fn changes_from(o: &Options) -> Result<Changes, String> {
             bytes: o.bytes,
             buffer_percent: o.buffer_percent,
             last_written: o.last_written,
+            ..DisplaySwitches::default()
         });
     }
     let given = |l: char, v| o.given(l).then_some(v);
@@ -755,11 +735,11 @@ mod tests {
     #[test]
     fn requests_round_trip() {
         let c = Changes {
-            switches: Some(Switches {
+            switches: Some(DisplaySwitches {
                 progress: true,
                 bytes: true,
                 last_written: 7,
-                ..Switches::default()
+                ..DisplaySwitches::default()
             }),
             rate_limit: Some(0),
             buffer_size: Some(4096),
@@ -829,9 +809,9 @@ mod tests {
         let c = changes_from(&parsed(&["-R", "1", "-p", "-i", "2", "-s", "0", "-F", ""])).unwrap();
         assert_eq!(
             c.switches,
-            Some(Switches {
+            Some(DisplaySwitches {
                 progress: true,
-                ..Switches::default()
+                ..DisplaySwitches::default()
             })
         );
         assert_eq!((c.interval, c.size), (Some(2.0), Some(0)));
