@@ -589,16 +589,13 @@ pub fn is_dev_zero(info: &FileInfo) -> bool {
 /// Bytes in the constant zero buffer used by [`vmsplice_zeros`] and [`zeros`].
 pub const ZERO_CHUNK: usize = 1 << 20;
 
-/// A 1 MiB buffer of zeros, aligned to 2 MiB with `MADV_HUGEPAGE` when the kernel allows,
-/// created on first use and never written again nor freed: pages vmspliced from it may stay
-/// referenced by pipes (ours and downstream ones) for as long as they like.
-fn zero_buffer() -> io::Result<&'static [u8]> {
-    static BUF: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+/// A buffer of `len` bytes (at most 2 MiB) all equal to `fill`, aligned to 2 MiB with
+/// `MADV_HUGEPAGE` where the kernel allows, never written again nor freed: pages vmspliced
+/// from it may stay referenced by pipes (ours and downstream ones) for as long as they like.
+/// Each call makes a new one; keep it.
+pub fn constant_buffer(fill: u8, len: usize) -> io::Result<&'static [u8]> {
     const HUGE: usize = 2 << 20;
-    if let Some(&addr) = BUF.get() {
-        // SAFETY: `addr` is the start of a leaked, never-modified mapping of ZERO_CHUNK bytes.
-        return Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, ZERO_CHUNK) });
-    }
+    let len = len.min(HUGE);
     // SAFETY: a fresh anonymous private mapping; only its 2 MiB-aligned part is used.
     let base = unsafe {
         libc::mmap(
@@ -615,15 +612,39 @@ fn zero_buffer() -> io::Result<&'static [u8]> {
     }
     let aligned = (base as usize).next_multiple_of(HUGE);
     // SAFETY: [aligned, aligned + HUGE) lies inside the 2 * HUGE mapping, which is leaked.
-    // Writing zeros faults the pages in (one huge page where THP is allowed) so the buffer
-    // is made of real pages, before anything else can see it; afterwards it is read-only.
+    // Filling it faults the pages in (one huge page where THP is allowed) before anything
+    // else can see it; afterwards it is only read.
     unsafe {
         libc::madvise(aligned as *mut libc::c_void, HUGE, libc::MADV_HUGEPAGE);
-        std::ptr::write_bytes(aligned as *mut u8, 0, ZERO_CHUNK);
+        std::ptr::write_bytes(aligned as *mut u8, fill, len);
+        Ok(std::slice::from_raw_parts(aligned as *const u8, len))
     }
-    let addr = *BUF.get_or_init(|| aligned);
-    // SAFETY: as above (a concurrent first call would leak a second mapping, never reuse it).
-    Ok(unsafe { std::slice::from_raw_parts(addr as *const u8, ZERO_CHUNK) })
+}
+
+/// The process's constant zero buffer ([`ZERO_CHUNK`] bytes), made on first use.
+fn zero_buffer() -> io::Result<&'static [u8]> {
+    static BUF: std::sync::OnceLock<&'static [u8]> = std::sync::OnceLock::new();
+    if let Some(buf) = BUF.get() {
+        return Ok(buf);
+    }
+    let buf = constant_buffer(0, ZERO_CHUNK)?;
+    // A concurrent first call leaks a second buffer and never uses it.
+    Ok(BUF.get_or_init(|| buf))
+}
+
+/// `vmsplice(2)` of `buf` into the pipe `out`. The `'static` borrow of an immutable buffer
+/// (see [`constant_buffer`]) is what makes this safe: the pipe may keep referencing the
+/// pages after the call returns. Blocking unless the pipe is non-blocking (then EAGAIN).
+///
+/// # References
+/// vmsplice(2)
+pub fn vmsplice(out: BorrowedFd<'_>, buf: &'static [u8]) -> io::Result<usize> {
+    let iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: iov points into a buffer that is never written or freed.
+    cvt_size(unsafe { libc::vmsplice(out.as_raw_fd(), &iov, 1, 0) })
 }
 
 /// The constant zero buffer, for `write()` to outputs that are not pipes.
@@ -639,12 +660,7 @@ pub fn zeros() -> io::Result<&'static [u8]> {
 /// vmsplice(2)
 pub fn vmsplice_zeros(out: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
     let buf = zero_buffer()?;
-    let iov = libc::iovec {
-        iov_base: buf.as_ptr() as *mut libc::c_void,
-        iov_len: len.min(buf.len()),
-    };
-    // SAFETY: iov points into a live buffer that is never written or freed (see above).
-    cvt_size(unsafe { libc::vmsplice(out.as_raw_fd(), &iov, 1, 0) })
+    vmsplice(out, &buf[..len.min(buf.len())])
 }
 
 /// `tee(2)`: duplicates up to `len` bytes from pipe `input` into pipe `output` without

@@ -15,8 +15,6 @@ const CHUNK: usize = 1 << 20;
 const PIPE_SIZE: libc::c_int = 1 << 20;
 /// Read size of `sink read`.
 const READ_SIZE: usize = 256 << 10;
-/// Alignment of the vmsplice buffer, so that it can be backed by a huge page.
-const HUGE: usize = 2 << 20;
 
 /// Runs `rpv-bench source|sink ARGS`; returns the process exit status.
 pub fn main(role: &str, args: &[String]) -> i32 {
@@ -145,28 +143,7 @@ fn retryable(fd: libc::c_int, events: libc::c_short, what: &str) -> Result<(), S
 /// A 1 MiB buffer of [`FILL`] aligned to 2 MiB, advised to use a huge page.
 /// It is never freed or modified, so vmspliced pages stay valid.
 fn huge_buffer() -> Result<&'static [u8], String> {
-    // SAFETY: anonymous private mapping; we only use the aligned part.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            2 * HUGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(format!("mmap: {}", io::Error::last_os_error()));
-    }
-    let aligned = (base as usize).next_multiple_of(HUGE) as *mut u8;
-    // SAFETY: [aligned, aligned + HUGE) lies inside the 2*HUGE mapping, which
-    // is leaked (lives for the whole process).
-    unsafe {
-        libc::madvise(aligned.cast(), HUGE, libc::MADV_HUGEPAGE);
-        std::ptr::write_bytes(aligned, FILL, CHUNK);
-        Ok(std::slice::from_raw_parts(aligned, CHUNK))
-    }
+    rpv::sys::constant_buffer(FILL, CHUNK).map_err(|e| format!("mmap: {e}"))
 }
 
 /// vmsplices `bytes` bytes of the constant buffer into stdout; falls back to
@@ -177,21 +154,18 @@ fn source_vmsplice(bytes: u64) -> Result<(), String> {
     let mut off = 0usize;
     while left > 0 {
         let len = (CHUNK - off).min(left as usize);
-        let iov = libc::iovec {
-            iov_base: buf[off..].as_ptr() as *mut _,
-            iov_len: len,
-        };
-        // SAFETY: iov points into a live, never-modified buffer.
-        let n = unsafe { libc::vmsplice(1, &iov, 1, 0) };
-        if n < 0 {
-            if io::Error::last_os_error().raw_os_error() == Some(libc::EBADF) && left == bytes {
-                return write_loop(buf, bytes);
+        let n = match rpv::sys::vmsplice(rpv::sys::stdout_fd(), &buf[off..off + len]) {
+            Ok(n) => n,
+            Err(e) => {
+                if e.raw_os_error() == Some(libc::EBADF) && left == bytes {
+                    return write_loop(buf, bytes);
+                }
+                retryable(1, libc::POLLOUT, "vmsplice")?;
+                continue;
             }
-            retryable(1, libc::POLLOUT, "vmsplice")?;
-            continue;
-        }
+        };
         left -= n as u64;
-        off = (off + n as usize) % CHUNK;
+        off = (off + n) % CHUNK;
     }
     Ok(())
 }
