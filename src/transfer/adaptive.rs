@@ -8,11 +8,21 @@
 //! [`PROBE_READS`] reads. Switches happen only between whole steps, when the read/write
 //! buffer is empty, so nothing is lost or duplicated.
 //!
+//!
+//! The second half is [`Pacer`]: a fast producer that writes in small pieces wakes a relay
+//! for every few kilobytes, and the wakeups (not the bytes) then cost most of the CPU of the
+//! producer's core and of the relay. After a call on the pipe input that moved little, at a
+//! high rate, while the pipe was left nearly empty, the engine waits a moment so that the
+//! next call moves a batch ([`TARGET`]). The wait is at most [`MAX_PAUSE_NS`], and only at
+//! rates where that wait can never fill the pipe, so a slow or idle stream is never delayed.
+//!
 //! Must not: allocate or format per chunk (the trace messages exist only under the test hook).
 
 use std::os::fd::BorrowedFd;
+use std::time::Duration;
 
 use super::{Engine, Step};
+use crate::sys;
 
 impl Engine<'_> {
     /// One read/write step while coalescing; switches back to splice when due.
@@ -24,14 +34,32 @@ impl Engine<'_> {
             if self.adaptive.after_read(n, self.buf.len()) {
                 self.trace(|| format!("trace: {name}: Splice again"));
             }
+            self.pace_input(fd, n);
         }
         step
     }
 
     /// Feeds the switch after a splice from the input moved `n` bytes.
-    pub(super) fn after_splice(&mut self, name: &str, n: usize) {
+    pub(super) fn after_splice(&mut self, fd: BorrowedFd<'_>, name: &str, n: usize) {
         if self.adaptive.after_splice(n) {
             self.trace(|| format!("trace: {name}: coalescing with ReadWrite"));
+        }
+        self.pace_input(fd, n);
+    }
+
+    /// Waits a moment when a fast producer's small pieces left the input pipe nearly empty
+    /// (see [`Pacer`]).
+    fn pace_input(&mut self, fd: BorrowedFd<'_>, n: usize) {
+        if !self.adaptive.enabled {
+            return;
+        }
+        let queued = || sys::unread_bytes(fd).unwrap_or(usize::MAX);
+        let pause = self.pacer.pause_ns(n, sys::monotonic_ns(), queued);
+        if pause > 0 {
+            if !std::mem::replace(&mut self.pacer.announced, true) {
+                self.trace(|| "trace: pacing the input".to_string());
+            }
+            std::thread::sleep(Duration::from_nanos(pause));
         }
     }
 }
@@ -111,9 +139,168 @@ impl Adaptive {
     }
 }
 
+/// What one call on a trickling pipe should move (at most half the input pipe).
+const TARGET: u64 = 128 << 10;
+/// Smaller targets (a small pipe that could not be enlarged) are not worth waiting for.
+const MIN_TARGET: u64 = 16 << 10;
+/// The longest wait between two calls.
+const MAX_PAUSE_NS: u64 = 500_000;
+/// Shorter waits are not worth a timer.
+const MIN_PAUSE_NS: u64 = 20_000;
+/// Below this rate (bytes per second) there is nothing to gain: never wait.
+const MIN_RATE: u64 = 100 << 20;
+/// Calls without waiting after a wait that did not gather half the target (something other
+/// than time limits the pipe: its slots, or a producer that blocks elsewhere).
+const COOLDOWN: u32 = 1024;
+
+/// Waits between calls on a pipe input fed in small pieces at a high rate.
+#[derive(Debug, Default)]
+pub(super) struct Pacer {
+    /// Bytes one call should move; 0 disables the waits.
+    target: u64,
+    /// When the previous call returned (0: no call yet on this input).
+    last_ns: u64,
+    /// The previous call was followed by a wait.
+    waited: bool,
+    /// Calls left without waits.
+    cooldown: u32,
+    /// Test hook: wait this long after every call that moved data.
+    forced_ns: Option<u64>,
+    /// The first wait on this input was reported (test trace).
+    pub(super) announced: bool,
+}
+
+impl Pacer {
+    /// Starts a new input: a pipe of `capacity` bytes, or 0 (never wait). `forced_ns` is
+    /// the `RPV_TEST_PACE` hook.
+    pub(super) fn reset(&mut self, capacity: usize, forced_ns: Option<u64>) {
+        let target = TARGET.min(capacity as u64 / 2);
+        *self = Pacer {
+            target: if target >= MIN_TARGET { target } else { 0 },
+            forced_ns: forced_ns.filter(|_| capacity > 0),
+            ..Pacer::default()
+        };
+    }
+
+    /// After a call moved `n` bytes, returning at `now_ns`: how long to wait before the next
+    /// call (0: go on). `queued` tells how much the call left in the pipe; it is asked only
+    /// when a wait is in question (a full pipe means the output, not the producer, set `n`).
+    pub(super) fn pause_ns(
+        &mut self,
+        n: usize,
+        now_ns: u64,
+        queued: impl FnOnce() -> usize,
+    ) -> u64 {
+        if let Some(ns) = self.forced_ns {
+            return if n > 0 { ns } else { 0 };
+        }
+        let last = std::mem::replace(&mut self.last_ns, now_ns);
+        let n = n as u64;
+        let target = self.target;
+        if std::mem::take(&mut self.waited) && n < target / 2 {
+            self.cooldown = COOLDOWN;
+        }
+        if self.cooldown > 0 {
+            self.cooldown -= 1;
+            return 0;
+        }
+        let dt = now_ns.saturating_sub(last);
+        if last == 0 || n == 0 || n >= target || dt == 0 {
+            return 0;
+        }
+        // n bytes arrived in dt: below MIN_RATE the producer is slow, not chatty.
+        if n.saturating_mul(1_000_000_000) / dt < MIN_RATE {
+            return 0;
+        }
+        let pause = (dt.saturating_mul(target - n) / n).min(MAX_PAUSE_NS);
+        if pause < MIN_PAUSE_NS || queued() as u64 >= n {
+            return 0;
+        }
+        self.waited = true;
+        pause
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const US: u64 = 1_000;
+
+    fn pacer(capacity: usize) -> Pacer {
+        let mut p = Pacer::default();
+        p.reset(capacity, None);
+        p
+    }
+
+    #[test]
+    fn pacer_waits_only_for_fast_small_pieces_on_an_emptied_pipe() {
+        let mut p = pacer(1 << 20);
+        // The first call of an input has no interval: no wait.
+        assert_eq!(p.pause_ns(4000, 1_000 * US, || 0), 0);
+        // 4000 bytes in 4 µs (1 GB/s), pipe left empty: wait long enough for about TARGET
+        // bytes at that rate.
+        let pause = p.pause_ns(4000, 1_004 * US, || 0);
+        assert_eq!(pause, 4 * US * (TARGET - 4000) / 4000);
+        // The wait paid off (TARGET gathered in 128 µs); slower now (4000 bytes in 400 µs =
+        // 10 MB/s): the producer is slow, never wait.
+        assert_eq!(p.pause_ns(TARGET as usize, 1_132 * US, || 0), 0);
+        assert_eq!(p.pause_ns(4000, 1_532 * US, || 0), 0);
+        // Fast but the pipe still holds more than was moved: the output limited the call.
+        assert_eq!(p.pause_ns(4000, 1_536 * US, || 1 << 20), 0);
+        // A big call: no wait, and `queued` is not even asked.
+        assert_eq!(p.pause_ns(1 << 20, 1_540 * US, || unreachable!()), 0);
+        // 200 bytes in 1 µs (200 MB/s): the wait is capped at MAX_PAUSE_NS.
+        assert_eq!(p.pause_ns(200, 1_541 * US, || 0), MAX_PAUSE_NS);
+    }
+
+    #[test]
+    fn pacer_skips_tiny_waits_and_restarts_per_input() {
+        let mut p = pacer(1 << 20);
+        p.pause_ns(1, 1_000 * US, || 0);
+        // 120 KiB in 50 µs: the wait to reach TARGET would be under MIN_PAUSE_NS.
+        assert_eq!(p.pause_ns(120 << 10, 1_050 * US, || 0), 0);
+        p.reset(1 << 20, None);
+        assert_eq!(p.pause_ns(4000, 1_054 * US, || 0), 0);
+        // The interval runs from the previous return, so it includes any wait: 64 KiB
+        // gathered in 65 µs is about 1 GB/s.
+        let pause = p.pause_ns(64 << 10, 1_119 * US, || 0);
+        assert_eq!(pause, 65 * US * (TARGET - (64 << 10)) / (64 << 10));
+    }
+
+    #[test]
+    fn pacer_target_fits_the_pipe_and_backs_off_when_waits_do_not_pay() {
+        // A 64 KiB pipe (not enlarged): aim for 32 KiB; a full 64000-byte call never waits.
+        let mut p = pacer(64 << 10);
+        p.pause_ns(1, 1_000 * US, || 0);
+        assert_eq!(p.pause_ns(64000, 1_050 * US, || 0), 0);
+        let pause = p.pause_ns(4000, 1_054 * US, || 0);
+        assert_eq!(pause, 4 * US * ((32 << 10) - 4000) / 4000);
+        // The wait gathered only 8000 bytes (< half the target): no waits for COOLDOWN calls.
+        let mut now = 1_054 * US + pause + US;
+        assert_eq!(p.pause_ns(8000, now, || 0), 0);
+        for _ in 1..COOLDOWN {
+            now += 4 * US;
+            assert_eq!(p.pause_ns(4000, now, || 0), 0);
+        }
+        now += 4 * US;
+        assert!(p.pause_ns(4000, now, || 0) > 0);
+        // Pipes too small to gather MIN_TARGET, and non-pipes (0), never wait.
+        for capacity in [0, 16 << 10] {
+            let mut p = pacer(capacity);
+            p.pause_ns(1, 1_000 * US, || 0);
+            assert_eq!(p.pause_ns(200, 1_001 * US, || 0), 0);
+        }
+        // The test hook waits after every call that moved data, on pipes only.
+        let mut p = Pacer::default();
+        p.reset(1 << 20, Some(7));
+        assert_eq!(
+            (p.pause_ns(1 << 20, 1, || 1 << 20), p.pause_ns(0, 2, || 0)),
+            (7, 0)
+        );
+        p.reset(0, Some(7));
+        assert_eq!(p.pause_ns(1, 1, || 0), 0);
+    }
 
     #[test]
     fn small_splices_switch_to_coalescing_after_warmup() {

@@ -73,6 +73,9 @@ pub struct Hooks {
     pub read_errors: Vec<(u64, u64)>,
     /// `RPV_TEST_ADAPT=N`: on a pipe input, alternate splice and read/write every N calls.
     pub adapt_every: Option<u32>,
+    /// `RPV_TEST_PACE=NS`: on a pipe input, wait NS nanoseconds after every call that moved
+    /// data, whatever the rate (see `adaptive::Pacer`).
+    pub pace_ns: Option<u64>,
 }
 
 impl Hooks {
@@ -101,12 +104,17 @@ impl Hooks {
             .ok()
             .and_then(|v| v.parse().ok())
             .filter(|&n| n > 0);
+        let pace_ns = std::env::var("RPV_TEST_PACE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0);
         Hooks {
             force,
             fail_at,
             trace,
             read_errors,
             adapt_every,
+            pace_ns,
         }
     }
 }
@@ -186,6 +194,8 @@ pub struct Engine<'a> {
     line_state: lines::LineState,
     /// Splice ↔ read/write switch for producers that write in small pieces.
     adaptive: adaptive::Adaptive,
+    /// Short waits for a fast producer of small pieces (pipe input on the splice path).
+    pacer: adaptive::Pacer,
     /// Non-pipe input spliced into a pipe: a zero-timeout poll of the input between splices.
     pace: bool,
 }
@@ -226,6 +236,7 @@ impl<'a> Engine<'a> {
             tuning_seen: 0,
             line_state: lines::LineState::default(),
             adaptive: adaptive::Adaptive::default(),
+            pacer: adaptive::Pacer::default(),
             pace: false,
         })
     }
@@ -309,6 +320,7 @@ impl<'a> Engine<'a> {
     fn choose_path(&mut self, info: &FileInfo, fd: BorrowedFd<'_>) -> Path {
         self.line_state.next_input();
         self.adaptive.reset(false, None);
+        self.pacer.reset(0, None);
         self.pace = false;
         if let Some(path) = self.settings.hooks.force {
             return path;
@@ -336,6 +348,8 @@ impl<'a> Engine<'a> {
             in_pipe && path == Path::Splice,
             self.settings.hooks.adapt_every,
         );
+        let pace_capacity = if path == Path::Splice { in_size } else { 0 };
+        self.pacer.reset(pace_capacity, self.settings.hooks.pace_ns);
         if path == Path::Splice && !(in_pipe && self.out_info.kind == FileKind::Pipe) {
             // One side is not a pipe: a quarter of the pipe per call, so the neighbour keeps
             // filling (or draining) it while rpv works, instead of both taking turns on a
@@ -432,7 +446,7 @@ impl<'a> Engine<'a> {
                 self.read += n as u64;
                 self.account(n, 0);
                 if path == Path::Splice {
-                    self.after_splice(name, n);
+                    self.after_splice(fd, name, n);
                 }
                 Step::Continue
             }

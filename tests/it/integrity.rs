@@ -633,3 +633,69 @@ fn adaptive_switching_keeps_the_stop_size_exact() {
         }
     }
 }
+
+#[test]
+fn paced_pipe_input_is_exact() {
+    // RPV_TEST_PACE=NS waits after every call that moved data from a pipe input, as rpv
+    // does by itself for a fast producer of small pieces; alone, with the read/write
+    // coalescing switch, and with a mid-stream fallback.
+    let pace = ("RPV_TEST_PACE", "20000");
+    let envs = [
+        vec![pace],
+        vec![pace, ("RPV_TEST_ADAPT", "2")],
+        vec![pace, ("RPV_TEST_FAIL_AT", "2")],
+    ];
+    let traced = |size: usize| (size > 0).then(|| "trace: pacing the input".to_string());
+    for topo in [Topo::PipePipe, Topo::PipeFile] {
+        for env in &envs {
+            check_all_sizes(topo, env, &[], traced);
+        }
+        let input = data((3 << 20) + 7, 43);
+        for stop in [1usize, 65537, (2 << 20) + 3] {
+            let n = stop.to_string();
+            let (out, _) = transfer(topo, &input, &envs[0], &["-S", "-s", &n]);
+            assert_same(
+                &out,
+                &input[..stop],
+                &format!("{topo:?} paced -S -s {stop}"),
+            );
+        }
+    }
+    // Only pipe inputs are paced.
+    let (out, stderr) = transfer(Topo::FilePipe, &data(1 << 20, 44), &envs[0], &[]);
+    assert_eq!(out.len(), 1 << 20);
+    assert!(!stderr.contains("pacing"), "{stderr}");
+}
+
+#[test]
+fn small_writes_from_a_fast_producer_are_exact() {
+    // A producer writing 1000-byte pieces as fast as it can: the case rpv paces and
+    // coalesces by itself (no hooks).
+    let input = data((24 << 20) + 999, 45);
+    for topo in [Topo::PipePipe, Topo::PipeFile] {
+        let dir = Dir::new();
+        let out_path = dir.path("out");
+        let mut cmd = rpv(&["-q"]);
+        cmd.stdin(Stdio::piped()).stderr(Stdio::piped());
+        match topo {
+            Topo::PipeFile => cmd.stdout(File::create(&out_path).unwrap()),
+            _ => cmd.stdout(Stdio::piped()),
+        };
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let pieces = input.clone();
+        let writer = std::thread::spawn(move || {
+            for piece in pieces.chunks(1000) {
+                std::io::Write::write_all(&mut stdin, piece).unwrap();
+            }
+        });
+        let output = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        assert!(output.status.success(), "{topo:?}: {output:?}");
+        let got = match topo {
+            Topo::PipeFile => std::fs::read(&out_path).unwrap(),
+            _ => output.stdout,
+        };
+        assert_same(&got, &input, &format!("{topo:?} 1000-byte writes"));
+    }
+}

@@ -9,10 +9,14 @@ use std::io;
 
 /// The byte every generated data stream is made of.
 pub const FILL: u8 = b'r';
-/// Size of the source's buffer and of every splice/vmsplice request.
-const CHUNK: usize = 1 << 20;
-/// Pipe size the helpers ask for with `F_SETPIPE_SZ` (the unprivileged maximum).
-const PIPE_SIZE: libc::c_int = 1 << 20;
+/// Size of the vmsplice source's constant buffer, the largest `--chunk`.
+const BUFFER: usize = 1 << 20;
+/// vmsplice request size without `--chunk` (the research's `w2`: 256 KiB).
+const CHUNK: usize = 256 << 10;
+/// Pipe size of the vmsplice source without `--pipe` (the research's `w2`: 512 KiB).
+const SOURCE_PIPE: usize = 512 << 10;
+/// Splice request size of `sink splice`.
+const SINK_SPLICE: usize = 1 << 20;
 /// Read size of `sink read`.
 const READ_SIZE: usize = 256 << 10;
 
@@ -36,19 +40,27 @@ pub fn main(role: &str, args: &[String]) -> i32 {
 struct HelperArgs<'a> {
     words: Vec<&'a str>,
     nonblock: bool,
-    grow: bool,
+    /// `--pipe=N`: F_SETPIPE_SZ on the helper's pipe end first.
+    pipe: Option<usize>,
+    /// `--chunk=N`: vmsplice request size.
+    chunk: Option<usize>,
 }
 
 fn parse(args: &[String]) -> Result<HelperArgs<'_>, String> {
     let mut out = HelperArgs {
         words: Vec::new(),
         nonblock: false,
-        grow: false,
+        pipe: None,
+        chunk: None,
+    };
+    let size = |v: &str, what: &str| -> Result<usize, String> {
+        v.parse().map_err(|_| format!("bad {what}: {v}"))
     };
     for a in args {
         match a.as_str() {
             "--nonblock" => out.nonblock = true,
-            "--grow" => out.grow = true,
+            s if s.starts_with("--pipe=") => out.pipe = Some(size(&s[7..], "--pipe")?),
+            s if s.starts_with("--chunk=") => out.chunk = Some(size(&s[8..], "--chunk")?),
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             s => out.words.push(s),
         }
@@ -61,17 +73,28 @@ fn number(words: &[&str], i: usize, what: &str) -> Result<u64, String> {
     w.parse().map_err(|_| format!("bad {what}: {w}"))
 }
 
-/// `source vmsplice BYTES [--nonblock]` or `source write BYTES CHUNK [--nonblock]`.
+/// `source vmsplice BYTES [--chunk=N] [--pipe=N] [--nonblock]` (defaults: 256 KiB
+/// requests into a 512 KiB pipe) or `source write BYTES CHUNK [--pipe=N] [--nonblock]`
+/// (default: the pipe as found, like most producers).
 fn source(args: &[String]) -> Result<(), String> {
     let a = parse(args)?;
     let bytes = number(&a.words, 1, "BYTES")?;
     if a.nonblock {
         set_nonblock(1)?;
     }
-    set_pipe_size(1);
     match a.words.first().copied() {
-        Some("vmsplice") => source_vmsplice(bytes),
+        Some("vmsplice") => {
+            set_pipe_size(1, a.pipe.unwrap_or(SOURCE_PIPE));
+            let chunk = a.chunk.unwrap_or(CHUNK);
+            if !(1..=BUFFER).contains(&chunk) {
+                return Err(format!("--chunk must be 1..={BUFFER}"));
+            }
+            source_vmsplice(bytes, chunk)
+        }
         Some("write") => {
+            if let Some(size) = a.pipe {
+                set_pipe_size(1, size);
+            }
             let chunk = number(&a.words, 2, "CHUNK")? as usize;
             write_loop(&vec![FILL; chunk.max(1)], bytes)
         }
@@ -79,15 +102,15 @@ fn source(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// `sink splice EXPECTED [--grow] [--nonblock]` or `sink read EXPECTED [--nonblock]`.
+/// `sink splice|read EXPECTED [--pipe=N] [--nonblock]` (default: the pipe as found).
 fn sink(args: &[String]) -> Result<(), String> {
     let a = parse(args)?;
     let expected = number(&a.words, 1, "EXPECTED")?;
     if a.nonblock {
         set_nonblock(0)?;
     }
-    if a.grow {
-        set_pipe_size(0);
+    if let Some(size) = a.pipe {
+        set_pipe_size(0, size);
     }
     let got = match a.words.first().copied() {
         Some("splice") => sink_splice()?,
@@ -110,10 +133,11 @@ fn set_nonblock(fd: libc::c_int) -> Result<(), String> {
         .ok_or_else(|| format!("O_NONBLOCK on fd {fd}: {}", io::Error::last_os_error()))
 }
 
-/// Best effort: enlarges the pipe on `fd` (fails harmlessly on non-pipes).
-fn set_pipe_size(fd: libc::c_int) {
+/// Best effort: sets the size of the pipe on `fd` (fails harmlessly on non-pipes).
+fn set_pipe_size(fd: libc::c_int, size: usize) {
+    let size = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
     // SAFETY: fcntl with an integer argument.
-    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_SIZE) };
+    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size) };
 }
 
 /// Waits until `fd` is ready for `events` (used after EAGAIN).
@@ -143,17 +167,17 @@ fn retryable(fd: libc::c_int, events: libc::c_short, what: &str) -> Result<(), S
 /// A 1 MiB buffer of [`FILL`] aligned to 2 MiB, advised to use a huge page.
 /// It is never freed or modified, so vmspliced pages stay valid.
 fn huge_buffer() -> Result<&'static [u8], String> {
-    rpv::sys::constant_buffer(FILL, CHUNK).map_err(|e| format!("mmap: {e}"))
+    rpv::sys::constant_buffer(FILL, BUFFER).map_err(|e| format!("mmap: {e}"))
 }
 
-/// vmsplices `bytes` bytes of the constant buffer into stdout; falls back to
-/// write() when stdout is not a pipe (e.g. a file in the "direct" runs).
-fn source_vmsplice(bytes: u64) -> Result<(), String> {
-    let buf = huge_buffer()?;
+/// vmsplices `bytes` bytes of the constant buffer into stdout, at most `chunk` per call;
+/// falls back to write() when stdout is not a pipe (e.g. a file in the "direct" runs).
+fn source_vmsplice(bytes: u64, chunk: usize) -> Result<(), String> {
+    let buf = &huge_buffer()?[..BUFFER / chunk * chunk];
     let mut left = bytes;
     let mut off = 0usize;
     while left > 0 {
-        let len = (CHUNK - off).min(left as usize);
+        let len = (chunk - off % chunk).min(left as usize);
         let n = match rpv::sys::vmsplice(rpv::sys::stdout_fd(), &buf[off..off + len]) {
             Ok(n) => n,
             Err(e) => {
@@ -165,7 +189,7 @@ fn source_vmsplice(bytes: u64) -> Result<(), String> {
             }
         };
         left -= n as u64;
-        off = (off + n) % CHUNK;
+        off = (off + n) % buf.len();
     }
     Ok(())
 }
@@ -205,7 +229,7 @@ fn sink_splice() -> Result<u64, String> {
                 std::ptr::null_mut(),
                 null_fd,
                 std::ptr::null_mut(),
-                CHUNK,
+                SINK_SPLICE,
                 0,
             )
         };

