@@ -171,7 +171,11 @@ fn run_all(
     for t in topologies {
         eprintln!("rpv-bench: ({}) {} ...", t.id, t.name);
         let t0 = Instant::now();
-        results.push(ctx.run_topology(t, o.reps));
+        let result = ctx.run_topology(t, o.reps);
+        for v in &result.variants {
+            eprintln!("rpv-bench:     {}", report::runs_line(v));
+        }
+        results.push(result);
         eprintln!(
             "rpv-bench: ({}) {} took {:.1} s",
             t.id,

@@ -148,7 +148,7 @@ impl Ctx {
                 nonblock.then(|| words.push("--nonblock".into()));
             }
             Dst::Read => words.extend(["read".into(), bytes.to_string()]),
-            Dst::OutFile => return None,
+            Dst::OutFile | Dst::Null => return None,
         }
         Some(self.helper(&words))
     }
@@ -224,7 +224,7 @@ impl Ctx {
             })
             .collect();
         let n = results.len();
-        for rep in 0..reps {
+        for rep in 0..reps * t.reps_factor.max(1) {
             for i in (0..n).map(|k| (k + rep) % n) {
                 let r = &mut results[i];
                 if r.skipped.is_none() {
