@@ -224,6 +224,13 @@ impl Ctx {
             })
             .collect();
         let n = results.len();
+        // One untimed run first (not for the timed -L runs): the first run after the data
+        // files were written, or after a pause, is often several times slower (cold guest
+        // memory on the VM).
+        let first = results.iter().find(|r| r.skipped.is_none());
+        if let Some(r) = first.filter(|_| t.rate.is_none()) {
+            let _ = self.run_once(t, &r.variant, r.bytes);
+        }
         for rep in 0..reps * t.reps_factor.max(1) {
             for i in (0..n).map(|k| (k + rep) % n) {
                 let r = &mut results[i];
