@@ -83,7 +83,7 @@ fn open_output(path: &str, inputs: &[String]) -> std::io::Result<Output> {
             let info = if operand == "-" {
                 sys::fstat(sys::stdin_fd()).ok()
             } else {
-                input::open(operand).ok().map(|(_, i)| i)
+                sys::stat(std::path::Path::new(operand)).ok()
             };
             info.is_some_and(|i| input::is_output(&i, &out_info))
         };

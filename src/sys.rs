@@ -104,6 +104,19 @@ pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<FileInfo> {
     Ok(info_from_stat(&st))
 }
 
+/// `stat(2)`: a path's metadata without opening it (opening a FIFO would pair with, and
+/// then abandon, its writer).
+pub fn stat(path: &std::path::Path) -> io::Result<FileInfo> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `st` is a valid out-pointer; zeroed is a valid bit pattern for `stat`; `c`
+    // is a valid C string.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    cvt(unsafe { libc::stat(c.as_ptr(), &mut st) })?;
+    Ok(info_from_stat(&st))
+}
+
 /// `splice(2)` between two descriptors using their file offsets; blocking unless the
 /// descriptors are non-blocking. Returns the bytes moved (0 = end of input).
 ///

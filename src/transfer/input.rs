@@ -98,14 +98,16 @@ fn block_device_size(path: &Path) -> io::Result<u64> {
 pub fn total_bytes(operands: &[String]) -> u64 {
     let mut total = 0u64;
     for operand in operands {
+        if operand.starts_with(HANDED_PREFIX) {
+            return 0; // a pipe from `-M`
+        }
         let info = if operand == "-" {
             sys::fstat(Source::Stdin.fd())
         } else if !sys::readable(Path::new(operand)) {
             continue;
         } else {
-            std::fs::metadata(operand)
-                .and_then(|_| File::open(operand))
-                .and_then(|f| sys::fstat(f.as_fd()))
+            // stat, not open: opening a FIFO would take (and drop) its writer.
+            sys::stat(Path::new(operand))
         };
         let Ok(info) = info else { continue };
         match info.kind {
@@ -135,6 +137,18 @@ pub fn total_bytes(operands: &[String]) -> u64 {
 pub fn total_lines(operands: &[String], separator: u8) -> io::Result<u64> {
     let mut total = 0u64;
     for operand in operands {
+        // Only regular files are opened here (opening a FIFO would take its writer, and
+        // opening a `-M` pipe would take it from the engine).
+        if operand.starts_with(HANDED_PREFIX) {
+            return Ok(0);
+        }
+        if operand != "-" {
+            match sys::stat(Path::new(operand)) {
+                Ok(info) if info.kind == FileKind::Regular => {}
+                Ok(_) => return Ok(0),
+                Err(_) => continue,
+            }
+        }
         let (source, info) = match open(operand) {
             Ok(v) => v,
             Err(_) => continue,

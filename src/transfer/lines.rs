@@ -72,6 +72,11 @@ impl Engine<'_> {
 
     /// One tee + splice + count round on a pipe input.
     pub(super) fn tee_lines_step(&mut self, fd: BorrowedFd<'_>) -> Step {
+        if self.limiter.is_some() {
+            // A line limit set by -R: budgets need read/write (the private pipe is empty
+            // between steps, so nothing is lost).
+            return Step::Fallback;
+        }
         if self.line_state.buf.is_empty() {
             self.line_state.buf = vec![0; COUNT_CHUNK];
         }
@@ -150,6 +155,10 @@ impl Engine<'_> {
 
     /// One splice (or copy_file_range) from a regular file, then a count of the same range.
     pub(super) fn file_lines_step(&mut self, fd: BorrowedFd<'_>) -> Step {
+        if self.limiter.is_some() {
+            // A line limit set by -R: budgets need read/write, from the current offset.
+            return Step::Fallback;
+        }
         if self.line_state.buf.is_empty() {
             self.line_state.buf = vec![0; COUNT_CHUNK];
         }

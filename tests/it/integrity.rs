@@ -699,3 +699,47 @@ fn small_writes_from_a_fast_producer_are_exact() {
         assert_same(&got, &input, &format!("{topo:?} 1000-byte writes"));
     }
 }
+
+#[test]
+fn a_fifo_input_is_opened_once() {
+    // Sizing the inputs must not open them: a FIFO opened and closed again would pair with
+    // the writer and leave it without a reader (EPIPE), then wait for a writer for ever.
+    for args in [&["-q"][..], &["-q", "-l"], &["-q", "-o", "OUT"]] {
+        let dir = Dir::new();
+        let fifo = dir.path("fifo");
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let input = data((1 << 20) + 3, 46);
+        let (path, expected) = (fifo.clone(), input.clone());
+        let writer = std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            std::io::Write::write_all(&mut f, &expected)
+        });
+        let out_path = dir.path("out");
+        let mut all: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == "OUT" { s(&out_path) } else { a })
+            .collect();
+        all.push(s(&fifo));
+        let mut child = rpv(&all)
+            .stdin(Stdio::null())
+            .stdout(File::create(&out_path).unwrap())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = crate::util::wait_within(&mut child, 20.0, &format!("rpv {args:?} fifo"));
+        assert!(status.success(), "{args:?}: {status:?}");
+        writer
+            .join()
+            .unwrap()
+            .expect("writer: all data taken by one reader");
+        assert_same(
+            &std::fs::read(&out_path).unwrap(),
+            &input,
+            &format!("{args:?} fifo"),
+        );
+    }
+}

@@ -373,3 +373,35 @@ fn another_user_can_neither_control_nor_read() {
     let rate = target.queried_rate(1.6);
     assert!(rate < 100e3, "a stranger changed the rate: {rate}");
 }
+
+#[test]
+fn remote_line_limit_reaches_the_zero_copy_line_path() {
+    // `-l` from a pipe (here a FIFO) starts on the tee + splice line path, which has no line
+    // budgets; a limit set later by -R must still hold.
+    let dir = Dir::new();
+    let fifo = dir.path("fifo");
+    let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(status.success());
+    let writer_path = fifo.clone();
+    std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(writer_path)
+            .unwrap();
+        let block = "123456789\n".repeat(1000);
+        while std::io::Write::write_all(&mut f, block.as_bytes()).is_ok() {}
+    });
+    let mut cmd_args = vec!["-l", "-q"];
+    let fifo_arg = crate::util::s(&fifo).to_string();
+    cmd_args.push(&fifo_arg);
+    let target = Target::start(&cmd_args);
+    // Let the transfer run on the zero-copy path for a while first.
+    std::thread::sleep(Duration::from_millis(300));
+    target.remote(&["-L", "200"]);
+    // In line mode the counters of `-Q -n -b` are lines.
+    let rate = target.queried_rate(2.0);
+    assert!(
+        (100.0..400.0).contains(&rate),
+        "lines/s after -L 200: {rate}"
+    );
+}
