@@ -47,6 +47,10 @@ pub struct Registry {
     pub rows: usize,
     /// The slot whose line was written last (the cursor is on its row).
     pub last: usize,
+    /// Terminal size (columns, rows) when `top` was last measured; (0, 0) if unknown. An
+    /// instance that sees another size re-measures first: the screen may have reflowed,
+    /// and an instance started after the resize got no SIGWINCH.
+    pub size: (usize, usize),
     /// Running instances.
     pub entries: Vec<Entry>,
 }
@@ -62,8 +66,10 @@ impl Registry {
             .split_whitespace()
             .filter_map(|w| w.parse().ok())
             .collect();
-        let [top, rows, last] = nums[..] else {
-            return Registry::default();
+        let (top, rows, last, size) = match nums[..] {
+            [top, rows, last] => (top, rows, last, (0, 0)),
+            [top, rows, last, cols, height] => (top, rows, last, (cols, height)),
+            _ => return Registry::default(),
         };
         let mut entries = Vec::new();
         for line in lines {
@@ -85,13 +91,15 @@ impl Registry {
             top: top.max(1),
             rows,
             last,
+            size,
             entries,
         }
     }
 
     /// The file contents.
     pub fn serialize(&self) -> String {
-        let mut out = format!("{} {} {}\n", self.top, self.rows, self.last);
+        let (cols, height) = self.size;
+        let mut out = format!("{} {} {} {cols} {height}\n", self.top, self.rows, self.last);
         for e in &self.entries {
             out.push_str(&format!("{} {} {}\n", e.pid, e.start, e.slot));
         }
@@ -146,6 +154,11 @@ impl Registry {
     pub fn bottom(&self, height: usize) -> usize {
         (self.top + self.rows.max(1) - 1).min(height.max(1))
     }
+}
+
+/// (columns, rows) of the terminal on `fd`; (0, 0) if unknown.
+fn terminal_size(fd: BorrowedFd<'_>) -> (usize, usize) {
+    sys::window_size(fd).map_or((0, 0), |(c, r)| (usize::from(c), usize::from(r)))
 }
 
 /// Finds a cursor position report `ESC [ row ; col R` in `bytes`: (row, col).
@@ -381,11 +394,12 @@ impl Cursor {
             // A row below the screen (mid-line at the bottom) is reached by scrolling.
             *reg = Registry {
                 top: top.max(1),
+                size: terminal_size(out),
                 ..Registry::default()
             };
+            self.requery = false;
         }
         self.joined = true;
-        self.requery = false;
         reg.join(self.pid, self.start)
     }
 
@@ -406,12 +420,14 @@ impl Cursor {
             Some(slot) => slot,
             None => self.join(&mut reg, out, height),
         };
-        if self.requery {
+        let size = terminal_size(out);
+        if self.requery || reg.size != size {
             self.requery = false;
             // The cursor sits on the row of the slot written last.
             if let Some((row, _)) = self.query(out) {
                 reg.top = row.saturating_sub(reg.last).max(1);
             }
+            reg.size = size;
         }
         let mut text = String::with_capacity(line.len() + 32);
         let scroll = reg.fit(height);
@@ -499,8 +515,11 @@ mod tests {
         assert_eq!(reg.join(100, 7), 0);
         assert_eq!(reg.join(200, 8), 1);
         reg.last = 1;
+        reg.size = (80, 24);
         let back = Registry::parse(&reg.serialize());
         assert_eq!(back, reg);
+        // The older three-number header: size unknown.
+        assert_eq!(Registry::parse("5 2 1\n").size, (0, 0));
         assert_eq!(back.slot_of(200), Some(1));
         assert_eq!(back.slot_of(300), None);
     }

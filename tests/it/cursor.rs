@@ -205,6 +205,38 @@ fn resizing_keeps_every_row_clean() {
 }
 
 #[test]
+fn an_instance_started_after_a_resize_finds_the_rows_again() {
+    // `one` draws every 5 s. The screen shrinks under it (the text scrolls up, as xterm
+    // does), then `two` starts: it got no SIGWINCH, and `one` has not redrawn yet, so `two`
+    // must notice the new size itself and ask where the rows went.
+    let dir = Dir::new();
+    let one = dir.file("one", &data(600_000, 29));
+    let two = dir.file("two", &data(100_000, 30));
+    let go = dir.path("go");
+    let script = format!(
+        "for i in $(seq 1 20); do echo line$i; done; \
+         \"$RPV\" -c -N one -i 5 -L 100k {one} > /dev/null & \
+         while [ ! -e {go} ]; do sleep 0.05; done; \
+         \"$RPV\" -c -N two -i 0.1 -L 200k {two} > /dev/null; wait; echo done",
+        one = s(&one),
+        two = s(&two),
+        go = s(&go),
+    );
+    let (rows, _, queries) = run(&dir, &script, 80, 24, true, |t| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !t.contents().contains("one:") {
+            assert!(Instant::now() < deadline, "`one` never drew");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // `one` is on row 21; the text scrolls up 3 rows to keep it on the new row 18.
+        t.resize(80, 18);
+        std::fs::write(&go, b"").unwrap();
+    });
+    assert_rows(&rows, &[("one", "585KiB"), ("two", "97.7KiB")], "done", 80);
+    assert!(queries >= 2, "the rows are found again after the resize");
+}
+
+#[test]
 fn a_terminal_that_never_answers_does_not_hang() {
     let dir = Dir::new();
     let input = dir.file("in", &data(1 << 20, 26));

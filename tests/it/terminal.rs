@@ -109,8 +109,20 @@ impl Terminal {
     }
 
     /// Resizes the terminal (the kernel sends SIGWINCH to the foreground process group).
+    /// Like xterm, a shrink that would leave the cursor below the screen first scrolls the
+    /// text up by as much, so the cursor's line stays visible (`vt100` alone would cut the
+    /// bottom rows off).
     pub fn resize(&self, cols: u16, rows: u16) {
         let mut screen = self.screen.lock().unwrap();
+        let (old_rows, _) = screen.parser.screen().size();
+        let (row, col) = screen.parser.screen().cursor_position();
+        if row >= rows {
+            let shift = usize::from(row - rows + 1);
+            let mut bytes = format!("\x1b[{old_rows};1H").into_bytes();
+            bytes.extend(std::iter::repeat_n(b'\n', shift));
+            bytes.extend(format!("\x1b[{};{}H", row + 1 - shift as u16, col + 1).bytes());
+            screen.parser.process(&bytes);
+        }
         screen.parser.screen_mut().set_size(rows, cols);
         let ws = libc::winsize {
             ws_row: rows,
