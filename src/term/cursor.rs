@@ -7,8 +7,10 @@
 //!
 //! The registry (`rpv-cursor-<tty>-<euid>` in `$XDG_RUNTIME_DIR`, else `$TMPDIR`, else
 //! `/tmp`; mode 0600, opened with `O_NOFOLLOW`, must be a regular file owned by us) holds the
-//! terminal row of the first slot, the number of rows handed out, the slot written last, and
-//! one `pid start-time slot` line per running instance. An instance joins at its first
+//! terminal row of the first slot, the number of rows handed out, the slot written last, the
+//! terminal size when the first row was last measured (an instance that sees another size,
+//! or gets SIGWINCH, measures again), and one `pid start-time slot` line per running
+//! instance. An instance joins at its first
 //! drawn update (the first one of a fresh registry asks the terminal where the cursor is, with
 //! a timeout), keeps its slot for the whole run, and leaves at exit; the last one to leave
 //! moves the cursor below all rows and removes the file. Entries of instances that died
