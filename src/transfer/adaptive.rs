@@ -54,7 +54,7 @@ impl Engine<'_> {
     /// Waits a moment when a fast producer's small pieces left the input pipe nearly empty
     /// (see [`Pacer`]).
     fn pace_input(&mut self, fd: BorrowedFd<'_>, n: usize) {
-        if !self.adaptive.enabled {
+        if !self.pacer.active() {
             return;
         }
         let queued = || sys::unread_bytes(fd).unwrap_or(usize::MAX);
@@ -189,6 +189,11 @@ impl Pacer {
             forced_ns: forced_ns.filter(|_| capacity > 0),
             ..Pacer::default()
         };
+    }
+
+    /// False for non-pipe inputs (and pipes too small to gather a batch): never waits.
+    pub(super) fn active(&self) -> bool {
+        self.target > 0 || self.forced_ns.is_some()
     }
 
     /// After a call moved `n` bytes, returning at `now_ns`: how long to wait before the next

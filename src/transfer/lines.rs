@@ -65,11 +65,6 @@ pub(super) fn choose(info: &FileInfo, out: &FileInfo, budgets: bool) -> Option<P
 }
 
 impl Engine<'_> {
-    fn fail_hook(&mut self) -> bool {
-        self.zero_copy_calls += 1;
-        self.settings.hooks.fail_at == Some(self.zero_copy_calls)
-    }
-
     /// One tee + splice + count round on a pipe input.
     pub(super) fn tee_lines_step(&mut self, fd: BorrowedFd<'_>) -> Step {
         if self.limiter.is_some() {
@@ -87,7 +82,7 @@ impl Engine<'_> {
             let cap = grow_pipe(w.as_fd());
             self.line_state.side = Some((r, w, cap));
         }
-        let fail = self.fail_hook();
+        let fail = self.injected_failure();
         let Some((_, side_w, cap)) = self.line_state.side.as_ref() else {
             return Step::Fallback;
         };
@@ -116,7 +111,7 @@ impl Engine<'_> {
         let mut moved = 0;
         let mut end = None;
         while moved < n {
-            let result = if self.fail_hook() {
+            let result = if self.injected_failure() {
                 Err(io::Error::from_raw_os_error(libc::EINVAL))
             } else {
                 sys::splice(fd, self.out, n - moved)
@@ -187,7 +182,7 @@ impl Engine<'_> {
                 self.line_state.memo = None;
             }
         }
-        let result = if self.fail_hook() {
+        let result = if self.injected_failure() {
             Err(io::Error::from_raw_os_error(libc::EINVAL))
         } else if to_pipe {
             sys::splice(fd, self.out, len)

@@ -398,6 +398,23 @@ impl<'a> Engine<'a> {
         self.settings.stop_at.map(|stop| stop.saturating_sub(done))
     }
 
+    /// How many bytes the next call may move, at most `want`: `-S` and (byte mode) `-L`
+    /// applied, waiting for the `-L` budget. None when `-S` is reached.
+    fn next_len(&mut self, want: usize) -> Option<usize> {
+        let want = match self.stop_remaining() {
+            Some(0) => return None,
+            Some(left) => want.min(usize::try_from(left).unwrap_or(usize::MAX)),
+            None => want,
+        };
+        Some(self.byte_allowance(want))
+    }
+
+    /// Counts one zero-copy call; true if the `RPV_TEST_FAIL_AT` hook fails this one.
+    fn injected_failure(&mut self) -> bool {
+        self.zero_copy_calls += 1;
+        self.settings.hooks.fail_at == Some(self.zero_copy_calls)
+    }
+
     /// Waits for the `-L` budget and returns how many bytes may move now (byte mode), at
     /// most `want`. Line mode is limited per write in `rw_step`.
     fn byte_allowance(&mut self, want: usize) -> usize {
@@ -420,19 +437,14 @@ impl<'a> Engine<'a> {
             Path::FileLines => return self.file_lines_step(fd),
             _ => {}
         }
-        let mut want = match path {
+        let want = match path {
             Path::CopyRange => COPY_CHUNK,
             _ => self.splice_len.max(64 << 10),
         };
-        if let Some(left) = self.stop_remaining() {
-            if left == 0 {
-                return Step::End;
-            }
-            want = want.min(usize::try_from(left).unwrap_or(usize::MAX));
-        }
-        let len = self.byte_allowance(want);
-        self.zero_copy_calls += 1;
-        let result = if self.settings.hooks.fail_at == Some(self.zero_copy_calls) {
+        let Some(len) = self.next_len(want) else {
+            return Step::End;
+        };
+        let result = if self.injected_failure() {
             Err(io::Error::from_raw_os_error(libc::EINVAL))
         } else if path == Path::CopyRange {
             sys::copy_file_range(fd, self.out, len)
@@ -489,13 +501,10 @@ impl<'a> Engine<'a> {
         if self.pending.0 == self.pending.1 {
             let mut max = self.buf.len();
             if !self.settings.line_mode {
-                if let Some(left) = self.stop_remaining() {
-                    if left == 0 {
-                        return Step::End;
-                    }
-                    max = max.min(usize::try_from(left).unwrap_or(usize::MAX));
-                }
-                max = self.byte_allowance(max);
+                let Some(len) = self.next_len(max) else {
+                    return Step::End;
+                };
+                max = len;
             }
             let max = self.injected_read_limit(fd, max);
             let result = match max {

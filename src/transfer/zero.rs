@@ -13,16 +13,10 @@ use crate::sys::{self, FileKind};
 impl Engine<'_> {
     /// One chunk of generated zeros: one vmsplice or write call.
     pub(super) fn zero_step(&mut self) -> Step {
-        let mut want = sys::ZERO_CHUNK;
-        if let Some(left) = self.stop_remaining() {
-            if left == 0 {
-                return Step::End;
-            }
-            want = want.min(usize::try_from(left).unwrap_or(usize::MAX));
-        }
-        let len = self.byte_allowance(want);
-        self.zero_copy_calls += 1;
-        let result = if self.settings.hooks.fail_at == Some(self.zero_copy_calls) {
+        let Some(len) = self.next_len(sys::ZERO_CHUNK) else {
+            return Step::End;
+        };
+        let result = if self.injected_failure() {
             Err(io::Error::from_raw_os_error(libc::EINVAL))
         } else if self.out_info.kind == FileKind::Pipe {
             sys::vmsplice_zeros(self.out, len)

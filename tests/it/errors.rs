@@ -74,13 +74,7 @@ fn reader_going_away_ends_quietly_with_status_0() {
         child.stdout.as_mut().unwrap().read_exact(&mut one).unwrap();
         drop(child.stdout.take());
         let status = wait_within(&mut child, 10.0, "rpv big | head -c1");
-        let mut stderr = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
+        let stderr = crate::util::stderr_of(&mut child);
         assert_eq!(status.code(), Some(0), "{extra:?}: {stderr}");
         assert!(
             !stderr.contains("rpv:"),

@@ -74,11 +74,7 @@ fn a_background_job_shows_nothing_and_never_stops_the_pipeline() {
         s(&input),
         s(&out)
     );
-    let (status, terminal) = bash_on_terminal(&script, 60, 10, true, &[], |_| {});
-    let (_, bytes, _) = terminal.finish();
-    assert!(status.success());
-    let text = String::from_utf8_lossy(&bytes);
-    assert!(text.contains("status=0"), "{text:?}");
+    let text = background_job_output(&script);
     assert!(
         !text.contains("MiB"),
         "no progress from the background: {text:?}"
@@ -94,13 +90,20 @@ fn a_forced_background_job_draws_and_still_finishes() {
         "set -m; stty tostop; \"$RPV\" -f -b -i 0.1 -L 4M {} > /dev/null & wait $!; echo \"status=$?\"",
         s(&input)
     );
-    let (status, terminal) = bash_on_terminal(&script, 60, 10, true, &[], |_| {});
-    let (_, bytes, _) = terminal.finish();
-    assert!(status.success());
-    let text = String::from_utf8_lossy(&bytes);
-    assert!(text.contains("status=0"), "{text:?}");
+    let text = background_job_output(&script);
     assert!(
         text.contains("1.00MiB"),
         "-f draws even in the background (pv shows nothing): {text:?}"
     );
+}
+
+/// Runs `script` (a background job and `echo "status=$?"`) on a 60×10 terminal; asserts the
+/// job's status was 0 and returns everything written to the terminal.
+fn background_job_output(script: &str) -> String {
+    let (status, terminal) = bash_on_terminal(script, 60, 10, true, &[], |_| {});
+    let (_, bytes, _) = terminal.finish();
+    assert!(status.success());
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    assert!(text.contains("status=0"), "{text:?}");
+    text
 }

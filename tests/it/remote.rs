@@ -125,6 +125,18 @@ impl Target {
             .collect()
     }
 
+    /// `rpv -R PID ARGS`, then the display lines of `window` once the change settled
+    /// (300 ms); asserts that there are some.
+    fn lines_after(&self, args: &[&str], window: Duration) -> Vec<String> {
+        self.remote(args);
+        std::thread::sleep(Duration::from_millis(300));
+        let mark = self.stderr_len();
+        std::thread::sleep(window);
+        let lines = self.lines_since(mark);
+        assert!(!lines.is_empty(), "no display after -R {args:?}");
+        lines
+    }
+
     fn stderr_len(&self) -> usize {
         self.stderr.lock().unwrap().len()
     }
@@ -211,11 +223,7 @@ fn remote_changes_only_the_options_given() {
     ]);
     std::thread::sleep(Duration::from_millis(400));
     assert!(target.lines_since(0).iter().any(|l| l.contains("first:")));
-    target.remote(&["-N", "second"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let mark = target.stderr_len();
-    std::thread::sleep(Duration::from_millis(1000));
-    let lines = target.lines_since(mark);
+    let lines = target.lines_after(&["-N", "second"], Duration::from_millis(1000));
     assert!(
         lines.len() >= 5,
         "interval reset? {} lines in 1 s",
@@ -228,12 +236,7 @@ fn remote_changes_only_the_options_given() {
     let rate = target.queried_rate(1.6);
     assert!(rate < 150e3, "rate limit lost: {rate}");
 
-    target.remote(&["-F", "X%bX"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let mark = target.stderr_len();
-    std::thread::sleep(Duration::from_millis(500));
-    let lines = target.lines_since(mark);
-    assert!(!lines.is_empty());
+    let lines = target.lines_after(&["-F", "X%bX"], Duration::from_millis(500));
     for l in &lines {
         assert!(
             l.starts_with('X') && l.ends_with('X'),
@@ -242,12 +245,7 @@ fn remote_changes_only_the_options_given() {
     }
 
     // Display switches replace the format by their default one.
-    target.remote(&["-b", "-r"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let mark = target.stderr_len();
-    std::thread::sleep(Duration::from_millis(500));
-    let lines = target.lines_since(mark);
-    assert!(!lines.is_empty());
+    let lines = target.lines_after(&["-b", "-r"], Duration::from_millis(500));
     for l in &lines {
         assert!(
             l.contains("second:") && l.contains("B/s]"),

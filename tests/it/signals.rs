@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{rpv, wait_within};
+use crate::util::{rpv, spawn_draining, stderr_of, wait_within};
 
 fn kill(child: &Child, signal: libc::c_int) {
     // SAFETY: plain kill(2) on our own child.
@@ -16,25 +16,13 @@ fn kill(child: &Child, signal: libc::c_int) {
 #[test]
 fn interrupts_end_with_status_32_and_a_final_newline() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let mut child = rpv(&["-f", "-b", "-i", "0.1", "-L", "100k", "/dev/zero"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let reader =
-            std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
+        let (mut child, reader) =
+            spawn_draining(rpv(&["-f", "-b", "-i", "0.1", "-L", "100k", "/dev/zero"]));
         std::thread::sleep(Duration::from_millis(500));
         kill(&child, signal);
         let status = wait_within(&mut child, 3.0, "rpv");
         assert_eq!(status.code(), Some(32), "signal {signal}");
-        let mut stderr = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
+        let stderr = stderr_of(&mut child);
         assert!(stderr.ends_with("B\r\n"), "signal {signal}: {stderr:?}");
         assert!(reader.join().unwrap() > 0);
     }
@@ -66,7 +54,7 @@ fn process_state(pid: u32) -> char {
 fn stopped_time_is_not_counted_and_the_transfer_resumes() {
     // 2 MiB at 1 MiB/s, stopped for 1.5 s in the middle.
     let start = Instant::now();
-    let mut child = rpv(&[
+    let (mut child, reader) = spawn_draining(rpv(&[
         "-n",
         "-t",
         "-b",
@@ -78,14 +66,7 @@ fn stopped_time_is_not_counted_and_the_transfer_resumes() {
         "-s",
         "2M",
         "/dev/zero",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let reader =
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
+    ]));
     std::thread::sleep(Duration::from_millis(600));
     kill(&child, libc::SIGTSTP);
     std::thread::sleep(Duration::from_millis(200));
@@ -96,13 +77,7 @@ fn stopped_time_is_not_counted_and_the_transfer_resumes() {
     let wall = start.elapsed().as_secs_f64();
     assert!(status.success());
     assert_eq!(reader.join().unwrap(), 2 << 20);
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = stderr_of(&mut child);
     let last = stderr.lines().last().unwrap().to_string();
     let elapsed: f64 = last.split(' ').next().unwrap().parse().unwrap();
     assert!(

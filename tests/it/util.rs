@@ -1,8 +1,8 @@
 //! Test harness: build `rpv` commands, feed them, collect what they wrote.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// A command for the rpv binary with a neutral environment (C locale, no test hooks).
 pub fn rpv(args: &[&str]) -> Command {
@@ -65,6 +65,32 @@ pub fn run_with_input_keep_stdout(mut cmd: Command, input: &[u8]) -> Output {
     let out = child.wait_with_output().expect("wait rpv");
     writer.join().unwrap();
     out
+}
+
+/// Spawns `cmd` with stdout and stderr on pipes; a thread drains stdout and returns how
+/// many bytes it read.
+pub fn spawn_draining(mut cmd: Command) -> (Child, std::thread::JoinHandle<u64>) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rpv");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader =
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
+    (child, reader)
+}
+
+/// Everything `child` wrote to its piped stderr (call after it exited).
+pub fn stderr_of(child: &mut Child) -> String {
+    let mut text = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr piped")
+        .read_to_string(&mut text)
+        .unwrap();
+    text
 }
 
 /// A temporary directory that lives as long as the value.

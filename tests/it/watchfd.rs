@@ -84,6 +84,16 @@ fn numbers(text: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Runs `cmd` (at most 20 s) while `helper` reads, waits for the helper, and asserts that
+/// rpv exited 0; returns the output and its stderr.
+fn watch_ok(cmd: Command, helper: &mut Child) -> (Output, String) {
+    let out = run_limited(cmd, Duration::from_secs(20));
+    let _ = helper.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    (out, text)
+}
+
 fn file_of(dir: &Dir, name: &str, chunks: usize, seed: u64) -> std::path::PathBuf {
     dir.file(name, &data(chunks * CHUNK, seed))
 }
@@ -94,13 +104,10 @@ fn single_fd_numeric_rises_to_the_file_size_and_ends_with_the_process() {
     let file = file_of(&dir, "in.bin", 12, 1);
     let mut helper = slow_reader(&[&file], 12, "0.05", "0.6");
     let pid = helper.id().to_string();
-    let out = run_limited(
+    let (out, text) = watch_ok(
         rpv(&["-d", &format!("{pid}:3"), "-f", "-n", "-b", "-i", "0.1"]),
-        Duration::from_secs(20),
+        &mut helper,
     );
-    let _ = helper.wait();
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(out.stdout.is_empty());
     let values = numbers(&text);
     assert!(values.len() >= 3, "{text}");
@@ -117,7 +124,7 @@ fn single_fd_percentages_and_size_override() {
     let mut helper = slow_reader(&[&file], 8, "0.05", "0.6");
     let pid = helper.id().to_string();
     // --size is honoured for a single PID:FD (pv ignores it): 512 KiB of 1 MiB = 50 %.
-    let out = run_limited(
+    let (_, text) = watch_ok(
         rpv(&[
             "-d",
             &format!("{pid}:3"),
@@ -128,11 +135,8 @@ fn single_fd_percentages_and_size_override() {
             "-s",
             "1M",
         ]),
-        Duration::from_secs(20),
+        &mut helper,
     );
-    let _ = helper.wait();
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
     assert_eq!(*numbers(&text).last().unwrap(), 50.0, "{text}");
 }
 
@@ -142,13 +146,10 @@ fn single_fd_final_line_stays_visible() {
     let file = file_of(&dir, "in.bin", 4, 3);
     let mut helper = slow_reader(&[&file], 4, "0.05", "0.5");
     let pid = helper.id().to_string();
-    let out = run_limited(
+    let (_, text) = watch_ok(
         rpv(&["-d", &format!("{pid}:3"), "-f", "-w", "60", "-i", "0.1"]),
-        Duration::from_secs(20),
+        &mut helper,
     );
-    let _ = helper.wait();
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.ends_with("\r\n"), "{text:?}");
     let last = text.trim_end().rsplit('\r').next().unwrap();
     assert!(last.contains("100%"), "{text:?}");
@@ -168,10 +169,7 @@ fn whole_process_shows_each_file_on_its_own_line() {
     let pid = helper.id().to_string();
     let mut cmd = rpv(&["-d", &pid, "-f", "-w", "70", "-H", "10", "-i", "0.1"]);
     cmd.current_dir(dir.dir.path());
-    let out = run_limited(cmd, Duration::from_secs(20));
-    let _ = helper.wait();
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    let (_, text) = watch_ok(cmd, &mut helper);
     assert!(text.contains("\r\n"), "{text:?}");
     assert!(
         text.contains("\r\x1b[A"),
@@ -197,13 +195,7 @@ fn whole_process_numeric_lines_carry_names() {
     let a = file_of(&dir, "only.bin", 4, 6);
     let mut helper = slow_reader(&[&a], 4, "0.05", "0.5");
     let pid = helper.id().to_string();
-    let out = run_limited(
-        rpv(&["-d", &pid, "-f", "-n", "-i", "0.1"]),
-        Duration::from_secs(20),
-    );
-    let _ = helper.wait();
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    let (_, text) = watch_ok(rpv(&["-d", &pid, "-f", "-n", "-i", "0.1"]), &mut helper);
     let last = text.lines().last().unwrap_or("");
     assert!(
         last.starts_with("   3:") && last.contains("only.bin: "),
