@@ -239,7 +239,9 @@ fn an_instance_started_after_a_resize_finds_the_rows_again() {
 #[test]
 fn a_terminal_that_never_answers_does_not_hang() {
     let dir = Dir::new();
-    let input = dir.file("in", &data(1 << 20, 26));
+    // 8 MiB at 4 MiB/s: `one` is still running after its 1 s query times out, so `two`
+    // joins its registry (if `one` had already left, `two` would rightly ask again).
+    let input = dir.file("in", &data(8 << 20, 26));
     let script = format!(
         "\"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 > /dev/null; echo done",
         s(&input)
@@ -249,7 +251,7 @@ fn a_terminal_that_never_answers_does_not_hang() {
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(queries, 1);
     // Without an answer the rows start at the bottom of the screen.
-    assert_rows(&rows, &[("one", "1.00MiB"), ("two", "1.00MiB")], "done", 80);
+    assert_rows(&rows, &[("one", "8.00MiB"), ("two", "8.00MiB")], "done", 80);
 }
 
 #[test]
