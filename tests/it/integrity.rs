@@ -743,3 +743,50 @@ fn a_fifo_input_is_opened_once() {
         );
     }
 }
+
+#[test]
+fn copy_file_range_across_filesystems_falls_back_without_loss() {
+    // A tmpfs file into a file on the test directory's filesystem: copy_file_range between
+    // two filesystems is refused with EXDEV on most kernels (6.18 here), and read/write
+    // takes over at the same offset. Skipped where /dev/shm is missing or the same device.
+    use std::os::unix::fs::MetadataExt;
+    let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+        eprintln!("skipped: no /dev/shm");
+        return;
+    };
+    let dir = Dir::new();
+    let same_dev = |a: &std::path::Path, b: &std::path::Path| {
+        std::fs::metadata(a).unwrap().dev() == std::fs::metadata(b).unwrap().dev()
+    };
+    if same_dev(shm.path(), dir.dir.path()) {
+        eprintln!("skipped: /dev/shm and the test directory are one filesystem");
+        return;
+    }
+    for size in [1usize, 4097, (8 << 20) + 5, (17 << 20) + 3] {
+        let input = data(size, 47);
+        let in_path = shm.path().join("in");
+        std::fs::write(&in_path, &input).unwrap();
+        let out_path = dir.path("out");
+        let out = rpv(&["-q", s(&in_path)])
+            .env("RPV_TEST_TRACE", "1")
+            .stdin(Stdio::null())
+            .stdout(File::create(&out_path).unwrap())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let trace = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{trace}");
+        assert_same(
+            &std::fs::read(&out_path).unwrap(),
+            &input,
+            &format!("{size}"),
+        );
+        assert!(trace.contains(": CopyRange"), "{trace}");
+        if trace.contains("ReadWrite after") {
+            assert!(
+                trace.contains("ReadWrite after 1 zero-copy calls"),
+                "{trace}"
+            );
+        }
+    }
+}
