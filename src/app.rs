@@ -1,42 +1,50 @@
-//! The run: derive the configuration from the options, open the output, start the engine on
-//! the data thread and drive the display from this (main) thread.
+//! The run: parse → plan → run → exit status. Glue only.
 //!
-//! Owns: the only place that stats inputs to derive values (`--size` detection), opens the
-//! output, and decides what is displayed when (spec 2.1, 2.2). Must not: move data (the
-//! engine does) or format components (the display module does).
+//! Owns: the order of the steps, the threads of a transfer (one data thread per engine,
+//! the display loop on the main thread), the `-M` child process, the two phases of `-U`,
+//! and turning errors into messages and exit bits. Must not: decide what a mode shows
+//! (sources and sinks do), do set-up I/O (the plan does), or move data (the engine does).
 
-use std::fs::{File, OpenOptions};
-use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::Ordering;
+use std::ffi::OsString;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 
-use crate::cli::{Action, Options, SizeArg};
-use crate::shared::{status, Shared};
-use crate::sys::{self, FileKind};
-use crate::term::{self};
-use crate::transfer::output::Modifiers;
-use crate::transfer::{self, input, Engine, Hooks, Settings};
-use crate::view::Setup;
-use crate::view::View;
-use crate::{cli, modes, signals};
+use crate::cli::{self, MonitorSide, Options};
+use crate::control::client::{self, Client};
+use crate::control::{Reply, Request};
+use crate::error::{status, Error};
+use crate::meter::{Role, Unit};
+use crate::plan::{self, Job, MonitorPlan, Output, TransferPlan};
+use crate::session::{End, Session};
+use crate::sink::{self, DisplayConfig, Sink};
+use crate::source::engine::EngineSource;
+use crate::source::query::QuerySource;
+use crate::source::watch::WatchSource;
+use crate::source::Source;
+use crate::sys;
+use crate::term::{self, Term};
+use crate::transfer::{Engine, InputSource, InputSpec, Progress};
+use crate::{cleanup, signals};
 
 /// Entry point used by `main`: parses `args` (argv[0] first), runs, returns the exit status.
-pub fn main_with_args(args: Vec<String>) -> i32 {
-    let argv0 = args.first().cloned().unwrap_or_else(|| "rpv".into());
+pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    let argv0 = args
+        .first()
+        .map_or_else(|| "rpv".into(), |a| a.to_string_lossy().into_owned());
     let prog = std::path::Path::new(&argv0)
         .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "rpv".into());
+        .map_or_else(|| "rpv".into(), |s| s.to_string_lossy().into_owned());
     match cli::parse(&argv0, &args[1.min(args.len())..]) {
         cli::Parsed::Help => print_stdout(&cli::help_text(term::size(0, 0).0)),
         cli::Parsed::Version => print_stdout(&cli::version_text()),
         cli::Parsed::Error(text) => {
-            eprint!("{text}");
+            Term::new(&prog).raw(&text);
             status::USAGE.into()
         }
         cli::Parsed::Run(options) => {
             let status = run(&options, &prog);
-            for message in crate::cleanup::remove_all() {
-                eprintln!("{prog}: {message}");
+            for message in cleanup::remove_all() {
+                Term::new(&prog).message(&message);
             }
             status.into()
         }
@@ -50,294 +58,264 @@ fn print_stdout(text: &str) -> i32 {
     0
 }
 
-/// The output: standard output or an `-o` file.
-pub(crate) enum Output {
-    Stdout,
-    File(File),
-}
-
-impl Output {
-    /// The descriptor to write to.
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        match self {
-            Output::Stdout => sys::stdout_fd(),
-            Output::File(f) => f.as_fd(),
-        }
+/// Reports `e` and returns its exit bits (an interrupted set-up step says nothing).
+fn fail(prog: &str, e: &Error) -> u8 {
+    if signals::exit_requested() {
+        return status::SIGNAL;
     }
-}
-
-/// Opens `-o FILE` without truncating it, and truncates it only if at least one input is
-/// not the output itself: `rpv -o x x` leaves `x` intact (pv empties it first).
-fn open_output(path: &str, inputs: &[String]) -> std::io::Result<Output> {
-    if path == "-" {
-        return Ok(Output::Stdout);
-    }
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    let out_info = sys::fstat(file.as_fd())?;
-    if out_info.kind == FileKind::Regular {
-        let is_out = |operand: &String| {
-            let info = if operand == "-" {
-                sys::fstat(sys::stdin_fd()).ok()
-            } else {
-                sys::stat(std::path::Path::new(operand)).ok()
-            };
-            info.is_some_and(|i| input::is_output(&i, &out_info))
-        };
-        if !inputs.iter().all(is_out) {
-            sys::ftruncate(file.as_fd(), 0)?;
-        }
-    }
-    Ok(Output::File(file))
-}
-
-/// Derived size (spec 3.2): bytes or lines; 0 = unknown. Also whether `-S` was implied by
-/// an output block device.
-fn detect_size(o: &Options, inputs: &[String], out: BorrowedFd<'_>) -> Result<(u64, bool), String> {
-    let size = match &o.size {
-        SizeArg::Value(n) => *n,
-        SizeArg::Path(p) => input::size_of_path(p)?,
-        SizeArg::Auto if o.line_mode => {
-            input::total_lines(inputs, if o.null { 0 } else { b'\n' }).unwrap_or(0)
-        }
-        SizeArg::Auto => input::total_bytes(inputs),
-    };
-    if size == 0 && !o.line_mode {
-        if let Ok(info) = sys::fstat(out) {
-            let append = sys::status_flags(out)
-                .map(|f| f & libc::O_APPEND != 0)
-                .unwrap_or(true);
-            if info.kind == FileKind::Block && !append {
-                if let Ok(end) = sys::lseek(out, 0, libc::SEEK_END) {
-                    let _ = sys::lseek(out, 0, libc::SEEK_SET);
-                    return Ok((end, true));
-                }
-            }
-        }
-    }
-    Ok((size, false))
+    Term::new(prog).message(&e.to_string());
+    e.exit_bits()
 }
 
 fn run(o: &Options, prog: &str) -> u8 {
-    if let Some(path) = &o.pidfile {
-        if let Err(message) = write_pidfile(path) {
-            eprintln!("{prog}: {message}");
-            return status::REMOTE_OR_PID;
+    signals::install();
+    let plan = match plan::plan(o) {
+        Ok(plan) => plan,
+        Err(e) => return fail(prog, &e),
+    };
+    let display = plan.display;
+    match plan.job {
+        Job::Transfer(t) => transfers(vec![t], display, prog),
+        Job::Store(first, store) => {
+            let phase1 = DisplayConfig {
+                name: Some("(input)".into()),
+                ..display.clone()
+            };
+            let status = transfers(vec![first], phase1, prog);
+            if status != 0 {
+                return status;
+            }
+            match plan::second_phase(o, &display, store) {
+                Ok(second) => transfers(vec![second], display, prog),
+                Err(e) => fail(prog, &e),
+            }
+        }
+        Job::Monitor(m) => monitor(o, display, m, prog),
+        Job::Watch(w) => {
+            let source = WatchSource::new(w.targets, w.problems, w.size, display.interval_ns);
+            session(vec![Box::new(source)], display, prog).1
+        }
+        Job::Query(pid) => query(o, display, pid, prog),
+        Job::Remote(pid, changes) => match client::remote(pid, changes) {
+            Ok(()) => 0,
+            Err(e) => fail(prog, &e),
+        },
+    }
+}
+
+/// Runs a display loop over `sources`, with the sinks the settings ask for.
+fn session<'a>(
+    sources: Vec<Box<dyn Source + 'a>>,
+    display: DisplayConfig,
+    prog: &str,
+) -> (End, u8) {
+    let mut term = Term::new(prog);
+    if display.cursor {
+        term.enable_cursor(display.height);
+    }
+    let sinks = sinks(&display, prog, &sources);
+    Session::new(sources, sinks, display, term).run()
+}
+
+/// The sinks for these settings: messages always; the line, numeric output or (for
+/// watched descriptors) the multi-line screen; titles and statistics when asked for.
+fn sinks<'a>(
+    display: &DisplayConfig,
+    prog: &str,
+    sources: &[Box<dyn Source + 'a>],
+) -> Vec<Box<dyn Sink + 'a>> {
+    let watching = sources.iter().any(|s| !s.final_update());
+    let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(sink::messages::Messages)];
+    if display.style.numeric {
+        sinks.push(Box::new(sink::numeric::Numeric::default()));
+    } else if watching {
+        sinks.push(Box::new(sink::multi::Multi::default()));
+    } else {
+        sinks.push(Box::new(sink::line::Line::default()));
+    }
+    if !watching {
+        if display.extra.is_some() {
+            sinks.push(Box::new(sink::title::Title::new(prog)));
+        }
+        if display.stats {
+            sinks.push(Box::new(sink::stats::Stats));
         }
     }
-    match &o.action {
-        Action::WatchFd(_) => modes::watchfd::run(o, prog),
-        Action::Remote(_) | Action::Query(_) => modes::remote::run(o, prog),
-        Action::Monitor(_) => modes::monitor::run(o, prog),
-        Action::StoreAndForward(file) => store_and_forward(o, prog, file),
-        Action::Transfer => transfer(o, prog),
+    sinks
+}
+
+/// Runs transfers (one, or the two sides of `-M both`): each engine on a data thread of its
+/// own, one display loop here.
+fn transfers(plans: Vec<TransferPlan>, display: DisplayConfig, prog: &str) -> u8 {
+    let progresses: Vec<Progress> = plans
+        .iter()
+        .map(|_| Progress::new(signals::waker()))
+        .collect();
+    std::thread::scope(|scope| {
+        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        for (plan, progress) in plans.into_iter().zip(&progresses) {
+            let TransferPlan {
+                settings,
+                output,
+                meter,
+            } = plan;
+            let engine_output = output.clone();
+            scope.spawn(move || {
+                signals::block_in_this_thread();
+                run_engine(&settings, &engine_output, progress);
+            });
+            sources.push(Box::new(EngineSource::new(progress, output, meter)));
+        }
+        let (end, status) = session(sources, display, prog);
+        if end == End::Interrupted {
+            // A data thread may sit in a blocking call: do not wait for it.
+            cleanup::exit(status);
+        }
+        status
+    })
+}
+
+fn run_engine(settings: &crate::transfer::Settings, output: &Output, progress: &Progress) {
+    match Engine::new(settings, output.fd(), progress) {
+        Ok(mut engine) => engine.run(),
+        Err(err) => {
+            progress.emit(crate::meter::Event::Error(Error::Output {
+                path: None,
+                err,
+            }));
+            progress.finish();
+        }
     }
 }
 
-/// Writes `"<pid>\n"` to `path` atomically (a temporary file in the same directory, mode
-/// 0644, renamed over it) and registers it for removal at exit (spec 4.5).
-fn write_pidfile(path: &str) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
-    let (mut file, temp) = sys::mkstemp(&format!("{path}.XXXXXX"))
-        .map_err(|e| format!("{path}.XXXXXX: {}", sys::strerror(&e)))?;
-    let written = file
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .and_then(|()| writeln!(file, "{}", std::process::id()))
-        .and_then(|()| std::fs::rename(&temp, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(format!("{temp}: {}", sys::strerror(&e)));
+/// `-M SIDE -- COMMAND ARGS`: runs the command with pipes on the metered sides. The exit
+/// status is rpv's own if its transfer had a problem, otherwise the command's (128 + N if
+/// signal N killed it). A command that cannot be started: status 127 (not found) or 126.
+fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, prog: &str) -> u8 {
+    let pipe = |wanted: bool| -> Result<Option<_>, Error> {
+        if !wanted {
+            return Ok(None);
+        }
+        sys::pipe().map(Some).map_err(|e| {
+            Error::other(
+                status::REMOTE_OR_PID,
+                format!("pipe: {}", sys::strerror(&e)),
+            )
+        })
+    };
+    let both = m.side == MonitorSide::Both;
+    let (in_pipe, out_pipe) = match (
+        pipe(m.side != MonitorSide::Out),
+        pipe(m.side != MonitorSide::In),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return fail(prog, &e),
+    };
+    let mut cmd = Command::new(&m.command);
+    cmd.args(&m.args);
+    let (in_read, in_write) = in_pipe.unzip();
+    let (out_read, out_write) = out_pipe.unzip();
+    if let Some(read) = in_read {
+        cmd.stdin(Stdio::from(read));
     }
-    crate::cleanup::register(path.into(), true);
-    Ok(())
-}
-
-/// `-U FILE`: copy everything to FILE first (shown as `(input)`), then FILE to the output
-/// with its now-known size (spec 3.13). `-` is a private temporary file, removed afterwards.
-fn store_and_forward(o: &Options, prog: &str, file: &str) -> u8 {
-    let path = if file == "-" {
-        let dir = ["TMPDIR", "TMP"]
-            .iter()
-            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-            .unwrap_or_else(|| "/tmp".into());
-        match sys::mkstemp(&format!("{dir}/rpv.XXXXXX")) {
-            Ok((_, path)) => {
-                crate::cleanup::register(path.clone().into(), false);
-                path
+    match (out_write, &m.output) {
+        (Some(write), _) => {
+            cmd.stdout(Stdio::from(write));
+        }
+        (None, Output::File(file)) => match file.try_clone() {
+            Ok(f) => {
+                cmd.stdout(Stdio::from(f));
             }
             Err(e) => {
-                eprintln!("{prog}: {dir}/rpv.XXXXXX: {}", sys::strerror(&e));
-                return status::REMOTE_OR_PID;
+                let e = Error::other(status::REMOTE_OR_PID, sys::strerror(&e));
+                return fail(prog, &e);
+            }
+        },
+        (None, _) => {}
+    }
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            let command = m.command.to_string_lossy().into_owned();
+            return fail(prog, &Error::Command { command, err });
+        }
+    };
+    // The command holds its ends now; ours must close so EOF and EPIPE work.
+    drop(cmd);
+    let mut plans = Vec::new();
+    if let Some(to_command) = in_write {
+        let role = if both {
+            Role::MonitorIn
+        } else {
+            Role::Transfer
+        };
+        let output = Output::Pipe(Arc::new(to_command));
+        match plan::monitor_side(o, &display, InputSpec::operand("-".as_ref()), output, role) {
+            Ok(p) => plans.push(p),
+            Err(e) => return fail(prog, &e),
+        }
+    }
+    if let Some(from_command) = out_read {
+        let role = if both {
+            Role::MonitorOut
+        } else {
+            Role::Transfer
+        };
+        let input = InputSpec::new(InputSource::Fd(from_command), "(pipe)".into());
+        match plan::monitor_side(o, &display, input, m.output.clone(), role) {
+            Ok(p) => plans.push(p),
+            Err(e) => return fail(prog, &e),
+        }
+    }
+    let own = transfers(plans, display, prog);
+    finish_command(prog, child, own)
+}
+
+/// Waits for the command; the exit status is rpv's own if non-zero, else the command's.
+fn finish_command(prog: &str, mut child: Child, own: u8) -> u8 {
+    let command_code = match child.wait() {
+        Ok(exit) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (exit.code(), exit.signal()) {
+                (Some(code), _) => (code & 0xff) as u8,
+                (None, Some(signal)) => (128 + signal).min(255) as u8,
+                (None, None) => 1,
             }
         }
+        Err(e) => fail(
+            prog,
+            &Error::other(status::REMOTE_OR_PID, sys::strerror(&e)),
+        ),
+    };
+    if own != 0 {
+        own
     } else {
-        file.to_string()
-    };
-    let mut first = o.clone();
-    first.action = Action::Transfer;
-    first.name = Some("(input)".into());
-    first.output = Some(path.clone());
-    let status = transfer(&first, prog);
-    if status != 0 {
-        return status;
+        command_code
     }
-    let mut second = o.clone();
-    second.action = Action::Transfer;
-    second.files = vec![path.clone()];
-    second.size = SizeArg::Auto;
-    let status = transfer(&second, prog);
-    if file == "-" {
-        crate::cleanup::remove(std::path::Path::new(&path));
-    }
-    status
 }
 
-/// One transfer of `o.files` to `-o`/stdout with its display.
-fn transfer(o: &Options, prog: &str) -> u8 {
-    let inputs = if o.files.is_empty() {
-        vec!["-".to_string()]
+/// `-Q PID`: shows another rpv's progress until it ends.
+fn query(o: &Options, display: DisplayConfig, pid: u32, prog: &str) -> u8 {
+    if let Err(e) = client::check_target(pid) {
+        return fail(prog, &e);
+    }
+    let not_received = Error::Remote { pid, err: None };
+    let Some(mut client) = Client::connect(pid) else {
+        return fail(prog, &not_received);
+    };
+    let Some(Reply::State {
+        elapsed,
+        transferred,
+        size,
+    }) = client.ask(&Request::Query)
+    else {
+        return fail(prog, &not_received);
+    };
+    let unit = if o.line_mode {
+        Unit::Lines
     } else {
-        o.files.clone()
+        Unit::Bytes
     };
-    let output = match output_for(o, prog, &inputs) {
-        Ok(out) => out,
-        Err(code) => return code,
-    };
-    transfer_to(o, prog, inputs, output.fd(), Setup::default())
-}
-
-/// Opens the output (`-o` or stdout); an error is printed and its exit status returned.
-pub(crate) fn output_for(o: &Options, prog: &str, inputs: &[String]) -> Result<Output, u8> {
-    match o
-        .output
-        .as_deref()
-        .map(|p| open_output(p, inputs))
-        .transpose()
-    {
-        Ok(out) => Ok(out.unwrap_or(Output::Stdout)),
-        Err(e) => {
-            eprintln!(
-                "{prog}: {}: {}",
-                o.output.as_deref().unwrap_or(""),
-                sys::strerror(&e)
-            );
-            Err(status::ACCESS)
-        }
-    }
-}
-
-/// Transfers `inputs` to `out` with a display: size detection, engine settings, the run.
-pub(crate) fn transfer_to(
-    o: &Options,
-    prog: &str,
-    inputs: Vec<String>,
-    out: BorrowedFd<'_>,
-    setup: Setup,
-) -> u8 {
-    let sized = setup.size_from.as_ref().unwrap_or(&inputs);
-    let (size, implied_stop) = match detect_size(o, sized, out) {
-        Ok(v) => v,
-        Err(message) => {
-            eprintln!("{prog}: {message}");
-            return status::USAGE;
-        }
-    };
-    let view = View::new(o, prog, size, setup);
-    let capture = view.shows_tail();
-    let modifiers = Modifiers {
-        discard: o.discard,
-        sparse: o.sparse,
-        sync: o.sync,
-        direct: o.direct_io,
-    };
-    let hooks = Hooks::from_env();
-    // Modifiers and the read-error hook work on the read/write path.
-    // -E in line mode too: the fast -l path counts from a mapping of the file, and a bad
-    // sector there would be a SIGBUS instead of a read error to skip.
-    let needs_rw = o.discard
-        || o.sparse
-        || o.sync
-        || o.direct_io
-        || (o.line_mode && o.skip_errors > 0)
-        || !hooks.read_errors.is_empty();
-    let settings = Settings {
-        inputs,
-        line_mode: o.line_mode,
-        separator: if o.null { 0 } else { b'\n' },
-        // %A and %L need the bytes: rpv then uses read/write (pv leaves them blank). Line
-        // mode picks its own paths (transfer::lines).
-        zero_copy: !o.no_splice && !capture && !needs_rw,
-        buffer_size: if o.buffer_size > 0 {
-            o.buffer_size as usize
-        } else {
-            transfer::DEFAULT_BUFFER
-        },
-        rate_limit: o.rate_limit,
-        // -S with an unknown size passes everything through (pv 1.11 passes nothing).
-        stop_at: ((o.stop_at_size || implied_stop) && size > 0).then_some(size),
-        capture,
-        modifiers,
-        skip_errors: o.skip_errors,
-        skip_block: o.error_skip_block,
-        hooks,
-    };
-    drive(out, view, |shared| run_engine(&settings, out, shared))
-}
-
-/// A display fed by `producer` instead of the engine (`-Q`): it runs on its own thread,
-/// publishes counts in `Shared::bytes`/`lines` and calls `Shared::finish` at the end.
-pub(crate) fn display_with(
-    o: &Options,
-    prog: &str,
-    size: u64,
-    setup: Setup,
-    producer: impl FnOnce(&Shared) + Send,
-) -> u8 {
-    let mut view = View::new(o, prog, size, setup);
-    view.use_published_counts();
-    drive(sys::stdout_fd(), view, producer)
-}
-
-/// Runs `producer` (the engine) on the data thread and the display loop here.
-fn drive(out: BorrowedFd<'_>, mut view: View, producer: impl FnOnce(&Shared) + Send) -> u8 {
-    let Ok((wake_r, wake_w)) = sys::pipe() else {
-        signals::ignore_pipe();
-        let shared = Shared::new(None);
-        producer(&shared);
-        return shared.status();
-    };
-    if let Ok(for_signals) = wake_w.try_clone() {
-        signals::install(for_signals);
-    }
-    let _ = sys::set_nonblocking(wake_r.as_fd(), true);
-    let shared = Shared::new(Some(wake_w));
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            sys::block_signals(&signals::HANDLED);
-            producer(&shared);
-        });
-        view.run(&shared, wake_r.as_fd(), out);
-        if shared.stop.load(Ordering::Relaxed) {
-            // Interrupted: the data thread may sit in a blocking call; do not wait for it.
-            crate::cleanup::exit(shared.status());
-        }
-    });
-    shared.status()
-}
-
-fn run_engine(settings: &Settings, out: BorrowedFd<'_>, shared: &Shared) {
-    match Engine::new(settings, out, shared) {
-        Ok(mut engine) => engine.run(),
-        Err(e) => {
-            shared.report(
-                status::ACCESS,
-                format!("failed to stat output file: {}", sys::strerror(&e)),
-            );
-            shared.finish();
-        }
-    }
+    let source = QuerySource::new(client, (elapsed, transferred, size), unit, o.wait);
+    session(vec![Box::new(source)], display, prog).1
 }

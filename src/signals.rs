@@ -1,39 +1,61 @@
-//! Signal handling: every handler only sets flags (and pokes the wake pipe).
+//! Signal handling: every handler only sets flags and writes a byte to the wake pipe.
 //!
-//! - SIGINT/SIGHUP/SIGTERM: request exit (status bit 32, no final update; spec 5).
+//! Owns: the process's one set of handlers (installed once, however many display loops
+//! run) and the wake pipe the display loop waits on, which sources and the control server
+//! also use to wake it.
+//!
+//! - SIGINT/SIGHUP/SIGTERM: request exit (status bit 32). The handlers are installed
+//!   without `SA_RESTART`, so a blocking call on the main thread (opening a FIFO, `flock`,
+//!   a write to a blocked terminal) returns EINTR and rpv exits promptly; other threads
+//!   block these signals.
 //! - SIGTSTP: note the time and stop with SIGSTOP; SIGCONT adds the stopped time to a total
 //!   that elapsed time excludes, and asks for a redraw.
 //! - SIGWINCH: re-read the terminal size at the next update.
+//! - SIGUSR1, SIGUSR2, SIGALRM: never end a transfer. pv uses the first two for its own
+//!   remote control (`pv -R`/`pv -Q` send them to "the pv process"); rpv says once that it
+//!   is controlled through `rpv -R`/`rpv -Q` instead.
 //! - SIGPIPE ignored (EPIPE is handled where it happens); SIGTTOU ignored, so a background
 //!   rpv never stops the pipeline. rpv never sets TOSTOP (pv does, and then shows nothing in
-//!   the background: spec 7.3 #30).
+//!   the background).
+//!
+//! signal-hook is not used: it installs its handlers with `SA_RESTART`, and rpv needs the
+//! interrupted system calls above.
 
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
+use crate::meter::Waker;
 use crate::sys;
 
-static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+/// The wake pipe: (read end, write end).
+static WAKE: OnceLock<(OwnedFd, OwnedFd)> = OnceLock::new();
 static EXIT: AtomicBool = AtomicBool::new(false);
 static RESIZED: AtomicBool = AtomicBool::new(false);
 static CONTINUED: AtomicBool = AtomicBool::new(false);
 static STOPPED_AT: AtomicU64 = AtomicU64::new(0);
 static STOPPED_TOTAL: AtomicU64 = AtomicU64::new(0);
+/// Bits of the "foreign" signals seen and not yet reported: 1 = SIGUSR1, 2 = SIGUSR2.
+static FOREIGN: AtomicU32 = AtomicU32::new(0);
+/// Bits already reported (each is reported once per run).
+static REPORTED: AtomicU32 = AtomicU32::new(0);
 
-/// The signals the display thread handles; the data thread blocks them.
-pub const HANDLED: [libc::c_int; 6] = [
+/// The signals the main thread handles; every other thread blocks them.
+const HANDLED: [libc::c_int; 9] = [
     libc::SIGINT,
     libc::SIGHUP,
     libc::SIGTERM,
     libc::SIGTSTP,
     libc::SIGCONT,
     libc::SIGWINCH,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
 ];
 
 fn poke() {
-    let fd = WAKE_FD.load(Ordering::Relaxed);
-    if fd >= 0 {
-        sys::write_raw(fd, b"s");
+    if let Some((_, write)) = WAKE.get() {
+        let _ = sys::write(write.as_fd(), b"s");
     }
 }
 
@@ -62,25 +84,72 @@ extern "C" fn on_winch(_: libc::c_int) {
     poke();
 }
 
-/// Installs the handlers; `wake` (the write end of the display thread's wake pipe) is kept
-/// open for the rest of the process.
-pub fn install(wake: OwnedFd) {
-    let _ = sys::set_nonblocking(std::os::fd::AsFd::as_fd(&wake), true);
-    WAKE_FD.store(wake.as_raw_fd(), Ordering::Relaxed);
-    std::mem::forget(wake);
-    sys::ignore_signal(libc::SIGPIPE);
-    sys::ignore_signal(libc::SIGTTOU);
-    for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGTERM] {
-        let _ = sys::set_signal_handler(sig, on_exit_signal);
-    }
-    let _ = sys::set_signal_handler(libc::SIGTSTP, on_tstp);
-    let _ = sys::set_signal_handler(libc::SIGCONT, on_cont);
-    let _ = sys::set_signal_handler(libc::SIGWINCH, on_winch);
+extern "C" fn on_foreign(sig: libc::c_int) {
+    let bit = match sig {
+        libc::SIGUSR1 => 1,
+        libc::SIGUSR2 => 2,
+        _ => return, // SIGALRM: nothing to say
+    };
+    FOREIGN.fetch_or(bit, Ordering::Relaxed);
+    poke();
 }
 
-/// Ignores SIGPIPE only (for runs without a display loop).
-pub fn ignore_pipe() {
-    sys::ignore_signal(libc::SIGPIPE);
+/// Installs the handlers and creates the wake pipe, once per process (later calls do
+/// nothing). Returns false if the wake pipe could not be made (the display loop then
+/// polls on its interval alone).
+pub fn install() -> bool {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok((read, write)) = sys::pipe() {
+            let _ = sys::set_nonblocking(read.as_fd(), true);
+            let _ = sys::set_nonblocking(write.as_fd(), true);
+            let _ = WAKE.set((read, write));
+        }
+        sys::ignore_signal(libc::SIGPIPE);
+        sys::ignore_signal(libc::SIGTTOU);
+        for sig in [libc::SIGINT, libc::SIGHUP, libc::SIGTERM] {
+            let _ = sys::set_signal_handler(sig, on_exit_signal);
+        }
+        let _ = sys::set_signal_handler(libc::SIGTSTP, on_tstp);
+        let _ = sys::set_signal_handler(libc::SIGCONT, on_cont);
+        let _ = sys::set_signal_handler(libc::SIGWINCH, on_winch);
+        for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM] {
+            let _ = sys::set_signal_handler(sig, on_foreign);
+        }
+    });
+    WAKE.get().is_some()
+}
+
+/// Blocks the handled signals in the calling thread (every thread but the main one), so
+/// they interrupt the main thread's blocking calls.
+pub fn block_in_this_thread() {
+    sys::block_signals(&HANDLED);
+}
+
+/// A waker for the display loop (a duplicate of the wake pipe's write end).
+pub fn waker() -> Waker {
+    match WAKE.get().and_then(|(_, w)| w.try_clone().ok()) {
+        Some(fd) => Waker::new(fd),
+        None => Waker::none(),
+    }
+}
+
+/// The read end of the wake pipe, if there is one.
+fn wake_fd() -> Option<BorrowedFd<'static>> {
+    WAKE.get().map(|(read, _)| read.as_fd())
+}
+
+/// Waits up to `timeout_ms` for a wake-up (a signal, an event, the end of the engine), then
+/// empties the wake pipe.
+pub fn wait(timeout_ms: i32) {
+    match wake_fd() {
+        Some(fd) => {
+            let _ = sys::poll_one(fd, libc::POLLIN, timeout_ms);
+            let mut buf = [0u8; 64];
+            while matches!(sys::read(fd, &mut buf), Ok(n) if n > 0) {}
+        }
+        None => std::thread::sleep(std::time::Duration::from_millis(timeout_ms.max(0) as u64)),
+    }
 }
 
 /// True once SIGINT, SIGHUP or SIGTERM arrived.
@@ -101,4 +170,19 @@ pub fn take_continued() -> bool {
 /// Nanoseconds spent stopped (Ctrl-Z) so far.
 pub fn stopped_ns() -> u64 {
     STOPPED_TOTAL.load(Ordering::Relaxed)
+}
+
+/// A note for the user after SIGUSR1/SIGUSR2 (pv's own remote control), once per signal.
+pub fn take_foreign() -> Option<String> {
+    let seen = FOREIGN.swap(0, Ordering::Relaxed);
+    let new = seen & !REPORTED.fetch_or(seen, Ordering::Relaxed);
+    let name = match new {
+        0 => return None,
+        1 => "SIGUSR1",
+        2 => "SIGUSR2",
+        _ => "SIGUSR1 and SIGUSR2",
+    };
+    Some(format!(
+        "{name} ignored: this is rpv, which is queried with rpv -Q and controlled with rpv -R"
+    ))
 }

@@ -6,6 +6,10 @@
 //! strictly left to right. Must not: open, stat or read anything (`-s @PATH` and
 //! `-d @LISTFILE` stay strings).
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
 use super::number::{is_valid_double, is_valid_integer, is_valid_size, parse_interval, parse_size};
 use super::{Action, MonitorSide, Options, Parsed, SizeArg};
 
@@ -94,19 +98,20 @@ pub(crate) const FLAGS: &[Flag] = &[
 
 /// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
 /// basename as `<prog>` in pv's own messages. Honours `POSIXLY_CORRECT` from the environment.
-pub fn parse(argv0: &str, args: &[String]) -> Parsed {
+/// Arguments are taken as the bytes the kernel passed: file names need not be UTF-8.
+pub fn parse(argv0: &str, args: &[OsString]) -> Parsed {
     parse_with(argv0, args, std::env::var_os("POSIXLY_CORRECT").is_some())
 }
 
 /// [`parse`] with the `POSIXLY_CORRECT` decision made by the caller: when `posix` is true,
 /// option processing stops at the first operand.
-pub(crate) fn parse_with(argv0: &str, args: &[String], posix: bool) -> Parsed {
+pub(crate) fn parse_with(argv0: &str, args: &[OsString], posix: bool) -> Parsed {
     let prog = basename(argv0);
     let mut scanner = Scanner::new(argv0, args, posix);
     let mut state = State::new(prog);
     loop {
         let step = match scanner.next_option() {
-            Ok(Some((short, value))) => state.apply(short, value),
+            Ok(Some(found)) => state.apply(found.short, found.value),
             Ok(None) => break,
             Err(glibc) => Err(format!(
                 "{glibc}Try `{prog} --help' for more information.\n"
@@ -146,13 +151,13 @@ enum LongMatchError {
 
 /// glibc's long-name lookup: an exact name wins; otherwise the name must be a prefix of one
 /// option only (aliases of the same option, like `--sparse`/`--sparse-output`, count once).
-fn find_long(name: &str) -> Result<&'static Flag, LongMatchError> {
-    if let Some(exact) = FLAGS.iter().find(|f| f.long == name) {
+fn find_long(name: &[u8]) -> Result<&'static Flag, LongMatchError> {
+    if let Some(exact) = FLAGS.iter().find(|f| f.long.as_bytes() == name) {
         return Ok(exact);
     }
     let mut first: Option<&'static Flag> = None;
     let mut ambiguous = Vec::new();
-    for candidate in FLAGS.iter().filter(|f| f.long.starts_with(name)) {
+    for candidate in FLAGS.iter().filter(|f| f.long.as_bytes().starts_with(name)) {
         match first {
             None => first = Some(candidate),
             Some(f) if f.short != candidate.short || f.takes_value != candidate.takes_value => {
@@ -172,28 +177,33 @@ fn find_long(name: &str) -> Result<&'static Flag, LongMatchError> {
 }
 
 /// One option as found by the scanner: its short letter and its value, if it takes one.
-type Found<'a> = (char, Option<&'a str>);
+#[derive(Debug, Clone, Copy)]
+struct Found<'a> {
+    short: char,
+    value: Option<&'a OsStr>,
+}
 
-/// Walks argv like glibc `getopt_long`, collecting operands on the side.
+/// Walks argv like glibc `getopt_long`, collecting operands on the side. It works on the
+/// arguments' bytes, so operands and option values keep bytes that are not UTF-8.
 struct Scanner<'a> {
     argv0: &'a str,
-    args: &'a [String],
+    args: &'a [OsString],
     /// Index of the next argument to look at.
     next: usize,
     /// The unread rest of a short-option bundle (`-pterb` after `-p` is `terb`).
-    bundle: &'a str,
+    bundle: &'a [u8],
     /// Stop at the first operand (`POSIXLY_CORRECT`).
     posix: bool,
-    operands: Vec<String>,
+    operands: Vec<OsString>,
 }
 
 impl<'a> Scanner<'a> {
-    fn new(argv0: &'a str, args: &'a [String], posix: bool) -> Self {
+    fn new(argv0: &'a str, args: &'a [OsString], posix: bool) -> Self {
         Scanner {
             argv0,
             args,
             next: 0,
-            bundle: "",
+            bundle: b"",
             posix,
             operands: Vec::new(),
         }
@@ -207,14 +217,15 @@ impl<'a> Scanner<'a> {
         }
         while let Some(arg) = self.args.get(self.next) {
             self.next += 1;
-            if arg == "--" {
+            let bytes = arg.as_bytes();
+            if bytes == b"--" {
                 self.rest_are_operands();
                 return Ok(None);
             }
-            if let Some(body) = arg.strip_prefix("--") {
+            if let Some(body) = bytes.strip_prefix(b"--") {
                 return self.long(body).map(Some);
             }
-            if let Some(bundle) = arg.strip_prefix('-').filter(|b| !b.is_empty()) {
+            if let Some(bundle) = bytes.strip_prefix(b"-").filter(|b| !b.is_empty()) {
                 self.bundle = bundle;
                 return self.short().map(Some);
             }
@@ -234,28 +245,44 @@ impl<'a> Scanner<'a> {
     }
 
     /// Takes the next argument whole, as the value of the current option.
-    fn take_argument(&mut self) -> Option<&'a str> {
+    fn take_argument(&mut self) -> Option<&'a OsStr> {
         let value = self.args.get(self.next)?;
         self.next += 1;
         Some(value)
     }
 
-    /// Reads one letter of the current bundle (and its value, if it takes one).
+    /// Reads one letter of the current bundle (and its value, if it takes one). A byte that
+    /// does not start a UTF-8 character is reported as it is.
     fn short(&mut self) -> Result<Found<'a>, String> {
-        let mut chars = self.bundle.chars();
-        let c = chars.next().unwrap_or('-');
-        self.bundle = chars.as_str();
-        let Some(flag) = find_short(c) else {
-            return Err(format!("{}: invalid option -- '{c}'\n", self.argv0));
+        let len = utf8_len(self.bundle);
+        let (letter, rest) = self.bundle.split_at(len);
+        self.bundle = rest;
+        let c = std::str::from_utf8(letter)
+            .ok()
+            .and_then(|s| s.chars().next())
+            .unwrap_or(char::REPLACEMENT_CHARACTER);
+        let Some(flag) = find_short(c).filter(|_| c != char::REPLACEMENT_CHARACTER) else {
+            let shown = String::from_utf8_lossy(letter);
+            return Err(format!("{}: invalid option -- '{shown}'\n", self.argv0));
         };
         if !flag.takes_value {
-            return Ok((c, None));
+            return Ok(Found {
+                short: c,
+                value: None,
+            });
         }
         if !self.bundle.is_empty() {
-            return Ok((c, Some(std::mem::take(&mut self.bundle))));
+            let value = OsStr::from_bytes(std::mem::take(&mut self.bundle));
+            return Ok(Found {
+                short: c,
+                value: Some(value),
+            });
         }
         match self.take_argument() {
-            Some(value) => Ok((c, Some(value))),
+            Some(value) => Ok(Found {
+                short: c,
+                value: Some(value),
+            }),
             None => Err(format!(
                 "{}: option requires an argument -- '{c}'\n",
                 self.argv0
@@ -264,31 +291,51 @@ impl<'a> Scanner<'a> {
     }
 
     /// Reads a `--name[=value]` option; `body` is the text after `--`.
-    fn long(&mut self, body: &'a str) -> Result<Found<'a>, String> {
-        let (name, inline) = match body.split_once('=') {
-            Some((name, value)) => (name, Some(value)),
+    fn long(&mut self, body: &'a [u8]) -> Result<Found<'a>, String> {
+        let (name, inline) = match body.iter().position(|&b| b == b'=') {
+            Some(at) => (&body[..at], Some(OsStr::from_bytes(&body[at + 1..]))),
             None => (body, None),
         };
         let argv0 = self.argv0;
+        let shown = String::from_utf8_lossy(body);
         let flag = find_long(name).map_err(|e| match e {
-            LongMatchError::Unknown => format!("{argv0}: unrecognized option '--{body}'\n"),
+            LongMatchError::Unknown => format!("{argv0}: unrecognized option '--{shown}'\n"),
             LongMatchError::Ambiguous(names) => {
                 let list: String = names.iter().map(|n| format!(" '--{n}'")).collect();
-                format!("{argv0}: option '--{body}' is ambiguous; possibilities:{list}\n")
+                format!("{argv0}: option '--{shown}' is ambiguous; possibilities:{list}\n")
             }
         })?;
         let long = flag.long;
+        let found = |value| Found {
+            short: flag.short,
+            value,
+        };
         match (flag.takes_value, inline) {
-            (false, None) => Ok((flag.short, None)),
+            (false, None) => Ok(found(None)),
             (false, Some(_)) => Err(format!(
                 "{argv0}: option '--{long}' doesn't allow an argument\n"
             )),
-            (true, Some(value)) => Ok((flag.short, Some(value))),
+            (true, Some(value)) => Ok(found(Some(value))),
             (true, None) => match self.take_argument() {
-                Some(value) => Ok((flag.short, Some(value))),
+                Some(value) => Ok(found(Some(value))),
                 None => Err(format!("{argv0}: option '--{long}' requires an argument\n")),
             },
         }
+    }
+}
+
+/// Length of the UTF-8 character `bytes` starts with (1 for a byte that starts none).
+fn utf8_len(bytes: &[u8]) -> usize {
+    let want = match bytes.first() {
+        Some(b) if *b >= 0xf0 => 4,
+        Some(b) if *b >= 0xe0 => 3,
+        Some(b) if *b >= 0xc0 => 2,
+        _ => 1,
+    };
+    if bytes.len() >= want && std::str::from_utf8(&bytes[..want]).is_ok() {
+        want
+    } else {
+        1
     }
 }
 
@@ -316,8 +363,8 @@ struct State<'a> {
     prog: &'a str,
     opts: Options,
     mode: Mode,
-    store_file: String,
-    watch_items: Vec<String>,
+    store_file: PathBuf,
+    watch_items: Vec<OsString>,
     remote: Option<u32>,
     query: Option<u32>,
     side: MonitorSide,
@@ -337,7 +384,7 @@ impl<'a> State<'a> {
             prog,
             opts,
             mode: Mode::Transfer,
-            store_file: String::new(),
+            store_file: PathBuf::new(),
             watch_items: Vec::new(),
             remote: None,
             query: None,
@@ -354,14 +401,44 @@ impl<'a> State<'a> {
     }
 
     /// Applies one option. `value` is `Some` exactly for options that take a value.
-    fn apply(&mut self, short: char, value: Option<&str>) -> Result<Flow, String> {
+    fn apply(&mut self, short: char, value: Option<&OsStr>) -> Result<Flow, String> {
         if !self.opts.given_letters.contains(short) {
             self.opts.given_letters.push(short);
         }
         match value {
-            Some(value) => self.apply_valued(short, value).map(|()| Flow::Continue),
+            Some(value) if self.apply_path(short, value)? => Ok(Flow::Continue),
+            // Numbers and display text: bytes that are not UTF-8 are shown as U+FFFD (and
+            // are never valid numbers).
+            Some(value) => self
+                .apply_valued(short, &value.to_string_lossy())
+                .map(|()| Flow::Continue),
             None => Ok(self.apply_switch(short)),
         }
+    }
+
+    /// The options whose value is a path (kept byte for byte); false for the others.
+    fn apply_path(&mut self, short: char, value: &OsStr) -> Result<bool, String> {
+        let o = &mut self.opts;
+        match short {
+            'o' => o.output = Some(PathBuf::from(value)),
+            'P' => o.pidfile = Some(PathBuf::from(value)),
+            'U' => {
+                self.store_file = PathBuf::from(value);
+                self.store_given = true;
+                self.mode = Mode::StoreAndForward;
+            }
+            's' => match value.as_bytes().strip_prefix(b"@") {
+                Some(path) => o.size = SizeArg::Path(PathBuf::from(OsStr::from_bytes(path))),
+                None => return Ok(false),
+            },
+            'd' => {
+                self.check_watch_item(&value.to_string_lossy())?;
+                self.watch_items.push(value.to_owned());
+                self.mode = Mode::WatchFd;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     /// Counts a display switch (spec 1.4).
@@ -414,7 +491,6 @@ impl<'a> State<'a> {
             'L' | 'B' | 'Z' => self.apply_size(short, value),
             'i' | 'D' => self.apply_double(short, value),
             's' => self.apply_total_size(value),
-            'd' => self.apply_watch_item(value),
             'M' => self.apply_monitor(value),
             _ => {
                 self.apply_text(short, value);
@@ -431,13 +507,6 @@ impl<'a> State<'a> {
             'N' => o.prev_name = o.name.replace(value),
             'u' => o.bar_style = Some(value),
             'x' => o.extra_display = Some(value),
-            'o' => o.output = Some(value),
-            'P' => o.pidfile = Some(value),
-            'U' => {
-                self.store_file = value;
-                self.store_given = true;
-                self.mode = Mode::StoreAndForward;
-            }
             _ => {}
         }
     }
@@ -487,13 +556,11 @@ impl<'a> State<'a> {
         Ok(())
     }
 
+    /// `-s N` (`-s @PATH` is a path: see `apply_path`).
     fn apply_total_size(&mut self, value: &str) -> Result<(), String> {
-        self.opts.size = match value.strip_prefix('@') {
-            Some(path) => SizeArg::Path(path.to_owned()),
-            None => match self.size_value('s', value)? {
-                0 => SizeArg::Auto,
-                n => SizeArg::Value(n),
-            },
+        self.opts.size = match self.size_value('s', value)? {
+            0 => SizeArg::Auto,
+            n => SizeArg::Value(n),
         };
         Ok(())
     }
@@ -508,13 +575,6 @@ impl<'a> State<'a> {
         } else {
             self.opts.delay_start = seconds;
         }
-        Ok(())
-    }
-
-    fn apply_watch_item(&mut self, value: &str) -> Result<(), String> {
-        self.check_watch_item(value)?;
-        self.watch_items.push(value.to_owned());
-        self.mode = Mode::WatchFd;
         Ok(())
     }
 
@@ -570,12 +630,12 @@ impl<'a> State<'a> {
 
     /// After the last option: implied settings, clamps (spec 1.7), mode checks (spec 1.8)
     /// and the operands.
-    fn finish(mut self, operands: Vec<String>) -> Result<Options, String> {
+    fn finish(mut self, operands: Vec<OsString>) -> Result<Options, String> {
         self.clamp();
         self.check_modes(&operands)?;
         if self.mode == Mode::WatchFd {
             for item in &operands {
-                self.check_watch_item(item)?;
+                self.check_watch_item(&item.to_string_lossy())?;
             }
             self.watch_items.extend(operands);
         } else {
@@ -604,7 +664,7 @@ impl<'a> State<'a> {
     }
 
     /// The conflicts of spec 1.8 that can be found without I/O, in the table's order.
-    fn check_modes(&self, operands: &[String]) -> Result<(), String> {
+    fn check_modes(&self, operands: &[OsString]) -> Result<(), String> {
         if self.mode == Mode::WatchFd {
             self.check_watchfd()?;
         }

@@ -2,9 +2,10 @@
 //! parsing mechanics and every message.
 
 use super::*;
+use std::path::Path;
 
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| (*s).to_owned()).collect()
+fn strings(args: &[&str]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
 }
 
 fn parsed(args: &[&str]) -> Parsed {
@@ -324,7 +325,7 @@ fn size_at_path_is_kept_as_path() {
         SizeArg::Path("/etc/passwd".into())
     );
     assert_eq!(run(&["-s@dir"]).size, SizeArg::Path("dir".into()));
-    assert_eq!(run(&["-s", "@"]).size, SizeArg::Path(String::new()));
+    assert_eq!(run(&["-s", "@"]).size, SizeArg::Path(PathBuf::new()));
 }
 
 #[test]
@@ -450,8 +451,11 @@ fn test_cursor() {
 
 #[test]
 fn test_output() {
-    assert_eq!(run(&["-o", "out.bin"]).output.as_deref(), Some("out.bin"));
-    assert_eq!(run(&["--output=-"]).output.as_deref(), Some("-"));
+    assert_eq!(
+        run(&["-o", "out.bin"]).output.as_deref(),
+        Some(Path::new("out.bin"))
+    );
+    assert_eq!(run(&["--output=-"]).output.as_deref(), Some(Path::new("-")));
 }
 
 #[test]
@@ -550,8 +554,14 @@ fn test_discard() {
 
 #[test]
 fn test_pidfile() {
-    assert_eq!(run(&["-P", "/tmp/p"]).pidfile.as_deref(), Some("/tmp/p"));
-    assert_eq!(run(&["--pidfile=x"]).pidfile.as_deref(), Some("x"));
+    assert_eq!(
+        run(&["-P", "/tmp/p"]).pidfile.as_deref(),
+        Some(Path::new("/tmp/p"))
+    );
+    assert_eq!(
+        run(&["--pidfile=x"]).pidfile.as_deref(),
+        Some(Path::new("x"))
+    );
 }
 
 // ---- modes ----
@@ -574,7 +584,7 @@ fn test_watchfd() {
     assert!(o.files.is_empty());
     let o = run(&["-d", "1:3", "--watchfd==sshd", "-d@list", "42", "7:1"]);
     let items = ["1:3", "=sshd", "@list", "42", "7:1"]
-        .map(String::from)
+        .map(OsString::from)
         .to_vec();
     assert_eq!(o.action, Action::WatchFd(items));
     assert!(o.files.is_empty());
@@ -820,7 +830,10 @@ fn later_option_wins() {
     assert_eq!(run(&["-L", "1", "--rate-limit", "2"]).rate_limit, 2);
     assert_eq!(run(&["-i", "2", "-i", "3"]).interval, 3.0);
     assert_eq!(run(&["-w", "10", "-w", "0"]).width, 0);
-    assert_eq!(run(&["-o", "a", "-o", "b"]).output.as_deref(), Some("b"));
+    assert_eq!(
+        run(&["-o", "a", "-o", "b"]).output.as_deref(),
+        Some(Path::new("b"))
+    );
     assert_eq!(run(&["-s", "@f", "-s", "3"]).size, SizeArg::Value(3));
 }
 

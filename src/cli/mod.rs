@@ -5,6 +5,9 @@
 //! Must not: open files, stat paths or touch the terminal (`-s @PATH` is kept as a path and
 //! resolved by the caller).
 
+use std::ffi::OsString;
+use std::path::PathBuf;
+
 mod args;
 mod help;
 pub mod number;
@@ -19,9 +22,9 @@ pub enum Action {
     #[default]
     Transfer,
     /// `-U FILE`: store and forward through FILE (`-` = temporary file).
-    StoreAndForward(String),
+    StoreAndForward(PathBuf),
     /// `-d SPEC` (repeatable): watch other processes' descriptors.
-    WatchFd(Vec<String>),
+    WatchFd(Vec<OsString>),
     /// `-R PID`: remote-control another instance.
     Remote(u32),
     /// `-Q PID`: show another instance's progress.
@@ -50,7 +53,7 @@ pub enum SizeArg {
     /// A number of bytes (or lines in line mode), already converted (`-k` honoured).
     Value(u64),
     /// `@PATH`: the size of a file, directory tree or block device, resolved later.
-    Path(String),
+    Path(PathBuf),
 }
 
 /// Everything the command line said, typed, after pv's clamps (spec 1.7) but before any I/O.
@@ -123,7 +126,7 @@ pub struct Options {
     /// `-c`
     pub cursor: bool,
     /// `-o FILE`
-    pub output: Option<String>,
+    pub output: Option<PathBuf>,
     /// `-L` (0 = none)
     pub rate_limit: u64,
     /// `-B` (0 = automatic)
@@ -145,7 +148,7 @@ pub struct Options {
     /// `-X`
     pub discard: bool,
     /// `-P FILE`
-    pub pidfile: Option<String>,
+    pub pidfile: Option<PathBuf>,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given (spec 1.4); 0 turns on `-p -t -e -r -b`.
@@ -154,7 +157,7 @@ pub struct Options {
     /// see [`Options::given`]).
     pub given_letters: String,
     /// Operands: input files (`-` = stdin); empty = stdin. For `-M`, the command and its args.
-    pub files: Vec<String>,
+    pub files: Vec<OsString>,
 }
 
 impl Options {

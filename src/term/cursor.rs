@@ -113,9 +113,19 @@ impl Registry {
         self.entries.retain(|e| alive(e));
     }
 
-    /// The slot of `pid`, if it has joined.
+    /// The slot of `pid`, if it has joined (its first row).
     pub fn slot_of(&self, pid: u32) -> Option<usize> {
         self.entries.iter().find(|e| e.pid == pid).map(|e| e.slot)
+    }
+
+    /// The slots of `pid`, in the order it joined them (a process with several progress
+    /// lines, like `-M both`, has a row for each).
+    pub fn slots_of(&self, pid: u32) -> Vec<usize> {
+        self.entries
+            .iter()
+            .filter(|e| e.pid == pid)
+            .map(|e| e.slot)
+            .collect()
     }
 
     /// Adds an instance on the next free row and returns its slot. Rows of instances that
@@ -405,12 +415,12 @@ impl Cursor {
         reg.join(self.pid, self.start)
     }
 
-    /// Draws `line` on this instance's row.
+    /// Draws `lines` (each with its width in columns) on this instance's rows, one row per
+    /// line, joining as many rows as there are lines.
     pub fn draw(
         &mut self,
         out: BorrowedFd<'_>,
-        line: &str,
-        columns: usize,
+        lines: &[(String, usize)],
         width: usize,
         height: usize,
     ) {
@@ -418,10 +428,17 @@ impl Cursor {
             return;
         };
         let mut reg = lock.read();
-        let slot = match reg.slot_of(self.pid).filter(|_| self.joined) {
-            Some(slot) => slot,
-            None => self.join(&mut reg, out, height),
+        let mut slots = if self.joined {
+            reg.slots_of(self.pid)
+        } else {
+            Vec::new()
         };
+        if slots.is_empty() {
+            slots.push(self.join(&mut reg, out, height));
+        }
+        while slots.len() < lines.len() {
+            slots.push(reg.join(self.pid, self.start));
+        }
         let size = terminal_size(out);
         if self.requery || reg.size != size {
             self.requery = false;
@@ -431,21 +448,23 @@ impl Cursor {
             }
             reg.size = size;
         }
-        let mut text = String::with_capacity(line.len() + 32);
+        let mut text = String::with_capacity(lines.iter().map(|(l, _)| l.len() + 16).sum());
         let scroll = reg.fit(height);
         if scroll > 0 {
             text.push_str(&format!("\x1b[{height};1H"));
             text.extend(std::iter::repeat_n('\n', scroll));
         }
-        if let Some(row) = reg.row(slot, height) {
-            text.push_str(&format!("\x1b[{row};1H"));
-            text.push_str(line);
-            // Clear what is left of a longer line (not after a full-width line: the cursor
-            // then waits in the last column and `ESC[K` would erase that column).
-            if columns < width {
-                text.push_str("\x1b[K");
+        for ((line, columns), &slot) in lines.iter().zip(&slots) {
+            if let Some(row) = reg.row(slot, height) {
+                text.push_str(&format!("\x1b[{row};1H"));
+                text.push_str(line);
+                // Clear what is left of a longer line (not after a full-width line: the
+                // cursor then waits in the last column and `ESC[K` would erase that column).
+                if *columns < width {
+                    text.push_str("\x1b[K");
+                }
+                reg.last = slot;
             }
-            reg.last = slot;
         }
         super::write_all(out, text.as_bytes());
         lock.write(&reg);

@@ -54,6 +54,8 @@ pub struct Term {
     cursor: Option<cursor::Cursor>,
     /// Terminal height (for cursor mode).
     height: usize,
+    /// Start the next line with `\r` (after an interrupt).
+    restart_line: bool,
 }
 
 impl Term {
@@ -67,6 +69,7 @@ impl Term {
             wrote_line: false,
             cursor: None,
             height: 25,
+            restart_line: false,
         }
     }
 
@@ -99,11 +102,32 @@ impl Term {
     /// of the old line remains (pv pads at most 15; rpv pads the whole difference).
     pub fn draw(&mut self, line: &str, term_width: usize) {
         let columns = display_width(line);
+        self.draw_rows(&[(line.to_string(), columns)], term_width);
+    }
+
+    /// Draws several progress lines (each with its width in columns): in cursor mode each on
+    /// a row of its own; otherwise one after the other on the same line.
+    pub fn draw_rows(&mut self, lines: &[(String, usize)], term_width: usize) {
         if let Some(c) = self.cursor.as_mut() {
-            c.draw(self.fd, line, columns, term_width, self.height);
+            c.draw(self.fd, lines, term_width, self.height);
             return;
         }
+        for (line, columns) in lines {
+            self.draw_line(line, *columns, term_width);
+        }
+    }
+
+    /// The run was interrupted: the terminal may have echoed `^C` where the cursor was, so
+    /// the next line starts with a carriage return.
+    pub fn interrupted(&mut self) {
+        self.restart_line = true;
+    }
+
+    fn draw_line(&mut self, line: &str, columns: usize, term_width: usize) {
         let mut out = String::with_capacity(line.len() + 16);
+        if std::mem::take(&mut self.restart_line) {
+            out.push('\r');
+        }
         out.push_str(line);
         if columns < self.prev_columns && term_width >= self.prev_term_width {
             let pad = (self.prev_columns - columns).min(term_width.saturating_sub(columns));

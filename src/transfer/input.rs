@@ -1,80 +1,100 @@
 //! Inputs and the output: opening, the "input is the output" check, and total-size detection
 //! (spec 3.1–3.3).
 //!
-//! Must not: print. Errors come back as values; the engine queues pv's messages.
+//! Must not: print. Errors come back as values; the engine queues them as events.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
-use std::path::Path;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
 
+use crate::error::Error;
 use crate::sys::{self, FileInfo, FileKind};
 
-/// An open input: stdin (borrowed) or a named file (owned).
+/// One input of a transfer, as the plan resolved it.
 #[derive(Debug)]
-pub enum Source {
+pub struct InputSpec {
+    /// Where the data comes from.
+    pub source: InputSource,
+    /// The name shown in messages: the operand, `(stdin)` for `-`, `(pipe)` for a pipe
+    /// handed over by `-M`.
+    pub name: String,
+    /// Line counts made while the total size was counted (`-l`), reused by the transfer
+    /// while the file is unchanged.
+    pub(super) memo: Option<super::linememo::Memo>,
+}
+
+/// Where an input's data comes from.
+#[derive(Debug)]
+pub enum InputSource {
     /// Standard input (`-`).
     Stdin,
-    /// A named file.
+    /// A file named on the command line (opened when the transfer reaches it).
+    Path(PathBuf),
+    /// A descriptor already open (a pipe from the command of `-M`).
+    Fd(OwnedFd),
+}
+
+impl InputSpec {
+    /// The input for a command-line operand (`-` is standard input).
+    pub fn operand(operand: &OsStr) -> InputSpec {
+        if operand == "-" {
+            InputSpec::new(InputSource::Stdin, "(stdin)".into())
+        } else {
+            let name = operand.to_string_lossy().into_owned();
+            InputSpec::new(InputSource::Path(PathBuf::from(operand)), name)
+        }
+    }
+
+    /// An input from an open descriptor, shown as `name`.
+    pub fn new(source: InputSource, name: String) -> InputSpec {
+        InputSpec {
+            source,
+            name,
+            memo: None,
+        }
+    }
+
+    /// What `stat` says about it, without opening it (opening a FIFO would take its
+    /// writer's pair, and leave it with EPIPE).
+    pub fn info(&self) -> io::Result<FileInfo> {
+        match &self.source {
+            InputSource::Stdin => sys::fstat(sys::stdin_fd()),
+            InputSource::Fd(fd) => sys::fstat(fd.as_fd()),
+            InputSource::Path(path) => sys::stat(path),
+        }
+    }
+
+    /// Opens the input and stats it.
+    pub fn open(&self) -> io::Result<(Source<'_>, FileInfo)> {
+        let source = match &self.source {
+            InputSource::Stdin => Source::Borrowed(sys::stdin_fd()),
+            InputSource::Fd(fd) => Source::Borrowed(fd.as_fd()),
+            InputSource::Path(path) => Source::File(File::open(path)?),
+        };
+        let info = sys::fstat(source.fd())?;
+        Ok((source, info))
+    }
+}
+
+/// An open input.
+#[derive(Debug)]
+pub enum Source<'a> {
+    /// A descriptor owned elsewhere (standard input, a `-M` pipe).
+    Borrowed(BorrowedFd<'a>),
+    /// A file opened for this transfer.
     File(File),
 }
 
-impl Source {
+impl Source<'_> {
     /// The descriptor to read from.
     pub fn fd(&self) -> BorrowedFd<'_> {
         match self {
-            Source::Stdin => sys::stdin_fd(),
+            Source::Borrowed(fd) => *fd,
             Source::File(f) => f.as_fd(),
         }
     }
-}
-
-/// Descriptors handed to the engine as inputs by [`hand_over`] (`-M` pipes).
-static HANDED: std::sync::Mutex<Vec<(usize, std::os::fd::OwnedFd)>> =
-    std::sync::Mutex::new(Vec::new());
-
-/// Prefix of the operands made by [`hand_over`]: argv strings cannot contain NUL, so no
-/// file named on the command line can collide with it.
-const HANDED_PREFIX: &str = "\0fd:";
-
-/// Makes an already open descriptor (a `-M` pipe) an input operand; the engine takes
-/// ownership when it opens the operand.
-pub fn hand_over(fd: std::os::fd::OwnedFd) -> String {
-    let id = std::os::fd::AsRawFd::as_raw_fd(&fd) as usize;
-    if let Ok(mut handed) = HANDED.lock() {
-        handed.push((id, fd));
-    }
-    format!("{HANDED_PREFIX}{id}")
-}
-
-/// The name pv shows for an input operand: `(stdin)` for `-`.
-pub fn display_name(operand: &str) -> &str {
-    if operand == "-" {
-        "(stdin)"
-    } else if operand.starts_with(HANDED_PREFIX) {
-        "(pipe)"
-    } else {
-        operand
-    }
-}
-
-/// Opens an input operand and stats it.
-pub fn open(operand: &str) -> io::Result<(Source, FileInfo)> {
-    let source = if operand == "-" {
-        Source::Stdin
-    } else if let Some(id) = operand.strip_prefix(HANDED_PREFIX) {
-        let taken = HANDED.lock().ok().and_then(|mut handed| {
-            let at = handed.iter().position(|(i, _)| i.to_string() == id)?;
-            Some(handed.remove(at).1)
-        });
-        Source::File(File::from(
-            taken.ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?,
-        ))
-    } else {
-        Source::File(File::open(operand)?)
-    };
-    let info = sys::fstat(source.fd())?;
-    Ok((source, info))
 }
 
 /// True if an input with `input` metadata is the same file as the output (pv's rule: same
@@ -91,34 +111,28 @@ fn block_device_size(path: &Path) -> io::Result<u64> {
     sys::lseek(f.as_fd(), 0, libc::SEEK_END)
 }
 
-/// Total size of the inputs in bytes (spec 3.2, with pv's mixed-input bug fixed): regular
+/// Total size of the inputs in bytes (pv's rule, with its mixed-input bug fixed): regular
 /// files and block devices add up; any other kind (pipe, tty, char device) makes the total
 /// unknown (0) for good. Missing or unreadable inputs are skipped: they will be skipped by
 /// the transfer too.
-pub fn total_bytes(operands: &[String]) -> u64 {
+pub fn total_bytes(inputs: &[InputSpec]) -> u64 {
     let mut total = 0u64;
-    for operand in operands {
-        if operand.starts_with(HANDED_PREFIX) {
-            return 0; // a pipe from `-M`
+    for input in inputs {
+        if let InputSource::Path(path) = &input.source {
+            if !sys::readable(path) {
+                continue;
+            }
         }
-        let info = if operand == "-" {
-            sys::fstat(Source::Stdin.fd())
-        } else if !sys::readable(Path::new(operand)) {
-            continue;
-        } else {
-            // stat, not open: opening a FIFO would take (and drop) its writer.
-            sys::stat(Path::new(operand))
-        };
-        let Ok(info) = info else { continue };
+        let Ok(info) = input.info() else { continue };
         match info.kind {
             FileKind::Regular => total += info.size,
             FileKind::Block => {
-                let path = if operand == "-" {
-                    "/dev/stdin"
-                } else {
-                    operand
+                let size = match &input.source {
+                    InputSource::Path(path) => block_device_size(path),
+                    InputSource::Stdin => block_device_size(Path::new("/dev/stdin")),
+                    InputSource::Fd(fd) => sys::lseek(fd.as_fd(), 0, libc::SEEK_END),
                 };
-                match block_device_size(Path::new(path)) {
+                match size {
                     Ok(n) => total += n,
                     Err(_) => return 0,
                 }
@@ -130,43 +144,40 @@ pub fn total_bytes(operands: &[String]) -> u64 {
     total
 }
 
-/// Total number of lines (separators) in the inputs, for `-l` without `--size` (spec 3.2):
-/// every input must be a regular file, else 0 (unknown). Counts from each file's current
-/// offset (through a read-only mapping, or `pread`), so stdin's position is not disturbed
-/// (pv rewinds it).
-pub fn total_lines(operands: &[String], separator: u8) -> io::Result<u64> {
+/// Total number of lines (separators) in the inputs, for `-l` without `--size`: every input
+/// must be a regular file, else 0 (unknown). Counts from each file's current offset
+/// (through a read-only mapping, or `pread`), so stdin's position is not disturbed (pv
+/// rewinds it). The counts of long files are kept in their [`InputSpec`] for the transfer.
+pub fn total_lines(inputs: &mut [InputSpec], separator: u8) -> io::Result<u64> {
     let mut total = 0u64;
-    for operand in operands {
-        // Only regular files are opened here (opening a FIFO would take its writer, and
-        // opening a `-M` pipe would take it from the engine).
-        if operand.starts_with(HANDED_PREFIX) {
-            return Ok(0);
-        }
-        if operand != "-" {
-            match sys::stat(Path::new(operand)) {
-                Ok(info) if info.kind == FileKind::Regular => {}
-                Ok(_) => return Ok(0),
-                Err(_) => continue,
-            }
-        }
-        let (source, info) = match open(operand) {
-            Ok(v) => v,
+    for input in inputs.iter_mut() {
+        // Only regular files are opened here (opening a FIFO would take its writer).
+        match input.info() {
+            Ok(info) if info.kind == FileKind::Regular => {}
+            Ok(_) => return Ok(0),
             Err(_) => continue,
+        }
+        let Ok((source, info)) = input.open() else {
+            continue;
         };
         if info.kind != FileKind::Regular {
             return Ok(0);
         }
         let fd = source.fd();
         let offset = sys::lseek(fd, 0, libc::SEEK_CUR).unwrap_or(0);
-        total += super::lines::count_to_end(fd, offset, separator)?;
+        let (lines, memo) = super::lines::count_to_end(fd, offset, separator)?;
+        total += lines;
+        drop(source);
+        input.memo = memo;
     }
     Ok(total)
 }
 
-/// Resolves `--size @PATH` (spec 1.6): a regular file's size, a directory tree's total of
-/// regular-file sizes (symlinks not followed), a block device's size, else `st_size`.
-/// Errors are pv's texts (without the `prog: ` prefix).
-pub fn size_of_path(path: &str) -> Result<u64, String> {
+/// Resolves `--size @PATH`: a regular file's size, a directory tree's total of regular-file
+/// sizes (symlinks not followed), a block device's size, else `st_size`. Errors carry pv's
+/// texts.
+pub fn size_of_path(path: &Path) -> Result<u64, Error> {
+    let shown = path.display();
     let meta = std::fs::symlink_metadata(path)
         .and_then(|m| {
             if m.file_type().is_symlink() {
@@ -175,18 +186,23 @@ pub fn size_of_path(path: &str) -> Result<u64, String> {
                 Ok(m)
             }
         })
-        .map_err(|e| format!("{path}: failed to stat file: {}", sys::strerror(&e)))?;
+        .map_err(|e| {
+            Error::Usage(format!(
+                "{shown}: failed to stat file: {}",
+                sys::strerror(&e)
+            ))
+        })?;
     let ft = meta.file_type();
     if ft.is_dir() {
-        return dir_size(Path::new(path)).map_err(|e| format!("{path}: {}", sys::strerror(&e)));
+        return dir_size(path).map_err(|e| Error::Usage(format!("{shown}: {}", sys::strerror(&e))));
     }
     use std::os::unix::fs::FileTypeExt;
     if ft.is_block_device() {
-        return block_device_size(Path::new(path)).map_err(|e| {
-            format!(
-                "{path}: failed to determine size of block device: {}",
+        return block_device_size(path).map_err(|e| {
+            Error::Usage(format!(
+                "{shown}: failed to determine size of block device: {}",
                 sys::strerror(&e)
-            )
+            ))
         });
     }
     Ok(meta.len())

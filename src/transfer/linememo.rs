@@ -1,15 +1,13 @@
 //! Line counts per block of a regular file, recorded by the `-l` size count (which reads the
-//! whole file before the transfer starts) and reused by [`super::Path::FileLines`], so a
+//! whole file before the transfer starts), kept in the input's
+//! [`InputSpec`](super::input::InputSpec) and reused by [`super::Path::FileLines`], so a
 //! cached file is not counted twice.
 //!
 //! A record is used only while the file's [`FileVersion`] (device, inode, size, mtime,
 //! ctime) is unchanged; the engine checks it before every chunk and counts the bytes itself
 //! as soon as it differs. Blocks only partly covered by a chunk are counted from the file.
 //!
-//! Must not: grow without bound (at most [`MAX_BLOCKS`] counts per file, [`MAX_FILES`]
-//! files).
-
-use std::sync::Mutex;
+//! Must not: grow without bound (at most [`MAX_BLOCKS`] counts per file).
 
 use crate::sys::FileVersion;
 
@@ -19,13 +17,6 @@ const MAX_BLOCKS: u64 = 16 << 10;
 const MIN_BLOCK: u64 = 64 << 10;
 /// Files at least this long (from the starting offset) are recorded.
 pub(super) const MIN_LEN: u64 = 4 << 20;
-/// Most files recorded at once.
-const MAX_FILES: usize = 16;
-
-/// Records waiting for the engine (filled by the size count on the main thread before the
-/// data thread starts; each is taken once).
-static MEMOS: Mutex<Vec<Memo>> = Mutex::new(Vec::new());
-
 /// Separator counts of `[start, version.size)` in blocks aligned to multiples of `block`.
 #[derive(Debug, Clone)]
 pub(super) struct Memo {
@@ -65,24 +56,9 @@ impl Memo {
         (lo < hi).then_some((lo, hi))
     }
 
-    /// Keeps the record for the engine (dropped if too many are kept already).
-    pub(super) fn keep(self) {
-        if let Ok(mut memos) = MEMOS.lock() {
-            memos
-                .retain(|m| (m.version.dev, m.version.ino) != (self.version.dev, self.version.ino));
-            if memos.len() < MAX_FILES {
-                memos.push(self);
-            }
-        }
-    }
-
-    /// Takes the record of this version of the file, counted for `sep` from at most `pos`.
-    pub(super) fn take(version: &FileVersion, sep: u8, pos: u64) -> Option<Memo> {
-        let mut memos = MEMOS.lock().ok()?;
-        let i = memos
-            .iter()
-            .position(|m| m.version == *version && m.sep == sep && m.start <= pos)?;
-        Some(memos.swap_remove(i))
+    /// True if the record counts this version of the file, for `sep`, from at most `pos`.
+    pub(super) fn fits(&self, version: &FileVersion, sep: u8, pos: u64) -> bool {
+        self.version == *version && self.sep == sep && self.start <= pos
     }
 
     /// `len` shortened so that `pos + len` ends on a block boundary when that is possible,
@@ -224,16 +200,16 @@ mod tests {
     }
 
     #[test]
-    fn records_are_taken_once_and_only_for_the_same_version() {
+    fn records_fit_only_the_same_version_separator_and_start() {
         let mut v = version(1 << 30);
         v.ino = 777;
-        Memo::new(v, b'\n', 10).keep();
+        let memo = Memo::new(v, b'\n', 10);
         let mut other = v;
         other.mtime_ns += 1;
-        assert!(Memo::take(&other, b'\n', 10).is_none());
-        assert!(Memo::take(&v, 0, 10).is_none());
-        assert!(Memo::take(&v, b'\n', 9).is_none());
-        assert!(Memo::take(&v, b'\n', 10).is_some());
-        assert!(Memo::take(&v, b'\n', 10).is_none());
+        assert!(!memo.fits(&other, b'\n', 10));
+        assert!(!memo.fits(&v, 0, 10));
+        assert!(!memo.fits(&v, b'\n', 9));
+        assert!(memo.fits(&v, b'\n', 10));
+        assert!(memo.fits(&v, b'\n', 11));
     }
 }

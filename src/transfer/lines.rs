@@ -221,7 +221,14 @@ impl Engine<'_> {
         let Ok(version) = sys::file_version(fd) else {
             return;
         };
-        self.line_state.memo = Memo::take(&version, self.settings.separator, pos);
+        let settings = self.settings;
+        let memo = settings
+            .inputs
+            .get(self.input)
+            .and_then(|i| i.memo.as_ref());
+        self.line_state.memo = memo
+            .filter(|m| m.fits(&version, settings.separator, pos))
+            .cloned();
         if self.line_state.memo.is_some() {
             self.trace(|| "trace: line counts of the size count reused".to_string());
         }
@@ -335,13 +342,19 @@ fn pread_count(buf: &mut Vec<u8>, fd: BorrowedFd<'_>, pos: u64, n: u64, sep: u8)
     lines
 }
 
-/// Separators from `from` to the end of the regular file `fd` (for `-l` size detection).
-pub(crate) fn count_to_end(fd: BorrowedFd<'_>, from: u64, sep: u8) -> io::Result<u64> {
+/// Separators from `from` to the end of the regular file `fd` (for `-l` size detection),
+/// and, for a long file, the counts per block for the transfer to reuse.
+pub(crate) fn count_to_end(
+    fd: BorrowedFd<'_>,
+    from: u64,
+    sep: u8,
+) -> io::Result<(u64, Option<Memo>)> {
     let version = sys::file_version(fd)?;
     let size = version.size;
     let mut buf = Vec::new();
     let mut window = None;
     let mut lines = 0;
+    let mut kept = None;
     if size.saturating_sub(from) >= linememo::MIN_LEN {
         // Count block by block and keep the counts for the transfer (FileLines).
         let mut memo = Memo::new(version, sep, from);
@@ -352,7 +365,7 @@ pub(crate) fn count_to_end(fd: BorrowedFd<'_>, from: u64, sep: u8) -> io::Result
         }
         // Kept only if the file did not change while it was counted.
         if sys::file_version(fd).ok() == Some(version) {
-            memo.keep();
+            kept = Some(memo);
         }
     } else {
         lines = count_range(
@@ -372,7 +385,7 @@ pub(crate) fn count_to_end(fd: BorrowedFd<'_>, from: u64, sep: u8) -> io::Result
         }
         let k = sys::pread(fd, &mut buf, at)?;
         if k == 0 {
-            return Ok(lines);
+            return Ok((lines, kept));
         }
         lines += count(&buf[..k], sep);
         at += k as u64;

@@ -21,16 +21,20 @@ pub mod limit;
 mod linememo;
 mod lines;
 pub mod output;
+pub mod progress;
 mod zero;
 
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
 
-use crate::shared::{status, Shared};
+use crate::error::{status, Error};
+use crate::meter::Event;
 use crate::sys::{self, FileInfo, FileKind};
+pub use input::{InputSource, InputSpec};
 use limit::Limiter;
 use output::{AlignedBuf, Modifiers, Writer};
+pub use progress::Progress;
 
 /// Capacity rpv asks for on neighbouring pipes (the unprivileged maximum).
 const PIPE_SIZE: usize = 1 << 20;
@@ -78,6 +82,20 @@ pub struct Hooks {
     pub pace_ns: Option<u64>,
 }
 
+impl Path {
+    /// The path's name in events and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Splice => "Splice",
+            Path::CopyRange => "CopyRange",
+            Path::ReadWrite => "ReadWrite",
+            Path::Zero => "Zero",
+            Path::TeeLines => "TeeLines",
+            Path::FileLines => "FileLines",
+        }
+    }
+}
+
 impl Hooks {
     /// Reads the hooks from the environment.
     pub fn from_env() -> Hooks {
@@ -120,10 +138,10 @@ impl Hooks {
 }
 
 /// What the engine is asked to do.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Settings {
-    /// Input operands in order (`-` = stdin).
-    pub inputs: Vec<String>,
+    /// The inputs in order.
+    pub inputs: Vec<InputSpec>,
     /// Count lines (`-l`); then `-L` and `-S` are in lines.
     pub line_mode: bool,
     /// Line separator: `\n`, or NUL with `-0`.
@@ -167,7 +185,9 @@ pub struct Engine<'a> {
     settings: &'a Settings,
     out: BorrowedFd<'a>,
     out_info: FileInfo,
-    shared: &'a Shared,
+    progress: &'a Progress,
+    /// Index of the input being copied.
+    input: usize,
     buf: AlignedBuf,
     pending: (usize, usize),
     writer: Writer<'a>,
@@ -205,7 +225,7 @@ impl<'a> Engine<'a> {
     pub fn new(
         settings: &'a Settings,
         out: BorrowedFd<'a>,
-        shared: &'a Shared,
+        progress: &'a Progress,
     ) -> io::Result<Engine<'a>> {
         let out_info = sys::fstat(out)?;
         let out_pipe_size = if out_info.kind == FileKind::Pipe {
@@ -219,7 +239,8 @@ impl<'a> Engine<'a> {
             settings,
             out,
             out_info,
-            shared,
+            progress,
+            input: 0,
             buf: AlignedBuf::default(),
             pending: (0, 0),
             writer: Writer::new(out, settings.modifiers),
@@ -241,40 +262,61 @@ impl<'a> Engine<'a> {
         })
     }
 
-    /// Moves every input in order, then marks the shared state finished.
+    /// Moves every input in order, then marks the run finished.
     pub fn run(&mut self) {
-        for operand in &self.settings.inputs {
-            if self.shared.stop.load(Ordering::Relaxed) || !self.copy_input(operand) {
+        for index in 0..self.settings.inputs.len() {
+            if self.progress.control.stop.load(Ordering::Relaxed) || !self.copy_input(index) {
                 break;
             }
         }
         if let Err(e) = self.writer.finish() {
             self.write_failed(&e);
         }
-        self.shared.finish();
+        self.progress.finish();
     }
 
     /// Copies one input; false when the whole transfer must end.
-    fn copy_input(&mut self, operand: &str) -> bool {
-        let name = input::display_name(operand);
-        let (source, info) = match input::open(operand) {
+    fn copy_input(&mut self, index: usize) -> bool {
+        let settings = self.settings;
+        let spec = &settings.inputs[index];
+        let name = spec.name.as_str();
+        self.input = index;
+        let (source, info) = match spec.open() {
             Ok(v) => v,
-            Err(e) => {
-                self.shared.report(
-                    status::ACCESS,
-                    format!("failed to read file: {name}: {}", sys::strerror(&e)),
-                );
+            Err(err) => {
+                let name = name.to_string();
+                self.progress
+                    .emit(Event::Error(Error::OpenInput { name, err }));
                 return true;
             }
         };
         if input::is_output(&info, &self.out_info) {
-            self.shared.report(
-                status::OUROBOROS,
-                format!("input file is output file: {name}"),
-            );
+            let name = name.to_string();
+            self.progress
+                .emit(Event::Error(Error::InputIsOutput { name }));
             return true;
         }
-        let fd = source.fd();
+        let size = match info.kind {
+            FileKind::Regular => info.size,
+            _ => 0,
+        };
+        self.progress.emit(Event::InputOpened {
+            input: index,
+            name: name.to_string(),
+            size,
+        });
+        let (bytes_before, lines_before) = (self.bytes, self.lines);
+        let more = self.copy_open_input(source.fd(), &info, name);
+        self.progress.emit(Event::InputDone {
+            input: index,
+            bytes: self.bytes - bytes_before,
+            lines: self.lines - lines_before,
+        });
+        more
+    }
+
+    /// Copies an open input; false when the whole transfer must end.
+    fn copy_open_input(&mut self, fd: BorrowedFd<'_>, info: &FileInfo, name: &str) -> bool {
         sys::advise_sequential(fd);
         self.errors_in_a_row = 0;
         self.warned = false;
@@ -282,16 +324,18 @@ impl<'a> Engine<'a> {
             // Refused on some filesystems: then the input is read through the cache.
             let _ = sys::set_status_flag(fd, libc::O_DIRECT, true);
         }
-        let mut path = self.choose_path(&info, fd);
-        self.trace(|| format!("trace: {name}: {path:?}"));
+        let mut path = self.choose_path(info, fd);
+        self.progress.emit(Event::PathChosen {
+            input: self.input,
+            name: name.to_string(),
+            path: path.name(),
+        });
+        self.set_zero_copy(path);
         loop {
-            if self.shared.stop.load(Ordering::Relaxed) {
+            if self.progress.control.stop.load(Ordering::Relaxed) {
                 return false;
             }
             self.check_tuning();
-            self.shared
-                .zero_copy
-                .store(path != Path::ReadWrite, Ordering::Relaxed);
             let step = match path {
                 Path::ReadWrite => self.rw_step(fd, name),
                 zero_copy => self.zero_copy_step(fd, name, zero_copy),
@@ -301,9 +345,11 @@ impl<'a> Engine<'a> {
                 Step::NextInput => return true,
                 Step::Fallback => {
                     path = Path::ReadWrite;
-                    let calls = self.zero_copy_calls;
-                    self.trace(|| {
-                        format!("trace: {name}: ReadWrite after {calls} zero-copy calls")
+                    self.set_zero_copy(path);
+                    self.progress.emit(Event::Fallback {
+                        input: self.input,
+                        name: name.to_string(),
+                        after_calls: self.zero_copy_calls,
                     });
                 }
                 Step::End => return false,
@@ -311,10 +357,20 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Queues a note for the `RPV_TEST_TRACE` hook (nothing is formatted without it).
     fn trace(&self, message: impl FnOnce() -> String) {
         if self.settings.hooks.trace {
-            self.shared.report(0, message());
+            self.progress.emit(Event::Trace(message()));
         }
+    }
+
+    /// Publishes whether a zero-copy path moves the current input (for `%T`); stored when
+    /// the path changes, not per chunk.
+    fn set_zero_copy(&self, path: Path) {
+        self.progress
+            .counters
+            .zero_copy
+            .store(path != Path::ReadWrite, Ordering::Relaxed);
     }
 
     fn choose_path(&mut self, info: &FileInfo, fd: BorrowedFd<'_>) -> Path {
@@ -365,18 +421,19 @@ impl<'a> Engine<'a> {
 
     /// Applies `-R` changes: one relaxed load, and the rest only when the version moved.
     fn check_tuning(&mut self) {
-        let version = self.shared.tuning_version.load(Ordering::Relaxed);
+        let control = &self.progress.control;
+        let version = control.tuning_version.load(Ordering::Relaxed);
         if version == self.tuning_seen {
             return;
         }
         std::sync::atomic::fence(Ordering::Acquire);
         self.tuning_seen = version;
-        let rate = self.shared.rate_limit.load(Ordering::Relaxed);
-        if rate != Shared::UNSET {
+        let rate = control.rate_limit.load(Ordering::Relaxed);
+        if rate != progress::Control::UNSET {
             self.limiter = (rate > 0).then(|| Limiter::new(rate, sys::monotonic_ns()));
         }
-        let size = self.shared.buffer_size.load(Ordering::Relaxed);
-        if size != Shared::UNSET && size > 0 {
+        let size = control.buffer_size.load(Ordering::Relaxed);
+        if size != progress::Control::UNSET && size > 0 {
             self.buffer_size = usize::try_from(size).unwrap_or(usize::MAX).min(1 << 30);
         }
     }
@@ -494,7 +551,8 @@ impl<'a> Engine<'a> {
         };
         if self.buf.len() != size && self.pending.0 == self.pending.1 {
             self.buf = AlignedBuf::new(size);
-            self.shared
+            self.progress
+                .counters
                 .buffer_capacity
                 .store(self.buf.len() as u64, Ordering::Relaxed);
         }
@@ -517,7 +575,10 @@ impl<'a> Engine<'a> {
                     self.read += n as u64;
                     self.errors_in_a_row = 0;
                     self.pending = (0, n);
-                    self.shared.buffered.store(n as u64, Ordering::Relaxed);
+                    self.progress
+                        .counters
+                        .buffered
+                        .store(n as u64, Ordering::Relaxed);
                 }
                 Err(e) => return self.read_failed(fd, name, &e),
             }
@@ -531,12 +592,13 @@ impl<'a> Engine<'a> {
             return self.write_failed(&e);
         }
         if self.settings.capture {
-            if let Ok(mut tail) = self.shared.tail.lock() {
+            if let Ok(mut tail) = self.progress.tail.lock() {
                 tail.feed(&self.buf[start..start + len], self.settings.separator);
             }
         }
         self.pending.0 += len;
-        self.shared
+        self.progress
+            .counters
             .buffered
             .store((end - start - len) as u64, Ordering::Relaxed);
         self.account(len, lines);
@@ -577,13 +639,14 @@ impl<'a> Engine<'a> {
     }
 
     fn account(&mut self, bytes: usize, lines: u64) {
+        let counters = &self.progress.counters;
         if self.bytes == 0 && bytes > 0 {
-            self.shared
+            counters
                 .first_write_ns
                 .store(sys::monotonic_ns(), Ordering::Relaxed);
         }
         self.bytes += bytes as u64;
-        self.shared.bytes.store(self.bytes, Ordering::Relaxed);
+        counters.bytes.store(self.bytes, Ordering::Relaxed);
         if let Some(limiter) = self.limiter.as_mut() {
             limiter.consume(if self.settings.line_mode {
                 lines
@@ -593,7 +656,7 @@ impl<'a> Engine<'a> {
         }
         if self.settings.line_mode {
             self.lines += lines;
-            self.shared.lines.store(self.lines, Ordering::Relaxed);
+            counters.lines.store(self.lines, Ordering::Relaxed);
         }
     }
 
@@ -614,10 +677,9 @@ impl<'a> Engine<'a> {
             }
             _ if self.settings.skip_errors > 0 => self.skip_read_error(fd, name, e),
             _ => {
-                self.shared.report(
-                    status::TRANSFER,
-                    format!("{name}: read failed: {}", sys::strerror(e)),
-                );
+                let err = clone_error(e);
+                let name = name.to_string();
+                self.progress.emit(Event::Error(Error::Read { name, err }));
                 Step::NextInput
             }
         }
@@ -627,24 +689,24 @@ impl<'a> Engine<'a> {
     /// zeros in place of the unreadable bytes, so the output keeps its length and every
     /// readable byte stays at its offset.
     fn skip_read_error(&mut self, fd: BorrowedFd<'_>, name: &str, e: &io::Error) -> Step {
-        self.shared.fail(status::TRANSFER);
+        self.progress.fail(status::TRANSFER);
         if !self.warned {
             self.warned = true;
-            self.shared.report(
+            self.progress.emit(Event::Error(Error::other(
                 status::TRANSFER,
                 format!(
                     "{name}: warning: read errors detected: {}",
                     sys::strerror(e)
                 ),
-            );
+            )));
         }
         let offset = match sys::lseek(fd, 0, libc::SEEK_CUR) {
             Ok(o) => o,
             Err(e) => {
-                self.shared.report(
+                self.progress.emit(Event::Error(Error::other(
                     status::TRANSFER,
                     format!("{name}: file is not seekable: {}", sys::strerror(&e)),
-                );
+                )));
                 return Step::NextInput;
             }
         };
@@ -660,10 +722,10 @@ impl<'a> Engine<'a> {
             skip = 1;
             if let Err(e) = sys::lseek(fd, (offset + 1) as i64, libc::SEEK_SET) {
                 if e.raw_os_error() != Some(libc::EINVAL) {
-                    self.shared.report(
+                    self.progress.emit(Event::Error(Error::other(
                         0,
                         format!("{name}: failed to seek past error: {}", sys::strerror(&e)),
-                    );
+                    )));
                 }
                 return Step::NextInput;
             }
@@ -672,15 +734,12 @@ impl<'a> Engine<'a> {
         self.buf[..n].fill(0);
         self.pending = (0, n);
         self.read += skip;
-        if self.settings.skip_errors == 1 {
-            self.shared.report(
-                0,
-                format!(
-                    "{name}: skipped past read error: {offset} - {} ({skip} B)",
-                    offset + skip
-                ),
-            );
-        }
+        self.progress.emit(Event::ReadErrorSkipped {
+            name: name.to_string(),
+            from: offset,
+            to: offset + skip,
+            shown: self.settings.skip_errors == 1,
+        });
         Step::Continue
     }
 
@@ -707,17 +766,20 @@ impl<'a> Engine<'a> {
         if e.raw_os_error() == Some(libc::EPIPE) {
             return self.output_gone();
         }
-        self.shared.aborted.store(true, Ordering::Relaxed);
-        self.shared.report(
-            status::TRANSFER,
-            format!("write failed: {}", sys::strerror(e)),
-        );
+        self.progress.outcome.aborted.store(true, Ordering::Relaxed);
+        let err = clone_error(e);
+        self.progress
+            .emit(Event::Error(Error::Write { output: None, err }));
         Step::End
     }
 
     /// The reader went away: end quietly with status 0, like pv.
     fn output_gone(&mut self) -> Step {
-        self.shared.output_closed.store(true, Ordering::Relaxed);
+        self.progress
+            .outcome
+            .output_closed
+            .store(true, Ordering::Relaxed);
+        self.progress.emit(Event::OutputGone);
         Step::End
     }
 
@@ -732,6 +794,14 @@ impl<'a> Engine<'a> {
         } else {
             let _ = sys::poll_one(self.out, libc::POLLOUT, 100);
         }
+    }
+}
+
+/// A copy of an I/O error for an event (the errno, or the kind and text).
+fn clone_error(e: &io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(errno) => io::Error::from_raw_os_error(errno),
+        None => io::Error::new(e.kind(), e.to_string()),
     }
 }
 

@@ -5,8 +5,10 @@
 //! only whole all-zero writes (spec 7.1 #6); `-K` writes the unaligned tail of a file by
 //! dropping `O_DIRECT` when the kernel refuses an unaligned write (pv fails and truncates).
 
+use std::fs::File;
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 
 use crate::sys;
 
@@ -181,6 +183,28 @@ mod tests {
             let b = AlignedBuf::new(len);
             assert_eq!(b.len(), len);
             assert_eq!(b.as_ptr() as usize % super::BLOCK, 0);
+        }
+    }
+}
+
+/// Where a transfer writes.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// Standard output.
+    Stdout,
+    /// A file opened with `-o` (or the `-U` store).
+    File(Arc<File>),
+    /// A pipe to the command of `-M` (closed when the transfer into it is over).
+    Pipe(Arc<OwnedFd>),
+}
+
+impl Output {
+    /// The descriptor to write to.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Output::Stdout => sys::stdout_fd(),
+            Output::File(f) => f.as_fd(),
+            Output::Pipe(p) => p.as_fd(),
         }
     }
 }

@@ -1,18 +1,7 @@
-//! The pure text side of watchfd: descriptor names (spec 4.1 "Display name") and the
-//! multi-line output protocol (spec 4.1 "Loop").
+//! The pure text side of the multi-line display: descriptor names (`FD:PATH`, shortened to
+//! fit) and the multi-line output protocol (rows redrawn in place, cursor back to the top).
 
 use crate::display::display_width;
-
-/// `path` relative to `cwd` when it lies below it (and `cwd` is not `/`).
-pub fn relative<'a>(path: &'a str, cwd: &str) -> &'a str {
-    if cwd.is_empty() || cwd == "/" {
-        return path;
-    }
-    match path.strip_prefix(cwd) {
-        Some(rest) if rest.starts_with('/') && rest.len() > 1 => &rest[1..],
-        _ => path,
-    }
-}
 
 /// Shortens `path` to at most `max` characters: the first ⌊max/4⌋ characters, `...`, and
 /// the last `max − ⌊max/4⌋ − 3` characters (pv's rule, counted in characters so UTF-8 is
@@ -108,15 +97,6 @@ impl Screen {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn relative_paths() {
-        assert_eq!(relative("/tmp/x/big", "/tmp/x"), "big");
-        assert_eq!(relative("/tmp/xy/big", "/tmp/x"), "/tmp/xy/big");
-        assert_eq!(relative("/tmp/x/", "/tmp/x"), "/tmp/x/");
-        assert_eq!(relative("/etc/passwd", "/"), "/etc/passwd");
-        assert_eq!(relative("pipe:[12]", "/tmp"), "pipe:[12]");
-    }
 
     #[test]
     fn shortening() {

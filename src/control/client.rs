@@ -1,0 +1,99 @@
+//! The client side of the control channel: `-R` sends changes, `-Q` asks for progress.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixStream;
+
+use super::protocol::{decode_reply, encode_request};
+use super::{
+    candidate_dirs, unchecked_for_tests, Changes, Reply, Request, MAX_LINE, REPLY_TIMEOUT,
+};
+use crate::error::Error;
+use crate::sys;
+
+/// A connection to another rpv's control socket.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Client {
+    /// Connects to `pid`'s socket and checks that `pid` itself serves it.
+    pub fn connect(pid: u32) -> Option<Client> {
+        let unchecked = unchecked_for_tests();
+        let uid = match std::fs::metadata(format!("/proc/{pid}")) {
+            Ok(meta) => meta.uid(),
+            Err(_) if unchecked => sys::geteuid(),
+            Err(_) => return None,
+        };
+        let euid = sys::geteuid();
+        for dir in candidate_dirs(uid) {
+            let Ok(stream) = UnixStream::connect(dir.join(format!("{pid}.sock"))) else {
+                continue;
+            };
+            let trusted = match sys::peer_cred(stream.as_fd()) {
+                Ok((peer_pid, peer_uid)) => {
+                    peer_pid == pid && (peer_uid == euid || peer_uid == 0 || euid == 0)
+                }
+                Err(_) => false,
+            };
+            if !trusted && !unchecked {
+                continue;
+            }
+            let _ = stream.set_read_timeout(Some(REPLY_TIMEOUT));
+            let _ = stream.set_write_timeout(Some(REPLY_TIMEOUT));
+            let writer = stream.try_clone().ok()?;
+            return Some(Client {
+                reader: BufReader::new(stream),
+                writer,
+            });
+        }
+        None
+    }
+
+    /// Sends `request` and reads the reply; None if the target did not answer.
+    pub fn ask(&mut self, request: &Request) -> Option<Reply> {
+        // A target that has finished shuts the connection down after sending its final
+        // state: the write then fails, but that state is still there to read.
+        let _ = self.writer.write_all(encode_request(request).as_bytes());
+        let mut line = String::new();
+        let n = (&mut self.reader)
+            .take(MAX_LINE as u64)
+            .read_line(&mut line)
+            .ok()?;
+        if n == 0 {
+            return None;
+        }
+        decode_reply(&line)
+    }
+}
+
+/// Checks the target like pv does (`kill(pid, 0)`): it must exist and be ours to signal.
+pub fn check_target(pid: u32) -> Result<(), Error> {
+    if unchecked_for_tests() {
+        return Ok(());
+    }
+    sys::process_check(pid).map_err(|err| Error::Remote {
+        pid,
+        err: Some(err),
+    })
+}
+
+/// `-R PID`: sends `changes` and waits for the target to apply them.
+pub fn remote(pid: u32, changes: Changes) -> Result<(), Error> {
+    let request = Request::Set(changes);
+    let text = encode_request(&request);
+    if let Some(line) = text.lines().find(|l| l.len() > MAX_LINE) {
+        let key = line.split('=').next().unwrap_or(line);
+        return Err(Error::other(
+            crate::error::status::REMOTE_OR_PID,
+            format!("{pid}: the {key} value is too long to send (at most {MAX_LINE} bytes)"),
+        ));
+    }
+    check_target(pid)?;
+    match Client::connect(pid).and_then(|mut c| c.ask(&request)) {
+        Some(Reply::Done) => Ok(()),
+        _ => Err(Error::Remote { pid, err: None }),
+    }
+}

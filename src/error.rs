@@ -1,0 +1,260 @@
+//! Errors: one type for every problem rpv reports, carrying pv's message text and pv's exit
+//! bits.
+//!
+//! Owns: the wording of every error message (`Display`, without the `rpv: ` prefix) and the
+//! exit-status bits each one sets ([`Error::exit_bits`]). Must not: print anything; the
+//! session's sinks turn errors into lines (`rpv: …`) or NDJSON `message` objects.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use crate::sys;
+
+/// Exit-status bits, OR-ed together over a run (pv's bitmask).
+pub mod status {
+    /// Problem with -R/-Q/-P/-M or the store-and-forward file.
+    pub const REMOTE_OR_PID: u8 = 1;
+    /// An input, the output or a watched descriptor could not be opened or stat'ed.
+    pub const ACCESS: u8 = 2;
+    /// An input is the same file as the output.
+    pub const OUROBOROS: u8 = 4;
+    /// Failure closing an input or moving to the next one.
+    pub const TRANSITION: u8 = 8;
+    /// A read or write error.
+    pub const TRANSFER: u8 = 16;
+    /// Ended by SIGINT, SIGHUP or SIGTERM.
+    pub const SIGNAL: u8 = 32;
+    /// Command-line errors (and, in pv, allocation failures).
+    pub const USAGE: u8 = 64;
+}
+
+/// Something that went wrong, with pv's text and exit bits.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// An input could not be opened or stat'ed: `failed to read file: NAME: ERROR`.
+    OpenInput {
+        /// The input's display name (`(stdin)` for `-`).
+        name: String,
+        /// Why.
+        err: io::Error,
+    },
+    /// An input is the output file: `input file is output file: NAME`.
+    InputIsOutput {
+        /// The input's display name.
+        name: String,
+    },
+    /// A read failed: `NAME: read failed: ERROR`.
+    Read {
+        /// The input's display name.
+        name: String,
+        /// Why.
+        err: io::Error,
+    },
+    /// A write to the output failed: `write failed: ERROR` (with the output's name in
+    /// front when it is not the main output).
+    Write {
+        /// The output's name, for outputs other than the main one.
+        output: Option<String>,
+        /// Why.
+        err: io::Error,
+    },
+    /// The output could not be opened (`PATH: ERROR`) or examined (`failed to stat output
+    /// file: ERROR`).
+    Output {
+        /// The path given with `-o`, if it was one.
+        path: Option<PathBuf>,
+        /// Why.
+        err: io::Error,
+    },
+    /// A file rpv creates or manages itself (the `-P` pid file, the `-U` store): `PATH:
+    /// ERROR`.
+    OwnFile {
+        /// The path as the user gave it.
+        path: PathBuf,
+        /// Why.
+        err: io::Error,
+    },
+    /// `-R`/`-Q`: the target could not be reached: `PID: ERROR`, or `PID: message not
+    /// received` without an error.
+    Remote {
+        /// The target process.
+        pid: u32,
+        /// The system error, if there was one.
+        err: Option<io::Error>,
+    },
+    /// `-M`: the command could not be started: `COMMAND: ERROR` (exit 127 if not found, else
+    /// 126, like a shell).
+    Command {
+        /// The command as given.
+        command: String,
+        /// Why.
+        err: io::Error,
+    },
+    /// A problem with the command line found after parsing (for example `-s @PATH` naming a
+    /// file that does not exist), with its complete text.
+    Usage(String),
+    /// Any other message, with its exit bits (0 for a warning).
+    Other {
+        /// Exit bits to set.
+        bits: u8,
+        /// The message.
+        text: String,
+    },
+}
+
+impl Error {
+    /// A message with exit bits, for the cases without a variant of their own.
+    pub fn other(bits: u8, text: impl Into<String>) -> Error {
+        Error::Other {
+            bits,
+            text: text.into(),
+        }
+    }
+
+    /// The exit-status bits this error sets (pv's bitmask; `-M`'s 126/127 are whole codes).
+    pub fn exit_bits(&self) -> u8 {
+        match self {
+            Error::OpenInput { .. } | Error::Output { .. } => status::ACCESS,
+            Error::InputIsOutput { .. } => status::OUROBOROS,
+            Error::Read { .. } | Error::Write { .. } => status::TRANSFER,
+            Error::OwnFile { .. } | Error::Remote { .. } => status::REMOTE_OR_PID,
+            Error::Command { err, .. } if err.kind() == io::ErrorKind::NotFound => 127,
+            Error::Command { .. } => 126,
+            Error::Usage(_) => status::USAGE,
+            Error::Other { bits, .. } => *bits,
+        }
+    }
+
+    /// A short name of the kind of error, for machine-readable output.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::OpenInput { .. } => "open_input",
+            Error::InputIsOutput { .. } => "input_is_output",
+            Error::Read { .. } => "read",
+            Error::Write { .. } => "write",
+            Error::Output { .. } => "output",
+            Error::OwnFile { .. } => "file",
+            Error::Remote { .. } => "remote",
+            Error::Command { .. } => "command",
+            Error::Usage(_) => "usage",
+            Error::Other { bits: 0, .. } => "warning",
+            Error::Other { .. } => "error",
+        }
+    }
+
+    /// The system error number behind this error, if there is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            Error::OpenInput { err, .. }
+            | Error::Read { err, .. }
+            | Error::Write { err, .. }
+            | Error::Output { err, .. }
+            | Error::OwnFile { err, .. }
+            | Error::Command { err, .. } => err.raw_os_error(),
+            Error::Remote { err, .. } => err.as_ref().and_then(io::Error::raw_os_error),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = sys::strerror;
+        match self {
+            Error::OpenInput { name, err } => write!(f, "failed to read file: {name}: {}", e(err)),
+            Error::InputIsOutput { name } => write!(f, "input file is output file: {name}"),
+            Error::Read { name, err } => write!(f, "{name}: read failed: {}", e(err)),
+            Error::Write { output: None, err } => write!(f, "write failed: {}", e(err)),
+            Error::Write {
+                output: Some(name),
+                err,
+            } => write!(f, "{name}: write failed: {}", e(err)),
+            Error::Output { path: Some(p), err } => write!(f, "{}: {}", p.display(), e(err)),
+            Error::Output { path: None, err } => {
+                write!(f, "failed to stat output file: {}", e(err))
+            }
+            Error::OwnFile { path, err } => write!(f, "{}: {}", path.display(), e(err)),
+            Error::Remote {
+                pid,
+                err: Some(err),
+            } => write!(f, "{pid}: {}", e(err)),
+            Error::Remote { pid, err: None } => write!(f, "{pid}: message not received"),
+            Error::Command { command, err } => write!(f, "{command}: {}", e(err)),
+            Error::Usage(text) | Error::Other { text, .. } => f.write_str(text),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(errno: i32) -> io::Error {
+        io::Error::from_raw_os_error(errno)
+    }
+
+    #[test]
+    fn messages_are_pvs_and_bits_follow_the_kind() {
+        let cases: Vec<(Error, &str, u8)> = vec![
+            (
+                Error::OpenInput {
+                    name: "x".into(),
+                    err: io(libc::ENOENT),
+                },
+                "failed to read file: x: No such file or directory",
+                status::ACCESS,
+            ),
+            (
+                Error::InputIsOutput { name: "f".into() },
+                "input file is output file: f",
+                status::OUROBOROS,
+            ),
+            (
+                Error::Read {
+                    name: "d".into(),
+                    err: io(libc::EISDIR),
+                },
+                "d: read failed: Is a directory",
+                status::TRANSFER,
+            ),
+            (
+                Error::Write {
+                    output: None,
+                    err: io(libc::ENOSPC),
+                },
+                "write failed: No space left on device",
+                status::TRANSFER,
+            ),
+            (
+                Error::Output {
+                    path: None,
+                    err: io(libc::EBADF),
+                },
+                "failed to stat output file: Bad file descriptor",
+                status::ACCESS,
+            ),
+            (
+                Error::Remote { pid: 7, err: None },
+                "7: message not received",
+                status::REMOTE_OR_PID,
+            ),
+            (
+                Error::Command {
+                    command: "nope".into(),
+                    err: io(libc::ENOENT),
+                },
+                "nope: No such file or directory",
+                127,
+            ),
+            (Error::other(0, "a warning"), "a warning", 0),
+        ];
+        for (error, text, bits) in cases {
+            assert_eq!(error.to_string(), text);
+            assert_eq!(error.exit_bits(), bits, "{text}");
+        }
+    }
+}

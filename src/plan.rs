@@ -1,0 +1,559 @@
+//! The plan: from the parsed options to what will run (the counterpart of ripgrep's
+//! "high-level arguments").
+//!
+//! Owns: every piece of set-up I/O — stating inputs and finding the total size, reading
+//! `-s @PATH`, counting lines for `-l`, opening `-o` (truncated only if some input is not
+//! the output), writing the `-P` pid file, creating the `-U` store, expanding `-d` items,
+//! probing the terminal (size, locale, colour) — and the engine's settings. Must not: move
+//! data, start threads or draw: the app module runs what the plan describes.
+//!
+//! `-U` and `-M` are plans of their own (two phases; two sides), not rewritten options.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cli::{Action, MonitorSide, Options, SizeArg};
+use crate::control::Changes;
+use crate::display::{BarStyle, DisplaySwitches};
+use crate::error::{status, Error};
+use crate::meter::{Role, Unit};
+use crate::sink::{self, DisplayConfig, Style};
+use crate::source::engine::EngineMeter;
+use crate::source::watch::items::{self, Target};
+use crate::sys::{self, FileKind};
+use crate::transfer::output::Modifiers;
+pub use crate::transfer::output::Output;
+use crate::transfer::{self, input, Hooks, InputSpec, Settings};
+use crate::{signals, term};
+
+/// One transfer: the engine's settings, where it writes, and how its meter is shown.
+#[derive(Debug)]
+pub struct TransferPlan {
+    /// What the engine does.
+    pub settings: Settings,
+    /// Where it writes.
+    pub output: Output,
+    /// How its progress is shown.
+    pub meter: EngineMeter,
+}
+
+/// `-U`: where the data is stored between the two phases.
+#[derive(Debug)]
+pub enum Store {
+    /// `-U -`: a file without a name (the kernel removes it however rpv ends).
+    Unnamed(File),
+    /// `-U FILE`.
+    Path(PathBuf),
+}
+
+/// `-M SIDE -- COMMAND ARGS`.
+#[derive(Debug)]
+pub struct MonitorPlan {
+    /// Which side(s).
+    pub side: MonitorSide,
+    /// The command.
+    pub command: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// rpv's output (the command writes there directly with `-M in`).
+    pub output: Output,
+}
+
+/// `-d`: what to watch.
+#[derive(Debug)]
+pub struct WatchPlan {
+    /// The targets, resolved.
+    pub targets: Vec<Target>,
+    /// Items that found nothing (`=NAME` without a match): messages, status 2.
+    pub problems: Vec<String>,
+    /// `-s`, for a single `PID:FD`.
+    pub size: Option<u64>,
+}
+
+/// What runs.
+#[derive(Debug)]
+pub enum Job {
+    /// Copy the inputs to the output.
+    Transfer(TransferPlan),
+    /// `-U`: the first phase (inputs to the store); the second is planned when it is over.
+    Store(TransferPlan, Store),
+    /// `-M`.
+    Monitor(MonitorPlan),
+    /// `-d`.
+    Watch(WatchPlan),
+    /// `-Q PID`.
+    Query(u32),
+    /// `-R PID`.
+    Remote(u32, Changes),
+}
+
+/// Everything a run needs.
+#[derive(Debug)]
+pub struct Plan {
+    /// What to show and how.
+    pub display: DisplayConfig,
+    /// What runs.
+    pub job: Job,
+}
+
+/// Makes the plan for `o`. The pid file (`-P`) is written first, like pv.
+pub fn plan(o: &Options) -> Result<Plan, Error> {
+    if let Some(path) = &o.pidfile {
+        write_pidfile(path)?;
+    }
+    let display = display(o);
+    let job = match &o.action {
+        Action::Transfer => {
+            let inputs = operands(o);
+            let output = open_output(o.output.as_deref(), &inputs)?;
+            Job::Transfer(transfer(o, &display, inputs, output, Role::Transfer, true)?)
+        }
+        Action::StoreAndForward(path) => {
+            let inputs = operands(o);
+            let (store, output) = if path.as_os_str() == "-" {
+                let file = tempfile::tempfile().map_err(|err| Error::OwnFile {
+                    path: std::env::temp_dir(),
+                    err,
+                })?;
+                let writer = file.try_clone().map_err(|err| Error::OwnFile {
+                    path: path.clone(),
+                    err,
+                })?;
+                (Store::Unnamed(file), Output::File(Arc::new(writer)))
+            } else {
+                let output = open_output(Some(path), &inputs)?;
+                (Store::Path(path.clone()), output)
+            };
+            let first = transfer(o, &display, inputs, output, Role::Transfer, true)?;
+            Job::Store(first, store)
+        }
+        Action::Monitor(side) => {
+            let Some((command, args)) = o.files.split_first() else {
+                return Err(Error::Usage(
+                    "-M: a command to run must be specified".into(),
+                ));
+            };
+            // An empty operand list is never the output, so -o is truncated as usual.
+            let output = open_output(o.output.as_deref(), &[])?;
+            Job::Monitor(MonitorPlan {
+                side: *side,
+                command: command.clone(),
+                args: args.to_vec(),
+                output,
+            })
+        }
+        Action::WatchFd(raw) => Job::Watch(watch(o, raw)?),
+        Action::Query(pid) => Job::Query(*pid),
+        Action::Remote(pid) => Job::Remote(*pid, changes_from(o)?),
+    };
+    Ok(Plan { display, job })
+}
+
+/// The second phase of `-U`: the store, now complete, to the output with its known size.
+pub fn second_phase(
+    o: &Options,
+    display: &DisplayConfig,
+    store: Store,
+) -> Result<TransferPlan, Error> {
+    let input = match store {
+        Store::Unnamed(file) => {
+            sys::lseek(file.as_fd(), 0, libc::SEEK_SET).map_err(|err| Error::OwnFile {
+                path: std::env::temp_dir(),
+                err,
+            })?;
+            InputSpec::new(
+                transfer::InputSource::Fd(OwnedFd::from(file)),
+                "(stored)".into(),
+            )
+        }
+        Store::Path(path) => InputSpec::operand(path.as_os_str()),
+    };
+    let inputs = vec![input];
+    let output = open_output(o.output.as_deref(), &inputs)?;
+    let o = Options {
+        size: SizeArg::Auto,
+        ..o.clone()
+    };
+    transfer(&o, display, inputs, output, Role::Transfer, true)
+}
+
+/// One side of `-M`: `input` (stdin, or the command's output) to `output`. The input side's
+/// size comes from the inputs; the output side's only from `-s` or an output block device.
+pub fn monitor_side(
+    o: &Options,
+    display: &DisplayConfig,
+    input: InputSpec,
+    output: Output,
+    role: Role,
+) -> Result<TransferPlan, Error> {
+    let sized = role != Role::MonitorOut;
+    transfer(o, display, vec![input], output, role, sized)
+}
+
+/// The inputs named on the command line (none: standard input).
+fn operands(o: &Options) -> Vec<InputSpec> {
+    if o.files.is_empty() {
+        vec![InputSpec::operand("-".as_ref())]
+    } else {
+        o.files.iter().map(|f| InputSpec::operand(f)).collect()
+    }
+}
+
+/// Plans one transfer of `inputs` to `output`; `sized`: the inputs may give the total size.
+fn transfer(
+    o: &Options,
+    display: &DisplayConfig,
+    mut inputs: Vec<InputSpec>,
+    output: Output,
+    role: Role,
+    sized: bool,
+) -> Result<TransferPlan, Error> {
+    let (size, implied_stop) = detect_size(o, &mut inputs, sized, output.fd())?;
+    let unit = if o.line_mode {
+        Unit::Lines
+    } else {
+        Unit::Bytes
+    };
+    let probe = crate::meter::MeterState {
+        role,
+        size,
+        ..crate::meter::MeterState::default()
+    };
+    let mut capture = sink::shows_tail(&display.format_text(&probe));
+    if let Some(spec) = display.extra.as_deref() {
+        let spec = term::ExtraSpec::parse(spec);
+        capture |= spec.format.as_deref().is_some_and(sink::shows_tail);
+    }
+    let hooks = Hooks::from_env();
+    // Modifiers and the read-error hook work on the read/write path. -E in line mode too:
+    // the fast -l path counts from a mapping of the file, and a bad sector there would be a
+    // SIGBUS instead of a read error to skip.
+    let needs_rw = o.discard
+        || o.sparse
+        || o.sync
+        || o.direct_io
+        || (o.line_mode && o.skip_errors > 0)
+        || !hooks.read_errors.is_empty();
+    let settings = Settings {
+        inputs,
+        line_mode: o.line_mode,
+        separator: if o.null { 0 } else { b'\n' },
+        // %A and %L need the bytes: rpv then uses read/write (pv leaves them blank). Line
+        // mode picks its own paths.
+        zero_copy: !o.no_splice && !capture && !needs_rw,
+        buffer_size: if o.buffer_size > 0 {
+            usize::try_from(o.buffer_size).unwrap_or(usize::MAX)
+        } else {
+            transfer::DEFAULT_BUFFER
+        },
+        rate_limit: o.rate_limit,
+        // -S with an unknown size passes everything through (pv 1.11 passes nothing).
+        stop_at: ((o.stop_at_size || implied_stop) && size > 0).then_some(size),
+        capture,
+        modifiers: Modifiers {
+            discard: o.discard,
+            sparse: o.sparse,
+            sync: o.sync,
+            direct: o.direct_io,
+        },
+        skip_errors: o.skip_errors,
+        skip_block: o.error_skip_block,
+        hooks,
+    };
+    let meter = EngineMeter {
+        id: match role {
+            Role::MonitorOut => 2,
+            _ => 1,
+        },
+        role,
+        unit,
+        size,
+        wait: o.wait,
+        partner: match role {
+            Role::MonitorIn => Some(2),
+            Role::MonitorOut => Some(1),
+            _ => None,
+        },
+        capture,
+    };
+    Ok(TransferPlan {
+        settings,
+        output,
+        meter,
+    })
+}
+
+/// The total size: bytes or lines; 0 = unknown. Also whether `-S` is implied by an output
+/// block device (its size is the total).
+fn detect_size(
+    o: &Options,
+    inputs: &mut [InputSpec],
+    sized: bool,
+    out: BorrowedFd<'_>,
+) -> Result<(u64, bool), Error> {
+    let size = match &o.size {
+        SizeArg::Value(n) => *n,
+        SizeArg::Path(p) => input::size_of_path(p)?,
+        SizeArg::Auto if !sized => 0,
+        SizeArg::Auto if o.line_mode => {
+            input::total_lines(inputs, if o.null { 0 } else { b'\n' }).unwrap_or(0)
+        }
+        SizeArg::Auto => input::total_bytes(inputs),
+    };
+    if size == 0 && !o.line_mode {
+        if let Ok(info) = sys::fstat(out) {
+            let append = sys::status_flags(out)
+                .map(|f| f & libc::O_APPEND != 0)
+                .unwrap_or(true);
+            if info.kind == FileKind::Block && !append {
+                if let Ok(end) = sys::lseek(out, 0, libc::SEEK_END) {
+                    let _ = sys::lseek(out, 0, libc::SEEK_SET);
+                    return Ok((end, true));
+                }
+            }
+        }
+    }
+    Ok((size, false))
+}
+
+/// Opens `-o FILE` (`-` or none: standard output) without truncating it, and truncates it
+/// only if at least one input is not the output itself: `rpv -o x x` leaves `x` intact (pv
+/// empties it first). The open is not restarted after a signal, so a Ctrl-C while waiting
+/// for a FIFO's reader ends rpv at once.
+pub fn open_output(path: Option<&Path>, inputs: &[InputSpec]) -> Result<Output, Error> {
+    let Some(path) = path.filter(|p| p.as_os_str() != "-") else {
+        return Ok(Output::Stdout);
+    };
+    let failed = |err| Error::Output {
+        path: Some(path.to_path_buf()),
+        err,
+    };
+    let file = open_for_writing(path).map_err(failed)?;
+    let out_info = sys::fstat(file.as_fd()).map_err(failed)?;
+    if out_info.kind == FileKind::Regular {
+        let is_out = |i: &InputSpec| {
+            i.info()
+                .is_ok_and(|info| input::is_output(&info, &out_info))
+        };
+        if inputs.is_empty() || !inputs.iter().all(is_out) {
+            sys::ftruncate(file.as_fd(), 0).map_err(failed)?;
+        }
+    }
+    Ok(Output::File(Arc::new(file)))
+}
+
+/// `open(path, O_WRONLY|O_CREAT|O_CLOEXEC, 0666)`, retried after a signal unless the user
+/// asked rpv to exit (std's `File::open` always retries).
+fn open_for_writing(path: &Path) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    loop {
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC;
+        match rustix::fs::open(path, flags, Mode::from_raw_mode(0o666)) {
+            Ok(fd) => return Ok(File::from(fd)),
+            Err(rustix::io::Errno::INTR) if signals::exit_requested() => {
+                return Err(io::Error::from(io::ErrorKind::Interrupted));
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Writes `"<pid>\n"` to `path` atomically (a temporary file in the same directory, mode
+/// 0644, renamed over it) and registers it for removal at exit. Only a regular file (or
+/// nothing) is ever replaced: pv would rename over a device node.
+fn write_pidfile(path: &Path) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let failed = |err| Error::OwnFile {
+        path: path.to_path_buf(),
+        err,
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_dir() => {
+            return Err(failed(io::Error::from_raw_os_error(libc::EISDIR)))
+        }
+        Ok(meta) if !meta.file_type().is_file() => {
+            return Err(failed(io::Error::from_raw_os_error(libc::EEXIST)))
+        }
+        _ => {}
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::Builder::new()
+        .prefix(".rpv-pid")
+        .tempfile_in(dir)
+        .map_err(failed)?;
+    temp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .and_then(|()| writeln!(temp, "{}", std::process::id()))
+        .map_err(failed)?;
+    temp.persist(path).map_err(|e| failed(e.error))?;
+    crate::cleanup::register(path.to_path_buf(), true);
+    Ok(())
+}
+
+/// The display settings of the options, with the terminal probed.
+pub fn display(o: &Options) -> DisplayConfig {
+    let stderr_tty = sys::isatty(sys::stderr_fd());
+    let mut config = DisplayConfig {
+        // Only an explicit empty -F turns the display off; `-A 0` alone draws empty lines.
+        enabled: (stderr_tty || o.force || o.numeric)
+            && !o.quiet
+            && o.format.as_deref() != Some(""),
+        force: o.force,
+        cursor: o.cursor && !o.numeric,
+        stats: o.stats,
+        switches: switches(o),
+        format: o.format.clone(),
+        prev_format: o.prev_format.clone(),
+        name: o.name.clone(),
+        prev_name: o.prev_name.clone(),
+        extra: o.extra_display.clone(),
+        fixed: (o.width, o.height),
+        width: 80,
+        height: 25,
+        style: Style {
+            numeric: o.numeric,
+            si: o.si,
+            bits: o.bits,
+            gauge: o.gauge,
+            bar_style: BarStyle::from_name(o.bar_style.as_deref().unwrap_or("plain")),
+            utf8: term::utf8_locale(),
+            colour: term::colour_allowed(o.force),
+        },
+        stderr_tty,
+        trace: std::env::var_os("RPV_TEST_TRACE").is_some(),
+        interval_ns: (o.interval * 1e9) as u64,
+        delay_ns: (o.delay_start * 1e9) as u64,
+        average_window: o.average_window,
+        control: true,
+    };
+    config.measure();
+    config
+}
+
+/// The display switches of the options; none given means `-p -t -e -r -b`.
+pub fn switches(o: &Options) -> DisplaySwitches {
+    let all = o.display_switches == 0;
+    DisplaySwitches {
+        progress: o.progress || all,
+        timer: o.timer || all,
+        eta: o.eta || all,
+        fineta: o.fineta,
+        rate: o.rate || all,
+        average_rate: o.average_rate,
+        bytes: o.bytes || all,
+        buffer_percent: o.buffer_percent,
+        last_written: o.last_written,
+        name: o.name.is_some(),
+        numeric: o.numeric,
+    }
+}
+
+/// `-d`: resolves the items (reads `@LISTFILE`s, runs `pgrep` for `=NAME`).
+fn watch(o: &Options, raw: &[OsString]) -> Result<WatchPlan, Error> {
+    let raw: Vec<String> = raw
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let mut read_list = |path: &str| std::fs::read_to_string(path).map_err(|e| sys::strerror(&e));
+    let expanded =
+        items::expand(&raw, &mut read_list, &mut items::run_pgrep).map_err(Error::Usage)?;
+    let size = match &o.size {
+        SizeArg::Auto => None,
+        SizeArg::Value(n) => Some(*n),
+        SizeArg::Path(p) => Some(input::size_of_path(p)?),
+    };
+    Ok(WatchPlan {
+        targets: expanded.targets,
+        problems: expanded.problems,
+        size,
+    })
+}
+
+/// The changes an `rpv -R PID ...` command line asks for: only the options given.
+pub fn changes_from(o: &Options) -> Result<Changes, Error> {
+    let mut c = Changes::default();
+    if "pteIrab8TA".chars().any(|l| o.given(l)) {
+        c.switches = Some(DisplaySwitches {
+            progress: o.progress,
+            timer: o.timer,
+            eta: o.eta,
+            fineta: o.fineta,
+            rate: o.rate,
+            average_rate: o.average_rate,
+            bytes: o.bytes,
+            buffer_percent: o.buffer_percent,
+            last_written: o.last_written,
+            ..DisplaySwitches::default()
+        });
+    }
+    let given = |l: char, v| o.given(l).then_some(v);
+    c.rate_limit = given('L', o.rate_limit);
+    c.buffer_size = given('B', o.buffer_size).filter(|&b| b > 0);
+    if o.given('s') {
+        c.size = Some(match &o.size {
+            SizeArg::Auto => 0,
+            SizeArg::Value(n) => *n,
+            SizeArg::Path(p) => input::size_of_path(p)
+                .map_err(|e| Error::other(status::REMOTE_OR_PID, e.to_string()))?,
+        });
+    }
+    c.interval = o.given('i').then_some(o.interval);
+    c.width = o.given('w').then_some(o.width);
+    c.height = o.given('H').then_some(o.height);
+    c.name = o.given('N').then(|| o.name.clone().unwrap_or_default());
+    c.format = o.given('F').then(|| o.format.clone().unwrap_or_default());
+    c.extra_display = o
+        .given('x')
+        .then(|| o.extra_display.clone().unwrap_or_default());
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Options {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        match crate::cli::parse("rpv", &args) {
+            crate::cli::Parsed::Run(o) => *o,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_given_options_are_sent() {
+        let c = changes_from(&parsed(&["-R", "1", "-L", "0", "-N", "x"])).unwrap();
+        assert_eq!(
+            c,
+            Changes {
+                rate_limit: Some(0),
+                name: Some("x".into()),
+                ..Changes::default()
+            }
+        );
+        assert_eq!(
+            changes_from(&parsed(&["-R", "1"])).unwrap(),
+            Changes::default()
+        );
+        let c = changes_from(&parsed(&["-R", "1", "-p", "-i", "2", "-s", "0", "-F", ""])).unwrap();
+        assert_eq!(
+            c.switches,
+            Some(DisplaySwitches {
+                progress: true,
+                ..DisplaySwitches::default()
+            })
+        );
+        assert_eq!((c.interval, c.size), (Some(2.0), Some(0)));
+        assert_eq!(c.format.as_deref(), Some(""));
+        assert_eq!((c.rate_limit, c.name, c.width), (None, None, None));
+    }
+}

@@ -1,0 +1,388 @@
+//! The display loop: the one loop that drives every mode.
+//!
+//! Owns: when to update (every `-i`, after `-D`, on SIGCONT, at the end), the rate history
+//! of every meter ([`RateTracker`] by meter id: elapsed time without stopped time, rates,
+//! frozen figures of meters that ended), handing snapshots and events to the sinks,
+//! answering `-R`/`-Q` between updates (the control socket opens at the first update, so a
+//! short run never pays for it), signals (exit, resize, continue), and the exit status of
+//! the display side. Must not: move data, or block a data thread in any way; it runs on the
+//! main thread and only reads counters.
+
+use std::collections::HashMap;
+
+use crate::control::server::Server;
+use crate::control::{Changes, Reply, Request};
+use crate::display::DisplaySwitches;
+use crate::error::{status, Error};
+use crate::meter::{Event, MeterId, MeterState, Phase};
+use crate::signals;
+use crate::sink::{DisplayConfig, Reading, Sink, Snapshot};
+use crate::source::Source;
+use crate::stats::{RateTracker, Rates};
+use crate::sys;
+use crate::term::Term;
+
+/// The rate history of one meter.
+struct Track {
+    tracker: RateTracker,
+    /// Stopped time (Ctrl-Z) already counted when the meter's clock started.
+    stopped_base: u64,
+    /// The figures of the last update: shown unchanged once the meter has ended.
+    last: Option<(f64, Rates, bool)>,
+}
+
+/// Seconds from `started` to `now` (monotonic ns), without `stopped` ns spent stopped;
+/// at most 100,000 hours (what the display can show).
+fn elapsed_at(now: u64, started: u64, stopped: u64) -> f64 {
+    (now.saturating_sub(started).saturating_sub(stopped) as f64 / 1e9).clamp(0.0, 360_000_000.0)
+}
+
+/// [`elapsed_at`] now.
+fn elapsed_since(started: u64, stopped: u64) -> f64 {
+    elapsed_at(sys::monotonic_ns(), started, stopped)
+}
+
+/// The meters of the latest sample and the rate history of each.
+#[derive(Default)]
+struct Book {
+    tracks: HashMap<MeterId, Track>,
+    meters: Vec<MeterState>,
+}
+
+impl Book {
+    /// One reading per meter whose clock has started, updating the rate histories.
+    fn readings(&mut self, window: u32, final_update: bool) -> Vec<Reading<'_>> {
+        let now = sys::monotonic_ns();
+        let stopped_now = signals::stopped_ns();
+        let mut figures = Vec::with_capacity(self.meters.len());
+        for m in &self.meters {
+            let Some(started) = m.started_ns else {
+                continue;
+            };
+            let track = self.tracks.entry(m.id).or_insert_with(|| Track {
+                tracker: RateTracker::new(window),
+                stopped_base: stopped_now,
+                last: None,
+            });
+            if m.phase == Phase::Ended {
+                if let Some(last) = track.last {
+                    figures.push((m.id, last));
+                    continue;
+                }
+            }
+            let elapsed = elapsed_at(now, started, stopped_now.saturating_sub(track.stopped_base));
+            let mut rates = track.tracker.update(elapsed, m.moved, m.size, final_update);
+            if m.size > 0 {
+                rates.percentage = (100.0 * m.amount as f64 / m.size as f64).clamp(0.0, 100_000.0);
+            }
+            track.last = Some((elapsed, rates, final_update));
+            figures.push((m.id, (elapsed, rates, final_update)));
+        }
+        let tracks = &self.tracks;
+        figures
+            .into_iter()
+            .zip(self.meters.iter().filter(|m| m.started_ns.is_some()))
+            .map(|((id, (elapsed, rates, final_update)), meter)| Reading {
+                meter,
+                elapsed,
+                rates,
+                tracker: &tracks[&id].tracker,
+                final_update,
+            })
+            .collect()
+    }
+}
+
+/// How the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// Every source finished.
+    Finished,
+    /// SIGINT, SIGHUP or SIGTERM: the sources were asked to stop.
+    Interrupted,
+}
+
+/// One display loop over some sources and sinks.
+pub struct Session<'a> {
+    sources: Vec<Box<dyn Source + 'a>>,
+    sinks: Vec<Box<dyn Sink + 'a>>,
+    config: DisplayConfig,
+    term: Term,
+    book: Book,
+    /// `-R -s`: the size of the first meter.
+    size_override: Option<u64>,
+    control: Option<Server>,
+    control_tried: bool,
+    displayed: bool,
+    status: u8,
+}
+
+impl<'a> Session<'a> {
+    /// A loop showing `sources` through `sinks` with `config`; `prog` prefixes messages.
+    pub fn new(
+        sources: Vec<Box<dyn Source + 'a>>,
+        sinks: Vec<Box<dyn Sink + 'a>>,
+        config: DisplayConfig,
+        term: Term,
+    ) -> Session<'a> {
+        Session {
+            sources,
+            sinks,
+            config,
+            term,
+            book: Book::default(),
+            size_override: None,
+            control: None,
+            control_tried: false,
+            displayed: false,
+            status: 0,
+        }
+    }
+
+    /// Runs the loop until every source has finished or a signal ends it; returns how it
+    /// ended and the exit-status bits of the sources and the display.
+    pub fn run(mut self) -> (End, u8) {
+        let first = self.config.delay_ns.max(self.config.interval_ns);
+        let mut next_due = sys::monotonic_ns() + first;
+        let end = loop {
+            let now = sys::monotonic_ns();
+            let mut wait_ns = next_due.saturating_sub(now);
+            for source in &self.sources {
+                if let Some(period) = source.poll_period_ns() {
+                    wait_ns = wait_ns.min(period);
+                }
+            }
+            let timeout_ms = (wait_ns / 1_000_000 + 1).min(i32::MAX as u64) as i32;
+            signals::wait(timeout_ms);
+            self.serve_control(&mut next_due);
+            self.pass_events();
+            if signals::exit_requested() {
+                break End::Interrupted;
+            }
+            if signals::take_resized() {
+                self.config.measure();
+                self.term.resized(self.config.height);
+                self.reconfigure();
+            }
+            if self.all_finished() {
+                break End::Finished;
+            }
+            let now = sys::monotonic_ns();
+            if signals::take_continued() || now >= next_due {
+                self.update(false);
+                next_due += self.config.interval_ns;
+                if next_due < now {
+                    next_due = now + self.config.interval_ns;
+                }
+            }
+        };
+        self.end(end)
+    }
+
+    fn all_finished(&mut self) -> bool {
+        self.sources.iter_mut().all(|s| s.finished())
+    }
+
+    /// The end of the run: stop answering, last events, the final update, the sinks' end.
+    fn end(mut self, end: End) -> (End, u8) {
+        if end == End::Interrupted {
+            for source in &mut self.sources {
+                source.stop();
+            }
+            self.status |= status::SIGNAL;
+            if self.config.stderr_tty {
+                self.term.interrupted();
+            }
+        }
+        // Stop listening (and remove the socket) before anything that may exit; queriers get
+        // the final numbers.
+        if let Some(control) = self.control.take() {
+            control.close(&self.state_reply());
+        }
+        self.pass_events();
+        let aborted = self.sources.iter().any(|s| s.aborted());
+        let wants_final = self.sources.iter().all(|s| s.final_update());
+        let final_update = if end == End::Interrupted {
+            // pv redraws the line as it stands, not as a final summary.
+            Some(false)
+        } else if !aborted && wants_final && (self.displayed || self.config.delay_ns < 1_000_000) {
+            Some(true)
+        } else {
+            None
+        };
+        self.sample();
+        if let Some(final_update) = final_update {
+            self.draw(final_update);
+        }
+        let status = self
+            .sources
+            .iter()
+            .fold(self.status, |s, src| s | src.status());
+        let window = self.config.average_window;
+        let readings = self.book.readings(window, final_update == Some(true));
+        let snapshot = Snapshot {
+            readings,
+            final_update: final_update == Some(true),
+            wall_clock: sys::wall_clock(),
+        };
+        let finished = Event::Finished { status };
+        for sink in &mut self.sinks {
+            sink.event(&finished, &self.config, &mut self.term);
+        }
+        for sink in &mut self.sinks {
+            sink.finish(&snapshot, &self.config, &mut self.term);
+        }
+        (end, status)
+    }
+
+    /// Hands the sources' events to the sinks.
+    fn pass_events(&mut self) {
+        let mut events = Vec::new();
+        for source in &mut self.sources {
+            source.events(&mut events);
+        }
+        for event in &events {
+            for sink in &mut self.sinks {
+                sink.event(event, &self.config, &mut self.term);
+            }
+        }
+        if let Some(text) = signals::take_foreign() {
+            let warning = Event::Error(Error::other(0, text));
+            for sink in &mut self.sinks {
+                sink.event(&warning, &self.config, &mut self.term);
+            }
+        }
+    }
+
+    /// Samples every source.
+    fn sample(&mut self) {
+        let now = sys::monotonic_ns();
+        self.book.meters.clear();
+        for source in &mut self.sources {
+            source.sample(now, &mut self.book.meters);
+        }
+        if let (Some(size), Some(first)) = (self.size_override, self.book.meters.first_mut()) {
+            first.size = size;
+        }
+    }
+
+    /// A regular update: sample, then show. The control socket opens at the first one.
+    fn update(&mut self, final_update: bool) {
+        if !self.control_tried && self.config.control {
+            self.control_tried = true;
+            self.control = Server::start(signals::waker());
+        }
+        self.sample();
+        self.draw(final_update);
+    }
+
+    /// Computes the figures of every meter and hands the snapshot to the sinks.
+    fn draw(&mut self, final_update: bool) {
+        let readings = self.book.readings(self.config.average_window, final_update);
+        if !readings.is_empty() && self.config.visible() {
+            self.displayed = true;
+        }
+        let snapshot = Snapshot {
+            readings,
+            final_update,
+            wall_clock: sys::wall_clock(),
+        };
+        for sink in &mut self.sinks {
+            sink.update(&snapshot, &self.config, &mut self.term);
+        }
+    }
+
+    /// The first meter's progress, for `-Q`.
+    fn state_reply(&self) -> Reply {
+        let Some(first) = self.book.meters.first() else {
+            return Reply::State {
+                elapsed: 0.0,
+                transferred: 0,
+                size: self.size_override.unwrap_or(0),
+            };
+        };
+        let elapsed = first.started_ns.map_or(0.0, |started| {
+            let base = self
+                .book
+                .tracks
+                .get(&first.id)
+                .map_or_else(signals::stopped_ns, |t| t.stopped_base);
+            elapsed_since(started, signals::stopped_ns().saturating_sub(base))
+        });
+        Reply::State {
+            elapsed,
+            transferred: first.amount,
+            size: first.size,
+        }
+    }
+
+    /// Answers pending `-R`/`-Q` requests.
+    fn serve_control(&mut self, next_due: &mut u64) {
+        let Some(control) = self.control.take() else {
+            return;
+        };
+        control.serve(|request| match request {
+            Request::Set(changes) => {
+                self.apply(changes, next_due);
+                Reply::Done
+            }
+            Request::Query => {
+                self.sample();
+                self.state_reply()
+            }
+        });
+        self.control = Some(control);
+    }
+
+    /// Applies the options given to `rpv -R` (only those).
+    fn apply(&mut self, c: &Changes, next_due: &mut u64) {
+        let config = &mut self.config;
+        if let Some(sw) = &c.switches {
+            // Name and numeric mode are not display switches a sender can change.
+            config.switches = DisplaySwitches {
+                name: config.switches.name,
+                numeric: config.switches.numeric,
+                ..*sw
+            };
+            if c.format.is_none() {
+                // Asking for switches means showing them: a custom -F gives way.
+                config.format = None;
+            }
+        }
+        if let Some(format) = &c.format {
+            config.format = (!format.is_empty()).then(|| format.clone());
+        }
+        if let Some(name) = &c.name {
+            config.name = (!name.is_empty()).then(|| name.clone());
+        }
+        if let Some(extra) = &c.extra_display {
+            config.extra = (!extra.is_empty()).then(|| extra.clone());
+        }
+        if let Some(size) = c.size {
+            self.size_override = Some(size);
+        }
+        if let Some(interval) = c.interval {
+            config.interval_ns = (interval * 1e9) as u64;
+            *next_due = sys::monotonic_ns() + config.interval_ns;
+        }
+        if let Some(w) = c.width {
+            config.fixed.0 = w;
+        }
+        if let Some(h) = c.height {
+            config.fixed.1 = h;
+        }
+        config.measure();
+        if c.rate_limit.is_some() || c.buffer_size.is_some() {
+            if let Some(first) = self.sources.first_mut() {
+                first.retune(c.rate_limit, c.buffer_size);
+            }
+        }
+        self.reconfigure();
+    }
+
+    fn reconfigure(&mut self) {
+        for sink in &mut self.sinks {
+            sink.reconfigure(&self.config);
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! The source of a local transfer: reads the engine's counters and events.
+//!
+//! Owns: turning [`Progress`] into a [`MeterState`] — the amount (bytes written minus what
+//! still sits unread in the output pipe, or lines), `%T`'s buffer fill (rpv's buffer plus
+//! the output pipe's unread bytes, over both capacities), the `-W` start — and deciding when
+//! the transfer is over (the engine finished and the output's reader has consumed everything,
+//! or is gone). Must not: block, or touch the data path: everything here is a relaxed load or
+//! an `ioctl(FIONREAD)` on the display thread.
+
+use std::sync::atomic::Ordering;
+
+use super::Source;
+use crate::display::BufferFill;
+use crate::meter::{Event, MeterId, MeterState, Phase, Role, Tail, Unit};
+use crate::sys::{self, FileKind};
+use crate::transfer::output::Output;
+use crate::transfer::Progress;
+
+/// How the engine's transfer is shown.
+#[derive(Debug, Clone)]
+pub struct EngineMeter {
+    /// The meter's id.
+    pub id: MeterId,
+    /// Transfer, or a side of `-M both`.
+    pub role: Role,
+    /// Bytes or lines.
+    pub unit: Unit,
+    /// Total size in the unit, 0 = unknown.
+    pub size: u64,
+    /// `-W`: the clock starts at the first write.
+    pub wait: bool,
+    /// The meter `%{ratio}` compares with.
+    pub partner: Option<MeterId>,
+    /// The format shows `%A`/`%L`: the tail is published.
+    pub capture: bool,
+}
+
+/// A local transfer, seen from the display thread.
+pub struct EngineSource<'a> {
+    progress: &'a Progress,
+    /// The engine's output, until the transfer is over (then dropped: a pipe to a `-M`
+    /// command closes, so the command sees the end of its input).
+    out: Option<Output>,
+    /// Capacity of the output pipe (0 if the output is not a pipe).
+    out_pipe: usize,
+    meter: EngineMeter,
+    start_ns: u64,
+}
+
+impl<'a> EngineSource<'a> {
+    /// Watches `progress`, published by an engine writing to `out`; the clock starts now
+    /// (or at the first write with `-W`).
+    pub fn new(progress: &'a Progress, out: Output, meter: EngineMeter) -> Self {
+        let out_pipe = match sys::fstat(out.fd()) {
+            Ok(info) if info.kind == FileKind::Pipe => sys::pipe_size(out.fd()).unwrap_or(65536),
+            _ => 0,
+        };
+        EngineSource {
+            progress,
+            out: Some(out),
+            out_pipe,
+            meter,
+            start_ns: sys::monotonic_ns(),
+        }
+    }
+
+    /// Bytes written but still unread in the output pipe (they have not been transferred
+    /// yet as far as the user is concerned).
+    fn unread(&self) -> u64 {
+        let Some(out) = &self.out else { return 0 };
+        if self.out_pipe == 0 || self.progress.outcome.output_closed.load(Ordering::Relaxed) {
+            return 0;
+        }
+        sys::unread_bytes(out.fd()).unwrap_or(0) as u64
+    }
+
+    /// `%T`: how full the buffers between rpv's input and its reader are.
+    fn buffer(&self, unread: u64) -> BufferFill {
+        let c = &self.progress.counters;
+        let own = if c.zero_copy.load(Ordering::Relaxed) {
+            0
+        } else {
+            c.buffer_capacity.load(Ordering::Relaxed)
+        };
+        if own == 0 && self.out_pipe == 0 {
+            return if c.zero_copy.load(Ordering::Relaxed) {
+                BufferFill::Splice
+            } else {
+                BufferFill::None
+            };
+        }
+        let held = if own > 0 {
+            c.buffered.load(Ordering::Relaxed)
+        } else {
+            0
+        };
+        let capacity = own + self.out_pipe as u64;
+        BufferFill::Fraction(((held + unread) as f64 / capacity as f64).clamp(0.0, 1.0))
+    }
+
+    /// True when the output's reader has consumed everything (or is gone, or the output is
+    /// not a pipe): only then is the final update drawn, like pv, but without pv's hang when
+    /// the reader exits early.
+    fn drained(&self) -> bool {
+        let Some(out) = &self.out else { return true };
+        if self.out_pipe == 0 || self.progress.outcome.output_closed.load(Ordering::Relaxed) {
+            return true;
+        }
+        if sys::unread_bytes(out.fd()).map_or(true, |n| n == 0) {
+            return true;
+        }
+        // POLLERR on a pipe's write end: the read end is closed.
+        sys::poll_one(out.fd(), 0, 0).map_or(true, |r| r & (libc::POLLERR | libc::POLLHUP) != 0)
+    }
+}
+
+impl Source for EngineSource<'_> {
+    fn sample(&mut self, _now_ns: u64, out: &mut Vec<MeterState>) {
+        let c = &self.progress.counters;
+        let unread = self.unread();
+        let amount = match self.meter.unit {
+            Unit::Lines => c.lines.load(Ordering::Relaxed),
+            Unit::Bytes => c.bytes.load(Ordering::Relaxed).saturating_sub(unread),
+        };
+        let started_ns = if self.meter.wait {
+            Some(c.first_write_ns.load(Ordering::Relaxed)).filter(|&t| t != 0)
+        } else {
+            Some(self.start_ns)
+        };
+        let tail = self.meter.capture.then(|| {
+            self.progress
+                .tail
+                .lock()
+                .map(|t| t.clone())
+                .unwrap_or_else(|_| Tail::default())
+        });
+        out.push(MeterState {
+            id: self.meter.id,
+            role: self.meter.role,
+            unit: self.meter.unit,
+            amount,
+            moved: amount,
+            size: self.meter.size,
+            started_ns,
+            buffer: self.buffer(unread),
+            phase: if started_ns.is_some() {
+                Phase::Running
+            } else {
+                Phase::Waiting
+            },
+            partner: self.meter.partner,
+            tail,
+            ..MeterState::default()
+        });
+    }
+
+    fn events(&mut self, out: &mut Vec<Event>) {
+        out.extend(self.progress.take_events());
+    }
+
+    fn finished(&mut self) -> bool {
+        let over = self.progress.is_done()
+            && (self.progress.outcome.aborted.load(Ordering::Relaxed) || self.drained());
+        if over {
+            self.out = None;
+        }
+        over
+    }
+
+    fn status(&self) -> u8 {
+        self.progress.status()
+    }
+
+    fn aborted(&self) -> bool {
+        self.progress.outcome.aborted.load(Ordering::Relaxed)
+    }
+
+    fn stop(&mut self) {
+        self.progress.control.stop.store(true, Ordering::Relaxed);
+    }
+
+    fn retune(&mut self, rate_limit: Option<u64>, buffer_size: Option<u64>) {
+        self.progress.control.retune(rate_limit, buffer_size);
+    }
+
+    fn poll_period_ns(&self) -> Option<u64> {
+        // After the engine is done, wait for the reader to drain the pipe.
+        self.progress.is_done().then_some(20_000_000)
+    }
+}

@@ -1,0 +1,53 @@
+//! Sources of progress: everything that produces [`MeterState`]s and [`Event`]s for the
+//! display loop.
+//!
+//! Owns: the [`Source`] trait and its implementations — [`engine::EngineSource`] (a local
+//! transfer: the engine's counters and events), [`watch::WatchSource`] (`-d`: descriptors of
+//! other processes, from `/proc`) and [`query::QuerySource`] (`-Q`: another rpv's progress
+//! through its control socket). Must not: draw, print or know which sinks exist. A new kind
+//! of progress is a new `Source`; nothing else changes.
+
+pub mod engine;
+pub mod query;
+pub mod watch;
+
+use crate::meter::{Event, MeterState};
+
+/// A producer of progress, polled by the display loop on its own thread.
+pub trait Source {
+    /// Appends the current state of this source's meters to `out` (`now_ns`: monotonic).
+    fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>);
+
+    /// Moves the events that happened since the last call into `out`.
+    fn events(&mut self, out: &mut Vec<Event>);
+
+    /// True when nothing more will happen: the display loop ends once every source is
+    /// finished.
+    fn finished(&mut self) -> bool;
+
+    /// Exit-status bits so far.
+    fn status(&self) -> u8;
+
+    /// The run must end without a final update (a write error).
+    fn aborted(&self) -> bool {
+        false
+    }
+
+    /// The user interrupted: stop as soon as possible.
+    fn stop(&mut self) {}
+
+    /// `-R`: a new rate limit and/or buffer size.
+    fn retune(&mut self, _rate_limit: Option<u64>, _buffer_size: Option<u64>) {}
+
+    /// How often the display loop should call [`Source::finished`] (nanoseconds) while it
+    /// waits for its next update; `None` means only at updates and wake-ups.
+    fn poll_period_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether the run ends with a last, final update of the display (transfers: yes; `-d`
+    /// leaves its last screen as it is).
+    fn final_update(&self) -> bool {
+        true
+    }
+}
