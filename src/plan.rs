@@ -110,7 +110,14 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
         Action::Transfer => {
             let inputs = operands(o);
             let output = open_output(o.output.as_deref(), &inputs)?;
-            Job::Transfer(transfer(o, &display, inputs, output, Role::Transfer, true)?)
+            Job::Transfer(transfer(
+                o,
+                &display,
+                inputs,
+                output,
+                Role::Transfer,
+                Sizing::Inputs(&o.size),
+            )?)
         }
         Action::StoreAndForward(path) => {
             let inputs = operands(o);
@@ -128,7 +135,14 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
                 let output = open_output(Some(path), &inputs)?;
                 (Store::Path(path.clone()), output)
             };
-            let first = transfer(o, &display, inputs, output, Role::Transfer, true)?;
+            let first = transfer(
+                o,
+                &display,
+                inputs,
+                output,
+                Role::Transfer,
+                Sizing::Inputs(&o.size),
+            )?;
             Job::Store(first, store)
         }
         Action::Monitor(side) => {
@@ -174,11 +188,9 @@ pub fn second_phase(
     };
     let inputs = vec![input];
     let output = open_output(o.output.as_deref(), &inputs)?;
-    let o = Options {
-        size: SizeArg::Auto,
-        ..o.clone()
-    };
-    transfer(&o, display, inputs, output, Role::Transfer, true)
+    // The store's own size, whatever -s said about the input.
+    let sizing = Sizing::Inputs(&SizeArg::Auto);
+    transfer(o, display, inputs, output, Role::Transfer, sizing)
 }
 
 /// One side of `-M`: `input` (stdin, or the command's output) to `output`. The input side's
@@ -190,8 +202,12 @@ pub fn monitor_side(
     output: Output,
     role: Role,
 ) -> Result<TransferPlan, Error> {
-    let sized = role != Role::MonitorOut;
-    transfer(o, display, vec![input], output, role, sized)
+    let sizing = if role == Role::MonitorOut {
+        Sizing::Given(&o.size)
+    } else {
+        Sizing::Inputs(&o.size)
+    };
+    transfer(o, display, vec![input], output, role, sizing)
 }
 
 /// The inputs named on the command line (none: standard input).
@@ -203,16 +219,25 @@ fn operands(o: &Options) -> Vec<InputSpec> {
     }
 }
 
-/// Plans one transfer of `inputs` to `output`; `sized`: the inputs may give the total size.
+/// Where a transfer's total size comes from.
+#[derive(Debug, Clone, Copy)]
+enum Sizing<'a> {
+    /// `-s` if given, else the inputs.
+    Inputs(&'a SizeArg),
+    /// `-s` only (the inputs are a pipe whose size nobody knows).
+    Given(&'a SizeArg),
+}
+
+/// Plans one transfer of `inputs` to `output`.
 fn transfer(
     o: &Options,
     display: &DisplayConfig,
     mut inputs: Vec<InputSpec>,
     output: Output,
     role: Role,
-    sized: bool,
+    sizing: Sizing<'_>,
 ) -> Result<TransferPlan, Error> {
-    let (size, implied_stop) = detect_size(o, &mut inputs, sized, output.fd())?;
+    let (size, implied_stop) = detect_size(o, &mut inputs, sizing, output.fd())?;
     let unit = if o.line_mode {
         Unit::Lines
     } else {
@@ -292,10 +317,14 @@ fn transfer(
 fn detect_size(
     o: &Options,
     inputs: &mut [InputSpec],
-    sized: bool,
+    sizing: Sizing<'_>,
     out: BorrowedFd<'_>,
 ) -> Result<(u64, bool), Error> {
-    let size = match &o.size {
+    let (given, sized) = match sizing {
+        Sizing::Inputs(given) => (given, true),
+        Sizing::Given(given) => (given, false),
+    };
+    let size = match given {
         SizeArg::Value(n) => *n,
         SizeArg::Path(p) => input::size_of_path(p)?,
         SizeArg::Auto if !sized => 0,
@@ -368,10 +397,10 @@ fn open_for_writing(path: &Path) -> io::Result<File> {
 /// nothing) is ever replaced: pv would rename over a device node.
 fn write_pidfile(path: &Path) -> Result<(), Error> {
     use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let failed = |err| Error::OwnFile {
         path: path.to_path_buf(),
-        err,
+        err: os_error(err),
     };
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_dir() => {
@@ -386,9 +415,16 @@ fn write_pidfile(path: &Path) -> Result<(), Error> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
+    // make_in (not tempfile_in): its errors are the system's, without the temporary path.
     let mut temp = tempfile::Builder::new()
         .prefix(".rpv-pid")
-        .tempfile_in(dir)
+        .make_in(dir, |temp| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(temp)
+        })
         .map_err(failed)?;
     temp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(0o644))
@@ -397,6 +433,25 @@ fn write_pidfile(path: &Path) -> Result<(), Error> {
     temp.persist(path).map_err(|e| failed(e.error))?;
     crate::cleanup::register(path.to_path_buf(), true);
     Ok(())
+}
+
+/// The system error inside `e` (tempfile wraps its errors with the temporary path, which
+/// the user never named).
+fn os_error(e: io::Error) -> io::Error {
+    if e.raw_os_error().is_some() {
+        return e;
+    }
+    let mut source = e.get_ref().and_then(|inner| inner.source());
+    while let Some(s) = source {
+        if let Some(errno) = s
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::raw_os_error)
+        {
+            return io::Error::from_raw_os_error(errno);
+        }
+        source = s.source();
+    }
+    e
 }
 
 /// The display settings of the options, with the terminal probed.

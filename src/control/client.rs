@@ -85,10 +85,14 @@ pub fn remote(pid: u32, changes: Changes) -> Result<(), Error> {
     let request = Request::Set(changes);
     let text = encode_request(&request);
     if let Some(line) = text.lines().find(|l| l.len() > MAX_LINE) {
-        let key = line.split('=').next().unwrap_or(line);
+        let option = match line.split('=').next().unwrap_or(line) {
+            "name" => "-N",
+            "format" => "-F",
+            _ => "-x",
+        };
         return Err(Error::other(
             crate::error::status::REMOTE_OR_PID,
-            format!("{pid}: the {key} value is too long to send (at most {MAX_LINE} bytes)"),
+            format!("{option}: value too long to send to {pid} (at most {MAX_LINE} bytes)"),
         ));
     }
     check_target(pid)?;

@@ -302,6 +302,28 @@ fn errors_and_statuses() {
     let _ = sleeper.wait();
 }
 
+/// A `-R` value longer than the protocol's line limit used to fail with a misleading
+/// "message not received"; it now says what is wrong, and the target carries on.
+#[test]
+fn remote_value_too_long_says_so() {
+    let mut target = Target::start(&["-L", "1M", "-i", "0.2", "-f", "/dev/zero", "-S", "-s", "3M"]);
+    let long = "a".repeat(100_000);
+    let pid = target.pid();
+    for option in ["-N", "-F"] {
+        let out = target
+            .client(&["-R", &pid, option, &long])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(
+            crate::util::err(&out),
+            format!("rpv: {option}: value too long to send to {pid} (at most 65536 bytes)\n")
+        );
+    }
+    target.remote(&["-N", "short"]);
+    assert_eq!(target.wait(20), Some(0));
+}
+
 /// `setpriv` arguments that run a command as `nobody`, if we are root and can.
 fn as_nobody() -> Option<Vec<&'static str>> {
     let root = std::fs::read_to_string("/proc/self/status")

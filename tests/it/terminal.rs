@@ -137,6 +137,12 @@ impl Terminal {
         );
     }
 
+    /// Types `keys` on the terminal's keyboard (the line discipline echoes and signals).
+    pub fn type_keys(&self, keys: &[u8]) {
+        let mut master = File::from(self.master.try_clone().unwrap());
+        master.write_all(keys).unwrap();
+    }
+
     /// Waits for the slave side to close; the visible rows, the raw bytes, the query count.
     pub fn finish(mut self) -> (Vec<String>, Vec<u8>, usize) {
         self.reader.take().unwrap().join().unwrap();

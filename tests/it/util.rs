@@ -17,6 +17,9 @@ pub fn rpv(args: &[&str]) -> Command {
         "RPV_TEST_FAIL_AT",
         "RPV_TEST_TRACE",
         "RPV_TEST_ADAPT",
+        "RPV_TEST_PACE",
+        "RPV_TEST_READ_ERRORS",
+        "RPV_TEST_CONTROL_UNCHECKED",
         "POSIXLY_CORRECT",
     ] {
         cmd.env_remove(var);
