@@ -16,7 +16,7 @@ use crate::error::{status, Error};
 use crate::meter::{Role, Unit};
 use crate::plan::{self, Job, MonitorPlan, Output, TransferPlan};
 use crate::session::{End, Session};
-use crate::sink::{self, DisplayConfig, Sink};
+use crate::sink::{self, json, DisplayConfig, Sink};
 use crate::source::engine::EngineSource;
 use crate::source::query::QuerySource;
 use crate::source::watch::WatchSource;
@@ -75,25 +75,29 @@ fn run(o: &Options, prog: &str) -> u8 {
     };
     let display = plan.display;
     match plan.job {
-        Job::Transfer(t) => transfers(vec![t], display, prog),
+        Job::Transfer(t) => transfers("transfer", vec![t], display, prog),
         Job::Store(first, store) => {
             let phase1 = DisplayConfig {
                 name: Some("(input)".into()),
                 ..display.clone()
             };
-            let status = transfers(vec![first], phase1, prog);
+            let status = transfers("store", vec![first], phase1, prog);
             if status != 0 {
                 return status;
             }
             match plan::second_phase(o, &display, store) {
-                Ok(second) => transfers(vec![second], display, prog),
+                Ok(second) => transfers("forward", vec![second], display, prog),
                 Err(e) => fail(prog, &e),
             }
         }
         Job::Monitor(m) => monitor(o, display, m, prog),
         Job::Watch(w) => {
             let source = WatchSource::new(w.targets, w.problems, w.size, display.interval_ns);
-            session(vec![Box::new(source)], display, prog).1
+            let start = json::Start {
+                mode: "watch",
+                ..json::Start::default()
+            };
+            session(vec![Box::new(source)], display, start, prog).1
         }
         Job::Query(pid) => query(o, display, pid, prog),
         Job::Remote(pid, changes) => match client::remote(pid, changes) {
@@ -107,46 +111,92 @@ fn run(o: &Options, prog: &str) -> u8 {
 fn session<'a>(
     sources: Vec<Box<dyn Source + 'a>>,
     display: DisplayConfig,
+    start: json::Start,
     prog: &str,
 ) -> (End, u8) {
     let mut term = Term::new(prog);
-    if display.cursor {
+    if display.cursor && !display.json && !display.log {
         term.enable_cursor(display.height);
     }
-    let sinks = sinks(&display, prog, &sources);
+    let sinks = sinks(&display, start, prog, &sources);
     Session::new(sources, sinks, display, term).run()
 }
 
-/// The sinks for these settings: messages always; the line, numeric output or (for
-/// watched descriptors) the multi-line screen; titles and statistics when asked for.
+/// The sinks for these settings. `--json` and `--log` replace the display (they carry the
+/// messages themselves); otherwise: messages, then the line, numeric output or the
+/// multi-line screen (watched descriptors, `--each`), then titles and statistics when
+/// asked for.
 fn sinks<'a>(
     display: &DisplayConfig,
+    start: json::Start,
     prog: &str,
     sources: &[Box<dyn Source + 'a>],
 ) -> Vec<Box<dyn Sink + 'a>> {
     let watching = sources.iter().any(|s| !s.final_update());
-    let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(sink::messages::Messages)];
-    if display.style.numeric {
-        sinks.push(Box::new(sink::numeric::Numeric::default()));
-    } else if watching {
-        sinks.push(Box::new(sink::multi::Multi::default()));
+    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    if display.json {
+        sinks.push(Box::new(json::Json::new(start)));
+    } else if display.log {
+        sinks.push(Box::new(sink::log::Log::new(prog)));
     } else {
-        sinks.push(Box::new(sink::line::Line::default()));
+        sinks.push(Box::new(sink::messages::Messages));
+        if display.style.numeric {
+            sinks.push(Box::new(sink::numeric::Numeric::default()));
+        } else if watching || display.each {
+            sinks.push(Box::new(sink::multi::Multi::default()));
+        } else {
+            sinks.push(Box::new(sink::line::Line::default()));
+        }
     }
     if !watching {
         if display.extra.is_some() {
             sinks.push(Box::new(sink::title::Title::new(prog)));
         }
-        if display.stats {
+        if display.stats && !display.json {
             sinks.push(Box::new(sink::stats::Stats));
         }
     }
     sinks
 }
 
+/// The `start` object of `--json` for these transfers.
+fn start_of(mode: &'static str, plans: &[TransferPlan]) -> json::Start {
+    let Some(first) = plans.first() else {
+        return json::Start {
+            mode,
+            ..json::Start::default()
+        };
+    };
+    let inputs = first
+        .settings
+        .inputs
+        .iter()
+        .map(|i| {
+            let size = i
+                .info()
+                .ok()
+                .filter(|info| info.kind == sys::FileKind::Regular)
+                .map(|info| info.size);
+            (i.name.clone(), size)
+        })
+        .collect();
+    json::Start {
+        mode,
+        unit: first.meter.unit,
+        inputs,
+        size: first.meter.size,
+    }
+}
+
 /// Runs transfers (one, or the two sides of `-M both`): each engine on a data thread of its
 /// own, one display loop here.
-fn transfers(plans: Vec<TransferPlan>, display: DisplayConfig, prog: &str) -> u8 {
+fn transfers(
+    mode: &'static str,
+    plans: Vec<TransferPlan>,
+    display: DisplayConfig,
+    prog: &str,
+) -> u8 {
+    let start = start_of(mode, &plans);
     let progresses: Vec<Progress> = plans
         .iter()
         .map(|_| Progress::new(signals::waker()))
@@ -166,7 +216,7 @@ fn transfers(plans: Vec<TransferPlan>, display: DisplayConfig, prog: &str) -> u8
             });
             sources.push(Box::new(EngineSource::new(progress, output, meter)));
         }
-        let (end, status) = session(sources, display, prog);
+        let (end, status) = session(sources, display, start, prog);
         if end == End::Interrupted {
             // A data thread may sit in a blocking call: do not wait for it.
             cleanup::exit(status);
@@ -267,7 +317,7 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, prog: &str) -> u
             Err(e) => return fail(prog, &e),
         }
     }
-    let own = transfers(plans, display, prog);
+    let own = transfers("monitor", plans, display, prog);
     finish_command(prog, child, own)
 }
 
@@ -317,5 +367,11 @@ fn query(o: &Options, display: DisplayConfig, pid: u32, prog: &str) -> u8 {
         Unit::Bytes
     };
     let source = QuerySource::new(client, (elapsed, transferred, size), unit, o.wait);
-    session(vec![Box::new(source)], display, prog).1
+    let start = json::Start {
+        mode: "query",
+        unit,
+        size,
+        ..json::Start::default()
+    };
+    session(vec![Box::new(source)], display, start, prog).1
 }

@@ -116,20 +116,32 @@ pub struct MeterState {
     pub partner: Option<MeterId>,
     /// The end of the data, when the format shows `%A` or `%L`.
     pub tail: Option<Tail>,
+    /// Why the meter ended without moving anything (an input that could not be opened).
+    pub note: Option<String>,
 }
 
 /// Something that happened during a run. Sinks show errors and warnings; the other events
 /// are shown only where asked for (`RPV_TEST_TRACE`, NDJSON).
 #[derive(Debug)]
 pub enum Event {
-    /// An input was opened; `size` is its size in the meter's unit if known (0 = unknown).
+    /// An input was opened.
     InputOpened {
         /// Operand index.
         input: usize,
         /// Display name.
         name: String,
-        /// Bytes (regular files and block devices), 0 = unknown.
+        /// Bytes (regular files), 0 = unknown.
         size: u64,
+        /// Monotonic time (ns) it was opened.
+        at_ns: u64,
+    },
+    /// An input could not be copied (it could not be opened, it is the output, or a read
+    /// failed); its exit bits are counted.
+    InputFailed {
+        /// Operand index.
+        input: usize,
+        /// What went wrong.
+        error: Error,
     },
     /// The path chosen to move an input (`splice`, `copy_file_range`, `read/write`, …).
     PathChosen {
@@ -188,7 +200,7 @@ impl Event {
     /// fallbacks and adaptations are shown only when `trace` is set (a test hook).
     pub fn message(&self, trace: bool) -> Option<String> {
         match self {
-            Event::Error(e) => Some(e.to_string()),
+            Event::Error(e) | Event::InputFailed { error: e, .. } => Some(e.to_string()),
             Event::ReadErrorSkipped {
                 name,
                 from,

@@ -304,6 +304,7 @@ fn transfer(
             _ => None,
         },
         capture,
+        each: o.each || o.json,
     };
     Ok(TransferPlan {
         settings,
@@ -489,7 +490,15 @@ pub fn display(o: &Options) -> DisplayConfig {
         delay_ns: (o.delay_start * 1e9) as u64,
         average_window: o.average_window,
         control: true,
+        each: o.each,
+        json: o.json,
+        log: o.log,
+        quiet: o.quiet,
     };
+    if o.log && !o.given('i') {
+        // A log gets a line every 10 seconds unless -i says otherwise.
+        config.interval_ns = 10_000_000_000;
+    }
     config.measure();
     config
 }

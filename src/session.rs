@@ -14,21 +14,31 @@ use crate::control::server::Server;
 use crate::control::{Changes, Reply, Request};
 use crate::display::DisplaySwitches;
 use crate::error::{status, Error};
-use crate::meter::{Event, MeterId, MeterState, Phase};
+use crate::meter::{Event, MeterId, MeterState, Phase, Role};
 use crate::signals;
 use crate::sink::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::source::Source;
-use crate::stats::{RateTracker, Rates};
+use crate::stats::{RateTracker, Rates, StallWatch};
 use crate::sys;
 use crate::term::Term;
 
 /// The rate history of one meter.
 struct Track {
     tracker: RateTracker,
+    stall: StallWatch,
     /// Stopped time (Ctrl-Z) already counted when the meter's clock started.
     stopped_base: u64,
     /// The figures of the last update: shown unchanged once the meter has ended.
-    last: Option<(f64, Rates, bool)>,
+    last: Option<Figures>,
+}
+
+/// A meter's figures at one update.
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    elapsed: f64,
+    rates: Rates,
+    final_update: bool,
+    stalled_for: Option<f64>,
 }
 
 /// Seconds from `started` to `now` (monotonic ns), without `stopped` ns spent stopped;
@@ -51,9 +61,25 @@ struct Book {
 
 impl Book {
     /// One reading per meter whose clock has started, updating the rate histories.
-    fn readings(&mut self, window: u32, final_update: bool) -> Vec<Reading<'_>> {
-        let now = sys::monotonic_ns();
-        let stopped_now = signals::stopped_ns();
+    fn readings(&mut self, window: u32, stall_after: f64, final_update: bool) -> Vec<Reading<'_>> {
+        self.readings_at(
+            sys::monotonic_ns(),
+            signals::stopped_ns(),
+            window,
+            stall_after,
+            final_update,
+        )
+    }
+
+    /// [`Book::readings`] at `now` with `stopped_now` ns stopped so far (pure: no clocks).
+    fn readings_at(
+        &mut self,
+        now: u64,
+        stopped_now: u64,
+        window: u32,
+        stall_after: f64,
+        final_update: bool,
+    ) -> Vec<Reading<'_>> {
         let mut figures = Vec::with_capacity(self.meters.len());
         for m in &self.meters {
             let Some(started) = m.started_ns else {
@@ -61,6 +87,7 @@ impl Book {
             };
             let track = self.tracks.entry(m.id).or_insert_with(|| Track {
                 tracker: RateTracker::new(window),
+                stall: StallWatch::default(),
                 stopped_base: stopped_now,
                 last: None,
             });
@@ -71,26 +98,42 @@ impl Book {
                 }
             }
             let elapsed = elapsed_at(now, started, stopped_now.saturating_sub(track.stopped_base));
+            let stall = track.stall.observe(elapsed, m.moved, stall_after);
+            if stall.resumed {
+                track.tracker.restart_average();
+            }
             let mut rates = track.tracker.update(elapsed, m.moved, m.size, final_update);
             if m.size > 0 {
                 rates.percentage = (100.0 * m.amount as f64 / m.size as f64).clamp(0.0, 100_000.0);
             }
-            track.last = Some((elapsed, rates, final_update));
-            figures.push((m.id, (elapsed, rates, final_update)));
+            let f = Figures {
+                elapsed,
+                rates,
+                final_update,
+                stalled_for: stall.stalled_for.filter(|_| !final_update),
+            };
+            track.last = Some(f);
+            figures.push((m.id, f));
         }
         let tracks = &self.tracks;
         figures
             .into_iter()
             .zip(self.meters.iter().filter(|m| m.started_ns.is_some()))
-            .map(|((id, (elapsed, rates, final_update)), meter)| Reading {
+            .map(|((id, f), meter)| Reading {
                 meter,
-                elapsed,
-                rates,
+                elapsed: f.elapsed,
+                rates: f.rates,
                 tracker: &tracks[&id].tracker,
-                final_update,
+                final_update: f.final_update,
+                stalled_for: f.stalled_for,
             })
             .collect()
     }
+}
+
+/// The meter `-R -s` and `-Q` are about: a transfer, or the input side of `-M both`.
+fn primary(m: &MeterState) -> bool {
+    matches!(m.role, Role::Transfer | Role::MonitorIn)
 }
 
 /// How the loop ended.
@@ -196,10 +239,11 @@ impl<'a> Session<'a> {
         }
         // Stop listening (and remove the socket) before anything that may exit; queriers get
         // the final numbers.
+        self.pass_events();
+        self.sample();
         if let Some(control) = self.control.take() {
             control.close(&self.state_reply());
         }
-        self.pass_events();
         let aborted = self.sources.iter().any(|s| s.aborted());
         let wants_final = self.sources.iter().all(|s| s.final_update());
         let final_update = if end == End::Interrupted {
@@ -210,7 +254,6 @@ impl<'a> Session<'a> {
         } else {
             None
         };
-        self.sample();
         if let Some(final_update) = final_update {
             self.draw(final_update);
         }
@@ -218,8 +261,10 @@ impl<'a> Session<'a> {
             .sources
             .iter()
             .fold(self.status, |s, src| s | src.status());
-        let window = self.config.average_window;
-        let readings = self.book.readings(window, final_update == Some(true));
+        let (window, stall_after) = (self.config.average_window, self.stall_after());
+        let readings = self
+            .book
+            .readings(window, stall_after, final_update == Some(true));
         let snapshot = Snapshot {
             readings,
             final_update: final_update == Some(true),
@@ -261,8 +306,10 @@ impl<'a> Session<'a> {
         for source in &mut self.sources {
             source.sample(now, &mut self.book.meters);
         }
-        if let (Some(size), Some(first)) = (self.size_override, self.book.meters.first_mut()) {
-            first.size = size;
+        if let Some(size) = self.size_override {
+            if let Some(primary) = self.book.meters.iter_mut().find(|m| primary(m)) {
+                primary.size = size;
+            }
         }
     }
 
@@ -278,7 +325,10 @@ impl<'a> Session<'a> {
 
     /// Computes the figures of every meter and hands the snapshot to the sinks.
     fn draw(&mut self, final_update: bool) {
-        let readings = self.book.readings(self.config.average_window, final_update);
+        let stall_after = self.stall_after();
+        let readings = self
+            .book
+            .readings(self.config.average_window, stall_after, final_update);
         if !readings.is_empty() && self.config.visible() {
             self.displayed = true;
         }
@@ -292,9 +342,16 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Seconds without progress after which a meter is shown as stalled: 3 s, or two
+    /// updates if they are further apart.
+    fn stall_after(&self) -> f64 {
+        (2.0 * self.config.interval_ns as f64 / 1e9).max(3.0)
+    }
+
     /// The first meter's progress, for `-Q`.
     fn state_reply(&self) -> Reply {
-        let Some(first) = self.book.meters.first() else {
+        let first = self.book.meters.iter().find(|m| primary(m));
+        let Some(first) = first.or(self.book.meters.first()) else {
             return Reply::State {
                 elapsed: 0.0,
                 transferred: 0,

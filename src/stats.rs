@@ -152,29 +152,131 @@ impl RateTracker {
         }
     }
 
-    /// The `--stats` line without its newline (spec 2.11), e.g.
-    /// `rate min/avg/max/mdev = 1.000/2.000/3.000/0.816 B/s`, or `rate not measured`.
-    /// `unit` is the label to print (`B/s`, `b/s`, `/s`); `multiplier` scales the values (8 for -8).
-    pub fn stats_line(&self, unit: &str, multiplier: f64) -> String {
+    /// Forgets the windowed average's samples: after a stall, the average (and the ETA
+    /// built on it) starts again from the rate now, instead of carrying the stall for a
+    /// whole window.
+    pub fn restart_average(&mut self) {
+        self.samples.clear();
+    }
+
+    /// Minimum, mean, maximum and mean deviation of the rates measured; None before any.
+    pub fn rate_stats(&self) -> Option<(f64, f64, f64, f64)> {
         if self.measured == 0 {
-            return "rate not measured".to_string();
+            return None;
         }
         let n = self.measured as f64;
         let mean = self.sum / n;
         let mdev = (self.sum_sq / n - mean * mean).max(0.0).sqrt();
+        Some((self.min, mean, self.max, mdev))
+    }
+
+    /// The `--stats` line without its newline (spec 2.11), e.g.
+    /// `rate min/avg/max/mdev = 1.000/2.000/3.000/0.816 B/s`, or `rate not measured`.
+    /// `unit` is the label to print (`B/s`, `b/s`, `/s`); `multiplier` scales the values (8 for -8).
+    pub fn stats_line(&self, unit: &str, multiplier: f64) -> String {
+        let Some((min, mean, max, mdev)) = self.rate_stats() else {
+            return "rate not measured".to_string();
+        };
         format!(
             "rate min/avg/max/mdev = {:.3}/{:.3}/{:.3}/{:.3} {unit}",
-            self.min * multiplier,
+            min * multiplier,
             mean * multiplier,
-            self.max * multiplier,
+            max * multiplier,
             mdev * multiplier
         )
+    }
+}
+
+/// Watches a meter for stalls: no progress for a while.
+#[derive(Debug, Clone, Default)]
+pub struct StallWatch {
+    /// The amount last seen, and when it last changed (elapsed seconds).
+    last: Option<(u64, f64)>,
+    stalled: bool,
+}
+
+/// What [`StallWatch::observe`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Stall {
+    /// Seconds without progress, once that has lasted at least the threshold.
+    pub stalled_for: Option<f64>,
+    /// Progress came back after a stall (the average rate should start again).
+    pub resumed: bool,
+}
+
+impl StallWatch {
+    /// Records `moved` (forward progress so far) at `elapsed` seconds; a meter is stalled
+    /// once nothing moved for `threshold` seconds (from its start, if nothing moved yet).
+    pub fn observe(&mut self, elapsed: f64, moved: u64, threshold: f64) -> Stall {
+        let since = match self.last {
+            Some((amount, at)) if amount == moved => at,
+            Some(_) => {
+                self.last = Some((moved, elapsed));
+                let resumed = std::mem::take(&mut self.stalled);
+                return Stall {
+                    stalled_for: None,
+                    resumed,
+                };
+            }
+            None => {
+                // Nothing seen yet: the clock of a stall starts at the meter's start.
+                self.last = Some((moved, if moved == 0 { 0.0 } else { elapsed }));
+                if moved != 0 {
+                    return Stall::default();
+                }
+                0.0
+            }
+        };
+        let idle = elapsed - since;
+        self.stalled = idle >= threshold;
+        Stall {
+            stalled_for: self.stalled.then_some(idle),
+            resumed: false,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stall_is_seen_after_the_threshold_and_grows_then_ends() {
+        let mut w = StallWatch::default();
+        assert_eq!(w.observe(1.0, 100, 3.0), Stall::default());
+        assert_eq!(w.observe(2.0, 200, 3.0), Stall::default());
+        // Data stops at 2 s.
+        assert_eq!(w.observe(3.0, 200, 3.0).stalled_for, None);
+        assert_eq!(w.observe(4.0, 200, 3.0).stalled_for, None);
+        assert_eq!(w.observe(5.0, 200, 3.0).stalled_for, Some(3.0));
+        assert_eq!(w.observe(7.5, 200, 3.0).stalled_for, Some(5.5));
+        // It flows again: no stall, and the average should restart.
+        let back = w.observe(8.0, 300, 3.0);
+        assert_eq!(
+            back,
+            Stall {
+                stalled_for: None,
+                resumed: true
+            }
+        );
+        assert_eq!(w.observe(9.0, 400, 3.0), Stall::default());
+    }
+
+    #[test]
+    fn nothing_moved_since_the_start_is_a_stall_too() {
+        let mut w = StallWatch::default();
+        assert_eq!(w.observe(1.0, 0, 3.0).stalled_for, None);
+        assert_eq!(w.observe(3.5, 0, 3.0).stalled_for, Some(3.5));
+        assert!(w.observe(4.0, 10, 3.0).resumed);
+    }
+
+    #[test]
+    fn a_short_pause_is_not_a_stall() {
+        let mut w = StallWatch::default();
+        w.observe(1.0, 100, 3.0);
+        assert_eq!(w.observe(3.0, 100, 3.0).stalled_for, None);
+        assert_eq!(w.observe(3.5, 150, 3.0), Stall::default());
+    }
 
     #[test]
     fn rate_is_delta_over_time_and_carries_short_intervals() {

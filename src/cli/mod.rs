@@ -149,6 +149,12 @@ pub struct Options {
     pub discard: bool,
     /// `-P FILE`
     pub pidfile: Option<PathBuf>,
+    /// `--json`: NDJSON events on stderr instead of the display.
+    pub json: bool,
+    /// `--log`: plain timestamped lines for a log instead of the display.
+    pub log: bool,
+    /// `--each`: a row per input, and a total.
+    pub each: bool,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given (spec 1.4); 0 turns on `-p -t -e -r -b`.

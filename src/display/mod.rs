@@ -11,7 +11,7 @@ mod render;
 mod width;
 
 pub use format::{default_format, DisplaySwitches, Format, Segment};
-pub use render::render;
+pub use render::{eta_seconds, render};
 pub use width::display_width;
 
 use crate::units::CountKind;
@@ -104,4 +104,7 @@ pub struct Frame<'a> {
     /// Wall-clock now, seconds since the Unix epoch, and the local UTC offset in seconds
     /// (for `%I`). Passed in so rendering stays pure.
     pub wall_clock: (i64, i32),
+    /// Seconds without progress, when the transfer counts as stalled: the ETA then says
+    /// so instead of inventing a number.
+    pub stalled: Option<f64>,
 }

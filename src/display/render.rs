@@ -165,7 +165,7 @@ fn render_rate(frame: &Frame, value: f64, open: char, close: char) -> String {
 
 /// Seconds left (spec 2.8.3): what is left over the windowed average rate, 0 when nothing
 /// has moved yet or the rate is negligible.
-fn eta_seconds(frame: &Frame) -> u64 {
+pub fn eta_seconds(frame: &Frame) -> u64 {
     let moved = frame.transferred.saturating_sub(frame.initial_offset);
     if moved < 1 || frame.avg_rate.is_nan() || frame.avg_rate < 0.001 {
         return 0;
@@ -174,12 +174,16 @@ fn eta_seconds(frame: &Frame) -> u64 {
     (left / frame.avg_rate).floor().clamp(0.0, MAX_SECONDS) as u64
 }
 
-/// `%e` (spec 2.8.3): empty for an unknown size, all spaces at the final update.
+/// `%e` (spec 2.8.3): empty for an unknown size, all spaces at the final update; during a
+/// stall (nothing moved for a while) `stalled H:MM:SS` instead of a made-up time.
 fn render_eta(frame: &Frame) -> String {
     if frame.size == 0 {
         return String::new();
     }
-    let text = format!("ETA {}", format_eta(eta_seconds(frame)));
+    let text = match frame.stalled {
+        Some(secs) if !frame.numeric => format!("stalled {}", format_elapsed(secs)),
+        _ => format!("ETA {}", format_eta(eta_seconds(frame))),
+    };
     if frame.final_update {
         " ".repeat(text.chars().count())
     } else {
@@ -191,6 +195,9 @@ fn render_eta(frame: &Frame) -> String {
 fn render_fineta(frame: &Frame) -> String {
     if frame.size == 0 {
         return String::new();
+    }
+    if frame.stalled.is_some() && !frame.numeric {
+        return "FIN --:--:--".to_string();
     }
     let eta = eta_seconds(frame);
     let (now, utc_offset) = frame.wall_clock;

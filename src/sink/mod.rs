@@ -9,7 +9,9 @@
 //! Must not: know where progress comes from (sources), or move data. A new form of output
 //! is a new `Sink`; the sources and the other sinks do not change.
 
+pub mod json;
 pub mod line;
+pub mod log;
 pub mod messages;
 pub mod multi;
 pub mod numeric;
@@ -37,6 +39,8 @@ pub struct Reading<'a> {
     pub tracker: &'a RateTracker,
     /// This is the meter's final update (its rates are whole-run averages).
     pub final_update: bool,
+    /// Seconds without progress, once the meter counts as stalled.
+    pub stalled_for: Option<f64>,
 }
 
 /// Everything one update shows.
@@ -154,6 +158,14 @@ pub struct DisplayConfig {
     pub average_window: u32,
     /// Answer `-R`/`-Q` (a control socket is opened once the run lasts).
     pub control: bool,
+    /// `--each`: a row per input and a total row.
+    pub each: bool,
+    /// `--json`: NDJSON instead of the display.
+    pub json: bool,
+    /// `--log`: timestamped lines instead of the display.
+    pub log: bool,
+    /// `-q`.
+    pub quiet: bool,
 }
 
 impl DisplayConfig {
@@ -187,8 +199,13 @@ impl DisplayConfig {
         if let Label::Descriptor { prefix, .. } = meter.label {
             return descriptor_format(custom, &self.switches, size_known, prefix);
         }
+        let named = match meter.role {
+            Role::Input(_) => true,
+            Role::Transfer if self.each => true,
+            role => self.name_for(role).is_some(),
+        };
         let switches = DisplaySwitches {
-            name: self.name_for(meter.role).is_some(),
+            name: named,
             ..self.switches
         };
         match custom {
@@ -206,6 +223,9 @@ impl DisplayConfig {
     /// The name shown by `%N` for a meter, at the current width.
     pub fn label(&self, meter: &MeterState) -> Option<String> {
         match &meter.label {
+            Label::None if self.each && meter.role == Role::Transfer => {
+                Some(self.name.clone().unwrap_or_else(|| "total".to_string()))
+            }
             Label::None => self.name_for(meter.role).map(str::to_string),
             Label::Text(text) => Some(text.clone()),
             Label::Descriptor {
@@ -254,6 +274,7 @@ impl DisplayConfig {
             last_written,
             previous_line,
             ratio: snapshot.ratio(r),
+            stalled: r.stalled_for,
         }
     }
 }

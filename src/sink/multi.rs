@@ -1,12 +1,12 @@
-//! The multi-line sink: one row per meter, redrawn in place (`-d` watching several
-//! descriptors).
+//! The multi-line sink: one row per meter, redrawn in place — the descriptors of `-d`, or
+//! with `--each` one row per input and a total row below.
 //!
-//! Owns: which meters get a row, at most one per terminal row, and the screen protocol
-//! ([`super::screen::Screen`]). Must not: print messages.
+//! Owns: the rows (at most one per terminal row; an input that could not be read shows its
+//! error on its row) and the screen protocol ([`super::screen::Screen`]). Must not: print
+//! messages.
 
 use super::screen::Screen;
 use super::{render_line, DisplayConfig, Formats, Sink, Snapshot};
-use crate::meter::Role;
 use crate::term::Term;
 
 /// Rows of watched descriptors.
@@ -24,9 +24,11 @@ impl Sink for Multi {
         let lines: Vec<String> = snapshot
             .readings
             .iter()
-            .filter(|r| r.meter.role == Role::Descriptor)
             .take(config.height)
-            .map(|r| render_line(&mut self.formats, config, r, snapshot))
+            .map(|r| match &r.meter.note {
+                Some(note) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
+                None => render_line(&mut self.formats, config, r, snapshot),
+            })
             .collect();
         let text = self.screen.round(&lines, config.width);
         term.raw(&text);

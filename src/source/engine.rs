@@ -33,6 +33,22 @@ pub struct EngineMeter {
     pub partner: Option<MeterId>,
     /// The format shows `%A`/`%L`: the tail is published.
     pub capture: bool,
+    /// `--each`: a meter per input as well.
+    pub each: bool,
+}
+
+/// What is known of one input (`--each`), from the engine's events.
+#[derive(Debug, Clone, Default)]
+struct InputRow {
+    name: String,
+    size: u64,
+    opened_ns: Option<u64>,
+    /// The transfer's bytes and lines when the input was opened.
+    start: (u64, u64),
+    /// Its bytes and lines once done.
+    done: Option<(u64, u64)>,
+    /// Why it could not be copied.
+    error: Option<String>,
 }
 
 /// A local transfer, seen from the display thread.
@@ -45,6 +61,10 @@ pub struct EngineSource<'a> {
     out_pipe: usize,
     meter: EngineMeter,
     start_ns: u64,
+    /// `--each`: the inputs seen so far, by operand index.
+    inputs: Vec<InputRow>,
+    /// Bytes and lines of the inputs done so far.
+    done: (u64, u64),
 }
 
 impl<'a> EngineSource<'a> {
@@ -61,6 +81,96 @@ impl<'a> EngineSource<'a> {
             out_pipe,
             meter,
             start_ns: sys::monotonic_ns(),
+            inputs: Vec::new(),
+            done: (0, 0),
+        }
+    }
+
+    /// Id of the meter of input `index`.
+    fn input_id(&self, index: usize) -> MeterId {
+        self.meter.id * 1000 + 100 + index as MeterId
+    }
+
+    /// Follows the inputs through the engine's events (for `--each`).
+    fn note(&mut self, event: &Event) {
+        let row = |inputs: &mut Vec<InputRow>, i: usize| -> usize {
+            if inputs.len() <= i {
+                inputs.resize(i + 1, InputRow::default());
+            }
+            i
+        };
+        match event {
+            Event::InputOpened {
+                input,
+                name,
+                size,
+                at_ns,
+            } => {
+                let i = row(&mut self.inputs, *input);
+                self.inputs[i] = InputRow {
+                    name: name.clone(),
+                    size: *size,
+                    opened_ns: Some(*at_ns),
+                    start: self.done,
+                    ..InputRow::default()
+                };
+            }
+            Event::InputDone {
+                input,
+                bytes,
+                lines,
+            } => {
+                let i = row(&mut self.inputs, *input);
+                self.inputs[i].done = Some((*bytes, *lines));
+                self.done = (self.done.0 + bytes, self.done.1 + lines);
+            }
+            Event::InputFailed { input, error } => {
+                let i = row(&mut self.inputs, *input);
+                let r = &mut self.inputs[i];
+                if r.opened_ns.is_none() {
+                    r.name = match error {
+                        crate::error::Error::OpenInput { name, .. }
+                        | crate::error::Error::InputIsOutput { name } => name.clone(),
+                        _ => r.name.clone(),
+                    };
+                    r.opened_ns = Some(sys::monotonic_ns());
+                }
+                r.error = Some(error.to_string());
+            }
+            _ => {}
+        }
+    }
+
+    /// The meters of the inputs (`--each`): the current one moving, the others final.
+    fn input_meters(&self, total: (u64, u64), out: &mut Vec<MeterState>) {
+        for (index, r) in self.inputs.iter().enumerate() {
+            let Some(opened) = r.opened_ns else { continue };
+            let (bytes, lines) = r.done.unwrap_or((
+                total.0.saturating_sub(r.start.0),
+                total.1.saturating_sub(r.start.1),
+            ));
+            let amount = match self.meter.unit {
+                Unit::Lines => lines,
+                Unit::Bytes => bytes,
+            };
+            let ended = r.done.is_some() || r.error.is_some();
+            out.push(MeterState {
+                id: self.input_id(index),
+                role: Role::Input(index),
+                label: crate::meter::Label::Text(r.name.clone()),
+                unit: self.meter.unit,
+                amount,
+                moved: amount,
+                size: if self.meter.unit == Unit::Bytes {
+                    r.size
+                } else {
+                    0
+                },
+                started_ns: Some(opened),
+                phase: if ended { Phase::Ended } else { Phase::Running },
+                note: r.error.clone(),
+                ..MeterState::default()
+            });
         }
     }
 
@@ -118,10 +228,15 @@ impl Source for EngineSource<'_> {
     fn sample(&mut self, _now_ns: u64, out: &mut Vec<MeterState>) {
         let c = &self.progress.counters;
         let unread = self.unread();
+        let bytes = c.bytes.load(Ordering::Relaxed).saturating_sub(unread);
+        let lines = c.lines.load(Ordering::Relaxed);
         let amount = match self.meter.unit {
-            Unit::Lines => c.lines.load(Ordering::Relaxed),
-            Unit::Bytes => c.bytes.load(Ordering::Relaxed).saturating_sub(unread),
+            Unit::Lines => lines,
+            Unit::Bytes => bytes,
         };
+        if self.meter.each {
+            self.input_meters((bytes, lines), out);
+        }
         let started_ns = if self.meter.wait {
             Some(c.first_write_ns.load(Ordering::Relaxed)).filter(|&t| t != 0)
         } else {
@@ -155,7 +270,10 @@ impl Source for EngineSource<'_> {
     }
 
     fn events(&mut self, out: &mut Vec<Event>) {
-        out.extend(self.progress.take_events());
+        for event in self.progress.take_events() {
+            self.note(&event);
+            out.push(event);
+        }
     }
 
     fn finished(&mut self) -> bool {

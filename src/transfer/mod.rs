@@ -284,16 +284,25 @@ impl<'a> Engine<'a> {
         let (source, info) = match spec.open() {
             Ok(v) => v,
             Err(err) => {
-                let name = name.to_string();
-                self.progress
-                    .emit(Event::Error(Error::OpenInput { name, err }));
+                let error = Error::OpenInput {
+                    name: name.to_string(),
+                    err,
+                };
+                self.progress.emit(Event::InputFailed {
+                    input: index,
+                    error,
+                });
                 return true;
             }
         };
         if input::is_output(&info, &self.out_info) {
-            let name = name.to_string();
-            self.progress
-                .emit(Event::Error(Error::InputIsOutput { name }));
+            let error = Error::InputIsOutput {
+                name: name.to_string(),
+            };
+            self.progress.emit(Event::InputFailed {
+                input: index,
+                error,
+            });
             return true;
         }
         let size = match info.kind {
@@ -304,6 +313,7 @@ impl<'a> Engine<'a> {
             input: index,
             name: name.to_string(),
             size,
+            at_ns: sys::monotonic_ns(),
         });
         let (bytes_before, lines_before) = (self.bytes, self.lines);
         let more = self.copy_open_input(source.fd(), &info, name);
@@ -679,7 +689,10 @@ impl<'a> Engine<'a> {
             _ => {
                 let err = clone_error(e);
                 let name = name.to_string();
-                self.progress.emit(Event::Error(Error::Read { name, err }));
+                self.progress.emit(Event::InputFailed {
+                    input: self.input,
+                    error: Error::Read { name, err },
+                });
                 Step::NextInput
             }
         }

@@ -120,7 +120,7 @@ impl Progress {
     /// Queues an event (an error's exit bits are counted at once) and wakes the display.
     /// Rare path: takes a lock and may allocate.
     pub fn emit(&self, event: Event) {
-        if let Event::Error(e) = &event {
+        if let Event::Error(e) | Event::InputFailed { error: e, .. } = &event {
             self.fail(e.exit_bits());
         }
         if let Ok(mut queue) = self.events.lock() {

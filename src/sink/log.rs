@@ -1,0 +1,148 @@
+//! The log sink (`--log`): plain lines for standard error when it is a file, a pipe or a
+//! journal.
+//!
+//! Owns: one newline-terminated line per meter and update, starting with the local time
+//! (`2026-11-23 18:40:01`), then the usual fields (the display's format, without colour
+//! and without `\r` or escape sequences); nothing for a meter that did not move during an
+//! update, except a heartbeat once a minute; always a final line; messages as timestamped
+//! `rpv: ...` lines. Must not: write carriage returns or escape sequences.
+
+use std::collections::HashMap;
+
+use super::{render_line, DisplayConfig, Formats, Sink, Snapshot};
+use crate::meter::{Event, MeterId, Role};
+use crate::sys;
+use crate::term::Term;
+
+/// Seconds between lines for a meter that does not move.
+const HEARTBEAT: u64 = 60;
+
+/// `--log`.
+#[derive(Debug)]
+pub struct Log {
+    prog: String,
+    formats: Formats,
+    /// Per meter: the amount and the time (ns) of its last line.
+    last: HashMap<MeterId, (u64, u64)>,
+}
+
+impl Log {
+    /// A log sink; `prog` prefixes messages.
+    pub fn new(prog: &str) -> Log {
+        Log {
+            prog: prog.to_string(),
+            formats: Formats::default(),
+            last: HashMap::new(),
+        }
+    }
+
+    fn lines(
+        &mut self,
+        snapshot: &Snapshot<'_>,
+        config: &DisplayConfig,
+        term: &mut Term,
+        all: bool,
+    ) {
+        if config.quiet {
+            return;
+        }
+        let now = sys::monotonic_ns();
+        let stamp = timestamp(snapshot.wall_clock);
+        let mut config = config.clone();
+        config.style.colour = false;
+        let mut out = String::new();
+        for r in &snapshot.readings {
+            if matches!(r.meter.role, Role::Input(_)) && !config.each {
+                continue;
+            }
+            let id = r.meter.id;
+            let moved = self
+                .last
+                .get(&id)
+                .is_none_or(|&(amount, _)| amount != r.meter.amount);
+            let quiet_for = self
+                .last
+                .get(&id)
+                .map_or(u64::MAX, |&(_, at)| now.saturating_sub(at));
+            if !all && !moved && quiet_for < HEARTBEAT * 1_000_000_000 {
+                continue;
+            }
+            self.last.insert(id, (r.meter.amount, now));
+            let line = match &r.meter.note {
+                Some(note) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
+                None => render_line(&mut self.formats, &config, r, snapshot),
+            };
+            out.push_str(&stamp);
+            out.push(' ');
+            out.push_str(line.trim());
+            out.push('\n');
+        }
+        term.raw(&out);
+    }
+}
+
+/// Local time as `YYYY-MM-DD HH:MM:SS` from (seconds since the epoch, UTC offset).
+pub fn timestamp((now, offset): (i64, i32)) -> String {
+    let local = now + i64::from(offset);
+    let days = local.div_euclid(86_400);
+    let secs = local.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day number (days since 1970-01-01).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+impl Sink for Log {
+    fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
+        if let Some(text) = event.message(config.trace) {
+            let stamp = timestamp(sys::wall_clock());
+            term.raw(&format!("{stamp} {}: {text}\n", self.prog));
+        }
+    }
+
+    fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
+        // The final figures are written once, by `finish`.
+        if !snapshot.final_update {
+            self.lines(snapshot, config, term, false);
+        }
+    }
+
+    fn finish(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
+        self.lines(snapshot, config, term, true);
+    }
+
+    fn reconfigure(&mut self, _config: &DisplayConfig) {
+        self.formats.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_local_calendar_times() {
+        assert_eq!(timestamp((0, 0)), "1970-01-01 00:00:00");
+        assert_eq!(timestamp((1_795_460_401, 0)), "2026-11-23 19:00:01");
+        assert_eq!(timestamp((1_795_460_401, 3600)), "2026-11-23 20:00:01");
+        assert_eq!(timestamp((951_782_400, 0)), "2000-02-29 00:00:00");
+        assert_eq!(timestamp((-1, 0)), "1969-12-31 23:59:59");
+    }
+}
