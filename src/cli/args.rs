@@ -6,6 +6,7 @@
 //! strictly left to right. Must not: open, stat or read anything (`-s @PATH` and
 //! `-d @LISTFILE` stay strings).
 
+use super::complete::Shell;
 use super::number::{is_valid_double, is_valid_integer, is_valid_size, parse_interval, parse_size};
 use super::{Action, MonitorSide, Options, Parsed, SizeArg};
 
@@ -34,6 +35,16 @@ const fn valued(short: char, long: &'static str) -> Flag {
         long,
         takes_value: true,
     }
+}
+
+/// The identity of `--completions SHELL`, an rpv option with no short letter. Options that
+/// have only a long name take identities from the Unicode private use area: no one types
+/// those as option letters, and [`find_short`] never matches them.
+pub(crate) const COMPLETIONS: char = '\u{E000}';
+
+/// True for the identity of an option that has only a long name (see [`COMPLETIONS`]).
+pub(crate) fn long_only(identity: char) -> bool {
+    ('\u{E000}'..='\u{F8FF}').contains(&identity)
 }
 
 /// Every option of pv 1.11, in the order of spec 1.3 (a test checks it against pv's
@@ -90,6 +101,8 @@ pub(crate) const FLAGS: &[Flag] = &[
     valued('P', "pidfile"),
     flag('h', "help"),
     flag('V', "version"),
+    // rpv's own options: long names only, after pv's (see `find_long`).
+    valued(COMPLETIONS, "completions"),
 ];
 
 /// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
@@ -116,6 +129,7 @@ pub(crate) fn parse_with(argv0: &str, args: &[String], posix: bool) -> Parsed {
             Ok(Flow::Continue) => {}
             Ok(Flow::Help) => return Parsed::Help,
             Ok(Flow::Version) => return Parsed::Version,
+            Ok(Flow::Completions(shell)) => return Parsed::Completions(shell),
             Err(message) => return Parsed::Error(message),
         }
     }
@@ -132,7 +146,7 @@ fn basename(argv0: &str) -> &str {
 
 /// Finds the option for a short letter.
 fn find_short(c: char) -> Option<&'static Flag> {
-    FLAGS.iter().find(|f| f.short == c)
+    FLAGS.iter().find(|f| f.short == c && !long_only(c))
 }
 
 /// Why a long name did not select exactly one option.
@@ -146,13 +160,28 @@ enum LongMatchError {
 
 /// glibc's long-name lookup: an exact name wins; otherwise the name must be a prefix of one
 /// option only (aliases of the same option, like `--sparse`/`--sparse-output`, count once).
+/// A prefix is looked up among pv's options first and among rpv's own only if no pv option
+/// has it, so rpv's additions never change how a pv command line is read (`--c` stays
+/// `--cursor`, and `--p` stays ambiguous with pv's own list of possibilities).
 fn find_long(name: &str) -> Result<&'static Flag, LongMatchError> {
     if let Some(exact) = FLAGS.iter().find(|f| f.long == name) {
         return Ok(exact);
     }
+    match find_prefix(name, false) {
+        Err(LongMatchError::Unknown) => find_prefix(name, true),
+        found => found,
+    }
+}
+
+/// The one option whose long name starts with `name`, among pv's options (or among all of
+/// them if `all`).
+fn find_prefix(name: &str, all: bool) -> Result<&'static Flag, LongMatchError> {
     let mut first: Option<&'static Flag> = None;
     let mut ambiguous = Vec::new();
-    for candidate in FLAGS.iter().filter(|f| f.long.starts_with(name)) {
+    let candidates = FLAGS
+        .iter()
+        .filter(|f| (all || !long_only(f.short)) && f.long.starts_with(name));
+    for candidate in candidates {
         match first {
             None => first = Some(candidate),
             Some(f) if f.short != candidate.short || f.takes_value != candidate.takes_value => {
@@ -298,6 +327,7 @@ enum Flow {
     Continue,
     Help,
     Version,
+    Completions(Shell),
 }
 
 /// The mode chosen so far; the last mode option wins (spec 1.1).
@@ -359,6 +389,12 @@ impl<'a> State<'a> {
             self.opts.given_letters.push(short);
         }
         match value {
+            Some(value) if short == COMPLETIONS => match Shell::from_name(value) {
+                Some(shell) => Ok(Flow::Completions(shell)),
+                None => Err(self.fail(&format!(
+                    "--completions: {value}: unknown shell (bash, zsh or fish)"
+                ))),
+            },
             Some(value) => self.apply_valued(short, value).map(|()| Flow::Continue),
             None => Ok(self.apply_switch(short)),
         }

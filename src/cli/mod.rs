@@ -6,10 +6,12 @@
 //! resolved by the caller).
 
 mod args;
+mod complete;
 mod help;
 pub mod number;
 
 pub use args::parse;
+pub use complete::{completion_script, Shell};
 pub use help::{help_text, version_text};
 
 /// The operating mode; the last mode-selecting option wins (spec 1.1).
@@ -172,6 +174,8 @@ pub enum Parsed {
     Help,
     /// `-V`/`--version` was reached: print [`version_text`] to stdout, exit 0.
     Version,
+    /// `--completions SHELL` was reached: print [`completion_script`] to stdout, exit 0.
+    Completions(Shell),
     /// Run with these options.
     Run(Box<Options>),
     /// A bad command line: print `message` (complete, with newlines) to stderr, exit 64.
