@@ -2,6 +2,7 @@
 
 mod cursor;
 mod display;
+mod docs;
 mod errors;
 mod integrity;
 mod modifiers;
