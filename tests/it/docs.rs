@@ -575,3 +575,50 @@ fn help_fits_80_columns_and_version_names_the_licence() {
     );
     assert!(version.contains("License: MIT OR Apache-2.0"), "{version}");
 }
+
+// ---- the documents stand on their own ----
+
+const COMPATIBILITY: &str = "docs/compatibility.md";
+
+#[test]
+fn installed_and_user_docs_cite_nothing_outside_the_project() {
+    for file in [MAN_PAGE, COMPATIBILITY, "README.md"] {
+        let text = read_project_file(file);
+        for (number, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let digit_after = |word: &str| {
+                lower.match_indices(word).any(|(at, _)| {
+                    lower[at + word.len()..].starts_with(|c: char| c.is_ascii_digit())
+                })
+            };
+            let cites = lower.contains("../")
+                || lower.contains("shared/")
+                || lower.contains("pv-behaviour")
+                || lower.contains("research §")
+                || digit_after("spec ")
+                || digit_after("issue #");
+            assert!(
+                !cites,
+                "{file}:{}: cites a document users do not have: {line}",
+                number + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn compatibility_doc_lists_every_rpv_own_option() {
+    let (_, own) = help_options();
+    let doc = read_project_file(COMPATIBILITY);
+    let section = doc
+        .split("## rpv's own options")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{COMPATIBILITY} has no \"rpv's own options\" section"));
+    for name in &own {
+        assert!(
+            section.contains(&format!("| `--{name}")),
+            "--{name} is one of rpv's own options but has no row in the \"rpv's own options\" \
+             table of {COMPATIBILITY}"
+        );
+    }
+}
