@@ -1,7 +1,8 @@
 //! Command-line parsing, getopt_long-compatible (spec 1.1–1.5, 1.7, 1.8, 1.10).
 //!
 //! Owns: turning argv into [`Options`] (typed values as given, later flag wins), pv's
-//! messages and exit status 64 for bad command lines, and the `--help`/`--version` text.
+//! messages and exit status 64 for bad command lines, and the `--help`/`--version` text and
+//! the completion scripts.
 //! Must not: open files, stat paths or touch the terminal (`-s @PATH` is kept as a path and
 //! resolved by the caller).
 
