@@ -363,7 +363,8 @@ fn right_margin(width: usize) -> usize {
 }
 
 /// `-p, --progress`, `-s, --size SIZE`, or `    --completions SHELL` for an option with no
-/// short letter (its long name lines up with the others).
+/// short letter (its long name lines up with the others); an optional value is written
+/// `[=VALUE]`, attached to the name.
 fn option_part(row: &Row) -> String {
     let names = match row.letter() {
         Some(letter) => format!("-{letter}, --{}", row.long),
@@ -371,6 +372,8 @@ fn option_part(row: &Row) -> String {
     };
     match row.arg {
         "" => names,
+        // An optional value is attached: `--pipeline[=PID]`.
+        arg if arg.starts_with("[=") => format!("{names}{arg}"),
         arg => format!("{names} {arg}"),
     }
 }
@@ -695,6 +698,21 @@ mod tests {
         assert!(row("  -M, --monitor ").starts_with("  -M, --monitor in|out|both"));
         assert!(row("  -x, --extra-display ").contains(":FORMAT"));
         assert!(row("      --completions ").starts_with("      --completions SHELL "));
+    }
+
+    #[test]
+    fn option_parts() {
+        let row = |short, arg| Row {
+            short,
+            long: "name",
+            arg,
+            value: Value::Free,
+            text: "",
+        };
+        assert_eq!(option_part(&row('N', "")), "-N, --name");
+        assert_eq!(option_part(&row('N', "NAME")), "-N, --name NAME");
+        assert_eq!(option_part(&row('\u{E0FF}', "NAME")), "    --name NAME");
+        assert_eq!(option_part(&row('\u{E0FF}', "[=PID]")), "    --name[=PID]");
     }
 
     #[test]
