@@ -37,6 +37,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     match cli::parse(&argv0, &args[1.min(args.len())..]) {
         cli::Parsed::Help => print_stdout(&cli::help_text(term::size(0, 0).0)),
         cli::Parsed::Version => print_stdout(&cli::version_text()),
+        cli::Parsed::Completions(shell) => print_stdout(&cli::completion_script(shell)),
         cli::Parsed::Error(text) => {
             Term::new(&prog).raw(&text);
             status::USAGE.into()

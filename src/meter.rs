@@ -108,6 +108,9 @@ pub struct MeterState {
     pub size: u64,
     /// Monotonic time (ns) its clock started; `None` while [`Phase::Waiting`].
     pub started_ns: Option<u64>,
+    /// Monotonic time (ns) it ended, when it ended before the run (an input read to its
+    /// end): its clock stops there.
+    pub ended_ns: Option<u64>,
     /// `%T`: how full the transfer buffer (or, with splice, the output pipe) is.
     pub buffer: BufferFill,
     /// Where it is in its life.
@@ -183,6 +186,8 @@ pub enum Event {
         bytes: u64,
         /// Lines written from it (line mode).
         lines: u64,
+        /// Monotonic time (ns) it was done.
+        at_ns: u64,
     },
     /// The output's reader went away: the transfer ends quietly.
     OutputGone,

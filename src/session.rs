@@ -30,6 +30,8 @@ struct Track {
     stopped_base: u64,
     /// The figures of the last update: shown unchanged once the meter has ended.
     last: Option<Figures>,
+    /// The meter's final figures have been computed (it ended).
+    settled: bool,
 }
 
 /// A meter's figures at one update.
@@ -90,14 +92,26 @@ impl Book {
                 stall: StallWatch::default(),
                 stopped_base: stopped_now,
                 last: None,
+                settled: false,
             });
-            if m.phase == Phase::Ended {
-                if let Some(last) = track.last {
+            let ended = m.phase == Phase::Ended;
+            if ended {
+                // A watched descriptor keeps the figures it had when it closed; anything
+                // else gets its final figures (whole-life averages) once, then keeps them.
+                let frozen = track.settled || m.role == Role::Descriptor;
+                if let Some(last) = track.last.filter(|_| frozen) {
                     figures.push((m.id, last));
                     continue;
                 }
+                track.settled = true;
             }
-            let elapsed = elapsed_at(now, started, stopped_now.saturating_sub(track.stopped_base));
+            let until = m.ended_ns.unwrap_or(now);
+            let elapsed = elapsed_at(
+                until,
+                started,
+                stopped_now.saturating_sub(track.stopped_base),
+            );
+            let final_update = final_update || ended;
             let stall = track.stall.observe(elapsed, m.moved, stall_after);
             if stall.resumed {
                 track.tracker.restart_average();

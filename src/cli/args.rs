@@ -10,6 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use super::complete::Shell;
 use super::number::{is_valid_double, is_valid_integer, is_valid_size, parse_interval, parse_size};
 use super::{Action, MonitorSide, Options, Parsed, SizeArg};
 
@@ -38,6 +39,23 @@ const fn valued(short: char, long: &'static str) -> Flag {
         long,
         takes_value: true,
     }
+}
+
+/// The identity of `--completions SHELL`, an rpv option with no short letter. Options that
+/// have only a long name take identities from the Unicode private use area: no one types
+/// those as option letters, and [`find_short`] never matches them.
+pub(crate) const COMPLETIONS: char = '\u{E000}';
+
+/// The identity of `--json`.
+pub(crate) const JSON: char = '\u{E001}';
+/// The identity of `--log`.
+pub(crate) const LOG: char = '\u{E002}';
+/// The identity of `--each`.
+pub(crate) const EACH: char = '\u{E003}';
+
+/// True for the identity of an option that has only a long name (see [`COMPLETIONS`]).
+pub(crate) fn long_only(identity: char) -> bool {
+    ('\u{E000}'..='\u{F8FF}').contains(&identity)
 }
 
 /// Every option of pv 1.11, in the order of spec 1.3 (a test checks it against pv's
@@ -94,6 +112,11 @@ pub(crate) const FLAGS: &[Flag] = &[
     valued('P', "pidfile"),
     flag('h', "help"),
     flag('V', "version"),
+    // rpv's own options: long names only, after pv's (see `find_long`).
+    flag(EACH, "each"),
+    flag(JSON, "json"),
+    flag(LOG, "log"),
+    valued(COMPLETIONS, "completions"),
 ];
 
 /// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
@@ -121,6 +144,7 @@ pub(crate) fn parse_with(argv0: &str, args: &[OsString], posix: bool) -> Parsed 
             Ok(Flow::Continue) => {}
             Ok(Flow::Help) => return Parsed::Help,
             Ok(Flow::Version) => return Parsed::Version,
+            Ok(Flow::Completions(shell)) => return Parsed::Completions(shell),
             Err(message) => return Parsed::Error(message),
         }
     }
@@ -137,7 +161,7 @@ fn basename(argv0: &str) -> &str {
 
 /// Finds the option for a short letter.
 fn find_short(c: char) -> Option<&'static Flag> {
-    FLAGS.iter().find(|f| f.short == c)
+    FLAGS.iter().find(|f| f.short == c && !long_only(c))
 }
 
 /// Why a long name did not select exactly one option.
@@ -151,13 +175,28 @@ enum LongMatchError {
 
 /// glibc's long-name lookup: an exact name wins; otherwise the name must be a prefix of one
 /// option only (aliases of the same option, like `--sparse`/`--sparse-output`, count once).
+/// A prefix is looked up among pv's options first and among rpv's own only if no pv option
+/// has it, so rpv's additions never change how a pv command line is read (`--c` stays
+/// `--cursor`, and `--p` stays ambiguous with pv's own list of possibilities).
 fn find_long(name: &[u8]) -> Result<&'static Flag, LongMatchError> {
     if let Some(exact) = FLAGS.iter().find(|f| f.long.as_bytes() == name) {
         return Ok(exact);
     }
+    match find_prefix(name, false) {
+        Err(LongMatchError::Unknown) => find_prefix(name, true),
+        found => found,
+    }
+}
+
+/// The one option whose long name starts with `name`, among pv's options (or among all of
+/// them if `all`).
+fn find_prefix(name: &[u8], all: bool) -> Result<&'static Flag, LongMatchError> {
     let mut first: Option<&'static Flag> = None;
     let mut ambiguous = Vec::new();
-    for candidate in FLAGS.iter().filter(|f| f.long.as_bytes().starts_with(name)) {
+    let candidates = FLAGS
+        .iter()
+        .filter(|f| (all || !long_only(f.short)) && f.long.as_bytes().starts_with(name));
+    for candidate in candidates {
         match first {
             None => first = Some(candidate),
             Some(f) if f.short != candidate.short || f.takes_value != candidate.takes_value => {
@@ -345,6 +384,7 @@ enum Flow {
     Continue,
     Help,
     Version,
+    Completions(Shell),
 }
 
 /// The mode chosen so far; the last mode option wins (spec 1.1).
@@ -406,6 +446,15 @@ impl<'a> State<'a> {
             self.opts.given_letters.push(short);
         }
         match value {
+            Some(value) if short == COMPLETIONS => {
+                let value = value.to_string_lossy();
+                match Shell::from_name(&value) {
+                    Some(shell) => Ok(Flow::Completions(shell)),
+                    None => Err(self.fail(&format!(
+                        "--completions: {value}: unknown shell (bash, zsh or fish)"
+                    ))),
+                }
+            }
             Some(value) if self.apply_path(short, value)? => Ok(Flow::Continue),
             // Numbers and display text: bytes that are not UTF-8 are shown as U+FFFD (and
             // are never valid numbers).
@@ -477,6 +526,10 @@ impl<'a> State<'a> {
             'K' => o.direct_io = true,
             'O' => (o.sparse, o.no_splice) = (true, true),
             'X' => (o.discard, o.no_splice) = (true, true),
+            // --json and --log each replace the display: the later one wins.
+            JSON => (o.json, o.log) = (true, false),
+            LOG => (o.log, o.json) = (true, false),
+            EACH => o.each = true,
             _ => {}
         }
         if "pteIrab8Tnq".contains(short) {

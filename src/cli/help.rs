@@ -1,271 +1,371 @@
-//! `--help` and `--version` text (spec 1.10).
+//! `--help` and `--version` text, and the table of documented options behind them.
 //!
-//! Owns: the wording of the help rows (our own, not pv's) and pv's help layout: a description
-//! column shared by all rows, word wrapping to the terminal width, groups separated by blank
-//! lines, and the list of format sequences. Must not: ask the terminal for its width (the
-//! caller passes it in) or print anything.
+//! Owns: the wording of the help rows (our own, not pv's), what kind of value each option
+//! takes (shell completions are generated from these rows: see `complete`), and pv's help
+//! layout: a description column shared by all rows, word wrapping to the terminal width,
+//! groups separated by blank lines, rpv's own options in a group with a heading of its own,
+//! and the list of format sequences. Must not: ask the terminal for its width (the caller
+//! passes it in) or print anything.
+//!
+//! The man page (`doc/rpv.1`) is written by hand, because it explains far more than a help
+//! row can hold; the integration tests (`tests/it/docs.rs`) hold it to these rows: an option
+//! missing from either side, or shown with a different value name, fails them.
 
-/// One help row: `  -S, --long ARG` followed by the description.
-struct Row {
-    short: char,
-    long: &'static str,
-    /// Value name, or `""` for switches.
-    arg: &'static str,
-    text: &'static str,
+use super::args::long_only;
+use super::complete::SHELL_NAMES;
+
+/// What an option's value is, for shell completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Value {
+    /// No value (a switch), or a value nothing can suggest (a number, a format, a name).
+    Free,
+    /// A file name.
+    File,
+    /// The ID of any process.
+    Pid,
+    /// The ID of a running rpv (what `-R` and `-Q` talk to).
+    RpvPid,
+    /// One of these words.
+    Words(&'static [&'static str]),
 }
 
-const fn row(short: char, long: &'static str, arg: &'static str, text: &'static str) -> Row {
+/// One help row: `  -S, --long ARG` (or `      --long ARG` for an option with no short
+/// letter) followed by the description.
+#[derive(Debug)]
+pub(crate) struct Row {
+    /// The option's identity in the option table (its short letter, or a private character
+    /// for an option that has only a long name).
+    pub(crate) short: char,
+    /// The long name without `--`.
+    pub(crate) long: &'static str,
+    /// Value name, or `""` for switches.
+    pub(crate) arg: &'static str,
+    /// What the value is, for completion.
+    pub(crate) value: Value,
+    /// The description.
+    pub(crate) text: &'static str,
+}
+
+impl Row {
+    /// The short letter, unless the option has only a long name.
+    pub(crate) fn letter(&self) -> Option<char> {
+        (!long_only(self.short)).then_some(self.short)
+    }
+}
+
+/// A switch (an option without a value).
+const fn switch(short: char, long: &'static str, text: &'static str) -> Row {
     Row {
         short,
         long,
-        arg,
+        arg: "",
+        value: Value::Free,
         text,
     }
 }
 
+/// An option that takes a value named `arg`.
+const fn valued(
+    short: char,
+    long: &'static str,
+    arg: &'static str,
+    value: Value,
+    text: &'static str,
+) -> Row {
+    Row {
+        short,
+        long,
+        arg,
+        value,
+        text,
+    }
+}
+
+use Value::{File, Free, Pid, RpvPid, Words};
+
 const DISPLAY: &[Row] = &[
-    row('p', "progress", "", "show a progress bar"),
-    row(
-        't',
-        "timer",
-        "",
-        "show how long the transfer has been running",
-    ),
-    row(
-        'e',
-        "eta",
-        "",
-        "show the estimated time left until completion",
-    ),
-    row(
-        'I',
-        "fineta",
-        "",
-        "show the estimated local time of completion",
-    ),
-    row('r', "rate", "", "show the current transfer rate"),
-    row('a', "average-rate", "", "show the average transfer rate"),
-    row('b', "bytes", "", "show the amount transferred so far"),
-    row('8', "bits", "", "count and show bits rather than bytes"),
-    row(
+    switch('p', "progress", "show a progress bar"),
+    switch('t', "timer", "show how long the transfer has been running"),
+    switch('e', "eta", "show the estimated time left until completion"),
+    switch('I', "fineta", "show the estimated local time of completion"),
+    switch('r', "rate", "show the current transfer rate"),
+    switch('a', "average-rate", "show the average transfer rate"),
+    switch('b', "bytes", "show the amount transferred so far"),
+    switch('8', "bits", "count and show bits rather than bytes"),
+    switch(
         'k',
         "si",
-        "",
         "use powers of 1000 rather than 1024 for units, and for size and rate values given \
          after this option",
     ),
-    row(
+    switch(
         'T',
         "buffer-percent",
-        "",
         "show how full the transfer buffer is",
     ),
-    row(
+    valued(
         'A',
         "last-written",
         "NUM",
+        Free,
         "show the last NUM bytes written",
     ),
-    row(
+    valued(
         'F',
         "format",
         "FORMAT",
+        Free,
         "lay out the display with FORMAT (see below) instead of the switches above",
     ),
-    row(
+    switch(
         'n',
         "numeric",
-        "",
         "print plain numbers, one line per update, instead of a display",
     ),
-    row('q', "quiet", "", "show nothing at all"),
+    switch('q', "quiet", "show nothing at all"),
 ];
 
 const MODIFIERS: &[Row] = &[
-    row(
+    switch(
         'W',
         "wait",
-        "",
         "show nothing until the first data has been transferred",
     ),
-    row(
+    valued(
         'D',
         "delay-start",
         "SEC",
+        Free,
         "show nothing until SEC seconds have passed",
     ),
-    row(
+    valued(
         's',
         "size",
         "SIZE",
+        Free,
         "take SIZE as the total amount to transfer; @PATH means the size of PATH",
     ),
-    row(
+    switch(
         'g',
         "gauge",
-        "",
         "if the total size is unknown, show the rate as a share of the highest rate seen",
     ),
-    row('l', "line-mode", "", "count lines rather than bytes"),
-    row('0', "null", "", "lines end with a zero byte (implies -l)"),
-    row(
+    switch('l', "line-mode", "count lines rather than bytes"),
+    switch('0', "null", "lines end with a zero byte (implies -l)"),
+    valued(
         'i',
         "interval",
         "SEC",
+        Free,
         "redraw every SEC seconds (default 1)",
     ),
-    row(
+    valued(
         'm',
         "average-rate-window",
         "SEC",
+        Free,
         "average the rate over the last SEC seconds (default 30)",
     ),
-    row(
+    valued(
         'w',
         "width",
         "WIDTH",
+        Free,
         "assume the terminal is WIDTH columns wide",
     ),
-    row(
+    valued(
         'H',
         "height",
         "HEIGHT",
+        Free,
         "assume the terminal is HEIGHT rows tall",
     ),
-    row('N', "name", "NAME", "label the display with NAME"),
-    row(
+    valued('N', "name", "NAME", Free, "label the display with NAME"),
+    valued(
         'u',
         "bar-style",
         "STYLE",
+        Words(&["plain", "block", "granular", "shaded"]),
         "draw progress bars as plain, block, granular or shaded",
     ),
-    row(
+    valued(
         'x',
         "extra-display",
-        "SPEC",
-        "also show progress where SPEC says: windowtitle, processtitle",
+        "WHERE[:FORMAT]",
+        Words(&["windowtitle", "processtitle", "windowtitle,processtitle"]),
+        "also show progress in the window title, the process title or both (WHERE is \
+         windowtitle, processtitle or both with a comma), laid out with FORMAT if given",
     ),
-    row('v', "stats", "", "print rate statistics at the end"),
-    row(
+    switch('v', "stats", "print rate statistics at the end"),
+    switch(
         'f',
         "force",
-        "",
         "show progress even if standard error is not a terminal",
     ),
-    row(
+    switch(
         'c',
         "cursor",
-        "",
         "position the cursor so that several instances can share one terminal",
     ),
 ];
 
 const TRANSFER: &[Row] = &[
-    row(
+    valued(
         'o',
         "output",
         "FILE",
+        File,
         "write the data to FILE rather than standard output",
     ),
-    row(
+    valued(
         'L',
         "rate-limit",
         "RATE",
+        Free,
         "transfer at most RATE bytes per second",
     ),
-    row(
+    valued(
         'B',
         "buffer-size",
         "BYTES",
+        Free,
         "use a transfer buffer of BYTES bytes",
     ),
-    row(
+    switch(
         'C',
         "no-splice",
-        "",
         "always copy with read and write, never with splice",
     ),
-    row(
+    switch(
         'E',
         "skip-errors",
-        "",
         "carry on past read errors; give twice to report them briefly",
     ),
-    row(
+    valued(
         'Z',
         "error-skip-block",
         "BYTES",
+        Free,
         "when skipping a read error, skip BYTES bytes at a time",
     ),
-    row(
+    switch(
         'S',
         "stop-at-size",
-        "",
         "stop once the amount given with --size has been transferred",
     ),
-    row('Y', "sync", "", "flush the output to disk after each write"),
-    row(
+    switch('Y', "sync", "flush the output to disk after each write"),
+    switch(
         'K',
         "direct-io",
-        "",
         "bypass the kernel's page cache (O_DIRECT)",
     ),
-    row(
+    switch(
         'O',
         "sparse",
-        "",
         "seek over runs of zero bytes in the output instead of writing them",
     ),
-    row('X', "discard", "", "read the input but write nothing"),
-    row(
+    switch('X', "discard", "read the input but write nothing"),
+    valued(
         'U',
         "store-and-forward",
         "FILE",
+        File,
         "read all input into FILE before writing any output; - means a temporary file",
     ),
 ];
 
 const MODES: &[Row] = &[
-    row(
+    valued(
         'd',
         "watchfd",
-        "PID[:FD]",
-        "show how far process PID has got through its open files, or just descriptor FD",
+        "PID[:FD]|=NAME|@LISTFILE",
+        Pid,
+        "show how far process PID (or every process called NAME, or every item listed in \
+         LISTFILE) has got through its open files, or just descriptor FD",
     ),
-    row(
+    valued(
         'R',
         "remote",
         "PID",
+        RpvPid,
         "send these settings to the instance running as process PID",
     ),
-    row(
+    valued(
         'Q',
         "query",
         "PID",
+        RpvPid,
         "show the progress of the instance running as process PID",
     ),
-    row(
+    valued(
         'M',
         "monitor",
-        "SIDE",
-        "run the command given after the options and meter its input, output or both",
+        "in|out|both",
+        Words(&["in", "out", "both"]),
+        "run the command given after the options (and after --) and meter its standard \
+         input, its standard output or both",
     ),
 ];
 
 const OTHER: &[Row] = &[
-    row('P', "pidfile", "FILE", "write the process ID to FILE"),
-    row('h', "help", "", "show this help and exit"),
-    row('V', "version", "", "show version information and exit"),
+    valued('P', "pidfile", "FILE", File, "write the process ID to FILE"),
+    switch('h', "help", "show this help and exit"),
+    switch('V', "version", "show version information and exit"),
 ];
 
-const GROUPS: &[&[Row]] = &[DISPLAY, MODIFIERS, TRANSFER, MODES, OTHER];
+/// rpv's own options: pv does not have them. Each has only a long name, so that no pv
+/// command line changes meaning.
+const RPV_OWN: &[Row] = &[
+    switch(
+        super::args::EACH,
+        "each",
+        "show a row for each input (its own amount, bar and percentage) and a total",
+    ),
+    switch(
+        super::args::JSON,
+        "json",
+        "write progress as JSON objects, one per line, instead of the display",
+    ),
+    switch(
+        super::args::LOG,
+        "log",
+        "write plain, timestamped lines for a log file instead of the display",
+    ),
+    valued(
+        super::args::COMPLETIONS,
+        "completions",
+        "SHELL",
+        Words(SHELL_NAMES),
+        "print the command-line completion script for SHELL (bash, zsh or fish) and exit",
+    ),
+];
+
+/// The heading of the group of rpv's own options (pv's groups have none).
+pub(crate) const RPV_OWN_HEADING: &str = "rpv's own options (not in pv):";
+
+/// The help groups in order: a heading (`""` for none) and the rows.
+const GROUPS: &[(&str, &[Row])] = &[
+    ("", DISPLAY),
+    ("", MODIFIERS),
+    ("", TRANSFER),
+    ("", MODES),
+    ("", OTHER),
+    (RPV_OWN_HEADING, RPV_OWN),
+];
+
+/// Every documented option, in help order.
+pub(crate) fn rows() -> impl Iterator<Item = &'static Row> {
+    GROUPS.iter().flat_map(|(_, rows)| rows.iter())
+}
 
 const DESCRIPTION: &str = "Copy FILEs, or standard input, to standard output, showing progress.";
 
-const FORMAT_SEQUENCES: &str = "%p %{progress} %{progress-amount-only} %{progress-bar-only} \
-     %{bar-plain} %{bar-block} %{bar-granular} %{bar-shaded} %t %{timer} %e %{eta} %I \
-     %{fineta} %r %{rate} %a %{average-rate} %b %{bytes} %{transferred} %{ratio} %T \
-     %{buffer-percent} %A %{last-written} %L %{previous-line} %N %{name} %{sgr:colour,...}";
+/// The format sequences `-F` understands, as the help lists them.
+pub(crate) const FORMAT_SEQUENCES: &str = "%p %{progress} %{progress-amount-only} \
+     %{progress-bar-only} %{bar-plain} %{bar-block} %{bar-granular} %{bar-shaded} %t \
+     %{timer} %e %{eta} %I %{fineta} %r %{rate} %a %{average-rate} %b %{bytes} \
+     %{transferred} %{ratio} %T %{buffer-percent} %A %{last-written} %L %{previous-line} \
+     %N %{name} %{sgr:colour,...}";
 
 /// The project's repository, if Cargo.toml names one.
 const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
@@ -279,11 +379,19 @@ fn right_margin(width: usize) -> usize {
     }
 }
 
-/// `-p, --progress` or `-s, --size SIZE`.
+/// `-p, --progress`, `-s, --size SIZE`, or `    --completions SHELL` for an option with no
+/// short letter (its long name lines up with the others); an optional value is written
+/// `[=VALUE]`, attached to the name.
 fn option_part(row: &Row) -> String {
+    let names = match row.letter() {
+        Some(letter) => format!("-{letter}, --{}", row.long),
+        None => format!("    --{}", row.long),
+    };
     match row.arg {
-        "" => format!("-{}, --{}", row.short, row.long),
-        arg => format!("-{}, --{} {arg}", row.short, row.long),
+        "" => names,
+        // An optional value is attached: `--pipeline[=PID]`.
+        arg if arg.starts_with("[=") => format!("{names}{arg}"),
+        arg => format!("{names} {arg}"),
     }
 }
 
@@ -325,12 +433,7 @@ fn push_wrapped(out: &mut String, text: &str, col: usize, margin: usize) {
 /// The description column: the widest option part plus indent and gap, but leaving at least
 /// 50 columns for descriptions.
 fn description_column(margin: usize) -> usize {
-    let widest = GROUPS
-        .iter()
-        .flat_map(|g| g.iter())
-        .map(|r| option_part(r).len())
-        .max()
-        .unwrap_or(0);
+    let widest = rows().map(|r| option_part(r).len()).max().unwrap_or(0);
     (widest + 4).min(margin.saturating_sub(50)).max(2)
 }
 
@@ -355,18 +458,22 @@ fn bug_report_line() -> String {
     }
 }
 
-/// The `--help` text (spec 1.10), wrapped for a terminal `width` columns wide (0 = unknown).
+/// The `--help` text, wrapped for a terminal `width` columns wide (0 = unknown).
 ///
-/// Line 1 is `Usage: rpv [OPTION] [FILE]...`; every option has a row starting with two
-/// spaces and its short letter (`  -R, --remote PID ...`), which scripts grep for.
+/// pv's layout: line 1 is `Usage: rpv [OPTION] [FILE]...`; every option of pv's has a row
+/// starting with two spaces and its short letter (`  -R, --remote PID ...`), which scripts
+/// grep for to detect features. rpv's own options follow under a heading of their own.
 pub fn help_text(width: usize) -> String {
     let margin = right_margin(width);
     let col = description_column(margin);
     let mut out = String::from("Usage: rpv [OPTION] [FILE]...\n");
     push_wrapped(&mut out, DESCRIPTION, 0, margin);
-    for group in GROUPS {
+    for (heading, rows) in GROUPS {
         out.push('\n');
-        for row in group.iter() {
+        if !heading.is_empty() {
+            push_wrapped(&mut out, heading, 0, margin);
+        }
+        for row in rows.iter() {
             push_row(&mut out, row, col, margin);
         }
     }
@@ -377,7 +484,7 @@ pub fn help_text(width: usize) -> String {
     out
 }
 
-/// The `--version` text (spec 1.10): line 1 is `rpv <version>`, then copyright, licence and
+/// The `--version` text, in the GNU shape scripts expect: line 1 is `rpv <version>`, then copyright, licence and
 /// warranty lines, a blank line and a line about the project.
 pub fn version_text() -> String {
     format!(
@@ -395,6 +502,71 @@ pub fn version_text() -> String {
 mod tests {
     use super::*;
     use crate::cli::args::FLAGS;
+
+    /// pv 1.11's long option names (`--sparse-output` is its undocumented alias of
+    /// `--sparse`), to tell pv's options from rpv's own.
+    const PV_LONG_NAMES: &[&str] = &[
+        "progress",
+        "timer",
+        "eta",
+        "fineta",
+        "rate",
+        "average-rate",
+        "bytes",
+        "bits",
+        "si",
+        "buffer-percent",
+        "last-written",
+        "format",
+        "numeric",
+        "quiet",
+        "wait",
+        "delay-start",
+        "size",
+        "gauge",
+        "line-mode",
+        "null",
+        "interval",
+        "average-rate-window",
+        "width",
+        "height",
+        "name",
+        "bar-style",
+        "extra-display",
+        "stats",
+        "force",
+        "cursor",
+        "output",
+        "rate-limit",
+        "buffer-size",
+        "no-splice",
+        "skip-errors",
+        "error-skip-block",
+        "stop-at-size",
+        "sync",
+        "direct-io",
+        "sparse",
+        "discard",
+        "store-and-forward",
+        "watchfd",
+        "remote",
+        "query",
+        "monitor",
+        "pidfile",
+        "help",
+        "version",
+    ];
+
+    /// Options of the table that are documented: all but later aliases of an earlier row
+    /// (`--sparse-output`).
+    fn documented_flags() -> Vec<&'static crate::cli::args::Flag> {
+        FLAGS
+            .iter()
+            .enumerate()
+            .filter(|(i, f)| FLAGS[..*i].iter().all(|g| g.short != f.short))
+            .map(|(_, f)| f)
+            .collect()
+    }
 
     #[test]
     fn first_lines() {
@@ -427,27 +599,97 @@ mod tests {
     #[test]
     fn every_option_has_a_row() {
         let help = help_text(80);
-        for flag in FLAGS.iter().filter(|f| f.long != "sparse-output") {
-            let lead = format!("\n  -{}, --{}", flag.short, flag.long);
+        let documented = documented_flags();
+        for flag in &documented {
+            let lead = if long_only(flag.short) {
+                format!("\n      --{}", flag.long)
+            } else {
+                format!("\n  -{}, --{}", flag.short, flag.long)
+            };
             let at = help
                 .find(&lead)
-                .unwrap_or_else(|| panic!("no row for {lead:?}"));
+                .unwrap_or_else(|| panic!("no help row for {lead:?}"));
             let after = help[at + lead.len()..].chars().next();
             assert!(matches!(after, Some(' ' | '\n')), "{lead:?}");
         }
-        let rows = help.lines().filter(|l| l.starts_with("  -")).count();
-        assert_eq!(rows, FLAGS.len() - 1);
+        let shown = help
+            .lines()
+            .filter(|l| l.starts_with("  -") || l.starts_with("      --"))
+            .count();
+        assert_eq!(shown, documented.len());
+        assert_eq!(rows().count(), documented.len());
     }
 
     #[test]
     fn rows_take_values_exactly_when_the_option_does() {
-        for row in GROUPS.iter().flat_map(|g| g.iter()) {
+        for row in rows() {
             let flag = FLAGS
                 .iter()
                 .find(|f| f.short == row.short)
-                .expect("known letter");
+                .expect("known option");
             assert_eq!(flag.long, row.long);
-            assert_eq!(flag.takes_value, !row.arg.is_empty(), "-{}", row.short);
+            assert_eq!(flag.takes_value, !row.arg.is_empty(), "--{}", row.long);
+            if row.arg.is_empty() {
+                assert_eq!(
+                    row.value,
+                    Value::Free,
+                    "a switch has no value: --{}",
+                    row.long
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rpv_own_options_have_a_section_of_their_own_after_pv_options() {
+        let help = help_text(80);
+        let lines: Vec<&str> = help.lines().collect();
+        let heading = lines
+            .iter()
+            .position(|l| *l == RPV_OWN_HEADING)
+            .expect("heading of rpv's own options");
+        assert_eq!(lines[heading - 1], "", "a blank line before the heading");
+        fn is_row(l: &&&str) -> bool {
+            l.starts_with("  -") || l.starts_with("      --")
+        }
+        let long_name = |l: &str| {
+            let at = l.find("--").expect("long name");
+            l[at + 2..]
+                .split([' ', '='])
+                .next()
+                .expect("name")
+                .to_owned()
+        };
+        for line in lines[..heading].iter().filter(is_row) {
+            let name = long_name(line);
+            assert!(
+                PV_LONG_NAMES.contains(&name.as_str()),
+                "--{name} is not a pv option: its row belongs under {RPV_OWN_HEADING:?}"
+            );
+        }
+        let own: Vec<String> = lines[heading + 1..]
+            .iter()
+            .take_while(|l| !l.is_empty())
+            .filter(is_row)
+            .map(|l| long_name(l))
+            .collect();
+        for name in &own {
+            assert!(!PV_LONG_NAMES.contains(&name.as_str()), "--{name} is pv's");
+        }
+        let expected: Vec<&str> = FLAGS
+            .iter()
+            .filter(|f| !PV_LONG_NAMES.contains(&f.long) && f.long != "sparse-output")
+            .map(|f| f.long)
+            .collect();
+        assert_eq!(own, expected, "every rpv option, in table order");
+        assert!(own.contains(&"completions".to_owned()));
+    }
+
+    #[test]
+    fn pv_options_keep_pv_identities() {
+        for flag in FLAGS {
+            let pv = PV_LONG_NAMES.contains(&flag.long) || flag.long == "sparse-output";
+            assert_eq!(pv, !long_only(flag.short), "--{}", flag.long);
         }
     }
 
@@ -458,7 +700,36 @@ mod tests {
         assert!(help.lines().any(|l| l.starts_with("  -Q, --query PID ")));
         assert!(help
             .lines()
-            .any(|l| l.starts_with("  -d, --watchfd PID[:FD] ")));
+            .any(|l| l.starts_with("  -d, --watchfd PID[:FD]|=NAME|@LISTFILE")));
+    }
+
+    #[test]
+    fn value_forms_named_in_rows() {
+        let help = help_text(80);
+        let row = |lead: &str| {
+            help.lines()
+                .find(|l| l.starts_with(lead))
+                .unwrap_or_else(|| panic!("no row {lead:?}"))
+                .to_owned()
+        };
+        assert!(row("  -M, --monitor ").starts_with("  -M, --monitor in|out|both"));
+        assert!(row("  -x, --extra-display ").contains(":FORMAT"));
+        assert!(row("      --completions ").starts_with("      --completions SHELL "));
+    }
+
+    #[test]
+    fn option_parts() {
+        let row = |short, arg| Row {
+            short,
+            long: "name",
+            arg,
+            value: Value::Free,
+            text: "",
+        };
+        assert_eq!(option_part(&row('N', "")), "-N, --name");
+        assert_eq!(option_part(&row('N', "NAME")), "-N, --name NAME");
+        assert_eq!(option_part(&row('\u{E0FF}', "NAME")), "    --name NAME");
+        assert_eq!(option_part(&row('\u{E0FF}', "[=PID]")), "    --name[=PID]");
     }
 
     #[test]
@@ -481,7 +752,8 @@ mod tests {
 
     #[test]
     fn wrapping_respects_width() {
-        for width in [40, 50, 60, 80, 100, 132, 200] {
+        // Below 43 columns the -d row's option part alone is wider (as in pv's help).
+        for width in [43, 50, 60, 80, 100, 132, 200] {
             let help = help_text(width);
             for line in help.lines() {
                 assert!(line.len() <= width - 3, "width {width}: {line:?}");
@@ -490,12 +762,23 @@ mod tests {
     }
 
     #[test]
+    fn fits_80_columns() {
+        for width in [0, 80] {
+            for line in help_text(width).lines() {
+                assert!(line.chars().count() <= 80, "{line:?}");
+            }
+        }
+    }
+
+    #[test]
     fn wide_terminals_widen_the_column_only_up_to_the_widest_option() {
         let help = help_text(200);
         let progress = help.lines().find(|l| l.starts_with("  -p,")).expect("row");
-        // Widest option part is "-m, --average-rate-window SEC" (29) + 4.
-        assert_eq!(progress.find("show"), Some(33));
-        assert!(!help.contains("SEC\n "));
+        // Widest option part is "-d, --watchfd PID[:FD]|=NAME|@LISTFILE" (38) + 4.
+        assert_eq!(progress.find("show"), Some(42));
+        assert!(help
+            .lines()
+            .any(|l| l.starts_with("  -d, --watchfd PID[:FD]|=NAME|@LISTFILE  show")));
     }
 
     #[test]

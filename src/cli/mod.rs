@@ -1,7 +1,8 @@
 //! Command-line parsing, getopt_long-compatible (spec 1.1–1.5, 1.7, 1.8, 1.10).
 //!
 //! Owns: turning argv into [`Options`] (typed values as given, later flag wins), pv's
-//! messages and exit status 64 for bad command lines, and the `--help`/`--version` text.
+//! messages and exit status 64 for bad command lines, and the `--help`/`--version` text and
+//! the completion scripts.
 //! Must not: open files, stat paths or touch the terminal (`-s @PATH` is kept as a path and
 //! resolved by the caller).
 
@@ -9,10 +10,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 mod args;
+mod complete;
 mod help;
 pub mod number;
 
 pub use args::parse;
+pub use complete::{completion_script, Shell};
 pub use help::{help_text, version_text};
 
 /// The operating mode; the last mode-selecting option wins (spec 1.1).
@@ -181,6 +184,8 @@ pub enum Parsed {
     Help,
     /// `-V`/`--version` was reached: print [`version_text`] to stdout, exit 0.
     Version,
+    /// `--completions SHELL` was reached: print [`completion_script`] to stdout, exit 0.
+    Completions(Shell),
     /// Run with these options.
     Run(Box<Options>),
     /// A bad command line: print `message` (complete, with newlines) to stderr, exit 64.

@@ -11,7 +11,6 @@
 use serde_json::{json, Map, Value};
 
 use super::{DisplayConfig, Reading, Sink, Snapshot};
-use crate::display;
 use crate::error::Error;
 use crate::meter::{Event, Label, Phase, Role, Unit};
 use crate::term::Term;
@@ -107,7 +106,7 @@ fn number(x: f64) -> Value {
 }
 
 /// The figures of one meter, as in `progress` objects.
-fn figures(r: &Reading<'_>, config: &DisplayConfig, snapshot: &Snapshot<'_>) -> Map<String, Value> {
+fn figures(r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
     let m = r.meter;
     let mut o = Map::new();
     let (role, extra): (&str, Option<Value>) = match (m.role, &m.label) {
@@ -138,9 +137,12 @@ fn figures(r: &Reading<'_>, config: &DisplayConfig, snapshot: &Snapshot<'_>) -> 
     o.insert("percent".into(), percent.map_or(Value::Null, number));
     o.insert("rate".into(), number(r.rates.rate));
     o.insert("average_rate".into(), number(r.rates.avg_rate));
-    let frame = config.frame(r, None, snapshot);
-    let eta = (m.size > 0 && r.stalled_for.is_none() && !r.final_update && m.amount < m.size)
-        .then(|| display::eta_seconds(&frame));
+    let eta = (m.size > 0
+        && r.stalled_for.is_none()
+        && !r.final_update
+        && m.moved > 0
+        && r.rates.avg_rate > 0.001)
+        .then(|| number(m.size.saturating_sub(m.amount) as f64 / r.rates.avg_rate));
     o.insert("eta".into(), json!(eta));
     o.insert("stalled".into(), json!(r.stalled_for.is_some()));
     o.insert(
@@ -160,7 +162,7 @@ fn inputs(config: &DisplayConfig, snapshot: &Snapshot<'_>) -> Vec<Value> {
         .readings
         .iter()
         .filter(|r| matches!(r.meter.role, Role::Input(_)))
-        .map(|r| Value::Object(figures(r, config, snapshot)))
+        .map(|r| Value::Object(figures(r, config)))
         .collect()
 }
 
@@ -214,6 +216,7 @@ impl Sink for Json {
                 input,
                 bytes,
                 lines,
+                ..
             } => {
                 json!({"type": "input", "event": "done", "index": input, "bytes": bytes, "lines": lines})
             }
@@ -239,7 +242,7 @@ impl Sink for Json {
             }
             let mut o = Map::new();
             o.insert("type".into(), json!("progress"));
-            o.extend(figures(r, config, snapshot));
+            o.extend(figures(r, config));
             if r.meter.role == Role::Transfer {
                 o.insert("inputs".into(), json!(inputs(config, snapshot)));
             }
@@ -254,7 +257,7 @@ impl Sink for Json {
             .iter()
             .filter(|r| !matches!(r.meter.role, Role::Input(_)))
             .map(|r| {
-                let mut o = figures(r, config, snapshot);
+                let mut o = figures(r, config);
                 let stats = r.tracker.rate_stats().map(|(min, avg, max, mdev)| {
                     json!({"min": number(min), "avg": number(avg), "max": number(max), "mdev": number(mdev)})
                 });

@@ -30,15 +30,20 @@ impl Sink for Multi {
                 None => render_line(&mut self.formats, config, r, snapshot),
             })
             .collect();
+        if std::mem::take(&mut term.screen_moved) {
+            self.screen = Screen::default();
+        }
         let text = self.screen.round(&lines, config.width);
         term.raw(&text);
-        term.wrote_line = self.screen.lines() > 0;
+        term.wrote_line = false;
+        term.screen_rows = self.screen.lines();
     }
 
     fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, term: &mut Term) {
         let text = self.screen.finish();
         term.raw(&text);
         term.wrote_line = false;
+        term.screen_rows = 0;
     }
 
     fn reconfigure(&mut self, _config: &DisplayConfig) {

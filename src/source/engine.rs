@@ -45,8 +45,8 @@ struct InputRow {
     opened_ns: Option<u64>,
     /// The transfer's bytes and lines when the input was opened.
     start: (u64, u64),
-    /// Its bytes and lines once done.
-    done: Option<(u64, u64)>,
+    /// Its bytes and lines once done, and when.
+    done: Option<(u64, u64, u64)>,
     /// Why it could not be copied.
     error: Option<String>,
 }
@@ -119,21 +119,25 @@ impl<'a> EngineSource<'a> {
                 input,
                 bytes,
                 lines,
+                at_ns,
             } => {
                 let i = row(&mut self.inputs, *input);
-                self.inputs[i].done = Some((*bytes, *lines));
+                self.inputs[i].done = Some((*bytes, *lines, *at_ns));
                 self.done = (self.done.0 + bytes, self.done.1 + lines);
             }
             Event::InputFailed { input, error } => {
                 let i = row(&mut self.inputs, *input);
                 let r = &mut self.inputs[i];
                 if r.opened_ns.is_none() {
+                    // Never opened: nothing moved, and it ended at once.
                     r.name = match error {
                         crate::error::Error::OpenInput { name, .. }
                         | crate::error::Error::InputIsOutput { name } => name.clone(),
                         _ => r.name.clone(),
                     };
-                    r.opened_ns = Some(sys::monotonic_ns());
+                    let now = sys::monotonic_ns();
+                    r.opened_ns = Some(now);
+                    r.done = Some((0, 0, now));
                 }
                 r.error = Some(error.to_string());
             }
@@ -145,10 +149,14 @@ impl<'a> EngineSource<'a> {
     fn input_meters(&self, total: (u64, u64), out: &mut Vec<MeterState>) {
         for (index, r) in self.inputs.iter().enumerate() {
             let Some(opened) = r.opened_ns else { continue };
-            let (bytes, lines) = r.done.unwrap_or((
-                total.0.saturating_sub(r.start.0),
-                total.1.saturating_sub(r.start.1),
-            ));
+            let (bytes, lines, ended_ns) = match r.done {
+                Some((bytes, lines, at)) => (bytes, lines, Some(at)),
+                None => (
+                    total.0.saturating_sub(r.start.0),
+                    total.1.saturating_sub(r.start.1),
+                    None,
+                ),
+            };
             let amount = match self.meter.unit {
                 Unit::Lines => lines,
                 Unit::Bytes => bytes,
@@ -167,6 +175,7 @@ impl<'a> EngineSource<'a> {
                     0
                 },
                 started_ns: Some(opened),
+                ended_ns,
                 phase: if ended { Phase::Ended } else { Phase::Running },
                 note: r.error.clone(),
                 ..MeterState::default()

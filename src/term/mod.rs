@@ -50,6 +50,11 @@ pub struct Term {
     /// A normal (`\r`) progress line has been written: messages start with `\n`, and the
     /// run ends with `\n`.
     pub wrote_line: bool,
+    /// Rows of a multi-line screen from the cursor down (the cursor waits on its first
+    /// row): a message goes below them, and the screen starts again under the message.
+    pub screen_rows: usize,
+    /// A message was written below the multi-line screen: its next round starts afresh.
+    pub screen_moved: bool,
     /// Cursor mode (`-c`), when it is usable on this terminal.
     cursor: Option<cursor::Cursor>,
     /// Terminal height (for cursor mode).
@@ -67,6 +72,8 @@ impl Term {
             prev_columns: 0,
             prev_term_width: 0,
             wrote_line: false,
+            screen_rows: 0,
+            screen_moved: false,
             cursor: None,
             height: 25,
             restart_line: false,
@@ -157,7 +164,14 @@ impl Term {
                 return;
             }
         }
-        let lead = if self.wrote_line { "\n" } else { "" };
+        let lead = if self.screen_rows > 0 {
+            self.screen_moved = true;
+            "\n".repeat(std::mem::take(&mut self.screen_rows))
+        } else if self.wrote_line {
+            "\n".to_string()
+        } else {
+            String::new()
+        };
         let text = format!("{lead}{}: {message}\n", self.prog);
         self.prev_columns = 0;
         self.write(text.as_bytes());

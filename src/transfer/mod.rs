@@ -321,6 +321,7 @@ impl<'a> Engine<'a> {
             input: index,
             bytes: self.bytes - bytes_before,
             lines: self.lines - lines_before,
+            at_ns: sys::monotonic_ns(),
         });
         more
     }

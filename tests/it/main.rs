@@ -2,8 +2,10 @@
 
 mod cursor;
 mod display;
+mod docs;
 mod errors;
 mod integrity;
+mod json;
 mod modifiers;
 mod monitor;
 mod options;

@@ -1,0 +1,358 @@
+//! `--json`, `--log` and `--each` through the binary: real output validated against the
+//! published schema, totals equal to what went through, the stall seen and recovered from.
+
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{data, rpv, s, text, Dir};
+
+/// The schema shipped in docs/.
+fn validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/json.schema.json");
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::validator_for(&schema).expect("the schema compiles")
+    })
+}
+
+/// Parses NDJSON, validating every object against the schema; checks start first, end last.
+#[track_caller]
+fn parse_ndjson(stderr: &[u8]) -> Vec<Value> {
+    let text = String::from_utf8(stderr.to_vec()).expect("UTF-8");
+    assert!(text.ends_with('\n'), "whole lines: {text:?}");
+    let objects: Vec<Value> = text
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            let errors: Vec<String> = validator().iter_errors(&v).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{line}\n{errors:#?}");
+            v
+        })
+        .collect();
+    assert_eq!(
+        objects.first().map(|o| &o["type"]),
+        Some(&Value::from("start"))
+    );
+    assert_eq!(
+        objects.last().map(|o| &o["type"]),
+        Some(&Value::from("end"))
+    );
+    let ends = objects.iter().filter(|o| o["type"] == "end").count();
+    assert_eq!(ends, 1, "one end object");
+    objects
+}
+
+fn of_type<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    objects.iter().filter(|o| o["type"] == kind).collect()
+}
+
+#[test]
+fn transfer_objects_follow_the_schema_and_the_end_has_the_exact_totals() {
+    let dir = Dir::new();
+    let a = data(700_000, 31);
+    let b = data(1_234, 32);
+    let (pa, pb) = (dir.file("a", &a), dir.file("b", &b));
+    let out = dir.path("out");
+    let missing = dir.path("missing");
+    let run = rpv(&[
+        "--json",
+        "-i",
+        "0.1",
+        "-L",
+        "2M",
+        "-o",
+        s(&out),
+        s(&pa),
+        s(&missing),
+        s(&pb),
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let objects = parse_ndjson(&run.stderr);
+    let start = &objects[0];
+    assert_eq!(start["mode"], "transfer");
+    assert_eq!(start["unit"], "bytes");
+    assert_eq!(start["size"], (a.len() + b.len()) as u64);
+    assert_eq!(start["inputs"][0]["size"], a.len() as u64);
+    assert_eq!(start["inputs"][1]["size"], Value::Null);
+    let progress = of_type(&objects, "progress");
+    assert!(progress.len() >= 2, "{} progress objects", progress.len());
+    let mut last = 0;
+    for p in &progress {
+        let bytes = p["bytes"].as_u64().unwrap();
+        assert!(bytes >= last, "amounts never go back");
+        last = bytes;
+        assert_eq!(p["meter"], "transfer");
+        assert!(!p["inputs"].as_array().unwrap().is_empty());
+    }
+    let messages = of_type(&objects, "message");
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0]["input"], 1);
+    assert_eq!(messages[0]["kind"], "open_input");
+    assert_eq!(messages[0]["errno"], libc::ENOENT);
+    assert_eq!(messages[0]["level"], "error");
+    let done: Vec<u64> = of_type(&objects, "input")
+        .iter()
+        .filter(|o| o["event"] == "done")
+        .map(|o| o["bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(done, [a.len() as u64, b.len() as u64]);
+    let end = objects.last().unwrap();
+    let copied = std::fs::read(&out).unwrap();
+    assert_eq!(copied, [a.clone(), b.clone()].concat());
+    assert_eq!(
+        end["bytes"],
+        copied.len() as u64,
+        "the end total is what went through"
+    );
+    assert_eq!(end["status"], 2);
+    assert_eq!(end["interrupted"], false);
+    let inputs = end["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 3);
+    assert_eq!(inputs[0]["bytes"], a.len() as u64);
+    assert_eq!(inputs[0]["percent"], 100.0);
+    assert_eq!(inputs[1]["bytes"], 0);
+    assert!(inputs[1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("No such file"));
+    assert_eq!(inputs[2]["bytes"], b.len() as u64);
+    assert!(end["meters"][0]["rate_stats"]["avg"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn line_mode_counts_lines_and_quiet_keeps_only_start_messages_and_end() {
+    let dir = Dir::new();
+    let input = dir.file("t", &text(20_000));
+    let run = rpv(&["--json", "-l", "-q", s(&input)])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let objects = parse_ndjson(&run.stderr);
+    assert!(
+        of_type(&objects, "progress").is_empty(),
+        "-q: no progress objects"
+    );
+    assert_eq!(objects[0]["unit"], "lines");
+    let end = objects.last().unwrap();
+    assert_eq!(end["lines"], 20_000);
+    assert_eq!(end["size"], 20_000);
+}
+
+#[test]
+fn monitor_both_and_watched_descriptors_have_a_meter_each() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(300_000, 33));
+    let run = rpv(&["--json", "-i", "0.1", "-L", "1M", "-M", "both", "--", "cat"])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let objects = parse_ndjson(&run.stderr);
+    assert_eq!(objects[0]["mode"], "monitor");
+    let sides: Vec<&Value> = of_type(&objects, "progress")
+        .iter()
+        .map(|p| &p["meter"])
+        .collect();
+    assert!(sides.contains(&&Value::from("monitor_in")), "{sides:?}");
+    assert!(sides.contains(&&Value::from("monitor_out")), "{sides:?}");
+    let end = objects.last().unwrap();
+    let meters = end["meters"].as_array().unwrap();
+    assert_eq!(meters.len(), 2);
+    for m in meters {
+        assert_eq!(m["bytes"], 300_000, "{m}");
+    }
+
+    // -d: one object per descriptor, with its pid, fd and path.
+    let file = dir.file("watched", &data(1 << 20, 34));
+    let mut holder = Command::new("bash")
+        .arg("-c")
+        .arg(format!("exec 7<{}; sleep 1.5", s(&file)))
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let target = format!("{}:7", holder.id());
+    let run = rpv(&["--json", "-i", "0.2", "-d", &target])
+        .output()
+        .unwrap();
+    let _ = holder.wait();
+    let objects = parse_ndjson(&run.stderr);
+    assert_eq!(objects[0]["mode"], "watch");
+    let progress = of_type(&objects, "progress");
+    assert!(!progress.is_empty());
+    assert_eq!(progress[0]["meter"], "descriptor");
+    assert_eq!(progress[0]["fd"], 7);
+    assert_eq!(progress[0]["path"], s(&file));
+    assert_eq!(progress[0]["size"], 1 << 20);
+}
+
+/// A source that sends, stops for 4 s and sends again: `stalled` during the pause with no
+/// ETA, and afterwards an ETA close to the truth within a few intervals.
+#[test]
+fn a_stall_is_reported_and_the_eta_recovers_after_it() {
+    let script = format!(
+        "(head -c 1M /dev/zero; sleep 4; head -c 3M /dev/zero) | {} --json -i 0.25 -s 4M -L 2M \
+         > /dev/null",
+        env!("CARGO_BIN_EXE_rpv")
+    );
+    let run = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let objects = parse_ndjson(&run.stderr);
+    let progress = of_type(&objects, "progress");
+    let stalled: Vec<&&Value> = progress.iter().filter(|p| p["stalled"] == true).collect();
+    assert!(
+        stalled.len() >= 2,
+        "seen stalled during the pause: {progress:#?}"
+    );
+    let mut previous = 0.0;
+    for p in &stalled {
+        assert_eq!(p["eta"], Value::Null, "no made-up ETA while stalled: {p}");
+        assert_eq!(p["bytes"], 1 << 20);
+        let for_ = p["stalled_for"].as_f64().unwrap();
+        assert!(for_ >= 3.0 && for_ > previous, "the stall grows: {for_}");
+        previous = for_;
+    }
+    // After the stall: the first progress object past 1 MiB that is at least two intervals
+    // old must have an ETA within 50 % of the time really left (3 MiB at 2 MiB/s).
+    let resumed_at = progress
+        .iter()
+        .position(|p| p["bytes"].as_u64().unwrap() > 1 << 20)
+        .expect("data after the stall");
+    let later = &progress[(resumed_at + 2).min(progress.len() - 1)];
+    assert_eq!(later["stalled"], false, "{later}");
+    let left = (4u64 << 20).saturating_sub(later["bytes"].as_u64().unwrap()) as f64;
+    let truth = left / f64::from(2u32 << 20);
+    let eta = later["eta"].as_f64().expect("an ETA again");
+    assert!(
+        (eta - truth).abs() <= truth * 0.5 + 0.3,
+        "ETA {eta:.2} s with {truth:.2} s left: {later}"
+    );
+}
+
+/// Timestamped lines, no carriage returns or escapes, nothing while nothing moves.
+#[test]
+fn log_lines_are_plain_and_skip_idle_intervals() {
+    let script = format!(
+        "(head -c 500k /dev/zero; sleep 2; head -c 500k /dev/zero) | {} --log -i 0.2 -s 1000k \
+         -L 1M /dev/stdin /nonexistent > /dev/null",
+        env!("CARGO_BIN_EXE_rpv")
+    );
+    let run = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let text = String::from_utf8(run.stderr).unwrap();
+    assert!(!text.contains('\r') && !text.contains('\x1b'), "{text:?}");
+    let lines: Vec<&str> = text.lines().collect();
+    for line in &lines {
+        let (date, rest) = line.split_at(19);
+        assert!(
+            date.len() == 19
+                && date.as_bytes()[4] == b'-'
+                && date.as_bytes()[10] == b' '
+                && date.as_bytes()[13] == b':',
+            "starts with the local time: {line:?}"
+        );
+        assert!(rest.starts_with(' '), "{line:?}");
+    }
+    assert!(
+        lines.last().unwrap().contains("1000KiB") && lines.last().unwrap().contains("100%"),
+        "a final line: {lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("rpv: failed to read file: /nonexistent")),
+        "messages are lines of the log: {lines:#?}"
+    );
+    // 2 s idle at -i 0.2: about 10 updates with nothing new, none of them logged.
+    let idle = lines.iter().filter(|l| l.contains(" 500KiB ")).count();
+    assert!(
+        idle <= 1,
+        "one line for 500 KiB, not one per idle update: {lines:#?}"
+    );
+}
+
+#[test]
+fn log_without_interval_writes_every_ten_seconds_so_a_short_run_has_one_line() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(3 << 20, 35));
+    let run = rpv(&["--log", "-L", "2M", s(&input)])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let text = String::from_utf8(run.stderr).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text:?}");
+    assert!(
+        text.contains("3.00MiB") && text.contains("100%"),
+        "{text:?}"
+    );
+}
+
+/// `--each`: a row per input (its error if it cannot be read) and a total row.
+#[test]
+fn each_shows_a_row_per_input_and_a_total() {
+    let dir = Dir::new();
+    let a = dir.file("first", &data(400_000, 36));
+    let b = dir.file("second", &data(100_000, 37));
+    let missing = dir.path("gone");
+    let run = rpv(&[
+        "--each",
+        "-f",
+        "-i",
+        "0.1",
+        "-L",
+        "2M",
+        s(&a),
+        s(&missing),
+        s(&b),
+    ])
+    .stdout(Stdio::null())
+    .output()
+    .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&run.stderr).into_owned();
+    let last_round: Vec<&str> = text
+        .split(['\r', '\n'])
+        .map(|l| l.trim_start_matches("\x1b[A"))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let final_of = |name: &str| -> String {
+        last_round
+            .iter()
+            .rev()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("no row for {name}: {last_round:#?}"))
+            .to_string()
+    };
+    assert!(final_of(s(&a)).contains("390KiB") && final_of(s(&a)).contains("100%"));
+    assert!(final_of(s(&b)).contains("97.7KiB") && final_of(s(&b)).contains("100%"));
+    assert!(final_of(s(&missing)).contains("No such file or directory"));
+    let total = final_of("total:");
+    assert!(
+        total.contains("488KiB") && total.contains("100%"),
+        "{total}"
+    );
+}
