@@ -30,13 +30,14 @@ impl Sink for Multi {
                 None => render_line(&mut self.formats, config, r, snapshot),
             })
             .collect();
-        if std::mem::take(&mut term.screen_moved) {
-            self.screen = Screen::default();
-        }
+        self.screen.shift(std::mem::take(&mut term.screen_shift));
         let text = self.screen.round(&lines, config.width);
         term.raw(&text);
         term.wrote_line = false;
         term.screen_rows = self.screen.lines();
+        term.screen_first = lines
+            .first()
+            .map_or(0, |l| crate::display::display_width(l));
     }
 
     fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, term: &mut Term) {

@@ -86,6 +86,13 @@ impl Screen {
         self.prev_columns.len()
     }
 
+    /// `rows` lines were written over the screen's first rows (messages): what is on the
+    /// terminal now starts that many rows further down.
+    pub fn shift(&mut self, rows: usize) {
+        let rows = rows.min(self.prev_columns.len());
+        self.prev_columns.drain(..rows);
+    }
+
     /// The end of the run: one `\n` per line shown, leaving the last state visible.
     pub fn finish(&mut self) -> String {
         let out = "\n".repeat(self.prev_columns.len());
@@ -140,5 +147,16 @@ mod tests {
         assert_eq!(s.round(&lines, 5), "x\r\ny\r\nz\r\x1b[A\x1b[A");
         assert_eq!(s.lines(), 3);
         assert_eq!(s.finish(), "\n\n\n");
+    }
+
+    #[test]
+    fn a_shifted_screen_pads_against_the_rows_now_under_it() {
+        let mut s = Screen::default();
+        let lines = vec!["aaaa".to_string(), "bbbbbb".to_string()];
+        s.round(&lines, 10);
+        // A message replaced the first row: the second row is now the first.
+        s.shift(1);
+        let lines = vec!["cc".to_string(), "dd".to_string()];
+        assert_eq!(s.round(&lines, 10), "cc    \r\ndd\r\x1b[A");
     }
 }

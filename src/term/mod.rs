@@ -50,11 +50,14 @@ pub struct Term {
     /// A normal (`\r`) progress line has been written: messages start with `\n`, and the
     /// run ends with `\n`.
     pub wrote_line: bool,
-    /// Rows of a multi-line screen from the cursor down (the cursor waits on its first
-    /// row): a message goes below them, and the screen starts again under the message.
+    /// Rows of a multi-line screen from the cursor down (the cursor waits at the start of
+    /// its first row), and the width of that row: a message replaces the first row, and the
+    /// screen goes on one row lower.
     pub screen_rows: usize,
-    /// A message was written below the multi-line screen: its next round starts afresh.
-    pub screen_moved: bool,
+    /// Columns of the screen's first row.
+    pub screen_first: usize,
+    /// Messages written over the multi-line screen's first rows since its last round.
+    pub screen_shift: usize,
     /// Cursor mode (`-c`), when it is usable on this terminal.
     cursor: Option<cursor::Cursor>,
     /// Terminal height (for cursor mode).
@@ -73,7 +76,8 @@ impl Term {
             prev_term_width: 0,
             wrote_line: false,
             screen_rows: 0,
-            screen_moved: false,
+            screen_first: 0,
+            screen_shift: 0,
             cursor: None,
             height: 25,
             restart_line: false,
@@ -164,14 +168,17 @@ impl Term {
                 return;
             }
         }
-        let lead = if self.screen_rows > 0 {
-            self.screen_moved = true;
-            "\n".repeat(std::mem::take(&mut self.screen_rows))
-        } else if self.wrote_line {
-            "\n".to_string()
-        } else {
-            String::new()
-        };
+        if self.screen_rows > 0 {
+            // Over the first row of the multi-line screen, which moves down one row.
+            let text = format!("{}: {message}", self.prog);
+            let pad = self.screen_first.saturating_sub(display_width(&text));
+            self.write(format!("{text}{}\n", " ".repeat(pad)).as_bytes());
+            self.screen_rows -= 1;
+            self.screen_first = 0;
+            self.screen_shift += 1;
+            return;
+        }
+        let lead = if self.wrote_line { "\n" } else { "" };
         let text = format!("{lead}{}: {message}\n", self.prog);
         self.prev_columns = 0;
         self.write(text.as_bytes());
