@@ -1,7 +1,6 @@
 //! The header of a benchmark report: machine, kernel, tools, date.
 
 use crate::runner::Ctx;
-use std::ffi::CStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Prints kernel, CPU, date, tool versions and settings that affect results.
@@ -40,21 +39,15 @@ fn first_line(path: &str) -> String {
 }
 
 fn kernel() -> String {
-    // SAFETY: utsname is plain old data; uname fills NUL-terminated fields.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return "?".into();
-        }
-        let f = |s: &[libc::c_char]| CStr::from_ptr(s.as_ptr()).to_string_lossy().into_owned();
-        format!(
-            "{} {} {} {}",
-            f(&u.sysname),
-            f(&u.release),
-            f(&u.version),
-            f(&u.machine)
-        )
-    }
+    let u = rustix::system::uname();
+    let f = |s: &std::ffi::CStr| s.to_string_lossy().into_owned();
+    format!(
+        "{} {} {} {}",
+        f(u.sysname()),
+        f(u.release()),
+        f(u.version()),
+        f(u.machine())
+    )
 }
 
 fn cpu_model() -> String {
@@ -81,19 +74,11 @@ fn pv_version(pv: &std::path::Path) -> String {
 }
 
 fn fs_type(dir: &std::path::Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+    let Ok(s) = rustix::fs::statfs(dir) else {
         return "?".into();
     };
-    // SAFETY: statfs is plain old data; c is a valid C string.
-    let magic = unsafe {
-        let mut s: libc::statfs = std::mem::zeroed();
-        if libc::statfs(c.as_ptr(), &mut s) != 0 {
-            return "?".into();
-        }
-        s.f_type as u64
-    };
-    match magic {
+    // f_type is signed on some targets; the magic numbers are 32-bit.
+    match s.f_type as u32 {
         0xEF53 => "ext4".into(),
         0x0102_1994 => "tmpfs".into(),
         0x5846_5342 => "xfs".into(),
