@@ -11,5 +11,6 @@ mod pty;
 mod remote;
 mod signals;
 mod terminal;
+mod title;
 mod util;
 mod watchfd;
