@@ -19,7 +19,7 @@ use crate::view::Setup;
 use crate::view::View;
 use crate::{cli, modes, signals};
 
-/// Entry point used by `main`: parses `args` (argv[0] first), runs, returns the exit status.
+/// Entry point used by `main`: parses `args` (`argv[0]` first), runs, returns the exit status.
 pub fn main_with_args(args: Vec<String>) -> i32 {
     let argv0 = args.first().cloned().unwrap_or_else(|| "rpv".into());
     let prog = std::path::Path::new(&argv0)

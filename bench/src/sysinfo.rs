@@ -38,15 +38,16 @@ fn first_line(path: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// What `uname -srvm` shows, from the same kernel fields under /proc/sys/kernel (the
+/// machine: the architecture this bench was built for).
 fn kernel() -> String {
-    let u = rustix::system::uname();
-    let f = |s: &std::ffi::CStr| s.to_string_lossy().into_owned();
+    let field = |name: &str| first_line(&format!("/proc/sys/kernel/{name}"));
     format!(
         "{} {} {} {}",
-        f(u.sysname()),
-        f(u.release()),
-        f(u.version()),
-        f(u.machine())
+        field("ostype"),
+        field("osrelease"),
+        field("version"),
+        std::env::consts::ARCH
     )
 }
 
