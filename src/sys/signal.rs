@@ -37,7 +37,7 @@ pub fn ignore_signal(signal: libc::c_int) {
     }
 }
 
-/// Raises `signal` in this process (used to stop with SIGSTOP).
+/// Raises `signal` in the calling thread (used to stop with SIGSTOP).
 pub fn raise(signal: libc::c_int) {
     // SAFETY: raise sends a signal to the calling thread; it is async-signal-safe.
     unsafe {
