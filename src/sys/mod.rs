@@ -11,7 +11,7 @@
 //! | `pipe` | splice, tee, copy_file_range, pipe sizes, `poll`, the constant buffer and vmsplice |
 //! | `filemap` | the `-l` counting mapping and its SIGBUS recovery |
 //! | `term` | terminal tests, size, foreground, attributes |
-//! | `process` | ids, `kill(pid, 0)`, peer credentials, thread name |
+//! | `process` | the standard descriptors, ids, `kill(pid, 0)`, peer credentials, `shutdown`, thread name |
 //! | `title` | the process title (the argv and environment areas) |
 //! | `signal` | handlers, masks, the async-signal-safe write |
 //! | `clock` | monotonic and wall clocks, pv's error texts |
