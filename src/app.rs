@@ -26,7 +26,7 @@ use crate::term::{self, Term};
 use crate::transfer::{Engine, InputSource, InputSpec, Progress};
 use crate::{cleanup, signals};
 
-/// Entry point used by `main`: parses `args` (argv[0] first), runs, returns the exit status.
+/// Entry point used by `main`: parses `args` (`argv[0]` first), runs, returns the exit status.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
     let argv0 = args
         .first()

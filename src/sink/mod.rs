@@ -3,7 +3,7 @@
 //! Owns: the [`Sink`] trait, the [`Snapshot`] sinks receive (one [`Reading`] per meter:
 //! its state, elapsed time and rates), the display settings ([`DisplayConfig`], which `-R`
 //! may change during a run), and the choice of format per meter. The sinks: [`messages`]
-//! (`rpv: …` lines), [`line`] (the `\r` line, and `-c` cursor rows), [`numeric`] (`-n`),
+//! (`rpv: …` lines), [`line`](mod@line) (the `\r` line, and `-c` cursor rows), [`numeric`] (`-n`),
 //! [`multi`] (the multi-line screen of `-d`), [`title`] (`-x`), [`stats`] (`--stats`).
 //!
 //! Must not: know where progress comes from (sources), or move data. A new form of output

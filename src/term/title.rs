@@ -56,6 +56,14 @@ pub fn window_sequence(text: &str) -> String {
     format!("\x1b]2;{}\x1b\\", clean(text))
 }
 
+/// Makes room for a process title longer than the command line (the environment strings
+/// are copied elsewhere so their area can hold the rest). Call it at the start of `main`,
+/// before any thread exists; later, or with threads, it does nothing and titles are cut to
+/// the command line's length.
+pub fn prepare_process_title() {
+    sys::prepare_process_title();
+}
+
 /// Sets the process title to `rpv -- text` (like pv's `pv -- text`), with `prog` the
 /// program name. Overwrites the argv area (what `ps -f`, `top -c` and `/proc/PID/cmdline`
 /// show) and leaves the command name (`comm`, used by `pgrep`/`killall`) alone; only if the

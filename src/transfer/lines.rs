@@ -290,7 +290,13 @@ fn count_range(
             if at >= size {
                 break;
             }
-            match FileMap::new(fd, at, (size - at).min(WINDOW) as usize) {
+            // SAFETY: rpv never writes to an input (one that is the output is refused before
+            // any read), and the bytes are only counted, each once: a concurrent writer can
+            // only make the count wrong (the size count's version check catches that), and a
+            // truncation is caught by `take_fault` below.
+            #[allow(unsafe_code)]
+            let map = unsafe { FileMap::new(fd, at, (size - at).min(WINDOW) as usize) };
+            match map {
                 Ok(map) => *window = Some((at, map)),
                 Err(_) => break,
             }
@@ -304,7 +310,7 @@ fn count_range(
             .unwrap_or(usize::MAX)
             .min(bytes.len());
         let counted = count(&bytes[from..to], sep);
-        if sys::take_map_fault() {
+        if map.take_fault() {
             // The file shrank under the mapping (truncated by another process): what was
             // counted may include zero pages; count the rest with pread, which sees the truth.
             *window = None;

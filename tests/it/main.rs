@@ -14,5 +14,6 @@ mod regression;
 mod remote;
 mod signals;
 mod terminal;
+mod title;
 mod util;
 mod watchfd;

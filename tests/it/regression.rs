@@ -51,7 +51,13 @@ fn sigusr1_sigusr2_and_sigalrm_do_not_end_a_transfer() {
     let pidfile = dir.path("pid");
     let (mut child, reader) =
         spawn_draining(rpv(&["-q", "-L", "4M", "-P", s(&pidfile), s(&input)]));
-    std::thread::sleep(Duration::from_millis(300));
+    // The pid file is written once the handlers are in place (a signal before that, like
+    // one before any program's start-up is done, takes its default action).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !pidfile.exists() {
+        assert!(std::time::Instant::now() < deadline, "no pid file");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     for signal in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM, libc::SIGUSR1] {
         kill(&child, signal);
         std::thread::sleep(Duration::from_millis(50));

@@ -2,7 +2,7 @@
 //! counted, and a display that cannot write never holds up the data.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -93,16 +93,12 @@ fn stopped_time_is_not_counted_and_the_transfer_resumes() {
 
 /// A pipe whose buffer is already full, so any write to it blocks.
 fn full_pipe() -> (OwnedFd, OwnedFd) {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2(2) fills two fds that we then own (close-on-exec, so other tests'
-    // children do not inherit them).
-    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fcntl on our own fd.
-    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    // Close-on-exec, so other tests' children do not inherit them.
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+    rustix::fs::fcntl_setfl(&w, rustix::fs::OFlags::NONBLOCK).unwrap();
     let mut wf = std::fs::File::from(w.try_clone().unwrap());
     while wf.write(&[b'x'; 4096]).is_ok() {}
-    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFL, 0) };
+    rustix::fs::fcntl_setfl(&w, rustix::fs::OFlags::empty()).unwrap();
     (r, w)
 }
 

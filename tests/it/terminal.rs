@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -32,11 +32,14 @@ pub fn openpty(cols: u16, rows: u16) -> (OwnedFd, OwnedFd) {
         )
     };
     assert_eq!(rc, 0, "openpty");
-    unsafe {
-        libc::fcntl(master, libc::F_SETFD, libc::FD_CLOEXEC);
-        libc::fcntl(slave, libc::F_SETFD, libc::FD_CLOEXEC);
-        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    // SAFETY: openpty returned this new descriptor to us and nothing else owns it.
+    let master = unsafe { OwnedFd::from_raw_fd(master) };
+    // SAFETY: as for the master.
+    let slave = unsafe { OwnedFd::from_raw_fd(slave) };
+    for fd in [&master, &slave] {
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC).unwrap();
     }
+    (master, slave)
 }
 
 /// The emulated terminal: everything written to it, its screen, and the queries answered.
@@ -124,17 +127,13 @@ impl Terminal {
             screen.parser.process(&bytes);
         }
         screen.parser.screen_mut().set_size(rows, cols);
-        let ws = libc::winsize {
+        let ws = rustix::termios::Winsize {
             ws_row: rows,
             ws_col: cols,
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
-        // SAFETY: TIOCSWINSZ reads one winsize.
-        assert_eq!(
-            unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &ws) },
-            0
-        );
+        rustix::termios::tcsetwinsize(&self.master, ws).unwrap();
     }
 
     /// Types `keys` on the terminal's keyboard (the line discipline echoes and signals).
@@ -176,15 +175,13 @@ pub fn bash_on_terminal(
     cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave));
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let session_leader = || -> std::io::Result<()> {
+        rustix::process::setsid()?;
+        Ok(rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?)
+    };
+    // SAFETY: between fork and exec the closure only makes two raw system calls (setsid,
+    // TIOCSCTTY) through rustix: async-signal-safe, no allocation.
+    unsafe { cmd.pre_exec(session_leader) };
     let mut child = cmd.spawn().unwrap();
     drop(cmd);
     during(&terminal);

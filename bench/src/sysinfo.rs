@@ -1,7 +1,6 @@
 //! The header of a benchmark report: machine, kernel, tools, date.
 
 use crate::runner::Ctx;
-use std::ffi::CStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Prints kernel, CPU, date, tool versions and settings that affect results.
@@ -39,22 +38,17 @@ fn first_line(path: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// What `uname -srvm` shows, from the same kernel fields under /proc/sys/kernel (the
+/// machine: the architecture this bench was built for).
 fn kernel() -> String {
-    // SAFETY: utsname is plain old data; uname fills NUL-terminated fields.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return "?".into();
-        }
-        let f = |s: &[libc::c_char]| CStr::from_ptr(s.as_ptr()).to_string_lossy().into_owned();
-        format!(
-            "{} {} {} {}",
-            f(&u.sysname),
-            f(&u.release),
-            f(&u.version),
-            f(&u.machine)
-        )
-    }
+    let field = |name: &str| first_line(&format!("/proc/sys/kernel/{name}"));
+    format!(
+        "{} {} {} {}",
+        field("ostype"),
+        field("osrelease"),
+        field("version"),
+        std::env::consts::ARCH
+    )
 }
 
 fn cpu_model() -> String {
@@ -81,19 +75,11 @@ fn pv_version(pv: &std::path::Path) -> String {
 }
 
 fn fs_type(dir: &std::path::Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+    let Ok(s) = rustix::fs::statfs(dir) else {
         return "?".into();
     };
-    // SAFETY: statfs is plain old data; c is a valid C string.
-    let magic = unsafe {
-        let mut s: libc::statfs = std::mem::zeroed();
-        if libc::statfs(c.as_ptr(), &mut s) != 0 {
-            return "?".into();
-        }
-        s.f_type as u64
-    };
-    match magic {
+    // f_type is signed on some targets; the magic numbers are 32-bit.
+    match s.f_type as u32 {
         0xEF53 => "ext4".into(),
         0x0102_1994 => "tmpfs".into(),
         0x5846_5342 => "xfs".into(),

@@ -5,7 +5,9 @@
 //! count what they receive on stdin and exit with status 3 when the count
 //! differs from the expected one.
 
+use rpv::sys::{self, ConstBuf};
 use std::io;
+use std::os::fd::BorrowedFd;
 
 /// The byte every generated data stream is made of.
 pub const FILL: u8 = b'r';
@@ -123,41 +125,31 @@ fn sink(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn set_nonblock(fd: libc::c_int) -> Result<(), String> {
-    // SAFETY: fcntl on a file descriptor we inherited; no memory is passed.
-    let ok = unsafe {
-        let fl = libc::fcntl(fd, libc::F_GETFL);
-        fl >= 0 && libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
-    };
-    ok.then_some(())
-        .ok_or_else(|| format!("O_NONBLOCK on fd {fd}: {}", io::Error::last_os_error()))
+/// The descriptor a helper reads or writes: 0 or 1.
+fn stdio(fd: i32) -> BorrowedFd<'static> {
+    if fd == 0 {
+        sys::stdin_fd()
+    } else {
+        sys::stdout_fd()
+    }
+}
+
+fn set_nonblock(fd: i32) -> Result<(), String> {
+    sys::set_nonblocking(stdio(fd), true).map_err(|e| format!("O_NONBLOCK on fd {fd}: {e}"))
 }
 
 /// Best effort: sets the size of the pipe on `fd` (fails harmlessly on non-pipes).
-fn set_pipe_size(fd: libc::c_int, size: usize) {
-    let size = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
-    // SAFETY: fcntl with an integer argument.
-    unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size) };
+fn set_pipe_size(fd: i32, size: usize) {
+    let _ = sys::set_pipe_size(stdio(fd), size);
 }
 
-/// Waits until `fd` is ready for `events` (used after EAGAIN).
-fn wait_ready(fd: libc::c_int, events: libc::c_short) {
-    let mut p = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut p, 1, -1) };
-}
-
-/// Classifies a failed syscall: `Ok(())` means "retry", `Err` is fatal.
-fn retryable(fd: libc::c_int, events: libc::c_short, what: &str) -> Result<(), String> {
-    let err = io::Error::last_os_error();
+/// Classifies a failed syscall on `fd`: `Ok(())` means "retry" (after waiting until `fd` is
+/// ready for `events` on EAGAIN), `Err` is fatal.
+fn retryable(err: io::Error, fd: i32, events: libc::c_short, what: &str) -> Result<(), String> {
     match err.raw_os_error() {
         Some(libc::EINTR) => Ok(()),
         Some(libc::EAGAIN) => {
-            wait_ready(fd, events);
+            let _ = sys::poll_one(stdio(fd), events, -1);
             Ok(())
         }
         _ => Err(format!("{what}: {err}")),
@@ -166,25 +158,25 @@ fn retryable(fd: libc::c_int, events: libc::c_short, what: &str) -> Result<(), S
 
 /// A 1 MiB buffer of [`FILL`] aligned to 2 MiB, advised to use a huge page.
 /// It is never freed or modified, so vmspliced pages stay valid.
-fn huge_buffer() -> Result<&'static [u8], String> {
-    rpv::sys::constant_buffer(FILL, BUFFER).map_err(|e| format!("mmap: {e}"))
+fn huge_buffer() -> Result<ConstBuf, String> {
+    sys::constant_buffer(FILL, BUFFER).map_err(|e| format!("mmap: {e}"))
 }
 
 /// vmsplices `bytes` bytes of the constant buffer into stdout, at most `chunk` per call;
 /// falls back to write() when stdout is not a pipe (e.g. a file in the "direct" runs).
 fn source_vmsplice(bytes: u64, chunk: usize) -> Result<(), String> {
-    let buf = &huge_buffer()?[..BUFFER / chunk * chunk];
+    let buf = huge_buffer()?.slice(0..BUFFER / chunk * chunk);
     let mut left = bytes;
     let mut off = 0usize;
     while left > 0 {
         let len = (chunk - off % chunk).min(left as usize);
-        let n = match rpv::sys::vmsplice(rpv::sys::stdout_fd(), &buf[off..off + len]) {
+        let n = match sys::vmsplice(sys::stdout_fd(), buf.slice(off..off + len)) {
             Ok(n) => n,
             Err(e) => {
                 if e.raw_os_error() == Some(libc::EBADF) && left == bytes {
-                    return write_loop(buf, bytes);
+                    return write_loop(buf.bytes(), bytes);
                 }
-                retryable(1, libc::POLLOUT, "vmsplice")?;
+                retryable(e, 1, libc::POLLOUT, "vmsplice")?;
                 continue;
             }
         };
@@ -200,14 +192,13 @@ fn write_loop(buf: &[u8], bytes: u64) -> Result<(), String> {
     let mut off = 0usize;
     while left > 0 {
         let len = (buf.len() - off).min(left as usize);
-        // SAFETY: writing from a valid slice.
-        let n = unsafe { libc::write(1, buf[off..].as_ptr().cast(), len) };
-        if n < 0 {
-            retryable(1, libc::POLLOUT, "write")?;
-            continue;
+        match sys::write(sys::stdout_fd(), &buf[off..off + len]) {
+            Ok(n) => {
+                left -= n as u64;
+                off = (off + n) % buf.len();
+            }
+            Err(e) => retryable(e, 1, libc::POLLOUT, "write")?,
         }
-        left -= n as u64;
-        off = (off + n as usize) % buf.len();
     }
     Ok(())
 }
@@ -219,27 +210,14 @@ fn sink_splice() -> Result<u64, String> {
         .write(true)
         .open("/dev/null")
         .map_err(|e| format!("/dev/null: {e}"))?;
-    let null_fd = std::os::fd::AsRawFd::as_raw_fd(&null);
     let mut total = 0u64;
     loop {
-        // SAFETY: plain fds, no offsets.
-        let n = unsafe {
-            libc::splice(
-                0,
-                std::ptr::null_mut(),
-                null_fd,
-                std::ptr::null_mut(),
-                SINK_SPLICE,
-                0,
-            )
-        };
-        match n {
-            0 => return Ok(total),
-            n if n > 0 => total += n as u64,
-            _ if total == 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) => {
-                return sink_read();
-            }
-            _ => retryable(0, libc::POLLIN, "splice")?,
+        let flags = rustix::pipe::SpliceFlags::empty();
+        match rustix::pipe::splice(sys::stdin_fd(), None, &null, None, SINK_SPLICE, flags) {
+            Ok(0) => return Ok(total),
+            Ok(n) => total += n as u64,
+            Err(rustix::io::Errno::INVAL) if total == 0 => return sink_read(),
+            Err(e) => retryable(e.into(), 0, libc::POLLIN, "splice")?,
         }
     }
 }
@@ -249,12 +227,10 @@ fn sink_read() -> Result<u64, String> {
     let mut buf = vec![0u8; READ_SIZE];
     let mut total = 0u64;
     loop {
-        // SAFETY: reading into a valid, owned buffer.
-        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-        match n {
-            0 => return Ok(total),
-            n if n > 0 => total += n as u64,
-            _ => retryable(0, libc::POLLIN, "read")?,
+        match sys::read(sys::stdin_fd(), &mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => total += n as u64,
+            Err(e) => retryable(e, 0, libc::POLLIN, "read")?,
         }
     }
 }

@@ -1,12 +1,16 @@
-//! Spawning a pipeline without a shell, reaping it with `wait4` for rusage,
-//! and killing it when it runs past its deadline.
+//! Spawning a pipeline without a shell, waiting for its processes through
+//! pidfds (so one deadline covers them all), and killing it when it runs past
+//! that deadline. (The tool's rusage comes from its `measure` wrapper.)
 
 use crate::measure::read_report;
+use rustix::event::{PollFd, PollFlags};
+use rustix::process::{Pid, PidfdFlags};
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// One process of a pipeline.
@@ -57,8 +61,8 @@ pub enum Outcome {
 
 /// A spawned, not yet reaped process.
 struct Running {
-    pid: libc::pid_t,
-    pidfd: File,
+    child: Child,
+    pidfd: OwnedFd,
     index: usize,
 }
 
@@ -71,7 +75,7 @@ impl Pipeline {
         let start = Instant::now();
         let mut procs = Vec::new();
         if let Err(e) = self.spawn_all(&mut procs) {
-            kill_all(&procs);
+            kill_all(&mut procs);
             reap_all(procs);
             return Outcome::Failed(e);
         }
@@ -97,12 +101,20 @@ impl Pipeline {
             }
             let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", name(stage)))?;
             input = child.stdout.take().map_or_else(Stdio::null, Stdio::from);
-            let pid = child.id() as libc::pid_t;
-            procs.push(Running {
-                pid,
-                pidfd: pidfd_open(pid)?,
-                index,
-            });
+            let pidfd = rustix::process::pidfd_open(Pid::from_child(&child), PidfdFlags::empty())
+                .map_err(|e| format!("pidfd_open (needs Linux >= 5.3): {e}"));
+            match pidfd {
+                Ok(pidfd) => procs.push(Running {
+                    child,
+                    pidfd,
+                    index,
+                }),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(e);
+                }
+            }
             // `cmd` drops here, closing the parent's copies of the pipe ends.
         }
         Ok(())
@@ -128,12 +140,12 @@ impl Pipeline {
         let mut failures: Vec<String> = Vec::new();
         while !procs.is_empty() {
             let Some(ready) = poll_exited(&procs, deadline) else {
-                kill_all(&procs);
+                kill_all(&mut procs);
                 reap_all(procs);
                 return Outcome::Timeout;
             };
-            let p = procs.swap_remove(ready);
-            let (status, _) = reap(p.pid);
+            let mut p = procs.swap_remove(ready);
+            let status = reap(&mut p.child);
             m.wall = start.elapsed();
             record(&self.stages[p.index], status, &mut m, &mut failures);
         }
@@ -146,7 +158,7 @@ impl Pipeline {
 }
 
 /// Adds one reaped stage's exit status and resource report to the run.
-fn record(stage: &Stage, status: libc::c_int, m: &mut Measurement, failures: &mut Vec<String>) {
+fn record(stage: &Stage, status: ExitStatus, m: &mut Measurement, failures: &mut Vec<String>) {
     // The tool's own failure is the likely cause: list it first.
     match describe_failure(stage, status) {
         Some(f) if stage.report.is_some() => failures.insert(0, f),
@@ -181,85 +193,57 @@ fn name(stage: &Stage) -> String {
         .join(" ")
 }
 
-fn describe_failure(stage: &Stage, status: libc::c_int) -> Option<String> {
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        None
-    } else if libc::WIFEXITED(status) {
-        Some(format!(
-            "`{}` exited {}",
-            name(stage),
-            libc::WEXITSTATUS(status)
-        ))
-    } else {
-        Some(format!(
-            "`{}` killed by signal {}",
-            name(stage),
-            libc::WTERMSIG(status)
-        ))
+fn describe_failure(stage: &Stage, status: ExitStatus) -> Option<String> {
+    match (status.code(), status.signal()) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!("`{}` exited {code}", name(stage))),
+        (None, Some(signal)) => Some(format!("`{}` killed by signal {signal}", name(stage))),
+        (None, None) => Some(format!("`{}` ended oddly: {status}", name(stage))),
     }
-}
-
-fn pidfd_open(pid: libc::pid_t) -> Result<File, String> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(format!(
-            "pidfd_open (needs Linux >= 5.3): {}",
-            io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: fd is a fresh descriptor that nothing else owns.
-    Ok(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as libc::c_int) })
 }
 
 /// Index of a process that has exited, or None once the deadline passed.
 fn poll_exited(procs: &[Running], deadline: Instant) -> Option<usize> {
-    use std::os::fd::AsRawFd;
     let mut fds: Vec<_> = procs
         .iter()
-        .map(|p| libc::pollfd {
-            fd: p.pidfd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        .map(|p| PollFd::new(&p.pidfd, PollFlags::IN))
         .collect();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let ms = left.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: fds is a valid array of pollfd.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if n > 0 {
-            return fds.iter().position(|f| f.revents != 0);
-        }
-        if n == 0 || left.is_zero() {
-            return None;
+        let timeout = rustix::time::Timespec {
+            tv_sec: left.as_secs().min(i64::MAX as u64) as i64,
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(n) if n > 0 => return fds.iter().position(|f| !f.revents().is_empty()),
+            Ok(_) => return None,
+            Err(_) if left.is_zero() => return None,
+            Err(_) => {}
         }
     }
 }
 
-fn reap(pid: libc::pid_t) -> (libc::c_int, libc::rusage) {
-    let mut status = 0;
-    // SAFETY: rusage is plain old data; wait4 fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+/// Waits for `child` (it has exited or was killed); retries on EINTR.
+fn reap(child: &mut Child) -> ExitStatus {
     loop {
-        // SAFETY: valid out-pointers; pid is our unreaped child.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return (status, usage);
+        match child.wait() {
+            Ok(status) => return status,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // Not reapable (cannot happen for our own unreaped child): count it as killed.
+            Err(_) => return ExitStatus::from_raw(libc::SIGKILL),
         }
     }
 }
 
 /// SIGKILLs every process still listed (all are unreaped, so pids are ours).
-fn kill_all(procs: &[Running]) {
+fn kill_all(procs: &mut [Running]) {
     for p in procs {
-        // SAFETY: sending a signal to our own unreaped child.
-        unsafe { libc::kill(p.pid, libc::SIGKILL) };
+        let _ = p.child.kill();
     }
 }
 
 fn reap_all(procs: Vec<Running>) {
-    for p in procs {
-        reap(p.pid);
+    for mut p in procs {
+        reap(&mut p.child);
     }
 }

@@ -1,0 +1,313 @@
+//! Files and descriptors: metadata, plain reads and writes, offsets, status flags, locks.
+//!
+//! Owns: `FileInfo` (the parts of `struct stat` rpv uses) and the one `fstat` wrapper behind
+//! both `fstat` and `file_version`. Must not: decide anything from the metadata (the
+//! callers do).
+
+use std::io;
+use std::os::fd::BorrowedFd;
+use std::path::Path;
+
+use rustix::fs::{FileType, OFlags, SeekFrom};
+
+/// What kind of file a descriptor refers to (from `fstat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A FIFO or anonymous pipe.
+    Pipe,
+    /// A regular file.
+    Regular,
+    /// A block device.
+    Block,
+    /// A character device (tty, /dev/null, /dev/zero, …).
+    Char,
+    /// A socket.
+    Socket,
+    /// A directory.
+    Directory,
+    /// Anything else.
+    Other,
+}
+
+/// The parts of `struct stat` rpv uses.
+#[derive(Debug, Clone, Copy)]
+pub struct FileInfo {
+    /// File type.
+    pub kind: FileKind,
+    /// Device of the inode.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes (`st_size`).
+    pub size: u64,
+    /// Device number for device files (`st_rdev`).
+    pub rdev: u64,
+    /// Preferred I/O block size.
+    pub blksize: u64,
+    /// `st_mtime` in nanoseconds.
+    pub mtime_ns: i128,
+    /// `st_ctime` in nanoseconds.
+    pub ctime_ns: i128,
+}
+
+/// What identifies one version of a file's contents: device, inode, size, and the
+/// modification and status-change times in nanoseconds (from `fstat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileVersion {
+    /// Device of the inode.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// `st_mtime` in nanoseconds.
+    pub mtime_ns: i128,
+    /// `st_ctime` in nanoseconds.
+    pub ctime_ns: i128,
+}
+
+impl FileInfo {
+    /// The fields that identify this version of the file's contents.
+    pub fn version(&self) -> FileVersion {
+        FileVersion {
+            dev: self.dev,
+            ino: self.ino,
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
+        }
+    }
+}
+
+// The field types of `struct stat` differ between architectures (u32 or u64, i32 or i64);
+// these conversions are lossless everywhere rpv builds.
+#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+fn info_from_stat(st: &rustix::fs::Stat) -> FileInfo {
+    let kind = match FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode) {
+        FileType::Fifo => FileKind::Pipe,
+        FileType::RegularFile => FileKind::Regular,
+        FileType::BlockDevice => FileKind::Block,
+        FileType::CharacterDevice => FileKind::Char,
+        FileType::Socket => FileKind::Socket,
+        FileType::Directory => FileKind::Directory,
+        _ => FileKind::Other,
+    };
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    FileInfo {
+        kind,
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        rdev: st.st_rdev as u64,
+        blksize: u64::try_from(st.st_blksize).unwrap_or(0),
+        mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
+        ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+    }
+}
+
+/// `fstat(2)`.
+pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<FileInfo> {
+    Ok(info_from_stat(&rustix::fs::fstat(fd)?))
+}
+
+/// `fstat(2)` reduced to a [`FileVersion`].
+pub fn file_version(fd: BorrowedFd<'_>) -> io::Result<FileVersion> {
+    fstat(fd).map(|info| info.version())
+}
+
+/// `stat(2)`: a path's metadata without opening it (opening a FIFO would pair with, and
+/// then abandon, its writer).
+pub fn stat(path: &Path) -> io::Result<FileInfo> {
+    Ok(info_from_stat(&rustix::fs::stat(path)?))
+}
+
+/// True if the device number is /dev/zero's (character device 1:5).
+pub fn is_dev_zero(info: &FileInfo) -> bool {
+    let rdev = info.rdev as rustix::fs::Dev;
+    info.kind == FileKind::Char && rustix::fs::major(rdev) == 1 && rustix::fs::minor(rdev) == 5
+}
+
+/// `read(2)` into `buf`.
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+    Ok(rustix::io::read(fd, buf)?)
+}
+
+/// `write(2)` from `buf`.
+pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
+    Ok(rustix::io::write(fd, buf)?)
+}
+
+/// `pread(2)` at `offset`, leaving the file offset alone.
+pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    if i64::try_from(offset).is_err() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    Ok(rustix::io::pread(fd, buf, offset)?)
+}
+
+/// `lseek(2)` with `whence` one of `SEEK_SET`, `SEEK_CUR`, `SEEK_END`; returns the new
+/// offset. Any other `whence`, or a negative absolute offset, is EINVAL.
+pub fn lseek(fd: BorrowedFd<'_>, offset: i64, whence: libc::c_int) -> io::Result<u64> {
+    let einval = || io::Error::from_raw_os_error(libc::EINVAL);
+    let pos = match whence {
+        libc::SEEK_SET => SeekFrom::Start(u64::try_from(offset).map_err(|_| einval())?),
+        libc::SEEK_CUR => SeekFrom::Current(offset),
+        libc::SEEK_END => SeekFrom::End(offset),
+        _ => return Err(einval()),
+    };
+    Ok(rustix::fs::seek(fd, pos)?)
+}
+
+/// `ftruncate(2)`.
+pub fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+    if i64::try_from(len).is_err() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    Ok(rustix::fs::ftruncate(fd, len)?)
+}
+
+/// `fdatasync(2)`.
+pub fn fdatasync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(rustix::fs::fdatasync(fd)?)
+}
+
+/// `posix_fadvise(POSIX_FADV_SEQUENTIAL)` over the whole file; failures are ignored.
+pub fn advise_sequential(fd: BorrowedFd<'_>) {
+    let _ = rustix::fs::fadvise(fd, 0, None, rustix::fs::Advice::Sequential);
+}
+
+/// `access(path, R_OK)`.
+pub fn readable(path: &Path) -> bool {
+    rustix::fs::access(path, rustix::fs::Access::READ_OK).is_ok()
+}
+
+/// `flock(2)` with `LOCK_EX` (blocking) or `LOCK_UN`; EINTR is returned as an error.
+pub fn flock(fd: BorrowedFd<'_>, exclusive: bool) -> io::Result<()> {
+    let op = if exclusive {
+        rustix::fs::FlockOperation::LockExclusive
+    } else {
+        rustix::fs::FlockOperation::Unlock
+    };
+    Ok(rustix::fs::flock(fd, op)?)
+}
+
+/// `F_GETFL`: the file status flags (`O_NONBLOCK`, `O_APPEND`, …) as the C flag bits.
+pub fn status_flags(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    Ok(flags.bits() as libc::c_int)
+}
+
+/// Sets or clears one file status flag (`O_DIRECT`, `O_NONBLOCK`, …, as the C flag bit) with
+/// `F_SETFL`; no call if it already has that state.
+pub fn set_status_flag(fd: BorrowedFd<'_>, flag: libc::c_int, on: bool) -> io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    let flag = OFlags::from_bits_retain(flag as u32);
+    let mut new = flags;
+    new.set(flag, on);
+    if new == flags {
+        return Ok(());
+    }
+    Ok(rustix::fs::fcntl_setfl(fd, new)?)
+}
+
+/// Sets or clears `O_NONBLOCK`.
+pub fn set_nonblocking(fd: BorrowedFd<'_>, yes: bool) -> io::Result<()> {
+    set_status_flag(fd, libc::O_NONBLOCK, yes)
+}
+
+/// Creates a unique file from `template` (ending in `XXXXXX`) with mode 0600, like
+/// `mkstemp(3)`; returns the open file and its path.
+pub fn mkstemp(template: &str) -> io::Result<(std::fs::File, String)> {
+    use std::os::fd::FromRawFd;
+    let mut bytes = std::ffi::CString::new(template)
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?
+        .into_bytes_with_nul();
+    // SAFETY: `bytes` is a NUL-terminated template we own; mkostemp rewrites its XXXXXX in
+    // place and returns a new descriptor or -1.
+    let fd = unsafe { libc::mkostemp(bytes.as_mut_ptr().cast(), libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created by mkostemp and nothing else owns it.
+    let file = unsafe { std::fs::File::from_raw_fd(fd) };
+    bytes.pop();
+    Ok((file, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn fstat_and_file_version_describe_the_same_file() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(b"12345").unwrap();
+        let info = fstat(file.as_fd()).unwrap();
+        assert_eq!(info.kind, FileKind::Regular);
+        assert_eq!(info.size, 5);
+        let meta = file.metadata().unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!((info.dev, info.ino), (meta.dev(), meta.ino()));
+        assert_eq!(
+            info.mtime_ns,
+            i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
+        );
+        assert_eq!(file_version(file.as_fd()).unwrap(), info.version());
+        file.write_all(b"6").unwrap();
+        assert_ne!(file_version(file.as_fd()).unwrap(), info.version());
+    }
+
+    #[test]
+    fn kinds_of_files() {
+        let (r, _w) = crate::sys::pipe().unwrap();
+        assert_eq!(fstat(r.as_fd()).unwrap().kind, FileKind::Pipe);
+        assert_eq!(stat(Path::new("/")).unwrap().kind, FileKind::Directory);
+        let zero = stat(Path::new("/dev/zero")).unwrap();
+        assert!(zero.kind == FileKind::Char && is_dev_zero(&zero));
+        assert!(!is_dev_zero(&stat(Path::new("/dev/null")).unwrap()));
+        assert!(stat(Path::new("/nonexistent/x")).is_err());
+    }
+
+    #[test]
+    fn lseek_whence_and_bad_arguments() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[7; 100]).unwrap();
+        let fd = file.as_fd();
+        assert_eq!(lseek(fd, 0, libc::SEEK_END).unwrap(), 100);
+        assert_eq!(lseek(fd, 10, libc::SEEK_SET).unwrap(), 10);
+        assert_eq!(lseek(fd, -4, libc::SEEK_CUR).unwrap(), 6);
+        let einval = Some(libc::EINVAL);
+        assert_eq!(
+            lseek(fd, -1, libc::SEEK_SET).unwrap_err().raw_os_error(),
+            einval
+        );
+        assert_eq!(lseek(fd, 0, 77).unwrap_err().raw_os_error(), einval);
+        let mut buf = [0u8; 8];
+        assert_eq!(pread(fd, &mut buf, 96).unwrap(), 4);
+        assert_eq!(
+            lseek(fd, 0, libc::SEEK_CUR).unwrap(),
+            6,
+            "pread leaves the offset"
+        );
+        assert_eq!(
+            pread(fd, &mut buf, u64::MAX).unwrap_err().raw_os_error(),
+            einval
+        );
+    }
+
+    #[test]
+    fn status_flags_set_and_clear_one_bit() {
+        let (r, _w) = crate::sys::pipe().unwrap();
+        let fd = r.as_fd();
+        assert_eq!(status_flags(fd).unwrap() & libc::O_NONBLOCK, 0);
+        set_nonblocking(fd, true).unwrap();
+        assert_ne!(status_flags(fd).unwrap() & libc::O_NONBLOCK, 0);
+        let mut buf = [0u8; 1];
+        let err = read(fd, &mut buf).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EAGAIN));
+        set_status_flag(fd, libc::O_NONBLOCK, false).unwrap();
+        assert_eq!(status_flags(fd).unwrap() & libc::O_NONBLOCK, 0);
+    }
+}

@@ -1,0 +1,57 @@
+//! The operating-system layer: every system call rpv makes beyond `std`, as safe functions on
+//! borrowed descriptors.
+//!
+//! Owns: the wrappers (most are one call into rustix, which does the raw syscall safely), and
+//! every `unsafe` block of the library: what neither rustix nor `std` covers is hand-written
+//! here, one unsafe operation per block, each with its `SAFETY` reason. The parts:
+//!
+//! | module | what |
+//! |---|---|
+//! | `fs` | `fstat`/`stat`, read/write/seek, file status flags, `flock`, `mkstemp` |
+//! | `pipe` | splice, tee, copy_file_range, pipe sizes, `poll`, the constant buffer and vmsplice |
+//! | `filemap` | the `-l` counting mapping and its SIGBUS recovery |
+//! | `term` | terminal tests, size, foreground, attributes |
+//! | `process` | the standard descriptors, ids, `kill(pid, 0)`, peer credentials, `shutdown`, thread name |
+//! | `title` | the process title (the argv and environment areas) |
+//! | `signal` | handlers, masks, the async-signal-safe write |
+//! | `clock` | monotonic and wall clocks, pv's error texts |
+//!
+//! Must not: hold policy (retries, fallbacks and messages belong to the callers). Callers use
+//! `crate::sys::name`; the modules are private.
+
+#[allow(unsafe_code)]
+mod clock;
+#[allow(unsafe_code)]
+mod filemap;
+#[allow(unsafe_code)]
+mod fs;
+#[allow(unsafe_code)]
+mod pipe;
+#[allow(unsafe_code)]
+mod process;
+#[allow(unsafe_code)]
+mod signal;
+mod term;
+#[allow(unsafe_code)]
+mod title;
+
+pub use clock::{monotonic_ns, strerror, wall_clock};
+pub use filemap::{FileMap, MAP_SLOTS};
+pub use fs::{
+    advise_sequential, fdatasync, file_version, flock, fstat, ftruncate, is_dev_zero, lseek,
+    mkstemp, pread, read, readable, set_nonblocking, set_status_flag, stat, status_flags, write,
+    FileInfo, FileKind, FileVersion,
+};
+pub use pipe::{
+    constant_buffer, copy_file_range, pipe, pipe_size, poll_one, set_pipe_size, splice, tee,
+    unread_bytes, vmsplice, vmsplice_zeros, zeros, ConstBuf, ZERO_CHUNK,
+};
+pub use process::{
+    geteuid, peer_cred, process_check, process_exists, set_thread_name, shutdown, stderr_fd,
+    stdin_fd, stdout_fd,
+};
+pub use signal::{block_signals, ignore_signal, raise, set_signal_handler, write_raw};
+pub use term::{
+    in_foreground, isatty, restore_tty_mode, tty_mode_for_reply, ttyname, window_size, TtyMode,
+};
+pub use title::{prepare_process_title, set_process_title};

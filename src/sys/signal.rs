@@ -1,0 +1,68 @@
+//! Signal dispositions and masks, and the one write a handler makes.
+//!
+//! Owns: the C-library calls for `signals.rs` (neither rustix nor std installs handlers in a
+//! process that uses the C library). Must not: do anything in a handler beyond
+//! async-signal-safe calls.
+
+use std::io;
+use std::os::fd::RawFd;
+
+/// Installs `handler` for `signal` with `SA_RESTART` off (so blocking calls return EINTR).
+pub fn set_signal_handler(
+    signal: libc::c_int,
+    handler: extern "C" fn(libc::c_int),
+) -> io::Result<()> {
+    // Handlers read the monotonic clock: let rustix find the vDSO now, outside any handler.
+    super::monotonic_ns();
+    // SAFETY: `sigaction` is plain data (integers, a signal set, function pointers) for which
+    // all-zero is a valid value: no handler, no flags, an empty mask.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = handler as usize;
+    sa.sa_flags = 0;
+    // SAFETY: `sa` is a valid action for a plain (non-SA_SIGINFO) handler with an empty
+    // mask; the old action is not asked for.
+    let rc = unsafe { libc::sigaction(signal, &sa, std::ptr::null_mut()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets `signal` to be ignored.
+pub fn ignore_signal(signal: libc::c_int) {
+    // SAFETY: installing SIG_IGN replaces any handler with no code of ours to run.
+    unsafe {
+        libc::signal(signal, libc::SIG_IGN);
+    }
+}
+
+/// Raises `signal` in the calling thread (used to stop with SIGSTOP).
+pub fn raise(signal: libc::c_int) {
+    // SAFETY: raise sends a signal to the calling thread; it is async-signal-safe.
+    unsafe {
+        libc::raise(signal);
+    }
+}
+
+/// Blocks `signals` in the calling thread, so they are delivered to other threads.
+pub fn block_signals(signals: &[libc::c_int]) {
+    // SAFETY: `sigset_t` is plain data; all-zero is the empty set.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    for &s in signals {
+        // SAFETY: adds one signal number to the set we own (invalid numbers are refused).
+        unsafe { libc::sigaddset(&mut set, s) };
+    }
+    // SAFETY: applies the set to the calling thread's mask only; the old mask is not asked
+    // for.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Writes `buf` to a raw fd from a signal handler (async-signal-safe, errors ignored).
+pub fn write_raw(fd: RawFd, buf: &[u8]) {
+    // SAFETY: write only reads `buf.len()` bytes from `buf`; it is async-signal-safe. An
+    // fd that is not open gives EBADF, which is ignored.
+    unsafe {
+        libc::write(fd, buf.as_ptr().cast(), buf.len());
+    }
+}
