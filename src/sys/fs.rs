@@ -215,25 +215,6 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>, yes: bool) -> io::Result<()> {
     set_status_flag(fd, libc::O_NONBLOCK, yes)
 }
 
-/// Creates a unique file from `template` (ending in `XXXXXX`) with mode 0600, like
-/// `mkstemp(3)`; returns the open file and its path.
-pub fn mkstemp(template: &str) -> io::Result<(std::fs::File, String)> {
-    use std::os::fd::FromRawFd;
-    let mut bytes = std::ffi::CString::new(template)
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?
-        .into_bytes_with_nul();
-    // SAFETY: `bytes` is a NUL-terminated template we own; mkostemp rewrites its XXXXXX in
-    // place and returns a new descriptor or -1.
-    let fd = unsafe { libc::mkostemp(bytes.as_mut_ptr().cast(), libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created by mkostemp and nothing else owns it.
-    let file = unsafe { std::fs::File::from_raw_fd(fd) };
-    bytes.pop();
-    Ok((file, String::from_utf8_lossy(&bytes).into_owned()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

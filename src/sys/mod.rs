@@ -7,7 +7,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `fs` | `fstat`/`stat`, read/write/seek, file status flags, `flock`, `mkstemp` |
+//! | `fs` | `fstat`/`stat`, read/write/seek, file status flags, `flock` |
 //! | `pipe` | splice, tee, copy_file_range, pipe sizes, `poll`, the constant buffer and vmsplice |
 //! | `filemap` | the `-l` counting mapping and its SIGBUS recovery |
 //! | `term` | terminal tests, size, foreground, attributes |
@@ -38,9 +38,9 @@ mod title;
 pub use clock::{monotonic_ns, strerror, wall_clock};
 pub use filemap::{FileMap, MAP_SLOTS};
 pub use fs::{
-    advise_sequential, fdatasync, file_version, flock, fstat, ftruncate, is_dev_zero, lseek,
-    mkstemp, pread, read, readable, set_nonblocking, set_status_flag, stat, status_flags, write,
-    FileInfo, FileKind, FileVersion,
+    advise_sequential, fdatasync, file_version, flock, fstat, ftruncate, is_dev_zero, lseek, pread,
+    read, readable, set_nonblocking, set_status_flag, stat, status_flags, write, FileInfo,
+    FileKind, FileVersion,
 };
 pub use pipe::{
     constant_buffer, copy_file_range, pipe, pipe_size, poll_one, set_pipe_size, splice, tee,
@@ -50,7 +50,7 @@ pub use process::{
     geteuid, peer_cred, process_check, process_exists, set_thread_name, shutdown, stderr_fd,
     stdin_fd, stdout_fd,
 };
-pub use signal::{block_signals, ignore_signal, raise, set_signal_handler, write_raw};
+pub use signal::{block_signals, ignore_signal, raise, set_signal_handler};
 pub use term::{
     in_foreground, isatty, restore_tty_mode, tty_mode_for_reply, ttyname, window_size, TtyMode,
 };

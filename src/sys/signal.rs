@@ -5,7 +5,6 @@
 //! async-signal-safe calls.
 
 use std::io;
-use std::os::fd::RawFd;
 
 /// Installs `handler` for `signal` with `SA_RESTART` off (so blocking calls return EINTR).
 pub fn set_signal_handler(
@@ -56,13 +55,4 @@ pub fn block_signals(signals: &[libc::c_int]) {
     // SAFETY: applies the set to the calling thread's mask only; the old mask is not asked
     // for.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-}
-
-/// Writes `buf` to a raw fd from a signal handler (async-signal-safe, errors ignored).
-pub fn write_raw(fd: RawFd, buf: &[u8]) {
-    // SAFETY: write only reads `buf.len()` bytes from `buf`; it is async-signal-safe. An
-    // fd that is not open gives EBADF, which is ignored.
-    unsafe {
-        libc::write(fd, buf.as_ptr().cast(), buf.len());
-    }
 }
