@@ -440,14 +440,19 @@ impl Cursor {
             slots.push(reg.join(self.pid, self.start));
         }
         let size = terminal_size(out);
-        if self.requery || reg.size != size {
-            self.requery = false;
+        // Rows move when the terminal's height changes (a shorter screen scrolls the text
+        // up): the first instance to see a new height measures again, for all of them. A
+        // change of width alone keeps the rows: a terminal that reflows long lines while
+        // narrow puts them back when it widens, and measuring in between would move every
+        // row to where the narrow layout had it.
+        self.requery = false;
+        if reg.size.1 != size.1 || reg.size == (0, 0) {
             // The cursor sits on the row of the slot written last.
             if let Some((row, _)) = self.query(out) {
                 reg.top = row.saturating_sub(reg.last).max(1);
             }
-            reg.size = size;
         }
+        reg.size = size;
         let mut text = String::with_capacity(lines.iter().map(|(l, _)| l.len() + 16).sum());
         let scroll = reg.fit(height);
         if scroll > 0 {
