@@ -146,15 +146,26 @@ pub struct AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// A zeroed buffer of `len` bytes aligned to [`BLOCK`].
-    pub fn new(len: usize) -> AlignedBuf {
-        let storage = vec![0u8; len + BLOCK];
+    /// A zeroed buffer of `len` bytes aligned to [`BLOCK`], or ENOMEM if the system refuses
+    /// that much memory (never an abort: `-B` comes from the user).
+    ///
+    /// The same amount is first reserved and released (a fallible allocation), then
+    /// allocated zeroed: that allocation does not touch the pages, so a large `-B` costs
+    /// memory only as data passes through it (filling it with zeros would make `-B 1G` take
+    /// a second and 1 GiB of memory before the first byte moves).
+    pub fn new(len: usize) -> io::Result<AlignedBuf> {
+        let no_memory = || io::Error::from_raw_os_error(libc::ENOMEM);
+        let total = len.checked_add(BLOCK).ok_or_else(no_memory)?;
+        let mut probe: Vec<u8> = Vec::new();
+        probe.try_reserve_exact(total).map_err(|_| no_memory())?;
+        drop(probe);
+        let storage = vec![0u8; total];
         let offset = storage.as_ptr().align_offset(BLOCK).min(BLOCK);
-        AlignedBuf {
+        Ok(AlignedBuf {
             storage,
             offset,
             len,
-        }
+        })
     }
 }
 
@@ -178,9 +189,23 @@ mod tests {
     #[test]
     fn aligned_buffer_is_aligned_and_sized() {
         for len in [1, 4095, 4096, 65537] {
-            let b = AlignedBuf::new(len);
+            let b = AlignedBuf::new(len).unwrap();
             assert_eq!(b.len(), len);
             assert_eq!(b.as_ptr() as usize % super::BLOCK, 0);
+            assert!(b.iter().all(|&x| x == 0));
+        }
+    }
+
+    #[test]
+    fn impossible_sizes_are_an_error_not_a_panic_or_abort() {
+        for len in [
+            usize::MAX,
+            usize::MAX - super::BLOCK + 1,
+            usize::MAX / 2,
+            1 << 62,
+        ] {
+            let e = AlignedBuf::new(len).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ENOMEM), "{len}");
         }
     }
 }

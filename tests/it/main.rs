@@ -8,6 +8,7 @@ mod modifiers;
 mod monitor;
 mod options;
 mod pty;
+mod reliability;
 mod remote;
 mod signals;
 mod terminal;
