@@ -19,6 +19,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::linememo::{self, Memo};
 use super::{grow_pipe, Engine, Path, Step, COPY_CHUNK};
+use crate::shared::status;
 use crate::sys::{self, FileInfo, FileKind, FileMap};
 
 /// Bytes counted per read of the private pipe or pread of the file: small enough to stay in
@@ -66,7 +67,7 @@ pub(super) fn choose(info: &FileInfo, out: &FileInfo, budgets: bool) -> Option<P
 
 impl Engine<'_> {
     /// One tee + splice + count round on a pipe input.
-    pub(super) fn tee_lines_step(&mut self, fd: BorrowedFd<'_>) -> Step {
+    pub(super) fn tee_lines_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
         if self.limiter.is_some() {
             // A line limit set by -R: budgets need read/write (the private pipe is empty
             // between steps, so nothing is lost).
@@ -138,9 +139,23 @@ impl Engine<'_> {
                 },
             }
         }
-        let lines = self.drain_side(n, moved);
+        let (lines, failure) = self.drain_side(n, moved);
         self.read += moved as u64;
         self.account(moved, lines);
+        if let Some((uncounted, e)) = failure {
+            // The bytes went out, but some were never counted: say so (status 16), and count
+            // the rest of this input on the read/write path.
+            self.shared.report(
+                status::TRANSFER,
+                format!(
+                    "{name}: line count is short: {uncounted} bytes could not be counted: {}",
+                    sys::strerror(&e)
+                ),
+            );
+            if end.is_none() {
+                end = Some(Step::Fallback);
+            }
+        }
         match end {
             None => Step::Continue,
             Some(Step::End) => self.output_gone(),
@@ -228,30 +243,45 @@ impl Engine<'_> {
     }
 
     /// Reads the `n` bytes tee put in the private pipe and counts the separators in the first
-    /// `counted` of them. On a read error the private pipe is dropped (a new one is made).
-    fn drain_side(&mut self, n: usize, counted: usize) -> u64 {
+    /// `counted` of them. Interruptions and EAGAIN (the pipe is rpv's own and blocking, so
+    /// only a neighbour's or a test's doing) are retried a while. Any other failure drops the
+    /// private pipe (a new one is made) and comes back with how many of the `counted` bytes
+    /// were not counted.
+    fn drain_side(&mut self, n: usize, counted: usize) -> (u64, Option<(usize, io::Error)>) {
+        /// Retries of EINTR/EAGAIN in a row before giving up.
+        const RETRIES: u32 = 100;
         let sep = self.settings.separator;
         let state = &mut self.line_state;
         let Some((side_r, _, _)) = state.side.as_ref() else {
-            return 0;
+            return (0, None);
         };
-        let (mut done, mut lines) = (0, 0);
+        let (mut done, mut lines, mut retries) = (0, 0, 0);
         while done < n {
             let want = (n - done).min(state.buf.len());
-            match sys::read(side_r.as_fd(), &mut state.buf[..want]) {
+            let e = match sys::read(side_r.as_fd(), &mut state.buf[..want]) {
                 Ok(k) if k > 0 => {
                     let count_to = k.min(counted.saturating_sub(done));
                     lines += count(&state.buf[..count_to], sep);
                     done += k;
+                    retries = 0;
+                    continue;
                 }
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                _ => {
-                    state.side = None;
-                    break;
+                // The write end is ours and open: end of file cannot happen.
+                Ok(_) => io::Error::from(io::ErrorKind::UnexpectedEof),
+                Err(e) => e,
+            };
+            let retry = matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN));
+            if retry && retries < RETRIES {
+                retries += 1;
+                if e.raw_os_error() == Some(libc::EAGAIN) {
+                    let _ = sys::poll_one(side_r.as_fd(), libc::POLLIN, 10);
                 }
+                continue;
             }
+            state.side = None;
+            return (lines, Some((counted.saturating_sub(done), e)));
         }
-        lines
+        (lines, None)
     }
 }
 

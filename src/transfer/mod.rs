@@ -282,10 +282,13 @@ impl<'a> Engine<'a> {
         sys::advise_sequential(fd);
         self.errors_in_a_row = 0;
         self.warned = false;
-        if self.settings.modifiers.direct {
-            // Refused on some filesystems: then the input is read through the cache.
-            let _ = sys::set_status_flag(fd, libc::O_DIRECT, true);
-        }
+        // Refused on some filesystems: then the input is read through the cache. The flag
+        // goes back as it was when this input ends (stdin may be shared).
+        let _direct = if self.settings.modifiers.direct {
+            output::DirectGuard::set(fd)
+        } else {
+            None
+        };
         let mut path = self.choose_path(&info, fd);
         self.trace(|| format!("trace: {name}: {path:?}"));
         loop {
@@ -437,7 +440,7 @@ impl<'a> Engine<'a> {
         match path {
             Path::Splice if self.adaptive.coalescing => return self.coalesce_step(fd, name),
             Path::Zero => return self.zero_step(),
-            Path::TeeLines => return self.tee_lines_step(fd),
+            Path::TeeLines => return self.tee_lines_step(fd, name),
             Path::FileLines => return self.file_lines_step(fd),
             _ => {}
         }

@@ -6,7 +6,9 @@
 //! dropping `O_DIRECT` when the kernel refuses an unaligned write (pv fails and truncates).
 
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::sys;
 
@@ -21,6 +23,8 @@ pub struct Writer<'a> {
     sparse: bool,
     sync: bool,
     direct: bool,
+    /// Puts the output's O_DIRECT flag back as it was when the writer is dropped.
+    _direct_guard: Option<DirectGuard<'a>>,
     /// The last sparse write ended in a hole, so the file must be extended at the end.
     hole_at_end: bool,
 }
@@ -47,13 +51,14 @@ impl<'a> Writer<'a> {
             let _ = sys::lseek(fd, 0, libc::SEEK_END);
         }
         // O_DIRECT may be refused (tmpfs, pipes): then plain writes are used.
-        let direct = m.direct && sys::set_status_flag(fd, libc::O_DIRECT, true).is_ok();
+        let direct_guard = if m.direct { DirectGuard::set(fd) } else { None };
         Writer {
             fd,
             discard: m.discard,
             sparse: m.sparse && seekable && !append,
             sync: m.sync,
-            direct,
+            direct: direct_guard.is_some(),
+            _direct_guard: direct_guard,
             hole_at_end: false,
         }
     }
@@ -69,12 +74,29 @@ impl<'a> Writer<'a> {
             self.write_all(data)?;
         }
         if self.sync {
-            match sys::fdatasync(self.fd) {
-                Err(e) if e.raw_os_error() == Some(libc::EIO) => return Err(e),
-                _ => {}
-            }
+            self.sync_data()?;
         }
         Ok(())
+    }
+
+    /// `-Y`: flushes what was written to the device. Only "this kind of file cannot be
+    /// synced" (EINVAL, EROFS: pipes, sockets, some devices) is ignored, and syncing stops
+    /// there; any other failure (EIO, ENOSPC, EDQUOT: since Linux 4.13 fdatasync reports
+    /// write-back errors) means the data may not be stored, so it is a write error.
+    fn sync_data(&mut self) -> io::Result<()> {
+        loop {
+            return match sys::fdatasync(self.fd) {
+                Ok(()) => Ok(()),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EINVAL | libc::EROFS) => {
+                        self.sync = false;
+                        Ok(())
+                    }
+                    _ => Err(e),
+                },
+            };
+        }
     }
 
     fn write_sparse(&mut self, data: &[u8]) -> io::Result<()> {
@@ -134,6 +156,68 @@ impl<'a> Writer<'a> {
             self.hole_at_end = false;
         }
         Ok(())
+    }
+}
+
+/// Duplicates of the descriptors rpv turned O_DIRECT on for and that did not have it before
+/// (see [`DirectGuard`]), by guard id. Changed once per input, never per chunk.
+static DIRECT_SET: Mutex<Vec<(u64, OwnedFd)>> = Mutex::new(Vec::new());
+/// The next [`DirectGuard`] id.
+static NEXT_GUARD: AtomicU64 = AtomicU64::new(0);
+
+/// `-K`: O_DIRECT on a descriptor for as long as the guard lives. The open file description
+/// may be shared with other processes (a shell's redirection), and O_DIRECT makes their
+/// unaligned reads and writes fail (`{ rpv -K f; echo done; } > out` lost "done"), so when
+/// the guard drops (the input or the run ended) the flag goes back to what it was.
+#[derive(Debug)]
+pub struct DirectGuard<'a> {
+    fd: BorrowedFd<'a>,
+    /// Set when rpv set the flag (it was clear before): the flag is cleared at the end.
+    restore: Option<u64>,
+}
+
+impl<'a> DirectGuard<'a> {
+    /// Sets O_DIRECT on `fd`; None if the kernel refuses it (tmpfs, pipes).
+    pub fn set(fd: BorrowedFd<'a>) -> Option<DirectGuard<'a>> {
+        let flags = sys::status_flags(fd).ok()?;
+        if flags & libc::O_DIRECT != 0 {
+            return Some(DirectGuard { fd, restore: None });
+        }
+        sys::set_status_flag(fd, libc::O_DIRECT, true).ok()?;
+        let id = NEXT_GUARD.fetch_add(1, Ordering::Relaxed);
+        // A duplicate shares the open file description: `restore_direct_flags` can clear
+        // the flag through it without knowing whether `fd` is still open.
+        if let (Ok(dup), Ok(mut set)) = (fd.try_clone_to_owned(), DIRECT_SET.lock()) {
+            set.push((id, dup));
+        }
+        Some(DirectGuard {
+            fd,
+            restore: Some(id),
+        })
+    }
+}
+
+impl Drop for DirectGuard<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.restore else {
+            return;
+        };
+        if let Ok(mut set) = DIRECT_SET.lock() {
+            set.retain(|(i, _)| *i != id);
+        }
+        let _ = sys::set_status_flag(self.fd, libc::O_DIRECT, false);
+    }
+}
+
+/// Clears O_DIRECT again wherever a live [`DirectGuard`] set it: for exits that do not wait
+/// for the data thread to drop its guards (an interrupt).
+pub fn restore_direct_flags() {
+    let set = DIRECT_SET
+        .lock()
+        .map(|mut set| std::mem::take(&mut *set))
+        .unwrap_or_default();
+    for (_, dup) in set {
+        let _ = sys::set_status_flag(dup.as_fd(), libc::O_DIRECT, false);
     }
 }
 

@@ -195,3 +195,270 @@ fn misspelt_extra_display_target_is_an_error() {
     assert_eq!(out.stdout, b"hello");
     assert_eq!(out.status.code(), Some(0));
 }
+
+// ---- 6: -K puts O_DIRECT back on descriptors it shares ----
+
+/// O_DIRECT status flag (octal 040000 on x86-64 and aarch64) as /proc shows it.
+fn fd_flags(fd: i32) -> u32 {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap();
+    let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).unwrap();
+    u32::from_str_radix(flags.trim(), 8).unwrap()
+}
+
+/// True if `dir`'s filesystem accepts O_DIRECT (tmpfs does not); prints why a test is
+/// skipped otherwise.
+fn direct_io_works(dir: &Dir) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = dir.path("probe");
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok();
+    if !ok {
+        eprintln!("skipped: O_DIRECT is refused in {}", probe.display());
+    }
+    ok
+}
+
+#[test]
+fn direct_io_leaves_a_shared_output_as_it_found_it() {
+    let dir = Dir::new();
+    if !direct_io_works(&dir) {
+        return;
+    }
+    // Whole blocks: O_DIRECT stays on for every write of rpv's, so only the restore clears
+    // it for echo's 5-byte write.
+    for len in [8192, 1 << 20] {
+        let input = data(len, 5);
+        let path = dir.file("in", &input);
+        let out_path = dir.path("out");
+        let status = std::process::Command::new("sh")
+            .args(["-c", "{ \"$0\" -K -q \"$1\"; echo done; } > \"$2\""])
+            .args([env!("CARGO_BIN_EXE_rpv"), s(&path), s(&out_path)])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut want = input.clone();
+        want.extend_from_slice(b"done\n");
+        assert_same(
+            &std::fs::read(&out_path).unwrap(),
+            &want,
+            "rpv's output, then echo's",
+        );
+    }
+}
+
+#[test]
+fn direct_io_leaves_a_shared_input_as_it_found_it() {
+    let dir = Dir::new();
+    if !direct_io_works(&dir) {
+        return;
+    }
+    let path = dir.file("in", &data(20_000, 6));
+    let out = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "{ \"$0\" -K -q -S -s 4096 > /dev/null; grep flags: /proc/self/fdinfo/0; } < \"$1\"",
+        ])
+        .args([env!("CARGO_BIN_EXE_rpv"), s(&path)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let flags = u32::from_str_radix(text.trim().trim_start_matches("flags:").trim(), 8).unwrap();
+    assert_eq!(
+        flags & libc::O_DIRECT as u32,
+        0,
+        "stdin flags after rpv: {text}"
+    );
+}
+
+#[test]
+fn direct_io_flags_are_restored_after_an_interrupt_too() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let dir = Dir::new();
+    if !direct_io_works(&dir) {
+        return;
+    }
+    let out = File::create(dir.path("out")).unwrap();
+    let mut child = rpv(&["-K", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(out.try_clone().unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Whole blocks through a pipe: every write is aligned, so O_DIRECT stays on while rpv
+    // waits for more input.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&data(8192, 7)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::metadata(dir.path("out")).unwrap().len() < 8192 {
+        assert!(std::time::Instant::now() < deadline, "rpv wrote nothing");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The child shares `out`'s open file description: it set O_DIRECT on it.
+    assert_ne!(fd_flags(out.as_raw_fd()) & libc::O_DIRECT as u32, 0);
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = wait_within(&mut child, 10.0, "interrupted -K");
+    assert_eq!(status.code(), Some(32));
+    assert_eq!(fd_flags(out.as_raw_fd()) & libc::O_DIRECT as u32, 0);
+    drop(stdin);
+}
+
+// ---- D8: -Y: a failed fdatasync is a write error ----
+
+/// strace, if installed (prints why a test is skipped otherwise).
+pub fn strace_available() -> bool {
+    let ok = std::process::Command::new("strace")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: strace is not installed");
+    }
+    ok
+}
+
+/// `rpv args` under strace with `inject` (e.g. `fdatasync:error=EIO:when=3`), stdout to
+/// `out`; returns (stderr, exit code).
+fn run_injected(inject: &str, args: &[&str], out: &std::path::Path) -> (String, Option<i32>) {
+    let output = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-e",
+            &format!("inject={inject}"),
+        ])
+        .arg(env!("CARGO_BIN_EXE_rpv"))
+        .args(args)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(File::create(out).unwrap())
+        .output()
+        .unwrap();
+    (err(&output), output.status.code())
+}
+
+#[test]
+fn sync_failures_other_than_unsupported_are_write_errors() {
+    if !strace_available() {
+        return;
+    }
+    let dir = Dir::new();
+    let input = data(1 << 20, 8);
+    let path = dir.file("in", &input);
+    let out = dir.path("out");
+    for (errno, text) in [
+        ("ENOSPC", "No space left on device"),
+        ("EDQUOT", "Disk quota exceeded"),
+        ("EIO", "Input/output error"),
+    ] {
+        for when in ["1", "3"] {
+            let (stderr, code) = run_injected(
+                &format!("fdatasync:error={errno}:when={when}"),
+                &["-q", "-Y", s(&path)],
+                &out,
+            );
+            assert_eq!(
+                stderr,
+                format!("rpv: write failed: {text}\n"),
+                "{errno} at {when}"
+            );
+            assert_eq!(code, Some(16), "{errno} at {when}");
+        }
+    }
+    // "Cannot sync this kind of file" is not an error, and an interrupted sync is retried.
+    for errno in ["EINVAL", "EROFS", "EINTR"] {
+        let (stderr, code) = run_injected(
+            &format!("fdatasync:error={errno}:when=2"),
+            &["-q", "-Y", s(&path)],
+            &out,
+        );
+        assert_eq!((stderr.as_str(), code), ("", Some(0)), "{errno}");
+        assert_same(&std::fs::read(&out).unwrap(), &input, errno);
+    }
+}
+
+// ---- D11: -l from a pipe: the private counting pipe fails ----
+
+/// `input | strace … rpv -l -n -b -f` with `inject`; returns (stdout bytes, last numeric line
+/// of stderr, stderr, exit code).
+fn count_lines_injected(input: &[u8], inject: &str) -> (Vec<u8>, String, String, Option<i32>) {
+    let mut cmd = std::process::Command::new("strace");
+    cmd.args([
+        "-f",
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        &format!("inject={inject}"),
+    ])
+    .arg(env!("CARGO_BIN_EXE_rpv"))
+    .args(["-l", "-n", "-b", "-f"])
+    .env("LC_ALL", "C");
+    let out = run_with_input(cmd, input);
+    let stderr = err(&out);
+    let last = stderr
+        .lines()
+        .rfind(|l| l.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or("")
+        .to_string();
+    (out.stdout, last, stderr, out.status.code())
+}
+
+#[test]
+fn a_failed_read_of_the_counting_pipe_is_retried_or_reported() {
+    if !strace_available() {
+        return;
+    }
+    let input = crate::util::text(100_000);
+    let lines = input.iter().filter(|&&b| b == b'\n').count().to_string();
+    // The data thread's reads are the private pipe's (the main thread reads fewer than 10
+    // times: the loader, /proc/self/maps, the wake pipe, the time zone).
+    for inject in [
+        "read:error=EAGAIN:when=20",
+        "read:error=EINTR:when=20",
+        "read:error=EAGAIN:when=12..40",
+    ] {
+        let (out, last, stderr, code) = count_lines_injected(&input, inject);
+        assert_same(&out, &input, inject);
+        assert_eq!(
+            (last.as_str(), code),
+            (lines.as_str(), Some(0)),
+            "{inject}: {stderr}"
+        );
+    }
+    for inject in ["read:error=EIO:when=20", "read:error=EIO:when=12+"] {
+        let (out, last, stderr, code) = count_lines_injected(&input, inject);
+        if inject.ends_with('+') {
+            // Every later read fails too, the input's on the read/write path included.
+            assert!(stderr.contains("rpv: (stdin): read failed: Input/output error\n"));
+            assert_same(&out, &input[..out.len()], "a prefix");
+        } else {
+            assert_same(&out, &input, inject);
+        }
+        assert!(
+            stderr.contains("rpv: (stdin): line count is short: "),
+            "{inject}: {stderr}"
+        );
+        assert!(
+            stderr.contains(" bytes could not be counted: Input/output error\n"),
+            "{stderr}"
+        );
+        assert_eq!(code, Some(16), "{inject}: {stderr}");
+        assert!(
+            last.parse::<u64>().unwrap() < lines.parse().unwrap(),
+            "{inject}"
+        );
+    }
+}
