@@ -164,7 +164,7 @@ impl Engine<'_> {
     }
 
     /// One splice (or copy_file_range) from a regular file, then a count of the same range.
-    pub(super) fn file_lines_step(&mut self, fd: BorrowedFd<'_>) -> Step {
+    pub(super) fn file_lines_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
         if self.limiter.is_some() {
             // A line limit set by -R: budgets need read/write, from the current offset.
             return Step::Fallback;
@@ -207,26 +207,52 @@ impl Engine<'_> {
         match result {
             Ok(0) => Step::NextInput,
             Ok(n) => {
-                let lines = self.count_file_range(fd, pos, n);
+                let counted = self.count_file_range(fd, pos, n);
                 self.line_state.pos = Some(pos + n as u64);
                 self.read += n as u64;
-                self.account(n, lines);
-                Step::Continue
+                match counted {
+                    Ok(lines) => {
+                        self.account(n, lines);
+                        Step::Continue
+                    }
+                    Err(e) => {
+                        // The bytes went out uncounted: say so, and count the rest of this
+                        // input on the read/write path (from the same offset).
+                        self.account(n, 0);
+                        self.shared.report(
+                            status::TRANSFER,
+                            format!(
+                                "{name}: line count is short: up to {n} bytes could not be \
+                                 counted: {}",
+                                sys::strerror(&e)
+                            ),
+                        );
+                        Step::Fallback
+                    }
+                }
             }
             Err(e) => self.zero_copy_failed(fd, &e),
         }
     }
 
-    /// Separators in the file range `[pos, pos + n)` (the bytes already went out).
-    fn count_file_range(&mut self, fd: BorrowedFd<'_>, pos: u64, n: usize) -> u64 {
+    /// Separators in the file range `[pos, pos + n)` (the bytes already went out), or the
+    /// error that kept some of them from being counted.
+    fn count_file_range(&mut self, fd: BorrowedFd<'_>, pos: u64, n: usize) -> io::Result<u64> {
         let sep = self.settings.separator;
         let LineState {
             window, buf, memo, ..
         } = &mut self.line_state;
         match memo {
-            Some(memo) => memo.lines(pos, pos + n as u64, |lo, hi| {
-                count_range(window, buf, fd, lo, hi - lo, sep)
-            }),
+            Some(memo) => {
+                let mut failed = None;
+                let lines = memo.lines(pos, pos + n as u64, |lo, hi| {
+                    count_range(window, buf, fd, lo, hi - lo, sep).unwrap_or_else(|e| {
+                        failed = Some(e);
+                        0
+                    })
+                });
+                failed.map_or(Ok(lines), Err)
+            }
             None => count_range(window, buf, fd, pos, n as u64, sep),
         }
     }
@@ -293,7 +319,8 @@ fn count(data: &[u8], sep: u8) -> u64 {
 /// Separators in `[pos, pos + n)` of the regular file `fd`, counted from a read-only mapping
 /// (`window`, moved forward as needed and kept for the next call) so no byte is copied; what
 /// cannot be mapped (the file shrank, mmap refused, or pages vanished under the mapping
-/// because another process truncated the file) is counted with `pread` into `buf`.
+/// because another process truncated the file) is counted with `pread` into `buf`. Bytes
+/// no longer in the file are not counted; a failed `pread` is an error.
 fn count_range(
     window: &mut Option<(u64, FileMap)>,
     buf: &mut Vec<u8>,
@@ -301,7 +328,7 @@ fn count_range(
     pos: u64,
     n: u64,
     sep: u8,
-) -> u64 {
+) -> io::Result<u64> {
     let end = pos + n;
     let (mut at, mut lines) = (pos, 0);
     while at < end {
@@ -337,32 +364,48 @@ fn count_range(
         at = start + to as u64;
     }
     if at < end {
-        lines += pread_count(buf, fd, at, end - at, sep);
+        lines += pread_count(buf, fd, at, end - at, sep)?;
     }
-    lines
+    Ok(lines)
 }
 
-/// Separators in `[pos, pos + n)` read with `pread` into `buf`; stops early at end of file or
-/// on an error (the rest stays uncounted).
-fn pread_count(buf: &mut Vec<u8>, fd: BorrowedFd<'_>, pos: u64, n: u64, sep: u8) -> u64 {
+/// Separators in `[pos, pos + n)` read with `pread` into `buf`; stops early at end of file
+/// (the file shrank: those bytes are gone). EINTR and EAGAIN are retried a while; any other
+/// failure is an error.
+fn pread_count(
+    buf: &mut Vec<u8>,
+    fd: BorrowedFd<'_>,
+    pos: u64,
+    n: u64,
+    sep: u8,
+) -> io::Result<u64> {
+    /// Retries of EINTR/EAGAIN in a row before giving up.
+    const RETRIES: u32 = 100;
     if buf.is_empty() {
         *buf = vec![0; COUNT_CHUNK];
     }
-    let (mut done, mut lines) = (0u64, 0);
+    let (mut done, mut lines, mut retries) = (0u64, 0, 0);
     while done < n {
         let want = usize::try_from(n - done)
             .unwrap_or(usize::MAX)
             .min(buf.len());
         match sys::pread(fd, &mut buf[..want], pos + done) {
-            Ok(k) if k > 0 => {
+            Ok(0) => break,
+            Ok(k) => {
                 lines += count(&buf[..k], sep);
                 done += k as u64;
+                retries = 0;
             }
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            _ => break,
+            Err(e)
+                if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN))
+                    && retries < RETRIES =>
+            {
+                retries += 1;
+            }
+            Err(e) => return Err(e),
         }
     }
-    lines
+    Ok(lines)
 }
 
 /// Separators from `from` to the end of the regular file `fd` (for `-l` size detection).
@@ -376,7 +419,7 @@ pub(crate) fn count_to_end(fd: BorrowedFd<'_>, from: u64, sep: u8) -> io::Result
         // Count block by block and keep the counts for the transfer (FileLines).
         let mut memo = Memo::new(version, sep, from);
         while let Some((lo, hi)) = memo.next_block() {
-            let n = count_range(&mut window, &mut buf, fd, lo, hi - lo, sep);
+            let n = count_range(&mut window, &mut buf, fd, lo, hi - lo, sep)?;
             memo.counts.push(u32::try_from(n).unwrap_or(u32::MAX));
             lines += n;
         }
@@ -392,7 +435,7 @@ pub(crate) fn count_to_end(fd: BorrowedFd<'_>, from: u64, sep: u8) -> io::Result
             from,
             size.saturating_sub(from),
             sep,
-        );
+        )?;
     }
     // The file may have grown since fstat: count the rest as pread finds it.
     let mut at = size.max(from);
@@ -422,13 +465,29 @@ mod tests {
         let (mut window, mut buf) = (None, Vec::new());
         // Map it by counting the first page, then truncate to one page.
         assert_eq!(
-            count_range(&mut window, &mut buf, file.as_fd(), 0, 4096, b'\n'),
+            count_range(&mut window, &mut buf, file.as_fd(), 0, 4096, b'\n').unwrap(),
             4096
         );
         file.set_len(4096 + 10).unwrap();
         // The rest of the old range: only the 10 bytes still in the file are counted, and
         // the process survives the vanished pages.
-        let n = count_range(&mut window, &mut buf, file.as_fd(), 4096, 2 * 4096, b'\n');
+        let n = count_range(&mut window, &mut buf, file.as_fd(), 4096, 2 * 4096, b'\n').unwrap();
         assert_eq!(n, 10);
+    }
+
+    #[test]
+    fn a_range_that_cannot_be_read_is_an_error_not_a_short_count() {
+        // Write-only: it cannot be mapped for reading (EACCES) nor read with pread (EBADF).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, [b'\n'; 8192]).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let (mut window, mut buf) = (None, Vec::new());
+        let e = count_range(&mut window, &mut buf, file.as_fd(), 0, 8192, b'\n').unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+        // Past the end of the file there is nothing to count: not an error.
+        let file = std::fs::File::open(&path).unwrap();
+        let n = count_range(&mut window, &mut buf, file.as_fd(), 8100, 200, b'\n').unwrap();
+        assert_eq!(n, 92);
     }
 }

@@ -441,7 +441,7 @@ impl<'a> Engine<'a> {
             Path::Splice if self.adaptive.coalescing => return self.coalesce_step(fd, name),
             Path::Zero => return self.zero_step(),
             Path::TeeLines => return self.tee_lines_step(fd, name),
-            Path::FileLines => return self.file_lines_step(fd),
+            Path::FileLines => return self.file_lines_step(fd, name),
             _ => {}
         }
         let want = match path {
