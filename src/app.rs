@@ -122,6 +122,10 @@ fn detect_size(o: &Options, inputs: &[String], out: BorrowedFd<'_>) -> Result<(u
 }
 
 fn run(o: &Options, prog: &str) -> u8 {
+    if let Err(message) = crate::stdio::check_output(o) {
+        eprintln!("{prog}: {message}");
+        return status::ACCESS;
+    }
     if let Some(path) = &o.pidfile {
         if let Err(message) = write_pidfile(path) {
             eprintln!("{prog}: {message}");

@@ -12,6 +12,7 @@ pub mod modes;
 pub mod shared;
 pub mod signals;
 pub mod stats;
+pub mod stdio;
 pub mod sys;
 pub mod term;
 pub mod transfer;

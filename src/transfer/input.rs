@@ -61,6 +61,10 @@ pub fn display_name(operand: &str) -> &str {
 /// Opens an input operand and stats it.
 pub fn open(operand: &str) -> io::Result<(Source, FileInfo)> {
     let source = if operand == "-" {
+        if crate::stdio::stdin_was_closed() {
+            // Closed when rpv started (Rust's runtime put /dev/null there).
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
         Source::Stdin
     } else if let Some(id) = operand.strip_prefix(HANDED_PREFIX) {
         let taken = HANDED.lock().ok().and_then(|mut handed| {

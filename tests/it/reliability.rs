@@ -462,3 +462,73 @@ fn a_failed_read_of_the_counting_pipe_is_retried_or_reported() {
         );
     }
 }
+
+// ---- D4: closed standard input and output ----
+
+/// Runs `script` under sh with `$0` = rpv and `$1` = `arg`; returns (stdout, stderr, code).
+fn sh(script: &str, arg: &str) -> (String, String, Option<i32>) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", script, env!("CARGO_BIN_EXE_rpv"), arg])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        err(&out),
+        out.status.code(),
+    )
+}
+
+#[test]
+fn a_closed_standard_output_is_an_error_not_a_black_hole() {
+    let dir = Dir::new();
+    let path = dir.file("in", b"hello\n");
+    let closed = "rpv: failed to stat output file: Bad file descriptor\n";
+    for script in [
+        "\"$0\" -q \"$1\" >&-",
+        "cat \"$1\" | \"$0\" -q >&-",
+        "\"$0\" -q -S -s 100 /dev/zero >&-",
+        "\"$0\" -q -o - \"$1\" >&-",
+        "\"$0\" -q -U - \"$1\" >&-",
+        "\"$0\" -q -M out -- cat \"$1\" >&-",
+    ] {
+        assert_eq!(
+            sh(script, s(&path)),
+            (String::new(), closed.into(), Some(2)),
+            "{script}"
+        );
+    }
+    // Nothing was read: the rest of a pipe is still there for the next reader.
+    let (out, _, _) = sh("{ \"$0\" -q >&-; cat; } < \"$1\"", s(&path));
+    assert_eq!(out, "hello\n");
+    // With -o the closed stdout is not the output.
+    let out_path = dir.path("out");
+    let script = format!("\"$0\" -q -o {} \"$1\" >&-", s(&out_path));
+    assert_eq!(
+        sh(&script, s(&path)),
+        (String::new(), String::new(), Some(0))
+    );
+    assert_eq!(std::fs::read(&out_path).unwrap(), b"hello\n");
+}
+
+#[test]
+fn a_closed_standard_input_is_an_error_not_an_empty_input() {
+    let dir = Dir::new();
+    let path = dir.file("in", b"hello\n");
+    let closed = "rpv: failed to read file: (stdin): Bad file descriptor\n";
+    assert_eq!(
+        sh("\"$0\" -q <&-", ""),
+        (String::new(), closed.into(), Some(2))
+    );
+    // The other inputs are still copied.
+    assert_eq!(
+        sh("\"$0\" -q - \"$1\" - <&-", s(&path)),
+        ("hello\n".into(), format!("{closed}{closed}"), Some(2))
+    );
+    // Not an input: no matter.
+    assert_eq!(
+        sh("\"$0\" -q \"$1\" <&-", s(&path)),
+        ("hello\n".into(), String::new(), Some(0))
+    );
+}
