@@ -343,8 +343,21 @@ fn eta() {
     assert_eq!(line("%e|", &frame, 80), "ETA 0:00:05|");
     frame.avg_rate = 0.0001;
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
+    // 50 / 3 = 16.7 s: to the nearest second (pv truncates to 16).
     frame.avg_rate = 3.0;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:17");
+    frame.avg_rate = 50.0 / 16.4;
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:16");
+    // A hair faster than the exact rate (a limiter on time): still the whole 5 s.
+    frame.avg_rate = 10.001;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:05");
+    frame.avg_rate = 9.999;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:05");
+    // The last half second shows 0, not the last whole second.
+    frame.avg_rate = 50.0 / 0.6;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:01");
+    frame.avg_rate = 50.0 / 0.4;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
     frame.avg_rate = 0.0009;
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
     frame.avg_rate = 1.0;
@@ -373,8 +386,9 @@ fn finish_time() {
     assert_eq!(line("%I", &frame, 80), "FIN 15:45:35");
     frame.final_update = true;
     assert_eq!(line("%I", &frame, 80), "FIN 15:45:35");
+    // 21599.998 s: rounded to 21600, still without the date (more than 6 hours shows it).
     frame.avg_rate = 50.0 / 21_600.0 * 1.000_000_1;
-    assert_eq!(line("%I", &frame, 80), "FIN 21:45:29");
+    assert_eq!(line("%I", &frame, 80), "FIN 21:45:30");
     frame.avg_rate = 1.0;
     frame.size = 50 + 21_601;
     assert_eq!(line("%I", &frame, 80), "FIN 2024-10-04 21:45:31");
