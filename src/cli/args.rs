@@ -700,3 +700,7 @@ impl<'a> State<'a> {
 #[cfg(test)]
 #[path = "args_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "args_proptests.rs"]
+mod proptests;

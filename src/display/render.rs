@@ -477,3 +477,7 @@ fn render_sgr(frame: &Frame, codes: &[u8]) -> String {
 #[cfg(test)]
 #[path = "render_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "render_proptests.rs"]
+mod proptests;

@@ -827,3 +827,7 @@ mod tests {
         assert!(!peer_allowed(1000, 0));
     }
 }
+
+#[cfg(test)]
+#[path = "remote_proptests.rs"]
+mod proptests;

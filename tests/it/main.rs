@@ -7,6 +7,7 @@ mod integrity;
 mod modifiers;
 mod monitor;
 mod options;
+mod proptests;
 mod pty;
 mod reliability;
 mod remote;
