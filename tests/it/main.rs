@@ -3,6 +3,7 @@
 mod cursor;
 mod display;
 mod errors;
+mod faults;
 mod integrity;
 mod modifiers;
 mod monitor;
