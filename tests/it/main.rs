@@ -13,6 +13,7 @@ mod pty;
 mod reliability;
 mod remote;
 mod signals;
+mod soak;
 mod terminal;
 mod util;
 mod watchfd;

@@ -532,3 +532,43 @@ fn a_closed_standard_input_is_an_error_not_an_empty_input() {
         ("hello\n".into(), String::new(), Some(0))
     );
 }
+
+/// Reads `child`'s stdout 1000 bytes at a time (less than any write of rpv's).
+fn read_in_small_pieces(child: &mut std::process::Child) -> Vec<u8> {
+    use std::io::Read;
+    let mut stdout = child.stdout.take().unwrap();
+    let (mut got, mut buf) = (Vec::new(), [0u8; 1000]);
+    loop {
+        match stdout.read(&mut buf) {
+            Ok(0) | Err(_) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+#[test]
+fn direct_io_never_puts_a_pipe_in_packet_mode() {
+    // O_DIRECT on a pipe makes each write a packet, and a read shorter than the packet
+    // dropped the rest: `rpv -K file | dd bs=1000` kept a quarter of the data.
+    let dir = Dir::new();
+    let input = data(1_000_000, 9);
+    let path = dir.file("in", &input);
+    for extra in [&[][..], &["-C"], &["-B", "65536"], &["-l"]] {
+        let mut args = vec!["-q", "-K"];
+        args.extend_from_slice(extra);
+        args.push(s(&path));
+        let mut child = rpv(&args).stdout(Stdio::piped()).spawn().unwrap();
+        let got = read_in_small_pieces(&mut child);
+        assert!(child.wait().unwrap().success());
+        assert_same(&got, &input, &format!("-K {extra:?} file into a pipe"));
+    }
+    // A pipe on both sides.
+    let mut child = rpv(&["-q", "-K"])
+        .stdin(File::open(&path).unwrap())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let got = read_in_small_pieces(&mut child);
+    assert!(child.wait().unwrap().success());
+    assert_same(&got, &input, "-K stdin file into a pipe");
+}
