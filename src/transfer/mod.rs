@@ -674,7 +674,7 @@ impl<'a> Engine<'a> {
         self.errors_in_a_row += 1;
         let amount = skip_amount(self.settings.skip_block, self.errors_in_a_row);
         // Jump to the next multiple of the amount (pv's rounding), but not past the end.
-        let mut skip = amount - (offset + amount) % amount;
+        let mut skip = amount - offset % amount;
         skip = skip
             .min(self.buf.len() as u64)
             .min(self.stop_remaining().unwrap_or(u64::MAX))

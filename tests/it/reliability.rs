@@ -115,6 +115,22 @@ fn skipped_errors_in_the_middle_still_keep_aligned_blocks() {
     );
 }
 
+#[test]
+fn the_largest_skip_block_still_skips_within_the_file() {
+    // -Z 2^64-1: rounding the skip must not overflow; it is cut at the buffer and the end.
+    let dir = Dir::new();
+    let input = data(300_000, 10);
+    let path = dir.file("disk", &input);
+    let (out, stderr, code) = run_to_file(
+        &["-q", "-E", "-Z", "18446744073709551615", s(&path)],
+        &[("RPV_TEST_READ_ERRORS", "100000-100001")],
+    );
+    assert_eq!(code, Some(16), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.len(), input.len());
+    assert_same(&out[..100_000], &input[..100_000], "before the error");
+}
+
 // ---- D6 / D3: option values that do not fit, huge buffers ----
 
 #[test]
