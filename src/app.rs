@@ -70,6 +70,9 @@ fn fail(prog: &str, e: &Error) -> u8 {
 
 fn run(o: &Options, prog: &str) -> u8 {
     signals::install();
+    if let Err(e) = crate::stdio::check_output(o) {
+        return fail(prog, &e);
+    }
     let plan = match plan::plan(o) {
         Ok(plan) => plan,
         Err(e) => return fail(prog, &e),

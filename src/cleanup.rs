@@ -43,8 +43,10 @@ pub fn remove_all() -> Vec<String> {
         .collect()
 }
 
-/// Removes the registered files and exits with `status` at once.
+/// Removes the registered files, puts back the O_DIRECT flags `-K` set, and exits with
+/// `status` at once.
 pub fn exit(status: u8) -> ! {
     remove_all();
+    crate::transfer::output::restore_direct_flags();
     std::process::exit(status.into())
 }

@@ -17,6 +17,7 @@ pub mod signals;
 pub mod sink;
 pub mod source;
 pub mod stats;
+pub mod stdio;
 pub mod sys;
 pub mod term;
 pub mod transfer;

@@ -119,6 +119,23 @@ pub(crate) const FLAGS: &[Flag] = &[
     valued(COMPLETIONS, "completions"),
 ];
 
+/// The words `-x` accepts before its `:FORMAT` (the ones `term::title::ExtraSpec` knows).
+pub(crate) const EXTRA_TARGETS: [&str; 6] = [
+    "windowtitle",
+    "window",
+    "processtitle",
+    "proctitle",
+    "process",
+    "proc",
+];
+
+/// `-D` longer than this (about 11 years, the longest time the display shows) is this.
+const MAX_DELAY: f64 = 360_000_000.0;
+
+/// `-m` longer than this (a week) is this: the average window keeps a sample every 5 s, and
+/// a window longer than the transfer averages over the whole transfer anyway.
+const MAX_AVERAGE_WINDOW: u32 = 7 * 24 * 3600;
+
 /// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
 /// basename as `<prog>` in pv's own messages. Honours `POSIXLY_CORRECT` from the environment.
 /// Arguments are taken as the bytes the kernel passed: file names need not be UTF-8.
@@ -545,14 +562,14 @@ impl<'a> State<'a> {
             'i' | 'D' => self.apply_double(short, value),
             's' => self.apply_total_size(value),
             'M' => self.apply_monitor(value),
-            _ => {
-                self.apply_text(short, value);
-                Ok(())
-            }
+            _ => self.apply_text(short, value),
         }
     }
 
-    fn apply_text(&mut self, short: char, value: &str) {
+    fn apply_text(&mut self, short: char, value: &str) -> Result<(), String> {
+        if short == 'x' {
+            self.check_extra_display(value)?;
+        }
         let o = &mut self.opts;
         let value = value.to_owned();
         match short {
@@ -562,15 +579,36 @@ impl<'a> State<'a> {
             'x' => o.extra_display = Some(value),
             _ => {}
         }
+        Ok(())
     }
 
-    /// `BARE_INTEGER` options; the value is truncated to 32 bits as pv's `unsigned int` is.
+    /// `-x SPEC`: every target word before the first `:` must be one rpv knows (pv ignores
+    /// unknown words, so `-x windowtitel` silently shows nothing; rpv says so).
+    fn check_extra_display(&self, spec: &str) -> Result<(), String> {
+        let words = spec.split_once(':').map_or(spec, |(words, _)| words);
+        for word in words.split(',') {
+            if !EXTRA_TARGETS.contains(&word) {
+                let word = if word.is_empty() { spec } else { word };
+                return Err(self.fail(&format!(
+                    "-x: {word}: unknown display target (expected windowtitle or processtitle)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// `BARE_INTEGER` options. pv truncates the value to 32 bits (its `unsigned int`), so
+    /// `-R 4294967297` would mean PID 1; rpv refuses values that do not fit instead.
     fn apply_integer(&mut self, short: char, value: &str) -> Result<(), String> {
         if !is_valid_integer(value) {
             return Err(self.fail(&format!("-{short}: {value}: integer argument expected")));
         }
-        #[allow(clippy::cast_possible_truncation)] // C's conversion to `unsigned int`
-        let n = parse_size(value, false) as u32;
+        let Some(n) = parse_size(value, false).and_then(|n| u32::try_from(n).ok()) else {
+            return Err(self.fail(&format!(
+                "-{short}: {value}: integer argument too large (at most {})",
+                u32::MAX
+            )));
+        };
         let o = &mut self.opts;
         match short {
             'A' => {
@@ -588,11 +626,15 @@ impl<'a> State<'a> {
 
     /// Validates an `ANY_WITH_SUFFIX` value and converts it with the `-k` setting so far.
     fn size_value(&self, short: char, value: &str) -> Result<u64, String> {
-        if is_valid_size(value) {
-            Ok(parse_size(value, self.opts.si))
-        } else {
-            Err(self.fail(&format!("-{short}: {value}: numeric value not understood")))
+        if !is_valid_size(value) {
+            return Err(self.fail(&format!("-{short}: {value}: numeric value not understood")));
         }
+        parse_size(value, self.opts.si).ok_or_else(|| {
+            self.fail(&format!(
+                "-{short}: {value}: numeric value too large (at most {})",
+                u64::MAX
+            ))
+        })
     }
 
     fn apply_size(&mut self, short: char, value: &str) -> Result<(), String> {
@@ -708,7 +750,9 @@ impl<'a> State<'a> {
     fn clamp(&mut self) {
         let o = &mut self.opts;
         o.interval = o.interval.clamp(0.1, 600.0);
-        o.average_window = o.average_window.max(1);
+        o.delay_start = o.delay_start.min(MAX_DELAY);
+        o.average_window = o.average_window.clamp(1, MAX_AVERAGE_WINDOW);
+        o.buffer_size = o.buffer_size.min(crate::transfer::MAX_BUFFER as u64);
         o.width = o.width.min(999_999);
         o.height = o.height.min(999_999);
         if self.skip_block_given && o.skip_errors == 0 {
@@ -769,3 +813,7 @@ impl<'a> State<'a> {
 #[cfg(test)]
 #[path = "args_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "args_proptests.rs"]
+mod proptests;

@@ -234,7 +234,7 @@ fn display_switches_count_occurrences() {
 fn non_display_options_do_not_count() {
     let args = [
         "-f", "-c", "-W", "-D", "1", "-s", "5", "-g", "-l", "-0", "-i", "2", "-m", "5", "-w", "80",
-        "-H", "5", "-N", "x", "-u", "block", "-F", "%b", "-x", "t", "-v", "-k",
+        "-H", "5", "-N", "x", "-u", "block", "-F", "%b", "-x", "window", "-v", "-k",
     ];
     assert_eq!(run(&args).display_switches, 0);
 }
@@ -384,7 +384,12 @@ fn test_width() {
     assert_eq!(run(&["-w", "80"]).width, 80);
     assert_eq!(run(&["--width=120"]).width, 120);
     assert_eq!(run(&["-w", "1000000"]).width, 999_999);
-    assert_eq!(run(&["-w", "4294967296"]).width, 0);
+    assert_eq!(run(&["-w", "4294967295"]).width, 999_999);
+    // pv truncates to 32 bits (this would be 0: automatic); rpv refuses.
+    assert_eq!(
+        err(&["-w", "4294967296"]),
+        "rpv: -w: 4294967296: integer argument too large (at most 4294967295)\n"
+    );
     assert_eq!(
         err(&["-w", "1.5"]),
         "rpv: -w: 1.5: integer argument expected\n"
@@ -426,9 +431,115 @@ fn test_extra_display() {
         Some("windowtitle")
     );
     assert_eq!(
-        run(&["--extra-display=p:%b"]).extra_display.as_deref(),
-        Some("p:%b")
+        run(&["--extra-display=proc:%b"]).extra_display.as_deref(),
+        Some("proc:%b")
     );
+    for spec in [
+        "window",
+        "processtitle",
+        "proctitle",
+        "process",
+        "windowtitle,proc",
+        "window:%b %{unknown",
+        "proc:",
+    ] {
+        assert_eq!(run(&["-x", spec]).extra_display.as_deref(), Some(spec));
+    }
+}
+
+#[test]
+fn extra_display_targets_are_the_ones_the_title_module_knows() {
+    use crate::term::title::ExtraSpec;
+    for word in EXTRA_TARGETS {
+        assert!(ExtraSpec::parse(word).any(), "{word}");
+    }
+    // And a word it does not know reaches nothing, so refusing it loses nothing.
+    assert!(!ExtraSpec::parse("windowtitel").any());
+}
+
+#[test]
+fn misspelt_extra_display_targets_are_errors() {
+    let table: &[(&str, &str)] = &[
+        ("windowtitel", "windowtitel"),
+        ("p:%b", "p"),
+        ("window,titel", "titel"),
+        ("Window", "Window"),
+        (":%b", ":%b"),
+        ("", ""),
+        ("window,", "window,"),
+    ];
+    for &(spec, named) in table {
+        assert_eq!(
+            err(&["-x", spec]),
+            format!(
+                "rpv: -x: {named}: unknown display target (expected windowtitle or processtitle)\n"
+            ),
+            "-x {spec:?}"
+        );
+    }
+    // Through -R too: the request is never sent.
+    assert!(err(&["-R", "123", "-x", "windowtitel"]).starts_with("rpv: -x: windowtitel: "));
+}
+
+#[test]
+fn values_past_64_bits_are_refused_not_wrapped() {
+    // pv wraps these around: `-S -s 18446744073709551617` copies 1 byte.
+    for (opt, value) in [
+        ("-s", "18446744073709551616"),
+        ("-s", "18446744073709551617"),
+        ("-s", "16777216T"),
+        ("-L", "18446744073709551617"),
+        ("-B", "99999999999999999999999999999999999999"),
+        ("-Z", "16777216t"),
+    ] {
+        assert_eq!(
+            err(&[opt, value]),
+            format!(
+                "rpv: {opt}: {value}: numeric value too large (at most 18446744073709551615)\n"
+            )
+        );
+    }
+    assert_eq!(
+        run(&["-s", "18446744073709551615"]).size,
+        SizeArg::Value(u64::MAX)
+    );
+    assert_eq!(run(&["-L", "16777215T"]).rate_limit, 16_777_215 << 40);
+    // -k applies: 18446744073709551.615k fits in SI units only.
+    assert_eq!(
+        run(&["-k", "-s", "18446744073709551.615k"]).size,
+        SizeArg::Value(u64::MAX)
+    );
+    assert!(err(&["-s", "18446744073709551.615k"]).contains("too large"));
+}
+
+#[test]
+fn integer_values_past_32_bits_are_refused_not_truncated() {
+    for opt in ["-A", "-w", "-H", "-m", "-R", "-Q"] {
+        assert_eq!(
+            err(&[opt, "4294967297"]),
+            format!("rpv: {opt}: 4294967297: integer argument too large (at most 4294967295)\n")
+        );
+        assert!(err(&[opt, "99999999999999999999999"]).contains("too large"));
+    }
+    // pv would message PID 1 here.
+    assert!(err(&["-R", "4294967297", "-L", "1"]).contains("too large"));
+    assert_eq!(run(&["-A", "4294967295"]).last_written, u32::MAX);
+}
+
+#[test]
+fn buffer_delay_and_window_are_capped() {
+    let gib = crate::transfer::MAX_BUFFER as u64;
+    assert_eq!(gib, 1 << 30);
+    assert_eq!(run(&["-B", "1G"]).buffer_size, gib);
+    assert_eq!(run(&["-B", "1T"]).buffer_size, gib);
+    assert_eq!(run(&["-B", "18446744073709551615"]).buffer_size, gib);
+    assert_eq!(run(&["-B", "1023M"]).buffer_size, 1023 << 20);
+    let forever = "9".repeat(400);
+    assert_eq!(run(&["-D", &forever]).delay_start, 360_000_000.0);
+    assert_eq!(run(&["-i", &forever]).interval, 600.0);
+    assert_eq!(run(&["-D", "360000001"]).delay_start, 360_000_000.0);
+    assert_eq!(run(&["-m", "4294967295"]).average_window, 7 * 24 * 3600);
+    assert_eq!(run(&["-m", "604800"]).average_window, 604_800);
 }
 
 #[test]

@@ -56,8 +56,8 @@ pub fn is_valid_double(s: &str) -> bool {
 
 /// The pieces of a number as pv's converters read them.
 struct Scanned<'a> {
-    /// Integer part (wraps on overflow, like C unsigned arithmetic).
-    integer: u64,
+    /// Integer part; `None` if it does not fit in 64 bits.
+    integer: Option<u64>,
     /// Kept fraction digits as an integer, e.g. `2345` for `.23456789` with 4 kept.
     fraction: u64,
     /// Number of kept fraction digits.
@@ -72,9 +72,11 @@ fn scan(s: &str, max_fraction: u32) -> Scanned<'_> {
     let start = s.find(|c: char| c.is_ascii_digit()).unwrap_or(s.len());
     let mut bytes = s[start..].bytes().peekable();
     let mut consumed = start;
-    let mut integer: u64 = 0;
+    let mut integer = Some(0u64);
     while let Some(d) = bytes.next_if(u8::is_ascii_digit) {
-        integer = integer.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+        integer = integer
+            .and_then(|i| i.checked_mul(10))
+            .and_then(|i| i.checked_add(u64::from(d - b'0')));
         consumed += 1;
     }
     let (mut fraction, mut fraction_digits) = (0u64, 0u32);
@@ -113,16 +115,19 @@ fn multiplier(suffix: Option<char>, si: bool) -> u64 {
 }
 
 /// Converts a size (spec 1.5 "Size conversion"); `si` selects 1000-based suffixes (`-k`).
-/// Never fails: call `is_valid_size` first.
+/// Call `is_valid_size` first: text that is not a number converts leniently (to 0 or to
+/// its first digits). `None` when the value does not fit in 64 bits (2^64 bytes or more).
 ///
 /// At most 4 fraction digits are used, and the fraction is scaled by the multiplier in integer
-/// arithmetic, so `1.5` is 1 but `1.5k` is 1536. Overflow wraps, as 64-bit C arithmetic does.
-pub fn parse_size(s: &str, si: bool) -> u64 {
+/// arithmetic, so `1.5` is 1 but `1.5k` is 1536. Unlike pv, which wraps around silently (so
+/// `-S -s 18446744073709551617` would stop after 1 byte), a value too large is refused.
+pub fn parse_size(s: &str, si: bool) -> Option<u64> {
     let n = scan(s, 4);
     let suffix = n.rest.trim_start_matches([' ', '\t']).chars().next();
     let mult = multiplier(suffix, si);
+    // At most 9999 × 10^12: cannot overflow.
     let scaled_fraction = n.fraction * mult / 10u64.pow(n.fraction_digits);
-    n.integer.wrapping_mul(mult).wrapping_add(scaled_fraction)
+    n.integer?.checked_mul(mult)?.checked_add(scaled_fraction)
 }
 
 /// Converts an interval in seconds (spec 1.5 "Interval conversion"). Never fails.
@@ -217,34 +222,57 @@ mod tests {
             ("1k", true, 1000),
         ];
         for &(s, si, want) in table {
-            assert_eq!(parse_size(s, si), want, "parse_size({s:?}, si={si})");
+            assert_eq!(parse_size(s, si), Some(want), "parse_size({s:?}, si={si})");
         }
     }
 
     #[test]
     fn size_conversion_si_multipliers() {
-        assert_eq!(parse_size("1M", true), 1_000_000);
-        assert_eq!(parse_size("1G", true), 1_000_000_000);
-        assert_eq!(parse_size("1T", true), 1_000_000_000_000);
-        assert_eq!(parse_size("2t", false), 2 << 40);
+        assert_eq!(parse_size("1M", true), Some(1_000_000));
+        assert_eq!(parse_size("1G", true), Some(1_000_000_000));
+        assert_eq!(parse_size("1T", true), Some(1_000_000_000_000));
+        assert_eq!(parse_size("2t", false), Some(2 << 40));
     }
 
     #[test]
     fn size_conversion_is_lenient() {
-        assert_eq!(parse_size("", false), 0);
-        assert_eq!(parse_size("foo", false), 0);
-        assert_eq!(parse_size("x12", false), 12);
-        assert_eq!(parse_size("12x", false), 12);
-        assert_eq!(parse_size("1.99999", false), 1);
-        assert_eq!(parse_size("0.00009K", false), 0);
-        assert_eq!(parse_size("1.K", false), 1024);
-        assert_eq!(parse_size("\t3\tm", false), 3 << 20);
+        let table: &[(&str, u64)] = &[
+            ("", 0),
+            ("foo", 0),
+            ("x12", 12),
+            ("12x", 12),
+            ("1.99999", 1),
+            ("0.00009K", 0),
+            ("1.K", 1024),
+            ("\t3\tm", 3 << 20),
+        ];
+        for &(s, want) in table {
+            assert_eq!(parse_size(s, false), Some(want), "parse_size({s:?})");
+        }
     }
 
     #[test]
-    fn size_conversion_wraps_instead_of_panicking() {
-        let _ = parse_size("99999999999999999999999999T", false);
-        let _ = parse_size("18446744073709551615.9999T", true);
+    fn sizes_that_do_not_fit_in_64_bits_are_refused() {
+        let max = u64::MAX;
+        // The largest value and the first ones past it, through every way of overflowing:
+        // the digits themselves, the multiplier, and the fraction added last.
+        assert_eq!(parse_size("18446744073709551615", false), Some(max));
+        assert_eq!(parse_size("18446744073709551616", false), None);
+        assert_eq!(parse_size("18446744073709551617", false), None);
+        assert_eq!(parse_size("99999999999999999999999999", false), None);
+        assert_eq!(
+            parse_size("16777215.9999T", false),
+            Some((16_777_215 << 40) + 1_099_401_676_613)
+        );
+        assert_eq!(parse_size("16777216T", false), None);
+        assert_eq!(parse_size("18446744073709551615.9999T", true), None);
+        assert_eq!(parse_size("18446744073709551.615k", true), Some(max));
+        assert_eq!(parse_size("18446744073709551.616k", true), None);
+        assert_eq!(
+            parse_size("17179869183.9999G", false),
+            Some((17_179_869_183 << 30) + 1_073_634_449)
+        );
+        assert_eq!(parse_size("17179869184G", false), None);
     }
 
     #[test]

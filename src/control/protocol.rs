@@ -251,3 +251,7 @@ mod tests {
         assert_eq!(decode_reply("garbage"), None);
     }
 }
+
+#[cfg(test)]
+#[path = "protocol_proptests.rs"]
+mod proptests;

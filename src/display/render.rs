@@ -17,7 +17,7 @@
 
 use super::bar::{render_amount_only, render_bar};
 use super::clock::local_time_text;
-use super::width::display_width;
+use super::width::{cut_to_width, display_width};
 use super::{BufferFill, Format, Frame, Segment};
 use crate::units::{describe_amount, format_elapsed, format_eta, format_g, CountKind};
 
@@ -38,13 +38,130 @@ const SGR_CODES_PER_ESCAPE: usize = 16;
 
 /// Renders one display line (without the trailing `\r`/`\n` and without shrink padding,
 /// which the terminal writer adds). Pure: same inputs, same output.
+///
+/// Outside numeric mode the line never gets wider than `width` (pv lets it overflow, so a
+/// narrow terminal wraps and scrolls at every update), and the percentage is the last thing
+/// to go (pv drops the bar and its percentage together once the bar no longer fits). When
+/// the line does not fit, or a known percentage would vanish, these give way one after the
+/// other until it fits (see [`FIT_ORDER`]):
+/// 1. the bars: `%p` shows its percentage alone (a bouncing bar for an unknown size stays,
+///    as wide as what is left), the other bars go;
+/// 2. `%A` and `%L`, then `%T`, `%I`, `%a`;
+/// 3. the alignment padding of `%N`;
+/// 4. `%t`, `%{ratio}`, `%r`, `%b`;
+/// 5. the name (`%N`), then `%e`;
+/// 6. the percentage (`%p`, `%{progress-amount-only}`);
+/// 7. then whatever is left (literal text, a long name) is cut at the width.
+///
+/// Of several components of one kind, the last gives way first. A component that gives way
+/// takes one neighbouring blank separator with it.
 pub fn render(format: &Format, frame: &Frame, width: usize) -> String {
+    let segments = &format.segments;
+    let mut levels = vec![Level::Full; segments.len()];
+    let mut rule = 0;
+    loop {
+        let (line, lost_percentage) = layout(format, frame, width, &levels);
+        if frame.numeric || (display_width(&line) <= width && !lost_percentage) {
+            return line;
+        }
+        // One more segment gives way: the last one the current rule still applies to.
+        loop {
+            let Some(&(applies, level)) = FIT_ORDER.get(rule) else {
+                return cut_to_width(&line, width);
+            };
+            let next = (0..segments.len())
+                .rev()
+                .find(|&i| applies(&segments[i]) && levels[i] < level);
+            if let Some(i) = next {
+                levels[i] = level;
+                if level == Level::Dropped {
+                    drop_separator(segments, &mut levels, i);
+                }
+                break;
+            }
+            rule += 1;
+        }
+    }
+}
+
+/// How much of a segment is shown while a line is fitted to the width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    /// As the format asks.
+    Full,
+    /// Shorter: `%p` as its percentage alone, `%N` without alignment padding.
+    Short,
+    /// Not shown.
+    Dropped,
+}
+
+/// What gives way, in order, when a line does not fit (see [`render`]): segments a rule
+/// applies to go down to its level.
+type FitRule = (fn(&Segment) -> bool, Level);
+
+/// The order in which components give way to keep a line within the width.
+const FIT_ORDER: &[FitRule] = &[
+    (|s| matches!(s, Segment::Progress { .. }), Level::Short),
+    (|s| matches!(s, Segment::BarOnly { .. }), Level::Dropped),
+    (
+        |s| {
+            matches!(
+                s,
+                Segment::LastWritten { .. } | Segment::PreviousLine { .. }
+            )
+        },
+        Level::Dropped,
+    ),
+    (|s| matches!(s, Segment::BufferPercent), Level::Dropped),
+    (|s| matches!(s, Segment::FinEta), Level::Dropped),
+    (|s| matches!(s, Segment::AverageRate), Level::Dropped),
+    (|s| matches!(s, Segment::Name { .. }), Level::Short),
+    (|s| matches!(s, Segment::Timer), Level::Dropped),
+    (|s| matches!(s, Segment::Ratio), Level::Dropped),
+    (|s| matches!(s, Segment::Rate), Level::Dropped),
+    (|s| matches!(s, Segment::Bytes), Level::Dropped),
+    (|s| matches!(s, Segment::Name { .. }), Level::Dropped),
+    (|s| matches!(s, Segment::Eta), Level::Dropped),
+    (
+        |s| matches!(s, Segment::Progress { .. } | Segment::ProgressAmount),
+        Level::Dropped,
+    ),
+];
+
+/// Drops the blank literal that separates segment `i` from its neighbours: the one after
+/// it, or, for the last component, the one before it.
+fn drop_separator(segments: &[Segment], levels: &mut [Level], i: usize) {
+    let blank = |j: usize| {
+        matches!(&segments[j], Segment::Literal(t) if t.trim().is_empty())
+            && levels[j] != Level::Dropped
+    };
+    let after = (i + 1..segments.len()).find(|&j| !matches!(segments[j], Segment::Sgr { .. }));
+    let before = (0..i)
+        .rev()
+        .find(|&j| !matches!(segments[j], Segment::Sgr { .. }));
+    if let Some(j) = after.filter(|&j| blank(j)) {
+        levels[j] = Level::Dropped;
+    } else if let Some(j) = before.filter(|&j| blank(j)) {
+        levels[j] = Level::Dropped;
+    }
+}
+
+/// pv's layout of the segments not dropped: static parts first, then the expanding ones
+/// sharing what is left. Also says whether a known percentage could not be shown.
+fn layout(format: &Format, frame: &Frame, width: usize, levels: &[Level]) -> (String, bool) {
     // First pass: everything with a known width.
     let mut pieces: Vec<Option<String>> = Vec::with_capacity(format.segments.len());
     let mut used = 0;
     let mut expanding = 0;
-    for segment in &format.segments {
-        if segment.is_dynamic() {
+    for (segment, &level) in format.segments.iter().zip(levels) {
+        let short = level == Level::Short && has_short_form(segment, frame);
+        if level == Level::Dropped {
+            pieces.push(Some(String::new()));
+        } else if short {
+            let text = render_short(segment, frame);
+            used += display_width(&text);
+            pieces.push(Some(text));
+        } else if segment.is_dynamic() {
             expanding += 1;
             pieces.push(None);
         } else {
@@ -60,8 +177,22 @@ pub fn render(format: &Format, frame: &Frame, width: usize) -> String {
     let capacity = 4 * width + 80 + frame.name.map_or(0, str::len) - 1;
     let mut line = String::new();
     let mut colour_active = false;
+    let mut lost_percentage = false;
     for (segment, piece) in format.segments.iter().zip(pieces) {
-        let text = piece.unwrap_or_else(|| render_segment(segment, frame, share));
+        let text = piece.unwrap_or_else(|| {
+            let text = render_segment(segment, frame, share);
+            if !text.is_empty() || !matches!(segment, Segment::Progress { .. }) {
+                return text;
+            }
+            // The bar cannot fit: its percentage alone, if that can.
+            let amount = render_amount_only(frame);
+            if display_width(&amount) <= share {
+                amount
+            } else {
+                lost_percentage |= !amount.is_empty();
+                String::new()
+            }
+        });
         if line.len() + text.len() > capacity {
             continue;
         }
@@ -75,7 +206,25 @@ pub fn render(format: &Format, frame: &Frame, width: usize) -> String {
     if colour_active {
         line.push_str("\x1b[m");
     }
-    line
+    (line, lost_percentage)
+}
+
+/// True if `segment` has a shorter form for [`Level::Short`] (a `%p` without a percentage,
+/// the bouncing bar of an unknown size, has none: it stays as wide as what is left).
+fn has_short_form(segment: &Segment, frame: &Frame) -> bool {
+    match segment {
+        Segment::Progress { .. } => !render_amount_only(frame).is_empty(),
+        _ => true,
+    }
+}
+
+/// A segment at [`Level::Short`].
+fn render_short(segment: &Segment, frame: &Frame) -> String {
+    match segment {
+        Segment::Progress { .. } => render_amount_only(frame),
+        Segment::Name { .. } => render_name(frame, Some(0)),
+        _ => String::new(),
+    }
 }
 
 /// One segment's text; `share` is the width given to an expanding component without a
@@ -163,15 +312,16 @@ fn render_rate(frame: &Frame, value: f64, open: char, close: char) -> String {
     format!("{open}{amount}{close}")
 }
 
-/// Seconds left (spec 2.8.3): what is left over the windowed average rate, 0 when nothing
-/// has moved yet or the rate is negligible.
+/// Seconds left: what is left over the windowed average rate, to the nearest second, 0
+/// when nothing has moved yet or the rate is negligible. pv truncates, so its ETA (and
+/// `%I`) reads up to a second short, and "ETA 0:00:00" stays for the whole last second.
 pub fn eta_seconds(frame: &Frame) -> u64 {
     let moved = frame.transferred.saturating_sub(frame.initial_offset);
     if moved < 1 || frame.avg_rate.is_nan() || frame.avg_rate < 0.001 {
         return 0;
     }
     let left = frame.size as f64 - frame.transferred as f64;
-    (left / frame.avg_rate).floor().clamp(0.0, MAX_SECONDS) as u64
+    (left / frame.avg_rate).round().clamp(0.0, MAX_SECONDS) as u64
 }
 
 /// `%e` (spec 2.8.3): empty for an unknown size, all spaces at the final update; during a
@@ -334,3 +484,7 @@ fn render_sgr(frame: &Frame, codes: &[u8]) -> String {
 #[cfg(test)]
 #[path = "render_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "render_proptests.rs"]
+mod proptests;

@@ -163,7 +163,7 @@ fn chosen_width_bar_and_bar_only() {
 }
 
 #[test]
-fn bars_that_do_not_fit_are_empty() {
+fn bars_that_do_not_fit_leave_their_percentage_or_nothing() {
     let unknown = Frame::default();
     // The `|` takes one column of the width.
     assert_eq!(line("%p|", &unknown, 7), "[<=> ]|");
@@ -173,7 +173,10 @@ fn bars_that_do_not_fit_are_empty() {
     let known = at(1, 2);
     assert_eq!(line("%p|", &known, 9), "[>]  50%|");
     assert_eq!(line("%p|", &known, 8), "[]  50%|");
-    assert_eq!(line("%p|", &known, 7), "|");
+    // pv drops the percentage with the bar; it stays while it fits.
+    assert_eq!(line("%p|", &known, 7), " 50%|");
+    assert_eq!(line("%p|", &known, 5), " 50%|");
+    assert_eq!(line("%p|", &known, 4), "|");
     assert_eq!(line("%{bar-plain}|", &known, 2), ">|");
     assert_eq!(line("%{bar-plain}|", &known, 1), "|");
 }
@@ -207,30 +210,38 @@ fn tab_in_a_format_does_not_kill_the_bar() {
 }
 
 #[test]
-fn static_content_wider_than_the_terminal_overflows() {
+fn static_content_wider_than_the_terminal_gives_way() {
+    // pv overflows: "3.00  B 0:00:00 [3.45KiB/s] ".
     let frame = Frame {
         transferred: 3,
         rate: 3533.0,
         ..Frame::default()
     };
-    assert_eq!(
-        line("%b %t %r %p", &frame, 10),
-        "3.00  B 0:00:00 [3.45KiB/s] "
-    );
+    assert_eq!(line("%b %t %r %p", &frame, 10), "3.00  B ");
+    assert_eq!(line("%b %t %r %p", &frame, 20), "3.00  B [3.45KiB/s] ");
+    // Nothing but the bouncing bar fits.
+    assert_eq!(line("%b %t %r %p", &frame, 6), "[<=> ]");
+    assert_eq!(line("%b %t %r %p", &frame, 5), "");
 }
 
 #[test]
 fn segments_overflowing_the_line_buffer_are_skipped() {
-    // Width 10: pv's buffer holds 4*10+80 bytes including its NUL.
+    // Width 10: pv's buffer holds 4*10+80 bytes including its NUL; what it keeps is then
+    // cut at the width.
     let long = "x".repeat(119);
-    assert_eq!(line(&long, &Frame::default(), 10), long);
+    assert_eq!(line(&long, &Frame::default(), 10), "x".repeat(10));
     let too_long = format!("{long}y");
     assert_eq!(line(&format!("a%b{too_long}"), &at(1, 0), 10), "a1.00  B");
-    let frame = Frame {
-        name: Some("n"),
-        ..Frame::default()
-    };
-    assert_eq!(line(&too_long, &frame, 10), too_long);
+    assert_eq!(line(&format!("a%b{too_long}"), &at(1, 0), 8), "a1.00  B");
+    assert_eq!(line(&format!("a%b{too_long}"), &at(1, 0), 7), "a");
+    assert_eq!(
+        line(&format!("a{long}"), &at(1, 0), 200),
+        format!("a{long}")
+    );
+    assert_eq!(
+        line(&format!("a{too_long}"), &at(1, 0), 30),
+        format!("a{}", "x".repeat(29))
+    );
 }
 
 #[test]
@@ -254,7 +265,11 @@ fn name_alignment() {
         name: Some(&huge),
         ..Frame::default()
     };
-    assert_eq!(line("%N", &cut, 80), format!("{}:", "é".repeat(250)));
+    assert_eq!(line("%N", &cut, 251), format!("{}:", "é".repeat(250)));
+    // Wider than the line: padding goes first, then the name; literal text is cut.
+    assert_eq!(line("[%20N]", &frame, 10), "[foo:]");
+    assert_eq!(line("[%N]", &cut, 80), "[]");
+    assert_eq!(line("%N", &long, 10), "");
 }
 
 #[test]
@@ -343,8 +358,21 @@ fn eta() {
     assert_eq!(line("%e|", &frame, 80), "ETA 0:00:05|");
     frame.avg_rate = 0.0001;
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
+    // 50 / 3 = 16.7 s: to the nearest second (pv truncates to 16).
     frame.avg_rate = 3.0;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:17");
+    frame.avg_rate = 50.0 / 16.4;
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:16");
+    // A hair faster than the exact rate (a limiter on time): still the whole 5 s.
+    frame.avg_rate = 10.001;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:05");
+    frame.avg_rate = 9.999;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:05");
+    // The last half second shows 0, not the last whole second.
+    frame.avg_rate = 50.0 / 0.6;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:01");
+    frame.avg_rate = 50.0 / 0.4;
+    assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
     frame.avg_rate = 0.0009;
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
     frame.avg_rate = 1.0;
@@ -373,8 +401,9 @@ fn finish_time() {
     assert_eq!(line("%I", &frame, 80), "FIN 15:45:35");
     frame.final_update = true;
     assert_eq!(line("%I", &frame, 80), "FIN 15:45:35");
+    // 21599.998 s: rounded to 21600, still without the date (more than 6 hours shows it).
     frame.avg_rate = 50.0 / 21_600.0 * 1.000_000_1;
-    assert_eq!(line("%I", &frame, 80), "FIN 21:45:29");
+    assert_eq!(line("%I", &frame, 80), "FIN 21:45:30");
     frame.avg_rate = 1.0;
     frame.size = 50 + 21_601;
     assert_eq!(line("%I", &frame, 80), "FIN 2024-10-04 21:45:31");
@@ -446,7 +475,9 @@ fn last_written_bytes() {
         ..Frame::default()
     };
     assert_eq!(line("%6A", &short, 80), "...ab.");
-    assert_eq!(line("%300A", &short, 80).len(), 256);
+    assert_eq!(line("%300A", &short, 300).len(), 256);
+    // Wider than the line: it gives way.
+    assert_eq!(line("%300A", &short, 80), "");
 }
 
 #[test]
@@ -553,4 +584,215 @@ fn numeric_mode_outputs() {
         line("{\"t\":%t,\"b\":%b}", &unknown, 80),
         "{\"t\":0.0000,\"b\":3}"
     );
+}
+
+// ---- narrow terminals: never wider than the width, the percentage last to go ----
+
+const MIB: f64 = 1_048_576.0;
+
+/// 150 MiB of 400 MiB after 3 s at 50 MiB/s.
+fn midway(name: Option<&str>) -> Frame<'_> {
+    Frame {
+        transferred: 150 << 20,
+        size: 400 << 20,
+        percentage: 37.5,
+        elapsed: 3.0,
+        rate: 50.0 * MIB,
+        avg_rate: 50.0 * MIB,
+        name,
+        ..Frame::default()
+    }
+}
+
+#[test]
+fn narrow_terminals_give_up_the_bar_first_and_the_percentage_last() {
+    // The default line for a known size (`%b %t %r %p %e`): the bar shrinks as pv's does,
+    // then the percentage stays alone while timer, rate, bytes and ETA give way in turn.
+    let frame = midway(None);
+    let table: &[(usize, &str)] = &[
+        (
+            60,
+            " 150MiB 0:00:03 [50.0MiB/s] [===>         ]  37% ETA 0:00:05",
+        ),
+        (47, " 150MiB 0:00:03 [50.0MiB/s] []  37% ETA 0:00:05"),
+        // pv shows " 150MiB 0:00:03 [50.0MiB/s]  ETA 0:00:05" here: no percentage.
+        (46, " 150MiB 0:00:03 [50.0MiB/s]  37% ETA 0:00:05"),
+        (45, " 150MiB 0:00:03 [50.0MiB/s]  37% ETA 0:00:05"),
+        (44, " 150MiB 0:00:03 [50.0MiB/s]  37% ETA 0:00:05"),
+        (43, " 150MiB [50.0MiB/s]  37% ETA 0:00:05"),
+        (36, " 150MiB [50.0MiB/s]  37% ETA 0:00:05"),
+        (35, " 150MiB  37% ETA 0:00:05"),
+        (24, " 150MiB  37% ETA 0:00:05"),
+        (23, " 37% ETA 0:00:05"),
+        (20, " 37% ETA 0:00:05"),
+        (16, " 37% ETA 0:00:05"),
+        (15, " 37%"),
+        (4, " 37%"),
+        (3, ""),
+        (1, ""),
+    ];
+    for &(width, want) in table {
+        assert_eq!(line("%b %t %r %p %e", &frame, width), want, "width {width}");
+    }
+}
+
+#[test]
+fn narrow_terminals_with_a_name_and_an_unknown_size() {
+    let frame = midway(Some("raw"));
+    let table: &[(usize, &str)] = &[
+        (
+            61,
+            "      raw:  150MiB 0:00:03 [50.0MiB/s] [>  ]  37% ETA 0:00:05",
+        ),
+        // The name's alignment padding goes after the average rate, before the timer.
+        (50, "raw:  150MiB 0:00:03 [50.0MiB/s]  37% ETA 0:00:05"),
+        (41, "raw:  150MiB [50.0MiB/s]  37% ETA 0:00:05"),
+        (29, "raw:  150MiB  37% ETA 0:00:05"),
+        (21, "raw:  37% ETA 0:00:05"),
+        (20, " 37% ETA 0:00:05"),
+        (15, " 37%"),
+    ];
+    for &(width, want) in table {
+        assert_eq!(
+            line("%N %b %t %r %p %e", &frame, width),
+            want,
+            "width {width}"
+        );
+    }
+    // Unknown size: no percentage; the bouncing bar takes what is left, or goes.
+    let unknown = Frame {
+        size: 0,
+        percentage: 0.0,
+        ..midway(None)
+    };
+    let table: &[(usize, &str)] = &[
+        (40, " 150MiB 0:00:03 [50.0MiB/s] [<=>       ]"),
+        // Too narrow for the indicator (pv's rule): it goes, the rest fits as it is.
+        (34, " 150MiB 0:00:03 [50.0MiB/s] [<=> ]"),
+        (33, " 150MiB 0:00:03 [50.0MiB/s] "),
+        (32, " 150MiB 0:00:03 [50.0MiB/s] "),
+        (28, " 150MiB 0:00:03 [50.0MiB/s] "),
+        (27, " 150MiB [50.0MiB/s] [<=>  ]"),
+        (20, " 150MiB [50.0MiB/s] "),
+        (19, " 150MiB [<=>      ]"),
+        (13, " 150MiB "),
+        (8, " 150MiB "),
+        (6, "[<=> ]"),
+        (5, ""),
+    ];
+    for &(width, want) in table {
+        assert_eq!(line("%b %t %r %p", &unknown, width), want, "width {width}");
+    }
+}
+
+#[test]
+fn no_line_is_ever_wider_than_the_terminal() {
+    let formats = [
+        "%b %t %r %p %e",
+        "%N %b %t %r %p %e",
+        "%N %b %T %t %r %a %p %e %I %16A",
+        "%p%p%{bar-plain}%L",
+        "%20p %10{bar-block} %30L|%{progress-amount-only}",
+        "[%20N] %{sgr:bold,red}%b%{sgr:reset} %{ratio} %p",
+        "日本語のテキスト %b %p 日本語",
+        "a very long literal text that is wider than most narrow terminals %p",
+        "x\ty %b %p|",
+    ];
+    let huge = "é".repeat(300);
+    let frames = [
+        midway(None),
+        midway(Some("raw")),
+        midway(Some("日本語の名前")),
+        midway(Some(&huge)),
+        Frame {
+            size: 0,
+            percentage: 42.0,
+            ..midway(None)
+        },
+        Frame {
+            gauge: true,
+            size: 0,
+            max_rate: 80.0 * MIB,
+            ..midway(None)
+        },
+        Frame {
+            colour: true,
+            utf8: true,
+            bar_style: BarStyle::Granular,
+            last_written: b"some bytes\x01\xff",
+            previous_line: "a previous line of text, quite long".as_bytes(),
+            ratio: Some((3, 1)),
+            ..midway(Some("name"))
+        },
+        Frame {
+            percentage: 100_000.0,
+            transferred: u64::MAX,
+            ..midway(None)
+        },
+    ];
+    for format in formats {
+        for frame in &frames {
+            let mut had_percentage = true;
+            for width in (1..=120).rev() {
+                let got = line(format, frame, width);
+                assert!(
+                    display_width(&got) <= width,
+                    "{format:?} at {width}: {got:?} is {} wide",
+                    display_width(&got)
+                );
+                // Once the percentage is there, it stays while it has room (a narrower line
+                // may have lost it: then it does not come back).
+                let shown = got.contains('%');
+                // Room for the percentage once every literal is shown.
+                let literals: usize = Format::parse(format)
+                    .segments
+                    .iter()
+                    .map(|s| match s {
+                        Segment::Literal(text) => display_width(text),
+                        _ => 0,
+                    })
+                    .sum();
+                let room = format!(" {:3}%", frame.percentage as i64).len() + literals;
+                if frame.size > 0 && format.contains("%p") && width >= room {
+                    assert!(
+                        shown || !had_percentage,
+                        "{format:?} at {width}: percentage lost: {got:?}"
+                    );
+                }
+                had_percentage = shown;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_default_line_keeps_the_percentage_down_to_4_columns() {
+    for name in [None, Some("raw"), Some("a-rather-long-name")] {
+        for percentage in [0.0, 37.5, 99.9, 100.0, 250.0] {
+            let frame = Frame {
+                percentage,
+                ..midway(name)
+            };
+            let want = format!("{:3}%", percentage as i64);
+            for width in 4..=200 {
+                let got = line("%N %b %t %r %p %e", &frame, width);
+                assert!(
+                    got.contains(&want),
+                    "{name:?} {percentage} at {width}: {got:?}"
+                );
+                assert!(display_width(&got) <= width);
+            }
+            assert_eq!(line("%N %b %t %r %p %e", &frame, 3), "");
+        }
+    }
+}
+
+#[test]
+fn numeric_lines_are_never_cut() {
+    let frame = Frame {
+        numeric: true,
+        ..midway(Some("a name that is long"))
+    };
+    let got = line("%t %b %r %N", &frame, 10);
+    assert_eq!(got, "3.0000 157286400 52428800.0000 a name that is long:");
 }

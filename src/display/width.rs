@@ -24,9 +24,61 @@ pub fn display_width(text: &str) -> usize {
     width
 }
 
+/// The longest start of `text` that is at most `width` columns wide, with every CSI escape
+/// of the whole text kept (they take no columns, and a colour reset at the end must stay).
+pub fn cut_to_width(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut used = 0;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            out.push(c);
+            out.extend(chars.next());
+            while let Some(p) = chars.next_if(|&p| p.is_ascii_digit() || p == ';') {
+                out.push(p);
+            }
+            out.extend(chars.next());
+            continue;
+        }
+        let w = c.width().unwrap_or(0);
+        if used + w <= width {
+            used += w;
+            out.push(c);
+        } else {
+            // Nothing after this character is shown; a wide one that does not fit is not
+            // replaced by a narrow one further on.
+            used = width + 1;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::display_width;
+    use super::{cut_to_width, display_width};
+
+    #[test]
+    fn cutting_keeps_whole_characters_and_every_escape() {
+        let table: &[(&str, usize, &str)] = &[
+            ("abcdef", 3, "abc"),
+            ("abc", 10, "abc"),
+            ("日本語", 3, "日"),
+            ("日本語", 4, "日本"),
+            ("a日b", 2, "a"),
+            (
+                "\x1b[31mabc\x1b[0mdef\x1b[m",
+                4,
+                "\x1b[31mabc\x1b[0md\x1b[m",
+            ),
+            ("abc", 0, ""),
+            ("e\u{301}x", 1, "e\u{301}"),
+        ];
+        for &(text, width, want) in table {
+            let got = cut_to_width(text, width);
+            assert_eq!(got, want, "{text:?} at {width}");
+            assert!(display_width(&got) <= width);
+        }
+    }
 
     #[test]
     fn widths() {

@@ -69,6 +69,10 @@ impl InputSpec {
     /// Opens the input and stats it.
     pub fn open(&self) -> io::Result<(Source<'_>, FileInfo)> {
         let source = match &self.source {
+            // Closed when rpv started (Rust's runtime put /dev/null there).
+            InputSource::Stdin if crate::stdio::stdin_was_closed() => {
+                return Err(io::Error::from_raw_os_error(libc::EBADF));
+            }
             InputSource::Stdin => Source::Borrowed(sys::stdin_fd()),
             InputSource::Fd(fd) => Source::Borrowed(fd.as_fd()),
             InputSource::Path(path) => Source::File(File::open(path)?),

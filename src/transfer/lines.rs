@@ -19,6 +19,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::linememo::{self, Memo};
 use super::{grow_pipe, Engine, Path, Step, COPY_CHUNK};
+use crate::error::{status, Error};
+use crate::meter::Event;
 use crate::sys::{self, FileInfo, FileKind, FileMap};
 
 /// Bytes counted per read of the private pipe or pread of the file: small enough to stay in
@@ -66,7 +68,7 @@ pub(super) fn choose(info: &FileInfo, out: &FileInfo, budgets: bool) -> Option<P
 
 impl Engine<'_> {
     /// One tee + splice + count round on a pipe input.
-    pub(super) fn tee_lines_step(&mut self, fd: BorrowedFd<'_>) -> Step {
+    pub(super) fn tee_lines_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
         if self.limiter.is_some() {
             // A line limit set by -R: budgets need read/write (the private pipe is empty
             // between steps, so nothing is lost).
@@ -138,9 +140,23 @@ impl Engine<'_> {
                 },
             }
         }
-        let lines = self.drain_side(n, moved);
+        let (lines, failure) = self.drain_side(n, moved);
         self.read += moved as u64;
         self.account(moved, lines);
+        if let Some((uncounted, e)) = failure {
+            // The bytes went out, but some were never counted: say so (status 16), and count
+            // the rest of this input on the read/write path.
+            self.progress.emit(Event::Error(Error::other(
+                status::TRANSFER,
+                format!(
+                    "{name}: line count is short: {uncounted} bytes could not be counted: {}",
+                    sys::strerror(&e)
+                ),
+            )));
+            if end.is_none() {
+                end = Some(Step::Fallback);
+            }
+        }
         match end {
             None => Step::Continue,
             Some(Step::End) => self.output_gone(),
@@ -149,7 +165,7 @@ impl Engine<'_> {
     }
 
     /// One splice (or copy_file_range) from a regular file, then a count of the same range.
-    pub(super) fn file_lines_step(&mut self, fd: BorrowedFd<'_>) -> Step {
+    pub(super) fn file_lines_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
         if self.limiter.is_some() {
             // A line limit set by -R: budgets need read/write, from the current offset.
             return Step::Fallback;
@@ -192,26 +208,52 @@ impl Engine<'_> {
         match result {
             Ok(0) => Step::NextInput,
             Ok(n) => {
-                let lines = self.count_file_range(fd, pos, n);
+                let counted = self.count_file_range(fd, pos, n);
                 self.line_state.pos = Some(pos + n as u64);
                 self.read += n as u64;
-                self.account(n, lines);
-                Step::Continue
+                match counted {
+                    Ok(lines) => {
+                        self.account(n, lines);
+                        Step::Continue
+                    }
+                    Err(e) => {
+                        // The bytes went out uncounted: say so, and count the rest of this
+                        // input on the read/write path (from the same offset).
+                        self.account(n, 0);
+                        self.progress.emit(Event::Error(Error::other(
+                            status::TRANSFER,
+                            format!(
+                                "{name}: line count is short: up to {n} bytes could not be \
+                                 counted: {}",
+                                sys::strerror(&e)
+                            ),
+                        )));
+                        Step::Fallback
+                    }
+                }
             }
             Err(e) => self.zero_copy_failed(fd, &e),
         }
     }
 
-    /// Separators in the file range `[pos, pos + n)` (the bytes already went out).
-    fn count_file_range(&mut self, fd: BorrowedFd<'_>, pos: u64, n: usize) -> u64 {
+    /// Separators in the file range `[pos, pos + n)` (the bytes already went out), or the
+    /// error that kept some of them from being counted.
+    fn count_file_range(&mut self, fd: BorrowedFd<'_>, pos: u64, n: usize) -> io::Result<u64> {
         let sep = self.settings.separator;
         let LineState {
             window, buf, memo, ..
         } = &mut self.line_state;
         match memo {
-            Some(memo) => memo.lines(pos, pos + n as u64, |lo, hi| {
-                count_range(window, buf, fd, lo, hi - lo, sep)
-            }),
+            Some(memo) => {
+                let mut failed = None;
+                let lines = memo.lines(pos, pos + n as u64, |lo, hi| {
+                    count_range(window, buf, fd, lo, hi - lo, sep).unwrap_or_else(|e| {
+                        failed = Some(e);
+                        0
+                    })
+                });
+                failed.map_or(Ok(lines), Err)
+            }
             None => count_range(window, buf, fd, pos, n as u64, sep),
         }
     }
@@ -235,30 +277,45 @@ impl Engine<'_> {
     }
 
     /// Reads the `n` bytes tee put in the private pipe and counts the separators in the first
-    /// `counted` of them. On a read error the private pipe is dropped (a new one is made).
-    fn drain_side(&mut self, n: usize, counted: usize) -> u64 {
+    /// `counted` of them. Interruptions and EAGAIN (the pipe is rpv's own and blocking, so
+    /// only a neighbour's or a test's doing) are retried a while. Any other failure drops the
+    /// private pipe (a new one is made) and comes back with how many of the `counted` bytes
+    /// were not counted.
+    fn drain_side(&mut self, n: usize, counted: usize) -> (u64, Option<(usize, io::Error)>) {
+        /// Retries of EINTR/EAGAIN in a row before giving up.
+        const RETRIES: u32 = 100;
         let sep = self.settings.separator;
         let state = &mut self.line_state;
         let Some((side_r, _, _)) = state.side.as_ref() else {
-            return 0;
+            return (0, None);
         };
-        let (mut done, mut lines) = (0, 0);
+        let (mut done, mut lines, mut retries) = (0, 0, 0);
         while done < n {
             let want = (n - done).min(state.buf.len());
-            match sys::read(side_r.as_fd(), &mut state.buf[..want]) {
+            let e = match sys::read(side_r.as_fd(), &mut state.buf[..want]) {
                 Ok(k) if k > 0 => {
                     let count_to = k.min(counted.saturating_sub(done));
                     lines += count(&state.buf[..count_to], sep);
                     done += k;
+                    retries = 0;
+                    continue;
                 }
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                _ => {
-                    state.side = None;
-                    break;
+                // The write end is ours and open: end of file cannot happen.
+                Ok(_) => io::Error::from(io::ErrorKind::UnexpectedEof),
+                Err(e) => e,
+            };
+            let retry = matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN));
+            if retry && retries < RETRIES {
+                retries += 1;
+                if e.raw_os_error() == Some(libc::EAGAIN) {
+                    let _ = sys::poll_one(side_r.as_fd(), libc::POLLIN, 10);
                 }
+                continue;
             }
+            state.side = None;
+            return (lines, Some((counted.saturating_sub(done), e)));
         }
-        lines
+        (lines, None)
     }
 }
 
@@ -270,7 +327,8 @@ fn count(data: &[u8], sep: u8) -> u64 {
 /// Separators in `[pos, pos + n)` of the regular file `fd`, counted from a read-only mapping
 /// (`window`, moved forward as needed and kept for the next call) so no byte is copied; what
 /// cannot be mapped (the file shrank, mmap refused, or pages vanished under the mapping
-/// because another process truncated the file) is counted with `pread` into `buf`.
+/// because another process truncated the file) is counted with `pread` into `buf`. Bytes
+/// no longer in the file are not counted; a failed `pread` is an error.
 fn count_range(
     window: &mut Option<(u64, FileMap)>,
     buf: &mut Vec<u8>,
@@ -278,7 +336,7 @@ fn count_range(
     pos: u64,
     n: u64,
     sep: u8,
-) -> u64 {
+) -> io::Result<u64> {
     let end = pos + n;
     let (mut at, mut lines) = (pos, 0);
     while at < end {
@@ -320,32 +378,48 @@ fn count_range(
         at = start + to as u64;
     }
     if at < end {
-        lines += pread_count(buf, fd, at, end - at, sep);
+        lines += pread_count(buf, fd, at, end - at, sep)?;
     }
-    lines
+    Ok(lines)
 }
 
-/// Separators in `[pos, pos + n)` read with `pread` into `buf`; stops early at end of file or
-/// on an error (the rest stays uncounted).
-fn pread_count(buf: &mut Vec<u8>, fd: BorrowedFd<'_>, pos: u64, n: u64, sep: u8) -> u64 {
+/// Separators in `[pos, pos + n)` read with `pread` into `buf`; stops early at end of file
+/// (the file shrank: those bytes are gone). EINTR and EAGAIN are retried a while; any other
+/// failure is an error.
+fn pread_count(
+    buf: &mut Vec<u8>,
+    fd: BorrowedFd<'_>,
+    pos: u64,
+    n: u64,
+    sep: u8,
+) -> io::Result<u64> {
+    /// Retries of EINTR/EAGAIN in a row before giving up.
+    const RETRIES: u32 = 100;
     if buf.is_empty() {
         *buf = vec![0; COUNT_CHUNK];
     }
-    let (mut done, mut lines) = (0u64, 0);
+    let (mut done, mut lines, mut retries) = (0u64, 0, 0);
     while done < n {
         let want = usize::try_from(n - done)
             .unwrap_or(usize::MAX)
             .min(buf.len());
         match sys::pread(fd, &mut buf[..want], pos + done) {
-            Ok(k) if k > 0 => {
+            Ok(0) => break,
+            Ok(k) => {
                 lines += count(&buf[..k], sep);
                 done += k as u64;
+                retries = 0;
             }
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            _ => break,
+            Err(e)
+                if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN))
+                    && retries < RETRIES =>
+            {
+                retries += 1;
+            }
+            Err(e) => return Err(e),
         }
     }
-    lines
+    Ok(lines)
 }
 
 /// Separators from `from` to the end of the regular file `fd` (for `-l` size detection),
@@ -365,7 +439,7 @@ pub(crate) fn count_to_end(
         // Count block by block and keep the counts for the transfer (FileLines).
         let mut memo = Memo::new(version, sep, from);
         while let Some((lo, hi)) = memo.next_block() {
-            let n = count_range(&mut window, &mut buf, fd, lo, hi - lo, sep);
+            let n = count_range(&mut window, &mut buf, fd, lo, hi - lo, sep)?;
             memo.counts.push(u32::try_from(n).unwrap_or(u32::MAX));
             lines += n;
         }
@@ -381,7 +455,7 @@ pub(crate) fn count_to_end(
             from,
             size.saturating_sub(from),
             sep,
-        );
+        )?;
     }
     // The file may have grown since fstat: count the rest as pread finds it.
     let mut at = size.max(from);
@@ -411,13 +485,29 @@ mod tests {
         let (mut window, mut buf) = (None, Vec::new());
         // Map it by counting the first page, then truncate to one page.
         assert_eq!(
-            count_range(&mut window, &mut buf, file.as_fd(), 0, 4096, b'\n'),
+            count_range(&mut window, &mut buf, file.as_fd(), 0, 4096, b'\n').unwrap(),
             4096
         );
         file.set_len(4096 + 10).unwrap();
         // The rest of the old range: only the 10 bytes still in the file are counted, and
         // the process survives the vanished pages.
-        let n = count_range(&mut window, &mut buf, file.as_fd(), 4096, 2 * 4096, b'\n');
+        let n = count_range(&mut window, &mut buf, file.as_fd(), 4096, 2 * 4096, b'\n').unwrap();
         assert_eq!(n, 10);
+    }
+
+    #[test]
+    fn a_range_that_cannot_be_read_is_an_error_not_a_short_count() {
+        // Write-only: it cannot be mapped for reading (EACCES) nor read with pread (EBADF).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, [b'\n'; 8192]).unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let (mut window, mut buf) = (None, Vec::new());
+        let e = count_range(&mut window, &mut buf, file.as_fd(), 0, 8192, b'\n').unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+        // Past the end of the file there is nothing to count: not an error.
+        let file = std::fs::File::open(&path).unwrap();
+        let n = count_range(&mut window, &mut buf, file.as_fd(), 8100, 200, b'\n').unwrap();
+        assert_eq!(n, 92);
     }
 }

@@ -42,6 +42,10 @@ const PIPE_SIZE: usize = 1 << 20;
 const COPY_CHUNK: usize = 8 << 20;
 /// Default read/write buffer (`-B` overrides).
 pub const DEFAULT_BUFFER: usize = 256 << 10;
+/// Largest read/write buffer (`-B`, also set by `-R`): 1 GiB. Each read and write moves at
+/// most one buffer, and the kernel hands out far less per call on pipes and sockets, so a
+/// larger buffer only costs memory. Larger values are capped to this.
+pub const MAX_BUFFER: usize = 1 << 30;
 
 /// How one input is moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -331,10 +335,13 @@ impl<'a> Engine<'a> {
         sys::advise_sequential(fd);
         self.errors_in_a_row = 0;
         self.warned = false;
-        if self.settings.modifiers.direct {
-            // Refused on some filesystems: then the input is read through the cache.
-            let _ = sys::set_status_flag(fd, libc::O_DIRECT, true);
-        }
+        // Refused on some filesystems: then the input is read through the cache. The flag
+        // goes back as it was when this input ends (stdin may be shared).
+        let _direct = if self.settings.modifiers.direct {
+            output::DirectGuard::set(fd)
+        } else {
+            None
+        };
         let mut path = self.choose_path(info, fd);
         self.progress.emit(Event::PathChosen {
             input: self.input,
@@ -445,7 +452,7 @@ impl<'a> Engine<'a> {
         }
         let size = control.buffer_size.load(Ordering::Relaxed);
         if size != progress::Control::UNSET && size > 0 {
-            self.buffer_size = usize::try_from(size).unwrap_or(usize::MAX).min(1 << 30);
+            self.buffer_size = usize::try_from(size).unwrap_or(usize::MAX).min(MAX_BUFFER);
         }
     }
 
@@ -501,8 +508,8 @@ impl<'a> Engine<'a> {
         match path {
             Path::Splice if self.adaptive.coalescing => return self.coalesce_step(fd, name),
             Path::Zero => return self.zero_step(),
-            Path::TeeLines => return self.tee_lines_step(fd),
-            Path::FileLines => return self.file_lines_step(fd),
+            Path::TeeLines => return self.tee_lines_step(fd, name),
+            Path::FileLines => return self.file_lines_step(fd, name),
             _ => {}
         }
         let want = match path {
@@ -561,7 +568,10 @@ impl<'a> Engine<'a> {
             size
         };
         if self.buf.len() != size && self.pending.0 == self.pending.1 {
-            self.buf = AlignedBuf::new(size);
+            match AlignedBuf::new(size) {
+                Ok(buf) => self.buf = buf,
+                Err(e) => return self.buffer_failed(&e),
+            }
             self.progress
                 .counters
                 .buffer_capacity
@@ -686,7 +696,7 @@ impl<'a> Engine<'a> {
                 let _ = sys::set_status_flag(fd, libc::O_DIRECT, false);
                 Step::Continue
             }
-            _ if self.settings.skip_errors > 0 => self.skip_read_error(fd, name, e),
+            _ if self.settings.skip_errors > 0 && skippable(e) => self.skip_read_error(fd, name, e),
             _ => {
                 let err = clone_error(e);
                 let name = name.to_string();
@@ -699,9 +709,11 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// `-E`: go on past a read error (spec 3.11): seek forward by the skip amount and write
-    /// zeros in place of the unreadable bytes, so the output keeps its length and every
-    /// readable byte stays at its offset.
+    /// `-E`: go on past a read error: seek forward by the skip amount and write zeros in
+    /// place of the unreadable bytes, so every readable byte stays at its offset. A skip
+    /// never goes past the end of the input (the size of a regular file or block device), so
+    /// the output keeps the input's length; other inputs are not skipped (pv skips blindly,
+    /// and a read error on the last partial block made its output longer than its input).
     fn skip_read_error(&mut self, fd: BorrowedFd<'_>, name: &str, e: &io::Error) -> Step {
         self.progress.fail(status::TRANSFER);
         if !self.warned {
@@ -724,13 +736,25 @@ impl<'a> Engine<'a> {
                 return Step::NextInput;
             }
         };
+        let Some(end) = input_end(fd, offset) else {
+            self.progress.emit(Event::Error(Error::other(
+                status::TRANSFER,
+                format!("{name}: read errors are skipped only in regular files and block devices"),
+            )));
+            return Step::NextInput;
+        };
+        if offset >= end {
+            // Nothing left to skip to: the error was at (or past) the end.
+            return Step::NextInput;
+        }
         self.errors_in_a_row += 1;
         let amount = skip_amount(self.settings.skip_block, self.errors_in_a_row);
-        // Jump to the next multiple of the amount (pv's rounding).
-        let mut skip = amount - (offset + amount) % amount;
+        // Jump to the next multiple of the amount (pv's rounding), but not past the end.
+        let mut skip = amount - offset % amount;
         skip = skip
             .min(self.buf.len() as u64)
             .min(self.stop_remaining().unwrap_or(u64::MAX))
+            .min(end - offset)
             .max(1);
         if sys::lseek(fd, (offset + skip) as i64, libc::SEEK_SET).is_err() {
             skip = 1;
@@ -754,6 +778,21 @@ impl<'a> Engine<'a> {
             to: offset + skip,
             shown: self.settings.skip_errors == 1,
         });
+        Step::Continue
+    }
+
+    /// The read/write buffer could not be allocated: the end of the transfer with pv's
+    /// message and status 64, or, when `-R -B` asked for a new size, the old buffer goes on.
+    fn buffer_failed(&mut self, e: &io::Error) -> Step {
+        let message = format!("buffer allocation failed: {}", sys::strerror(e));
+        if self.buf.is_empty() {
+            self.progress.outcome.aborted.store(true, Ordering::Relaxed);
+            self.progress
+                .emit(Event::Error(Error::other(status::USAGE, message)));
+            return Step::End;
+        }
+        self.buffer_size = self.buf.len();
+        self.progress.emit(Event::Error(Error::other(0, message)));
         Step::Continue
     }
 
@@ -816,6 +855,33 @@ fn clone_error(e: &io::Error) -> io::Error {
     match e.raw_os_error() {
         Some(errno) => io::Error::from_raw_os_error(errno),
         None => io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
+/// True for the read errors `-E` skips: media errors, after which the next blocks may well
+/// read fine (EIO from a bad sector or a failing device, EBADMSG/EUCLEAN from a checksum
+/// that does not match, ENODATA from drivers that report an unreadable sector so). Any other
+/// error (EISDIR, EINVAL, EBADF, ENXIO, ENOMEM...) would fail the same way at every offset,
+/// so that input ends with the error reported, as without `-E`.
+fn skippable(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO | libc::EBADMSG | libc::EUCLEAN | libc::ENODATA)
+    )
+}
+
+/// Where an input being read at `offset` ends, for `-E`: the size of a regular file, or of a
+/// block device (found by seeking to its end, then back to `offset`). None for other kinds.
+fn input_end(fd: BorrowedFd<'_>, offset: u64) -> Option<u64> {
+    let info = sys::fstat(fd).ok()?;
+    match info.kind {
+        FileKind::Regular => Some(info.size),
+        FileKind::Block => {
+            let end = sys::lseek(fd, 0, libc::SEEK_END).ok();
+            sys::lseek(fd, i64::try_from(offset).ok()?, libc::SEEK_SET).ok()?;
+            end
+        }
+        _ => None,
     }
 }
 

@@ -8,9 +8,11 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 
-use crate::sys;
+use crate::sys::{self, FileKind};
 
 /// Block size for sparse detection and direct-I/O alignment.
 pub const BLOCK: usize = 4096;
@@ -23,6 +25,8 @@ pub struct Writer<'a> {
     sparse: bool,
     sync: bool,
     direct: bool,
+    /// Puts the output's O_DIRECT flag back as it was when the writer is dropped.
+    _direct_guard: Option<DirectGuard<'a>>,
     /// The last sparse write ended in a hole, so the file must be extended at the end.
     hole_at_end: bool,
 }
@@ -48,14 +52,16 @@ impl<'a> Writer<'a> {
         if m.sparse && append && seekable {
             let _ = sys::lseek(fd, 0, libc::SEEK_END);
         }
-        // O_DIRECT may be refused (tmpfs, pipes): then plain writes are used.
-        let direct = m.direct && sys::set_status_flag(fd, libc::O_DIRECT, true).is_ok();
+        // O_DIRECT only where it bypasses a cache (not on pipes, tmpfs refuses it): else
+        // plain writes are used.
+        let direct_guard = if m.direct { DirectGuard::set(fd) } else { None };
         Writer {
             fd,
             discard: m.discard,
             sparse: m.sparse && seekable && !append,
             sync: m.sync,
-            direct,
+            direct: direct_guard.is_some(),
+            _direct_guard: direct_guard,
             hole_at_end: false,
         }
     }
@@ -71,12 +77,29 @@ impl<'a> Writer<'a> {
             self.write_all(data)?;
         }
         if self.sync {
-            match sys::fdatasync(self.fd) {
-                Err(e) if e.raw_os_error() == Some(libc::EIO) => return Err(e),
-                _ => {}
-            }
+            self.sync_data()?;
         }
         Ok(())
+    }
+
+    /// `-Y`: flushes what was written to the device. Only "this kind of file cannot be
+    /// synced" (EINVAL, EROFS: pipes, sockets, some devices) is ignored, and syncing stops
+    /// there; any other failure (EIO, ENOSPC, EDQUOT: since Linux 4.13 fdatasync reports
+    /// write-back errors) means the data may not be stored, so it is a write error.
+    fn sync_data(&mut self) -> io::Result<()> {
+        loop {
+            return match sys::fdatasync(self.fd) {
+                Ok(()) => Ok(()),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EINVAL | libc::EROFS) => {
+                        self.sync = false;
+                        Ok(())
+                    }
+                    _ => Err(e),
+                },
+            };
+        }
     }
 
     fn write_sparse(&mut self, data: &[u8]) -> io::Result<()> {
@@ -139,6 +162,75 @@ impl<'a> Writer<'a> {
     }
 }
 
+/// Duplicates of the descriptors rpv turned O_DIRECT on for and that did not have it before
+/// (see [`DirectGuard`]), by guard id. Changed once per input, never per chunk.
+static DIRECT_SET: Mutex<Vec<(u64, OwnedFd)>> = Mutex::new(Vec::new());
+/// The next [`DirectGuard`] id.
+static NEXT_GUARD: AtomicU64 = AtomicU64::new(0);
+
+/// `-K`: O_DIRECT on a descriptor for as long as the guard lives. The open file description
+/// may be shared with other processes (a shell's redirection), and O_DIRECT makes their
+/// unaligned reads and writes fail (`{ rpv -K f; echo done; } > out` lost "done"), so when
+/// the guard drops (the input or the run ended) the flag goes back to what it was.
+#[derive(Debug)]
+pub struct DirectGuard<'a> {
+    fd: BorrowedFd<'a>,
+    /// Set when rpv set the flag (it was clear before): the flag is cleared at the end.
+    restore: Option<u64>,
+}
+
+impl<'a> DirectGuard<'a> {
+    /// Sets O_DIRECT on `fd` if it is a regular file or a block device; None if it is not,
+    /// or if the kernel refuses (tmpfs). Never on a pipe: there O_DIRECT means "packet
+    /// mode", where each write is a packet and a reader asking for less than a packet loses
+    /// the rest of it (`rpv -K file | dd bs=1000` kept a quarter of the data).
+    pub fn set(fd: BorrowedFd<'a>) -> Option<DirectGuard<'a>> {
+        let kind = sys::fstat(fd).ok()?.kind;
+        if !matches!(kind, FileKind::Regular | FileKind::Block) {
+            return None;
+        }
+        let flags = sys::status_flags(fd).ok()?;
+        if flags & libc::O_DIRECT != 0 {
+            return Some(DirectGuard { fd, restore: None });
+        }
+        sys::set_status_flag(fd, libc::O_DIRECT, true).ok()?;
+        let id = NEXT_GUARD.fetch_add(1, Ordering::Relaxed);
+        // A duplicate shares the open file description: `restore_direct_flags` can clear
+        // the flag through it without knowing whether `fd` is still open.
+        if let (Ok(dup), Ok(mut set)) = (fd.try_clone_to_owned(), DIRECT_SET.lock()) {
+            set.push((id, dup));
+        }
+        Some(DirectGuard {
+            fd,
+            restore: Some(id),
+        })
+    }
+}
+
+impl Drop for DirectGuard<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.restore else {
+            return;
+        };
+        if let Ok(mut set) = DIRECT_SET.lock() {
+            set.retain(|(i, _)| *i != id);
+        }
+        let _ = sys::set_status_flag(self.fd, libc::O_DIRECT, false);
+    }
+}
+
+/// Clears O_DIRECT again wherever a live [`DirectGuard`] set it: for exits that do not wait
+/// for the data thread to drop its guards (an interrupt).
+pub fn restore_direct_flags() {
+    let set = DIRECT_SET
+        .lock()
+        .map(|mut set| std::mem::take(&mut *set))
+        .unwrap_or_default();
+    for (_, dup) in set {
+        let _ = sys::set_status_flag(dup.as_fd(), libc::O_DIRECT, false);
+    }
+}
+
 /// A byte buffer whose usable part starts on a [`BLOCK`] boundary (for O_DIRECT).
 #[derive(Debug, Default)]
 pub struct AlignedBuf {
@@ -148,15 +240,26 @@ pub struct AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// A zeroed buffer of `len` bytes aligned to [`BLOCK`].
-    pub fn new(len: usize) -> AlignedBuf {
-        let storage = vec![0u8; len + BLOCK];
+    /// A zeroed buffer of `len` bytes aligned to [`BLOCK`], or ENOMEM if the system refuses
+    /// that much memory (never an abort: `-B` comes from the user).
+    ///
+    /// The same amount is first reserved and released (a fallible allocation), then
+    /// allocated zeroed: that allocation does not touch the pages, so a large `-B` costs
+    /// memory only as data passes through it (filling it with zeros would make `-B 1G` take
+    /// a second and 1 GiB of memory before the first byte moves).
+    pub fn new(len: usize) -> io::Result<AlignedBuf> {
+        let no_memory = || io::Error::from_raw_os_error(libc::ENOMEM);
+        let total = len.checked_add(BLOCK).ok_or_else(no_memory)?;
+        let mut probe: Vec<u8> = Vec::new();
+        probe.try_reserve_exact(total).map_err(|_| no_memory())?;
+        drop(probe);
+        let storage = vec![0u8; total];
         let offset = storage.as_ptr().align_offset(BLOCK).min(BLOCK);
-        AlignedBuf {
+        Ok(AlignedBuf {
             storage,
             offset,
             len,
-        }
+        })
     }
 }
 
@@ -180,9 +283,23 @@ mod tests {
     #[test]
     fn aligned_buffer_is_aligned_and_sized() {
         for len in [1, 4095, 4096, 65537] {
-            let b = AlignedBuf::new(len);
+            let b = AlignedBuf::new(len).unwrap();
             assert_eq!(b.len(), len);
             assert_eq!(b.as_ptr() as usize % super::BLOCK, 0);
+            assert!(b.iter().all(|&x| x == 0));
+        }
+    }
+
+    #[test]
+    fn impossible_sizes_are_an_error_not_a_panic_or_abort() {
+        for len in [
+            usize::MAX,
+            usize::MAX - super::BLOCK + 1,
+            usize::MAX / 2,
+            1 << 62,
+        ] {
+            let e = AlignedBuf::new(len).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ENOMEM), "{len}");
         }
     }
 }

@@ -117,16 +117,25 @@ impl Progress {
         self.outcome.status.load(Ordering::Relaxed)
     }
 
-    /// Queues an event (an error's exit bits are counted at once) and wakes the display.
-    /// Rare path: takes a lock and may allocate.
+    /// Queues an event (an error's exit bits are counted at once). Messages wake the
+    /// display, so they show at once; the rest (an input opened or done, a path chosen)
+    /// wait for its next update, which costs the data thread no system call. Rare path:
+    /// takes a lock and may allocate.
     pub fn emit(&self, event: Event) {
-        if let Event::Error(e) | Event::InputFailed { error: e, .. } = &event {
-            self.fail(e.exit_bits());
-        }
+        let urgent = match &event {
+            Event::Error(e) | Event::InputFailed { error: e, .. } => {
+                self.fail(e.exit_bits());
+                true
+            }
+            Event::ReadErrorSkipped { .. } | Event::OutputGone | Event::Trace(_) => true,
+            _ => false,
+        };
         if let Ok(mut queue) = self.events.lock() {
             queue.push(event);
         }
-        self.waker.wake();
+        if urgent {
+            self.waker.wake();
+        }
     }
 
     /// Takes all queued events.

@@ -208,6 +208,36 @@ fn remote_removes_a_limit_and_the_transfer_completes() {
 }
 
 #[test]
+fn remote_buffer_sizes_past_the_cap_are_capped_and_past_64_bits_refused() {
+    let dir = Dir::new();
+    let data = crate::util::data(1 << 20, 8);
+    let input = dir.file("in", &data);
+    let output = dir.path("out");
+    let mut target = Target::start(&[
+        "-q",
+        "-C",
+        "-L",
+        "100k",
+        crate::util::s(&input),
+        "-o",
+        crate::util::s(&output),
+    ]);
+    // Capped at 1 GiB on the way (pv 1.11 would try to allocate 16 EiB).
+    target.remote(&["-B", "18446744073709551615"]);
+    let pid = target.pid();
+    let refused = target
+        .client(&["-R", &pid, "-B", "18446744073709551616"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(64));
+    target.remote(&["-B", "3", "-L", "0"]);
+    assert_eq!(target.wait(20), Some(0));
+    let stderr = String::from_utf8_lossy(&target.stderr.lock().unwrap()).into_owned();
+    assert_eq!(stderr, "");
+    crate::util::assert_same(&std::fs::read(&output).unwrap(), &data, "-R -B output");
+}
+
+#[test]
 fn remote_changes_only_the_options_given() {
     // Timer only, a name, a fast interval and a limit: -R -N must keep all of them.
     let target = Target::start(&[

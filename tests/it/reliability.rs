@@ -1,0 +1,590 @@
+//! Regressions of the reliability review, one or more tests per defect: `-E` on inputs that
+//! fail the same way everywhere, skips past the end of a file, values that do not fit, huge
+//! buffers, closed standard streams, `-Y` sync errors, `-K` flags left behind, misspelt `-x`.
+
+use std::fs::File;
+use std::process::Stdio;
+
+use crate::util::{assert_same, data, err, rpv, run_with_input, s, wait_within, Dir};
+
+/// Runs `args` with stdout to a file; returns (output bytes, stderr, exit code), failing the
+/// test if rpv runs longer than 20 s (the defects here made it run forever).
+fn run_to_file(args: &[&str], env: &[(&str, &str)]) -> (Vec<u8>, String, Option<i32>) {
+    let dir = Dir::new();
+    let out_path = dir.path("out");
+    let mut cmd = rpv(args);
+    cmd.envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(File::create(&out_path).unwrap())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let status = wait_within(&mut child, 20.0, &format!("{args:?}"));
+    let stderr = crate::util::stderr_of(&mut child);
+    (std::fs::read(&out_path).unwrap(), stderr, status.code())
+}
+
+// ---- D1: -E / -Z on a directory (EISDIR at every offset) ----
+
+#[test]
+fn skip_errors_on_a_directory_reports_it_once_and_goes_on() {
+    let dir = Dir::new();
+    let sub = dir.path("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let file = dir.file("file", &data(5000, 1));
+    for flags in [
+        &["-E"][..],
+        &["-EE"],
+        &["-Z", "1K"],
+        &["-E", "-C", "-B", "4096"],
+    ] {
+        let mut args = vec!["-q"];
+        args.extend_from_slice(flags);
+        args.extend([s(&sub), s(&file)]);
+        let (out, stderr, code) = run_to_file(&args, &[]);
+        assert_same(
+            &out,
+            &data(5000, 1),
+            &format!("{flags:?}: only the file's bytes"),
+        );
+        assert_eq!(
+            stderr,
+            format!("rpv: {}: read failed: Is a directory\n", s(&sub)),
+            "{flags:?}"
+        );
+        assert_eq!(code, Some(16), "{flags:?}");
+    }
+}
+
+// ---- D5: a skip never goes past the end of the input ----
+
+#[test]
+fn a_read_error_in_the_last_partial_block_keeps_the_input_length() {
+    let dir = Dir::new();
+    let input = data(3_000_000, 2);
+    let path = dir.file("disk", &input);
+    // The last 4096-byte block starts at 2998272 and has 1728 bytes: it cannot be read.
+    for flags in [
+        &["-E", "-Z", "4096", "-C", "-B", "4096"][..],
+        &["-E", "-Z", "1M"],
+        &["-EE"],
+    ] {
+        let mut args = vec!["-q"];
+        args.extend_from_slice(flags);
+        args.push(s(&path));
+        let (out, stderr, code) =
+            run_to_file(&args, &[("RPV_TEST_READ_ERRORS", "2998272-3000000")]);
+        assert_eq!(out.len(), input.len(), "{flags:?}: {stderr}");
+        assert_same(
+            &out[..2_998_272],
+            &input[..2_998_272],
+            "before the bad block",
+        );
+        assert!(out[2_998_272..].iter().all(|&b| b == 0), "{flags:?}: zeros");
+        assert_eq!(code, Some(16), "{flags:?}");
+        if flags.starts_with(&["-E", "-Z"]) {
+            assert!(
+                stderr.contains("skipped past read error: 2998272 - 3000000 (1728 B)"),
+                "{flags:?}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn skipped_errors_in_the_middle_still_keep_aligned_blocks() {
+    let dir = Dir::new();
+    let input = data(100_000, 3);
+    let path = dir.file("disk", &input);
+    let (out, stderr, _) = run_to_file(
+        &["-q", "-E", "-Z", "4096", s(&path)],
+        &[("RPV_TEST_READ_ERRORS", "10-11,99999-100000")],
+    );
+    assert!(
+        stderr.contains("skipped past read error: 10 - 4096 (4086 B)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("skipped past read error: 99999 - 100000 (1 B)"),
+        "{stderr}"
+    );
+    assert_eq!(out.len(), input.len());
+    assert_same(
+        &out[4096..99_999],
+        &input[4096..99_999],
+        "between the errors",
+    );
+}
+
+#[test]
+fn the_largest_skip_block_still_skips_within_the_file() {
+    // -Z 2^64-1: rounding the skip must not overflow; it is cut at the buffer and the end.
+    let dir = Dir::new();
+    let input = data(300_000, 10);
+    let path = dir.file("disk", &input);
+    let (out, stderr, code) = run_to_file(
+        &["-q", "-E", "-Z", "18446744073709551615", s(&path)],
+        &[("RPV_TEST_READ_ERRORS", "100000-100001")],
+    );
+    assert_eq!(code, Some(16), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.len(), input.len());
+    assert_same(&out[..100_000], &input[..100_000], "before the error");
+}
+
+// ---- D6 / D3: option values that do not fit, huge buffers ----
+
+#[test]
+fn sizes_past_64_bits_are_refused_before_any_data_moves() {
+    for args in [
+        &["-S", "-s", "18446744073709551617"][..],
+        &["-S", "-s", "18446744073709552616"],
+        &["-L", "18446744073709551617"],
+        &["-B", "99999999999999999999999999999999999999"],
+    ] {
+        let out = run_with_input(rpv(args), b"hello");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(
+            err(&out).ends_with(": numeric value too large (at most 18446744073709551615)\n"),
+            "{args:?}: {}",
+            err(&out)
+        );
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+    }
+    let out = run_with_input(rpv(&["-R", "4294967297", "-L", "1"]), b"");
+    assert_eq!(
+        err(&out),
+        "rpv: -R: 4294967297: integer argument too large (at most 4294967295)\n"
+    );
+    assert_eq!(out.status.code(), Some(64));
+}
+
+#[test]
+fn huge_buffer_sizes_copy_exactly_instead_of_aborting() {
+    let dir = Dir::new();
+    let input = data(200_000, 4);
+    let path = dir.file("in", &input);
+    for size in ["1T", "100G", "9223372036854775807", "18446744073709551615"] {
+        for extra in [&[][..], &["-K"]] {
+            let mut args = vec!["-q", "-B", size];
+            args.extend_from_slice(extra);
+            args.push(s(&path));
+            let (out, stderr, code) = run_to_file(&args, &[]);
+            assert_eq!(stderr, "", "-B {size} {extra:?}");
+            assert_eq!(code, Some(0), "-B {size} {extra:?}");
+            assert_same(&out, &input, &format!("-B {size} {extra:?}"));
+        }
+    }
+}
+
+#[test]
+fn a_buffer_that_cannot_be_allocated_is_a_clear_error() {
+    // 1 GiB (the cap) under a 512 MiB address-space limit: the allocation fails.
+    let dir = Dir::new();
+    let path = dir.file("in", b"some data\n");
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 524288 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_rpv"))
+        .args(["-q", "-B", "1G", s(&path)])
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    assert_eq!(
+        err(&out),
+        "rpv: buffer allocation failed: Cannot allocate memory\n"
+    );
+    assert_eq!(out.status.code(), Some(64));
+    assert!(out.stdout.is_empty());
+}
+
+// ---- 7b: a misspelt -x target ----
+
+#[test]
+fn misspelt_extra_display_target_is_an_error() {
+    let out = run_with_input(rpv(&["-x", "windowtitel"]), b"hello");
+    assert_eq!(
+        err(&out),
+        "rpv: -x: windowtitel: unknown display target (expected windowtitle or processtitle)\n"
+    );
+    assert_eq!(out.status.code(), Some(64));
+    assert!(out.stdout.is_empty());
+    let out = run_with_input(rpv(&["-q", "-x", "window,proc:%b"]), b"hello");
+    assert_eq!(out.stdout, b"hello");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+// ---- 6: -K puts O_DIRECT back on descriptors it shares ----
+
+/// O_DIRECT status flag (octal 040000 on x86-64 and aarch64) as /proc shows it.
+fn fd_flags(fd: i32) -> u32 {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).unwrap();
+    let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).unwrap();
+    u32::from_str_radix(flags.trim(), 8).unwrap()
+}
+
+/// True if `dir`'s filesystem accepts O_DIRECT (tmpfs does not); prints why a test is
+/// skipped otherwise.
+fn direct_io_works(dir: &Dir) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let probe = dir.path("probe");
+    let ok = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok();
+    if !ok {
+        eprintln!("skipped: O_DIRECT is refused in {}", probe.display());
+    }
+    ok
+}
+
+#[test]
+fn direct_io_leaves_a_shared_output_as_it_found_it() {
+    let dir = Dir::new();
+    if !direct_io_works(&dir) {
+        return;
+    }
+    // Whole blocks: O_DIRECT stays on for every write of rpv's, so only the restore clears
+    // it for echo's 5-byte write.
+    for len in [8192, 1 << 20] {
+        let input = data(len, 5);
+        let path = dir.file("in", &input);
+        let out_path = dir.path("out");
+        let status = std::process::Command::new("sh")
+            .args(["-c", "{ \"$0\" -K -q \"$1\"; echo done; } > \"$2\""])
+            .args([env!("CARGO_BIN_EXE_rpv"), s(&path), s(&out_path)])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut want = input.clone();
+        want.extend_from_slice(b"done\n");
+        assert_same(
+            &std::fs::read(&out_path).unwrap(),
+            &want,
+            "rpv's output, then echo's",
+        );
+    }
+}
+
+#[test]
+fn direct_io_leaves_a_shared_input_as_it_found_it() {
+    let dir = Dir::new();
+    if !direct_io_works(&dir) {
+        return;
+    }
+    let path = dir.file("in", &data(20_000, 6));
+    let out = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "{ \"$0\" -K -q -S -s 4096 > /dev/null; grep flags: /proc/self/fdinfo/0; } < \"$1\"",
+        ])
+        .args([env!("CARGO_BIN_EXE_rpv"), s(&path)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let flags = u32::from_str_radix(text.trim().trim_start_matches("flags:").trim(), 8).unwrap();
+    assert_eq!(
+        flags & libc::O_DIRECT as u32,
+        0,
+        "stdin flags after rpv: {text}"
+    );
+}
+
+#[test]
+fn direct_io_flags_are_restored_after_an_interrupt_too() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let dir = Dir::new();
+    if !direct_io_works(&dir) {
+        return;
+    }
+    let out = File::create(dir.path("out")).unwrap();
+    let mut child = rpv(&["-K", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(out.try_clone().unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Whole blocks through a pipe: every write is aligned, so O_DIRECT stays on while rpv
+    // waits for more input.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&data(8192, 7)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::metadata(dir.path("out")).unwrap().len() < 8192 {
+        assert!(std::time::Instant::now() < deadline, "rpv wrote nothing");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The child shares `out`'s open file description: it set O_DIRECT on it.
+    assert_ne!(fd_flags(out.as_raw_fd()) & libc::O_DIRECT as u32, 0);
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = wait_within(&mut child, 10.0, "interrupted -K");
+    assert_eq!(status.code(), Some(32));
+    assert_eq!(fd_flags(out.as_raw_fd()) & libc::O_DIRECT as u32, 0);
+    drop(stdin);
+}
+
+// ---- D8: -Y: a failed fdatasync is a write error ----
+
+/// strace, if installed (prints why a test is skipped otherwise).
+pub fn strace_available() -> bool {
+    let ok = std::process::Command::new("strace")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: strace is not installed");
+    }
+    ok
+}
+
+/// `rpv args` under strace with `inject` (e.g. `fdatasync:error=EIO:when=3`), stdout to
+/// `out`; returns (stderr, exit code).
+fn run_injected(inject: &str, args: &[&str], out: &std::path::Path) -> (String, Option<i32>) {
+    let output = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-e",
+            &format!("inject={inject}"),
+        ])
+        .arg(env!("CARGO_BIN_EXE_rpv"))
+        .args(args)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(File::create(out).unwrap())
+        .output()
+        .unwrap();
+    (err(&output), output.status.code())
+}
+
+#[test]
+fn sync_failures_other_than_unsupported_are_write_errors() {
+    if !strace_available() {
+        return;
+    }
+    let dir = Dir::new();
+    let input = data(1 << 20, 8);
+    let path = dir.file("in", &input);
+    let out = dir.path("out");
+    for (errno, text) in [
+        ("ENOSPC", "No space left on device"),
+        ("EDQUOT", "Disk quota exceeded"),
+        ("EIO", "Input/output error"),
+    ] {
+        for when in ["1", "3"] {
+            let (stderr, code) = run_injected(
+                &format!("fdatasync:error={errno}:when={when}"),
+                &["-q", "-Y", s(&path)],
+                &out,
+            );
+            assert_eq!(
+                stderr,
+                format!("rpv: write failed: {text}\n"),
+                "{errno} at {when}"
+            );
+            assert_eq!(code, Some(16), "{errno} at {when}");
+        }
+    }
+    // "Cannot sync this kind of file" is not an error, and an interrupted sync is retried.
+    for errno in ["EINVAL", "EROFS", "EINTR"] {
+        let (stderr, code) = run_injected(
+            &format!("fdatasync:error={errno}:when=2"),
+            &["-q", "-Y", s(&path)],
+            &out,
+        );
+        assert_eq!((stderr.as_str(), code), ("", Some(0)), "{errno}");
+        assert_same(&std::fs::read(&out).unwrap(), &input, errno);
+    }
+}
+
+// ---- D11: -l from a pipe: the private counting pipe fails ----
+
+/// `input | strace … rpv -l -n -b -f` with `inject`; returns (stdout bytes, last numeric line
+/// of stderr, stderr, exit code).
+fn count_lines_injected(input: &[u8], inject: &str) -> (Vec<u8>, String, String, Option<i32>) {
+    let mut cmd = std::process::Command::new("strace");
+    cmd.args([
+        "-f",
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        &format!("inject={inject}"),
+    ])
+    .arg(env!("CARGO_BIN_EXE_rpv"))
+    .args(["-l", "-n", "-b", "-f"])
+    .env("LC_ALL", "C");
+    let out = run_with_input(cmd, input);
+    let stderr = err(&out);
+    let last = stderr
+        .lines()
+        .rfind(|l| l.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or("")
+        .to_string();
+    (out.stdout, last, stderr, out.status.code())
+}
+
+#[test]
+fn a_failed_read_of_the_counting_pipe_is_retried_or_reported() {
+    if !strace_available() {
+        return;
+    }
+    let input = crate::util::text(100_000);
+    let lines = input.iter().filter(|&&b| b == b'\n').count().to_string();
+    // The data thread's reads are the private pipe's (the main thread reads fewer than 10
+    // times: the loader, /proc/self/maps, the wake pipe, the time zone).
+    for inject in [
+        "read:error=EAGAIN:when=20",
+        "read:error=EINTR:when=20",
+        "read:error=EAGAIN:when=12..40",
+    ] {
+        let (out, last, stderr, code) = count_lines_injected(&input, inject);
+        assert_same(&out, &input, inject);
+        assert_eq!(
+            (last.as_str(), code),
+            (lines.as_str(), Some(0)),
+            "{inject}: {stderr}"
+        );
+    }
+    for inject in ["read:error=EIO:when=20", "read:error=EIO:when=12+"] {
+        let (out, last, stderr, code) = count_lines_injected(&input, inject);
+        if inject.ends_with('+') {
+            // Every later read fails too, the input's on the read/write path included.
+            assert!(stderr.contains("rpv: (stdin): read failed: Input/output error\n"));
+            assert_same(&out, &input[..out.len()], "a prefix");
+        } else {
+            assert_same(&out, &input, inject);
+        }
+        assert!(
+            stderr.contains("rpv: (stdin): line count is short: "),
+            "{inject}: {stderr}"
+        );
+        assert!(
+            stderr.contains(" bytes could not be counted: Input/output error\n"),
+            "{stderr}"
+        );
+        assert_eq!(code, Some(16), "{inject}: {stderr}");
+        assert!(
+            last.parse::<u64>().unwrap() < lines.parse().unwrap(),
+            "{inject}"
+        );
+    }
+}
+
+// ---- D4: closed standard input and output ----
+
+/// Runs `script` under sh with `$0` = rpv and `$1` = `arg`; returns (stdout, stderr, code).
+fn sh(script: &str, arg: &str) -> (String, String, Option<i32>) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", script, env!("CARGO_BIN_EXE_rpv"), arg])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        err(&out),
+        out.status.code(),
+    )
+}
+
+#[test]
+fn a_closed_standard_output_is_an_error_not_a_black_hole() {
+    let dir = Dir::new();
+    let path = dir.file("in", b"hello\n");
+    let closed = "rpv: failed to stat output file: Bad file descriptor\n";
+    for script in [
+        "\"$0\" -q \"$1\" >&-",
+        "cat \"$1\" | \"$0\" -q >&-",
+        "\"$0\" -q -S -s 100 /dev/zero >&-",
+        "\"$0\" -q -o - \"$1\" >&-",
+        "\"$0\" -q -U - \"$1\" >&-",
+        "\"$0\" -q -M out -- cat \"$1\" >&-",
+    ] {
+        assert_eq!(
+            sh(script, s(&path)),
+            (String::new(), closed.into(), Some(2)),
+            "{script}"
+        );
+    }
+    // Nothing was read: the rest of a pipe is still there for the next reader.
+    let (out, _, _) = sh("{ \"$0\" -q >&-; cat; } < \"$1\"", s(&path));
+    assert_eq!(out, "hello\n");
+    // With -o the closed stdout is not the output.
+    let out_path = dir.path("out");
+    let script = format!("\"$0\" -q -o {} \"$1\" >&-", s(&out_path));
+    assert_eq!(
+        sh(&script, s(&path)),
+        (String::new(), String::new(), Some(0))
+    );
+    assert_eq!(std::fs::read(&out_path).unwrap(), b"hello\n");
+}
+
+#[test]
+fn a_closed_standard_input_is_an_error_not_an_empty_input() {
+    let dir = Dir::new();
+    let path = dir.file("in", b"hello\n");
+    let closed = "rpv: failed to read file: (stdin): Bad file descriptor\n";
+    assert_eq!(
+        sh("\"$0\" -q <&-", ""),
+        (String::new(), closed.into(), Some(2))
+    );
+    // The other inputs are still copied.
+    assert_eq!(
+        sh("\"$0\" -q - \"$1\" - <&-", s(&path)),
+        ("hello\n".into(), format!("{closed}{closed}"), Some(2))
+    );
+    // Not an input: no matter.
+    assert_eq!(
+        sh("\"$0\" -q \"$1\" <&-", s(&path)),
+        ("hello\n".into(), String::new(), Some(0))
+    );
+}
+
+/// Reads `child`'s stdout 1000 bytes at a time (less than any write of rpv's).
+fn read_in_small_pieces(child: &mut std::process::Child) -> Vec<u8> {
+    use std::io::Read;
+    let mut stdout = child.stdout.take().unwrap();
+    let (mut got, mut buf) = (Vec::new(), [0u8; 1000]);
+    loop {
+        match stdout.read(&mut buf) {
+            Ok(0) | Err(_) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+#[test]
+fn direct_io_never_puts_a_pipe_in_packet_mode() {
+    // O_DIRECT on a pipe makes each write a packet, and a read shorter than the packet
+    // dropped the rest: `rpv -K file | dd bs=1000` kept a quarter of the data.
+    let dir = Dir::new();
+    let input = data(1_000_000, 9);
+    let path = dir.file("in", &input);
+    for extra in [&[][..], &["-C"], &["-B", "65536"], &["-l"]] {
+        let mut args = vec!["-q", "-K"];
+        args.extend_from_slice(extra);
+        args.push(s(&path));
+        let mut child = rpv(&args).stdout(Stdio::piped()).spawn().unwrap();
+        let got = read_in_small_pieces(&mut child);
+        assert!(child.wait().unwrap().success());
+        assert_same(&got, &input, &format!("-K {extra:?} file into a pipe"));
+    }
+    // A pipe on both sides.
+    let mut child = rpv(&["-q", "-K"])
+        .stdin(File::open(&path).unwrap())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let got = read_in_small_pieces(&mut child);
+    assert!(child.wait().unwrap().success());
+    assert_same(&got, &input, "-K stdin file into a pipe");
+}

@@ -1,0 +1,380 @@
+//! The soak run (ignored by default): random pipelines of one to three rpv instances for a
+//! while, checking every byte. Sources are a file, a bursty pipe writer or /dev/zero; sinks a
+//! file, `-o FILE` or a slow reader; options mix paths and modifiers (`-C`, `-l`, `-L`,
+//! `-B`, `-K`, `-E`, a display on a drained stderr); meanwhile the instances get SIGSTOP and
+//! SIGCONT, SIGTSTP and SIGCONT, and SIGWINCH at random. Every run must end with status 0
+//! and the exact bytes. It prints each run, and a summary.
+//!
+//! `RPV_SOAK_SECS=300 cargo test --release --test it soak -- --ignored --nocapture`
+//! (default 60 s; `RPV_SOAK_SEED` repeats a sequence).
+
+use std::io::{Read, Write};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::util::{data, rpv, Dir};
+
+/// A small deterministic generator (xorshift), so a seed repeats a whole soak.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Source {
+    File,
+    SlowPipe,
+    Zero,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Sink {
+    File,
+    Named,
+    SlowReader,
+}
+
+/// One random pipeline.
+#[derive(Debug)]
+struct Plan {
+    len: usize,
+    seed: u64,
+    source: Source,
+    sink: Sink,
+    /// The options of each instance, in pipeline order.
+    stages: Vec<Vec<String>>,
+    /// Send signals while it runs.
+    signals: bool,
+}
+
+fn plan(rng: &mut Rng) -> Plan {
+    let len = match rng.below(4) {
+        0 => rng.below(5000) as usize,
+        1 => *rng.pick(&[4095, 4096, 65_537, 1 << 20, (1 << 20) + 1]),
+        _ => rng.below(24 << 20) as usize,
+    };
+    let source = *rng.pick(&[Source::File, Source::SlowPipe, Source::Zero]);
+    // `-S -s 0` would mean "no size": /dev/zero without end.
+    let len = if source == Source::Zero {
+        len.max(1)
+    } else {
+        len
+    };
+    let sink = *rng.pick(&[Sink::File, Sink::Named, Sink::SlowReader]);
+    let instances = 1 + rng.below(3) as usize;
+    let mut stages = Vec::new();
+    for i in 0..instances {
+        let mut o: Vec<String> = Vec::new();
+        if rng.chance(50) {
+            o.extend(["-f", "-i", "0.1"].map(String::from));
+        } else {
+            o.push("-q".into());
+        }
+        // /dev/zero has no lines: `-S -s N -l` would never stop.
+        let zero = source == Source::Zero && i == 0;
+        for (percent, option) in [
+            (20, "-C"),
+            (if zero { 0 } else { 20 }, "-l"),
+            (10, "-E"),
+            (10, "-K"),
+            (10, "-c"),
+            (10, "-t"),
+        ] {
+            if rng.chance(percent) {
+                o.push(option.into());
+            }
+        }
+        if rng.chance(15) {
+            o.extend([
+                "-B".into(),
+                rng.pick(&["4096", "65537", "1M", "3"]).to_string(),
+            ]);
+        }
+        if rng.chance(15) {
+            // Fast enough to end within a few seconds.
+            let rate = (len as u64 / 2).max(64 << 10);
+            o.extend(["-L".into(), rate.to_string()]);
+        }
+        if source == Source::Zero && i == 0 {
+            o.extend([
+                "-S".into(),
+                "-s".into(),
+                len.to_string(),
+                "/dev/zero".into(),
+            ]);
+        }
+        stages.push(o);
+    }
+    Plan {
+        len,
+        seed: rng.next(),
+        source,
+        sink,
+        stages,
+        signals: rng.chance(60),
+    }
+}
+
+/// Sends `signal` to `pid`.
+fn kill(pid: u32, signal: libc::c_int) {
+    // SAFETY: kill(2) on a child of ours that has not been waited for yet.
+    unsafe {
+        libc::kill(pid as libc::pid_t, signal);
+    }
+}
+
+/// Runs one plan; returns a description of what went wrong, if anything.
+fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
+    let input = data(plan.len, plan.seed);
+    let expected = if plan.source == Source::Zero {
+        vec![0; plan.len]
+    } else {
+        input.clone()
+    };
+    let in_path = dir.file("in", &input);
+    let out_path = dir.path("out");
+    let _ = std::fs::remove_file(&out_path);
+    let mut children: Vec<Child> = Vec::new();
+    let mut feeder = None;
+    let last = plan.stages.len() - 1;
+    for (i, options) in plan.stages.iter().enumerate() {
+        let mut cmd = rpv(&options.iter().map(String::as_str).collect::<Vec<_>>());
+        cmd.stderr(Stdio::piped());
+        if i == 0 {
+            match plan.source {
+                Source::File => {
+                    cmd.arg(&in_path).stdin(Stdio::null());
+                }
+                Source::SlowPipe => {
+                    cmd.stdin(Stdio::piped());
+                }
+                Source::Zero => {
+                    cmd.stdin(Stdio::null());
+                }
+            }
+        } else {
+            let prev = children[i - 1].stdout.take().unwrap();
+            cmd.stdin(Stdio::from(prev));
+        }
+        if i < last {
+            cmd.stdout(Stdio::piped());
+        } else {
+            match plan.sink {
+                Sink::File => {
+                    cmd.stdout(std::fs::File::create(&out_path).unwrap());
+                }
+                Sink::Named => {
+                    cmd.arg("-o").arg(&out_path).stdout(Stdio::null());
+                }
+                Sink::SlowReader => {
+                    cmd.stdout(Stdio::piped());
+                }
+            }
+        }
+        let mut child = cmd.spawn().map_err(|e| format!("spawn: {e}"))?;
+        if i == 0 && plan.source == Source::SlowPipe {
+            let mut stdin = child.stdin.take().unwrap();
+            let input = input.clone();
+            let mut r = Rng(plan.seed | 1);
+            feeder = Some(std::thread::spawn(move || {
+                let mut at = 0;
+                while at < input.len() {
+                    let n = (1 + r.below(256 << 10) as usize).min(input.len() - at);
+                    if stdin.write_all(&input[at..at + n]).is_err() {
+                        return;
+                    }
+                    at += n;
+                    if r.chance(10) {
+                        std::thread::sleep(Duration::from_millis(r.below(30)));
+                    }
+                }
+            }));
+        }
+        children.push(child);
+    }
+    // Drain every display (a full stderr must not matter, but must not hang the soak).
+    let drains: Vec<_> = children
+        .iter_mut()
+        .map(|c| {
+            let mut e = c.stderr.take().unwrap();
+            std::thread::spawn(move || {
+                let mut text = Vec::new();
+                let _ = e.read_to_end(&mut text);
+                String::from_utf8_lossy(&text).into_owned()
+            })
+        })
+        .collect();
+    let reader = children[last].stdout.take().map(|mut out| {
+        let mut r = Rng(plan.seed ^ 0x5555);
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = vec![0; 1 << 20];
+            loop {
+                let want = 1 + r.below(buf.len() as u64) as usize;
+                match out.read(&mut buf[..want]) {
+                    Ok(0) | Err(_) => return got,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+                if r.chance(5) {
+                    std::thread::sleep(Duration::from_millis(r.below(20)));
+                }
+            }
+        })
+    });
+    // Signals until every instance has ended.
+    let pids: Vec<u32> = children.iter().map(Child::id).collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let signaller = plan.signals.then(|| {
+        let done = done.clone();
+        let mut r = Rng(plan.seed ^ 0xabcd);
+        std::thread::spawn(move || {
+            let mut sent = 0;
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(5 + r.below(60)));
+                let pid = *r.pick(&pids);
+                match r.below(3) {
+                    0 => {
+                        kill(pid, libc::SIGSTOP);
+                        std::thread::sleep(Duration::from_millis(r.below(50)));
+                        kill(pid, libc::SIGCONT);
+                    }
+                    1 => {
+                        kill(pid, libc::SIGTSTP);
+                        std::thread::sleep(Duration::from_millis(r.below(50)));
+                        kill(pid, libc::SIGCONT);
+                    }
+                    _ => kill(pid, libc::SIGWINCH),
+                }
+                sent += 1;
+            }
+            sent
+        })
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut statuses = Vec::new();
+    for child in &mut children {
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                statuses.push(status);
+                break;
+            }
+            if Instant::now() > deadline {
+                done.store(true, Ordering::Relaxed);
+                for c in &mut children {
+                    let _ = c.kill();
+                }
+                return Err("still running after 120 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    let sent = signaller.map_or(0, |s| s.join().unwrap());
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    let out = match reader {
+        Some(r) => r.join().unwrap(),
+        None => std::fs::read(&out_path).unwrap_or_default(),
+    };
+    let stderr: Vec<String> = drains.into_iter().map(|d| d.join().unwrap()).collect();
+    let _ = rng.next();
+    for (i, status) in statuses.iter().enumerate() {
+        if !status.success() {
+            return Err(format!(
+                "instance {i} ended with {status} ({sent} signals): {}",
+                stderr[i]
+                    .chars()
+                    .rev()
+                    .take(300)
+                    .collect::<String>()
+                    .chars()
+                    .rev()
+                    .collect::<String>()
+            ));
+        }
+    }
+    if out != expected {
+        let first = out.iter().zip(&expected).position(|(a, b)| a != b);
+        return Err(format!(
+            "{} bytes out of {}, first difference at {first:?} ({sent} signals)",
+            out.len(),
+            expected.len()
+        ));
+    }
+    if sent > 0 {
+        eprint!(" [{sent} signals]");
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "a long run: RPV_SOAK_SECS=300 cargo test --release --test it soak -- --ignored --nocapture"]
+fn soak() {
+    let secs: u64 = std::env::var("RPV_SOAK_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let seed: u64 = std::env::var("RPV_SOAK_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+                | 1
+        });
+    eprintln!("soak: {secs} s, RPV_SOAK_SEED={seed}");
+    let mut rng = Rng(seed);
+    let dir = Dir::new();
+    let end = Instant::now() + Duration::from_secs(secs);
+    let (mut runs, mut bytes, mut failures) = (0, 0u64, Vec::new());
+    while Instant::now() < end {
+        let plan = plan(&mut rng);
+        let stages: Vec<String> = plan.stages.iter().map(|s| s.join(" ")).collect();
+        eprint!(
+            "run {runs}: {:?} {} B → [{}] → {:?}{}",
+            plan.source,
+            plan.len,
+            stages.join("] | ["),
+            plan.sink,
+            if plan.signals { ", signals" } else { "" }
+        );
+        let started = Instant::now();
+        match run(&plan, &dir, &mut rng) {
+            Ok(()) => eprintln!(" ok in {:.2} s", started.elapsed().as_secs_f64()),
+            Err(e) => {
+                eprintln!(" FAILED: {e}");
+                failures.push(format!("run {runs} ({plan:?}): {e}"));
+            }
+        }
+        runs += 1;
+        bytes += plan.len as u64;
+    }
+    eprintln!(
+        "soak: {runs} runs, {:.1} MiB checked, {} failed (RPV_SOAK_SEED={seed})",
+        bytes as f64 / 1048576.0,
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
