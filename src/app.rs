@@ -132,6 +132,7 @@ fn run(o: &Options, prog: &str) -> u8 {
         Action::WatchFd(_) => modes::watchfd::run(o, prog),
         Action::Remote(_) | Action::Query(_) => modes::remote::run(o, prog),
         Action::Monitor(_) => modes::monitor::run(o, prog),
+        Action::Pipeline(_) => crate::pipeline::run::run(o, prog),
         Action::StoreAndForward(file) => store_and_forward(o, prog, file),
         Action::Transfer => transfer(o, prog),
     }

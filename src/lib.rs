@@ -9,6 +9,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod display;
 pub mod modes;
+pub mod pipeline;
 pub mod shared;
 pub mod signals;
 pub mod stats;

@@ -92,6 +92,30 @@ pub(crate) const FLAGS: &[Flag] = &[
     flag('V', "version"),
 ];
 
+/// The identity of `--pipeline` (it has no short letter).
+pub(crate) const PIPELINE: char = '\u{2}';
+
+/// Options of rpv's own, beyond pv: long names only, with an optional value that must be
+/// attached (`--pipeline=PID`, getopt_long's `optional_argument`). They are looked up only
+/// when no pv option matches, so every pv command line keeps its meaning: `--pi` is still
+/// `--pidfile`, as in pv, while `--pip` selects `--pipeline`.
+pub(crate) const RPV_LONG: &[(char, &str)] = &[(PIPELINE, "pipeline")];
+
+/// An rpv-only option by exact name or by a prefix of one name only.
+fn find_rpv_long(name: &str) -> Option<char> {
+    if name.is_empty() {
+        return None;
+    }
+    let mut matches = RPV_LONG.iter().filter(|(_, long)| long.starts_with(name));
+    match (matches.next(), matches.next()) {
+        (Some(&(id, _)), None) => Some(id),
+        _ => RPV_LONG
+            .iter()
+            .find(|(_, long)| *long == name)
+            .map(|&(id, _)| id),
+    }
+}
+
 /// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
 /// basename as `<prog>` in pv's own messages. Honours `POSIXLY_CORRECT` from the environment.
 pub fn parse(argv0: &str, args: &[String]) -> Parsed {
@@ -270,7 +294,13 @@ impl<'a> Scanner<'a> {
             None => (body, None),
         };
         let argv0 = self.argv0;
-        let flag = find_long(name).map_err(|e| match e {
+        let found = find_long(name);
+        if matches!(found, Err(LongMatchError::Unknown)) {
+            if let Some(id) = find_rpv_long(name) {
+                return Ok((id, inline));
+            }
+        }
+        let flag = found.map_err(|e| match e {
             LongMatchError::Unknown => format!("{argv0}: unrecognized option '--{body}'\n"),
             LongMatchError::Ambiguous(names) => {
                 let list: String = names.iter().map(|n| format!(" '--{n}'")).collect();
@@ -309,6 +339,7 @@ enum Mode {
     Remote,
     Query,
     Monitor,
+    Pipeline,
 }
 
 /// The options applied so far, plus what the mode checks of spec 1.8 need to remember.
@@ -320,6 +351,7 @@ struct State<'a> {
     watch_items: Vec<String>,
     remote: Option<u32>,
     query: Option<u32>,
+    pipeline: Option<u32>,
     side: MonitorSide,
     store_given: bool,
     monitor_given: bool,
@@ -341,6 +373,7 @@ impl<'a> State<'a> {
             watch_items: Vec::new(),
             remote: None,
             query: None,
+            pipeline: None,
             side: MonitorSide::Out,
             store_given: false,
             monitor_given: false,
@@ -355,6 +388,9 @@ impl<'a> State<'a> {
 
     /// Applies one option. `value` is `Some` exactly for options that take a value.
     fn apply(&mut self, short: char, value: Option<&str>) -> Result<Flow, String> {
+        if short == PIPELINE {
+            return self.apply_pipeline(value).map(|()| Flow::Continue);
+        }
         if !self.opts.given_letters.contains(short) {
             self.opts.given_letters.push(short);
         }
@@ -549,6 +585,19 @@ impl<'a> State<'a> {
         }
     }
 
+    /// `--pipeline[=PID]`: a PID is a decimal number above 0.
+    fn apply_pipeline(&mut self, value: Option<&str>) -> Result<(), String> {
+        self.pipeline = match value {
+            None => None,
+            Some(v) => match v.parse::<u32>() {
+                Ok(pid) if pid > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Some(pid),
+                _ => return Err(self.fail(&format!("--pipeline: {v}: invalid process ID"))),
+            },
+        };
+        self.mode = Mode::Pipeline;
+        Ok(())
+    }
+
     /// `-M SIDE`: the side is matched by prefix, in pv's order (spec 1.3).
     fn apply_monitor(&mut self, value: &str) -> Result<(), String> {
         const SIDES: [(&str, MonitorSide); 8] = [
@@ -588,6 +637,7 @@ impl<'a> State<'a> {
             Mode::Remote => Action::Remote(self.remote.unwrap_or(0)),
             Mode::Query => Action::Query(self.query.unwrap_or(0)),
             Mode::Monitor => Action::Monitor(self.side),
+            Mode::Pipeline => Action::Pipeline(self.pipeline),
         };
         Ok(self.opts)
     }
@@ -620,6 +670,8 @@ impl<'a> State<'a> {
             "-R: files cannot be specified with this option"
         } else if self.mode == Mode::Query && !operands.is_empty() {
             "-Q: files cannot be specified with this option"
+        } else if self.mode == Mode::Pipeline && self.pipeline.is_some() && !operands.is_empty() {
+            "--pipeline: files cannot be specified with a process ID"
         } else if self.mode == Mode::Monitor && operands.is_empty() {
             "-M: a command to run must be specified"
         } else {

@@ -28,6 +28,9 @@ pub enum Action {
     Query(u32),
     /// `-M SIDE -- COMMAND ARGS...`: run a command and meter it.
     Monitor(MonitorSide),
+    /// `--pipeline=PID` (beyond pv): show every stage of the pipeline PID belongs to;
+    /// `None` for `--pipeline` without a PID (the pipeline rpv itself is in).
+    Pipeline(Option<u32>),
 }
 
 /// `-M` side (spec 1.3).
