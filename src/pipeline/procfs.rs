@@ -115,14 +115,27 @@ pub fn parse_pids(text: &str) -> Vec<u32> {
 }
 
 /// A command line for display: the NUL-separated arguments of `/proc/PID/cmdline` joined
-/// by spaces, control characters shown as `?`; `None` if it is empty (a zombie, a kernel
-/// thread).
+/// by spaces, the program by its file name only (`/usr/bin/gzip -9` is `gzip -9`), control
+/// characters shown as `?`; `None` if it is empty (a zombie, a kernel thread).
 pub fn command_text(cmdline: &[u8]) -> Option<String> {
     let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
     if trimmed.is_empty() {
         return None;
     }
-    let text = String::from_utf8_lossy(trimmed);
+    let program_end = trimmed
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(trimmed.len());
+    let name_start = trimmed[..program_end]
+        .iter()
+        .rposition(|&b| b == b'/')
+        .map_or(0, |slash| slash + 1);
+    let name_start = if name_start == program_end {
+        0
+    } else {
+        name_start
+    };
+    let text = String::from_utf8_lossy(&trimmed[name_start..]);
     Some(
         text.chars()
             .map(|c| match c {
@@ -426,6 +439,11 @@ mod tests {
     fn command_lines() {
         assert_eq!(command_text(b"gzip\0-9\0").as_deref(), Some("gzip -9"));
         assert_eq!(
+            command_text(b"/usr/bin/gzip\0-9\0/tmp/x\0").as_deref(),
+            Some("gzip -9 /tmp/x")
+        );
+        assert_eq!(command_text(b"/\0").as_deref(), Some("/"));
+        assert_eq!(
             command_text(b"sh\0-c\0a\nb\0").as_deref(),
             Some("sh -c a?b")
         );
@@ -451,6 +469,15 @@ mod tests {
         assert!(proc.tasks(me).unwrap().contains(&me));
         let io = proc.read(me, ProcFile::Io, false).unwrap();
         assert!(Io::parse(&String::from_utf8_lossy(&io)).is_some());
+    }
+
+    #[test]
+    fn its_own_stage_is_counted_through_the_hook_never_over_its_own_socket() {
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        assert_eq!(proc.rpv_bytes(me), None);
+        proc.set_own_bytes(Box::new(|| 42));
+        assert_eq!(proc.rpv_bytes(me), Some(42));
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod integrity;
 mod modifiers;
 mod monitor;
 mod options;
+mod pipeline;
 mod pty;
 mod remote;
 mod signals;
