@@ -162,6 +162,11 @@ pub struct StageState {
 /// the most convincing wins: a running stage by how busy it was, a sleeping one by how idle
 /// (a stage sleeping on a timer while its neighbours wait for it is the clearest case).
 pub fn bottleneck(stages: &[StageState]) -> Option<usize> {
+    // A pipeline stopped as a whole (Ctrl-Z) is not held back by any one stage.
+    let live = stages.iter().filter(|s| s.activity != Activity::Ended);
+    if live.clone().count() > 1 && live.clone().all(|s| s.activity == Activity::Stopped) {
+        return None;
+    }
     let mut best: Option<(usize, f64)> = None;
     for (i, s) in stages.iter().enumerate() {
         let has_data = s.input.is_none_or(|f| f.queued > 0);
@@ -376,6 +381,22 @@ mod tests {
         ];
         assert_eq!(bottleneck(&stages), Some(0));
         assert_eq!(bottleneck(&[]), None);
+    }
+
+    #[test]
+    fn a_stopped_stage_holds_back_the_others_but_a_stopped_pipeline_has_no_bottleneck() {
+        let stages = [
+            stage(Activity::WaitOutput, 0.0, None, Some(FULL)),
+            stage(Activity::Stopped, 0.0, Some(FULL), Some(EMPTY)),
+            stage(Activity::WaitInput, 0.0, Some(EMPTY), None),
+        ];
+        assert_eq!(bottleneck(&stages), Some(1));
+        let stopped = [
+            stage(Activity::Stopped, 0.0, None, Some(SOME)),
+            stage(Activity::Stopped, 0.0, Some(SOME), Some(SOME)),
+            stage(Activity::Ended, 0.0, Some(SOME), None),
+        ];
+        assert_eq!(bottleneck(&stopped), None);
     }
 
     #[test]

@@ -20,6 +20,10 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use crate::sys::{self, FileKind};
 
+/// Most `/proc` files kept open at once; beyond this, files are opened for each read (a
+/// very long pipeline must not run the process out of descriptors).
+const MAX_KEPT: usize = 512;
+
 /// The clock ticks per second of the times in `/proc/PID/stat` (the kernel's `USER_HZ`,
 /// which is 100 on every architecture rpv builds for).
 pub const TICKS_PER_SECOND: u64 = 100;
@@ -221,8 +225,8 @@ struct PipeRef {
 }
 
 /// The real `/proc`.
-#[derive(Default)]
 pub struct SysProc {
+    me: u32,
     open: HashMap<(u32, ProcFile), File>,
     pipes: HashMap<u64, PipeRef>,
     rpv: HashMap<u32, crate::pipeline::control::RpvLink>,
@@ -238,10 +242,22 @@ impl std::fmt::Debug for SysProc {
     }
 }
 
+impl Default for SysProc {
+    fn default() -> SysProc {
+        SysProc::new()
+    }
+}
+
 impl SysProc {
     /// A reader of the real `/proc`.
     pub fn new() -> SysProc {
-        SysProc::default()
+        SysProc {
+            me: std::process::id(),
+            open: HashMap::new(),
+            pipes: HashMap::new(),
+            rpv: HashMap::new(),
+            own_bytes: None,
+        }
     }
 
     /// Where this process's own stage gets its byte count (a pipeline view running inside
@@ -288,7 +304,7 @@ impl Proc for SysProc {
         }
         let opened = File::open(file.path(pid))?;
         let text = read_from_start(&opened)?;
-        if keep {
+        if keep && self.open.len() < MAX_KEPT {
             self.open.insert((pid, file), opened);
         }
         Ok(text)
@@ -348,7 +364,7 @@ impl Proc for SysProc {
     }
 
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
-        if pid == std::process::id() {
+        if pid == self.me {
             return self.own_bytes.as_mut().map(|count| count());
         }
         let link = self.rpv.entry(pid).or_insert_with(|| {

@@ -25,6 +25,9 @@ const MIN_WINDOW_NS: u64 = 1_000_000_000;
 const MARK_TAU_NS: f64 = 2e9;
 /// Score above which the row is marked.
 const MARK_THRESHOLD: f64 = 0.3;
+/// Threads of one process read at most (a stage with thousands of threads would cost too
+/// much per sample; the first ones are the main thread and those started early).
+const MAX_TASKS: usize = 64;
 /// Longest wait between looks at an open end, in nanoseconds.
 const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
 /// A counter that moves less than this fraction of its neighbour's is taken as not counting
@@ -357,6 +360,7 @@ impl Watcher {
     fn threads_activity(proc: &mut dyn Proc, m: &mut Member, stat: &Stat) -> Activity {
         if m.tasks.is_empty() {
             m.tasks = proc.tasks(m.pid).unwrap_or_default();
+            m.tasks.truncate(MAX_TASKS);
         }
         let mut tasks = Vec::with_capacity(m.tasks.len());
         let mut lost = false;
@@ -378,7 +382,7 @@ impl Watcher {
             };
             tasks.push((classify::task_activity(task.state, &wchan), task.cpu_ticks));
         }
-        if lost || tasks.len() != stat.threads as usize {
+        if lost || tasks.len() != (stat.threads as usize).min(MAX_TASKS) {
             m.tasks.clear();
         }
         if tasks.is_empty() {
