@@ -203,7 +203,7 @@ pub trait Proc {
     fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>>;
     /// The target of `/proc/PID/fd/FD`.
     fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String>;
-    /// The thread IDs of `pid`.
+    /// The thread IDs of `pid` (for this process, without the calling thread).
     fn tasks(&mut self, pid: u32) -> io::Result<Vec<u32>>;
     /// Closes the files kept open for `pid`.
     fn release(&mut self, pid: u32);
@@ -320,6 +320,15 @@ impl Proc for SysProc {
         for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
             if let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
                 tids.push(tid);
+            }
+        }
+        if pid == self.me {
+            // The thread sampling is always running: leave it out of its own stage.
+            if let Some(me) = std::fs::read_link("/proc/thread-self")
+                .ok()
+                .and_then(|l| l.file_name()?.to_str()?.parse::<u32>().ok())
+            {
+                tids.retain(|&t| t != me);
             }
         }
         tids.sort_unstable();
@@ -482,7 +491,15 @@ mod tests {
             stat.start
         );
         assert!(proc.pids().unwrap().contains(&me));
-        assert!(proc.tasks(me).unwrap().contains(&me));
+        // The calling thread is left out of its own process's threads, and only it.
+        let tid = |_: ()| -> u32 {
+            let link = std::fs::read_link("/proc/thread-self").unwrap();
+            link.file_name().unwrap().to_str().unwrap().parse().unwrap()
+        };
+        let here = tid(());
+        assert!(!proc.tasks(me).unwrap().contains(&here));
+        let seen_elsewhere = std::thread::spawn(move || SysProc::new().tasks(me).unwrap());
+        assert!(seen_elsewhere.join().unwrap().contains(&here));
         let io = proc.read(me, ProcFile::Io, false).unwrap();
         assert!(Io::parse(&String::from_utf8_lossy(&io)).is_some());
     }

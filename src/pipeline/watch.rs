@@ -133,7 +133,9 @@ struct Member {
     start: u64,
     session: u32,
     command: String,
+    /// The threads read, listed when the process had `threads` of them.
     tasks: Vec<u32>,
+    threads: u32,
     last: Option<Reading>,
     /// Started after the stage was first seen: everything it counted is recent.
     fresh: bool,
@@ -170,7 +172,6 @@ pub struct Watcher {
     window_ns: u64,
     last_ns: Option<u64>,
     observed_ns: u64,
-    rescan: bool,
     open_ends: bool,
     next_open_scan_ns: u64,
     open_backoff_ns: u64,
@@ -237,7 +238,6 @@ impl Watcher {
             window_ns: MIN_WINDOW_NS,
             last_ns: None,
             observed_ns: 0,
-            rescan: false,
             open_ends: false,
             next_open_scan_ns: 0,
             open_backoff_ns: 1_000_000_000,
@@ -286,7 +286,7 @@ impl Watcher {
 
     /// Samples every stage at `now_ns` (monotonic nanoseconds) and returns the rows.
     pub fn sample(&mut self, now_ns: u64) -> View {
-        let mut rescan = std::mem::take(&mut self.rescan);
+        let mut rescan = false;
         for i in 0..self.stages.len() {
             if !self.stages[i].ended {
                 rescan |= self.sample_stage(i);
@@ -358,9 +358,10 @@ impl Watcher {
 
     /// A multi-threaded process: every task's state, combined.
     fn threads_activity(proc: &mut dyn Proc, m: &mut Member, stat: &Stat) -> Activity {
-        if m.tasks.is_empty() {
+        if m.tasks.is_empty() || m.threads != stat.threads {
             m.tasks = proc.tasks(m.pid).unwrap_or_default();
             m.tasks.truncate(MAX_TASKS);
+            m.threads = stat.threads;
         }
         let mut tasks = Vec::with_capacity(m.tasks.len());
         let mut lost = false;
@@ -382,7 +383,7 @@ impl Watcher {
             };
             tasks.push((classify::task_activity(task.state, &wchan), task.cpu_ticks));
         }
-        if lost || tasks.len() != (stat.threads as usize).min(MAX_TASKS) {
+        if lost {
             m.tasks.clear();
         }
         if tasks.is_empty() {
@@ -579,6 +580,7 @@ impl Watcher {
             session,
             command,
             tasks: Vec::new(),
+            threads: 0,
             last: None,
             fresh,
             moved: 0,
