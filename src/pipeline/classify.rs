@@ -8,7 +8,10 @@
 //! The bottleneck is the stage that holds the pipeline back: busy (running), or waiting on
 //! something other than its neighbours (a timer, as for a rate limit; a disk; the network;
 //! stopped), while its input pipe has data and its output pipe has room. A stage waiting to
-//! read an empty input or to write a full output is held back by a neighbour instead.
+//! read an empty input or to write a full output is held back by a neighbour instead. A
+//! running stage whose input is empty at the moment of the sample (it is busy with what it
+//! has just read) still counts, at half weight: on a machine short of CPU every stage is
+//! "running", and the one using the most CPU is the one to blame.
 
 use super::procfs::Fill;
 
@@ -171,12 +174,14 @@ pub fn bottleneck(stages: &[StageState]) -> Option<usize> {
     for (i, s) in stages.iter().enumerate() {
         let has_data = s.input.is_none_or(|f| f.queued > 0);
         let has_room = s.output.is_none_or(|f| !is_full(f));
-        if !has_data || !has_room {
+        let running = s.activity == Activity::Running;
+        if !has_room || !has_data && !running {
             continue;
         }
         let cpu = s.cpu.unwrap_or(50.0).clamp(0.0, 100.0);
         let score = match s.activity {
-            Activity::Running => cpu,
+            Activity::Running if has_data => cpu,
+            Activity::Running => cpu / 2.0,
             Activity::Sleeping(_) => 100.0 - cpu,
             Activity::Stopped => 100.0,
             Activity::Unknown => {
@@ -338,6 +343,24 @@ mod tests {
             stage(Activity::Running, 2.0, Some(SOME), None),
         ];
         assert_eq!(bottleneck(&stages), Some(1));
+    }
+
+    #[test]
+    fn short_of_cpu_the_busiest_running_stage() {
+        // yes | head | sha256sum on a machine whose CPUs are all taken: head and sha256sum
+        // both wait for a CPU ("running"); sha256sum has just emptied its input.
+        let stages = [
+            stage(Activity::WaitOutput, 2.0, None, Some(FULL)),
+            stage(Activity::Running, 2.0, Some(FULL), Some(EMPTY)),
+            stage(Activity::Running, 12.0, Some(EMPTY), None),
+        ];
+        assert_eq!(bottleneck(&stages), Some(2));
+        // A running stage with nothing to read loses to one with data and a similar load.
+        let stages = [
+            stage(Activity::Running, 20.0, None, Some(SOME)),
+            stage(Activity::Running, 30.0, Some(EMPTY), None),
+        ];
+        assert_eq!(bottleneck(&stages), Some(0));
     }
 
     #[test]

@@ -363,3 +363,19 @@ fn a_steady_pipeline_is_not_rescanned() {
     assert_eq!(fake.scans(), scans);
     assert_eq!(w.scans(), 1);
 }
+
+#[test]
+fn a_stage_found_between_fork_and_exec_gets_its_program_name() {
+    let fake = three();
+    fake.with(102, |p| {
+        p.comm = "sh".into();
+        p.cmdline = "sh -c cat big | gzip -9 | cat".into();
+    });
+    let mut w = watch(&fake, 101);
+    assert_eq!(commands(&w.sample(0))[1], "sh -c cat big | gzip -9 | cat");
+    fake.with(102, |p| {
+        p.comm = "gzip".into();
+        p.cmdline = "gzip -9".into();
+    });
+    assert_eq!(commands(&w.sample(SEC))[1], "gzip -9");
+}

@@ -132,6 +132,8 @@ struct Member {
     pid: u32,
     start: u64,
     session: u32,
+    /// Its name in `stat` when `command` was read.
+    comm: String,
     command: String,
     /// The threads read, listed when the process had `threads` of them.
     tasks: Vec<u32>,
@@ -203,6 +205,14 @@ fn connected(output: Option<u64>, input: Option<u64>) -> bool {
         (Some(a), Some(b)) => a == b,
         (a, b) => a.or(b).is_some(),
     }
+}
+
+/// The command line of `pid` for display, or `[comm]` if it has none.
+fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
+    proc.read(pid, ProcFile::Cmdline, false)
+        .ok()
+        .and_then(|c| procfs::command_text(&c))
+        .unwrap_or_else(|| format!("[{comm}]"))
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -323,6 +333,12 @@ impl Watcher {
         let stat = Stat::parse(&text(&proc.read(m.pid, ProcFile::Stat, true).ok()?))?;
         if stat.start != m.start || matches!(stat.state, 'Z' | 'X') {
             return None;
+        }
+        if stat.comm != m.comm {
+            // It has run a new program since it was found (a shell's child, found between
+            // its fork and its exec).
+            m.command = command_of(proc, m.pid, &stat.comm);
+            m.comm = stat.comm.clone();
         }
         if !permitted {
             return Some(Reading {
@@ -568,17 +584,12 @@ impl Watcher {
             .get(pid)
             .map(|p| (p.stat.start, p.stat.session, p.stat.comm.clone()))
             .unwrap_or_default();
-        let command = self
-            .proc
-            .read(pid, ProcFile::Cmdline, false)
-            .ok()
-            .and_then(|c| procfs::command_text(&c))
-            .unwrap_or_else(|| format!("[{comm}]"));
         Member {
             pid,
             start,
             session,
-            command,
+            command: command_of(self.proc.as_mut(), pid, &comm),
+            comm,
             tasks: Vec::new(),
             threads: 0,
             last: None,

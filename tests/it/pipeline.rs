@@ -179,7 +179,7 @@ fn watcher(pid: u32, extra: &[&str]) -> Child {
 
 /// Watches `pipeline` from its process `start` for `secs` seconds, stops the pipeline, and
 /// returns the watcher's stderr once it has ended by itself (with status 0).
-fn watch_for(pipeline: &mut Pipeline, start: u32, secs: f64) -> String {
+fn watch_to_the_end(pipeline: &mut Pipeline, start: u32, secs: f64) -> String {
     let mut child = watcher(start, &[]);
     std::thread::sleep(Duration::from_secs_f64(secs));
     pipeline.stop();
@@ -189,17 +189,37 @@ fn watch_for(pipeline: &mut Pipeline, start: u32, secs: f64) -> String {
     text
 }
 
+/// Watches `pipeline` from its process `start` for `secs` seconds and interrupts the
+/// watcher (status 32) while the pipeline still runs: its last frame is a live one.
+fn watch_for(start: u32, secs: f64) -> String {
+    let mut child = watcher(start, &[]);
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    interrupt(&mut child)
+}
+
+/// Ctrl-C: the watcher ends with status 32; returns its stderr.
+fn interrupt(child: &mut Child) -> String {
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = wait_within(child, 10.0, "the watcher after Ctrl-C");
+    let text = crate::util::stderr_of(child);
+    assert_eq!(status.code(), Some(32), "{text}");
+    text
+}
+
 /// The bottleneck of `script` is the stage running `comm`, with a command line starting
 /// with `command`: marked in the last live frame and named first by the summary.
 #[track_caller]
 fn bottleneck_is(script: &str, comm: &str, command: &str) {
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
-    let mut pipeline = Pipeline::start(script);
+    let pipeline = Pipeline::start(script);
     let pid = pipeline.find(comm);
-    let text = watch_for(&mut pipeline, pid, 4.0);
+    let text = watch_for(pid, 4.0);
     let frame = last_live_frame(&frames(&text));
     let marked: Vec<&Row> = frame.iter().filter(|r| r.marked).collect();
-    assert_eq!(marked.len(), 1, "{frame:?}");
+    assert_eq!(marked.len(), 1, "{frame:?}\n{text}");
     assert!(
         marked[0].command.starts_with(command),
         "{command} expected as the bottleneck: {frame:?}\n{text}"
@@ -207,7 +227,7 @@ fn bottleneck_is(script: &str, comm: &str, command: &str) {
     let summary = text.lines().last().unwrap_or_default();
     assert!(
         summary.starts_with(&format!("bottleneck: {command}")) && summary.contains("% of the time"),
-        "{summary:?}"
+        "{summary:?}\n{text}"
     );
 }
 
@@ -222,10 +242,11 @@ fn cpu_bound_middle_stage() {
 
 #[test]
 fn rate_limited_rpv() {
+    // A low limit, so that even a consumer starved of CPU by a busy machine keeps up.
     bottleneck_is(
-        "head -c 1G /dev/zero | \"$RPV\" -q -L 20M | sha256sum > /dev/null",
+        "head -c 1G /dev/zero | \"$RPV\" -q -L 2M | sha256sum > /dev/null",
         "sha256sum",
-        "rpv -q -L 20M",
+        "rpv -q -L 2M",
     );
 }
 
@@ -268,12 +289,12 @@ fn splice_users_rates_come_from_rpv_itself_and_from_neighbours() {
         eprintln!("skipped: needs Debian's pv (/usr/bin/pv)");
         return;
     }
-    let mut pipeline = Pipeline::start(
+    let pipeline = Pipeline::start(
         "cat /dev/zero | /usr/bin/pv -q | RPV_TEST_PATH=splice \"$RPV\" -q -L 1M | \
          /usr/bin/pv -q | cat > /dev/null",
     );
     let pid = pipeline.find("cat");
-    let text = watch_for(&mut pipeline, pid, 3.0);
+    let text = watch_for(pid, 3.0);
     let frame = last_live_frame(&frames(&text));
     let commands: Vec<&str> = frame.iter().map(|r| r.command.as_str()).collect();
     assert_eq!(
@@ -294,21 +315,20 @@ fn found_from_any_stage_and_from_the_shell() {
     let first = pipeline.find("cat");
     let rpv_pid = pipeline.find("rpv");
     let shell = pipeline.shell.id();
-    let last = descendants(shell)
-        .into_iter()
-        .find(|&p| comm(p).as_deref() == Some("cat") && p != first)
-        .expect("the second cat");
+    let started = Instant::now();
+    let last = loop {
+        let second = descendants(shell)
+            .into_iter()
+            .find(|&p| comm(p).as_deref() == Some("cat") && p != first);
+        if let Some(pid) = second {
+            break pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no second cat");
+        std::thread::sleep(Duration::from_millis(10));
+    };
     let expected = ["cat /dev/zero", "rpv -q -L 5M", "cat"];
     for start in [first, rpv_pid, last, shell] {
-        let mut child = watcher(start, &[]);
-        std::thread::sleep(Duration::from_millis(800));
-        Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        let status = wait_within(&mut child, 10.0, "the watcher after Ctrl-C");
-        let text = crate::util::stderr_of(&mut child);
-        assert_eq!(status.code(), Some(32), "{text}");
+        let text = watch_for(start, 0.8);
         let frame = last_live_frame(&frames(&text));
         let commands: Vec<&str> = frame.iter().map(|r| r.command.as_str()).collect();
         assert_eq!(commands, expected, "from {start}");
@@ -349,7 +369,7 @@ fn a_subshell_is_not_a_stage() {
     let gzip = pipeline.find("gzip");
     let subshell = parent(gzip).unwrap();
     assert_eq!(comm(subshell).as_deref(), Some("sh"));
-    let text = watch_for(&mut pipeline, subshell, 2.0);
+    let text = watch_to_the_end(&mut pipeline, subshell, 2.0);
     let frame = last_live_frame(&frames(&text));
     let commands: Vec<&str> = frame.iter().map(|r| r.command.as_str()).collect();
     assert_eq!(commands, ["cat /dev/zero", "gzip -1", "rpv -q -L 2M"]);
@@ -359,11 +379,11 @@ fn a_subshell_is_not_a_stage() {
 #[test]
 fn a_compound_stage_shows_the_process_moving_data() {
     // `{ a; b; }` runs one command after the other: the row follows them.
-    let mut pipeline = Pipeline::start(
+    let pipeline = Pipeline::start(
         "{ sleep 1; head -c 50M /dev/zero; sleep 30; } | \"$RPV\" -q -L 10M > /dev/null",
     );
     let rpv_pid = pipeline.find("rpv");
-    let text = watch_for(&mut pipeline, rpv_pid, 3.0);
+    let text = watch_for(rpv_pid, 3.0);
     let firsts: Vec<String> = frames(&text)
         .iter()
         .filter_map(|f| f.first().map(|r| r.command.clone()))
