@@ -22,6 +22,9 @@ use crate::units::{describe_amount, CountKind};
 
 /// Columns of everything but the command, the marker included.
 const FIXED: usize = 7 + 1 + 1 + 4 + 1 + 13 + 1 + 9 + 1 + 9 + 1 + 10 + 11;
+/// Columns of the pipe bar and the space before it, left out on narrow terminals so that
+/// the marker stays visible.
+const BAR_COLUMNS: usize = 11;
 /// The command column is never narrower than this.
 pub const MIN_COMMAND: usize = 8;
 /// Cells of the pipe bar.
@@ -52,20 +55,31 @@ fn fit(text: &str, columns: usize) -> String {
     out
 }
 
+/// True if the pipe bar fits beside a command of [`MIN_COMMAND`] columns.
+fn with_bar(width: usize) -> bool {
+    width >= FIXED + MIN_COMMAND
+}
+
 fn command_width(width: usize) -> usize {
-    width.saturating_sub(FIXED).max(MIN_COMMAND)
+    let fixed = if with_bar(width) {
+        FIXED
+    } else {
+        FIXED - BAR_COLUMNS
+    };
+    width.saturating_sub(fixed).max(MIN_COMMAND)
 }
 
 /// The column titles.
 pub fn header(width: usize) -> String {
     let line = format!(
-        "{:>7} {} {:>4} {:<13} {:>9} {:>9} PIPE",
+        "{:>7} {} {:>4} {:<13} {:>9} {:>9}{}",
         "PID",
         fit("COMMAND", command_width(width)),
         "CPU",
         "STATE",
         "IN/s",
-        "OUT/s"
+        "OUT/s",
+        if with_bar(width) { " PIPE" } else { "" }
     );
     cut(&line, width)
 }
@@ -94,12 +108,14 @@ pub fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
     let cpu = stage
         .cpu
         .map_or_else(|| "-".to_string(), |c| format!("{:.0}%", c.max(0.0)));
-    let bar = stage
-        .fill
-        .map_or_else(String::new, |f| bar(f.queued, f.capacity));
+    let bar = match stage.fill {
+        Some(f) if with_bar(width) => format!(" {:<10}", bar(f.queued, f.capacity)),
+        _ if with_bar(width) => " ".repeat(BAR_COLUMNS),
+        _ => String::new(),
+    };
     let mark = if stage.bottleneck { MARK } else { "" };
     let line = format!(
-        "{:>7} {} {:>4} {:<13} {:>9} {:>9} {:<10} {mark}",
+        "{:>7} {} {:>4} {:<13} {:>9} {:>9}{} {mark}",
         stage.pid,
         fit(&stage.command, command_width(width)),
         cpu,
@@ -202,6 +218,16 @@ mod tests {
             assert!(display_width(&line) <= width, "{width}: {line:?}");
             assert!(display_width(&header(width)) <= width);
         }
+        // Narrower than the full row: the bar goes, the marker stays.
+        let mut marked = stage(1, "gzip -9", Activity::Running);
+        marked.bottleneck = true;
+        let line = row(&marked, 70, CountKind::BinaryBytes);
+        assert_eq!(
+            line,
+            "      1 gzip -9       99% running        203MiB/s 68.1MiB/s bottleneck"
+        );
+        assert_eq!(display_width(&line), 70);
+        assert!(!header(70).contains("PIPE"));
         // A wide terminal gives the command the room.
         let wide = row(
             &stage(1, &"x".repeat(60), Activity::WaitInput),
