@@ -11,8 +11,9 @@
 //! ```
 //!
 //! The command column takes the width the others leave (at least [`MIN_COMMAND`]
-//! columns); a row never exceeds the width. The bar is the fill of the pipe to the next
-//! stage, eight cells, at least one when anything is queued.
+//! columns); a row never exceeds the width, and where everything does not fit the bar is
+//! left out first so the marker stays. The bar is the fill of the pipe to the next stage,
+//! eight cells, at least one when anything is queued.
 
 use unicode_width::UnicodeWidthChar;
 
