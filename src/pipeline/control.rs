@@ -2,8 +2,8 @@
 //!
 //! Owns: deciding whether a process is an rpv whose count is in bytes, and the one place
 //! that asks it ([`RpvLink::bytes`]). Must not: block the view for long: an answer is
-//! awaited at most [`ANSWER_TIMEOUT`], and a stage that does not answer is asked again only
-//! after [`RETRY_NS`].
+//! awaited at most `ANSWER_TIMEOUT`, and a stage that does not answer is asked again only
+//! after `RETRY_NS`.
 //!
 //! rpv moves data with splice, which `/proc/PID/io` does not count, so its stage's rates
 //! come from its own count (what its reader has taken, the figure `-Q` shows).
