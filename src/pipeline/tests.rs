@@ -379,3 +379,28 @@ fn a_stage_found_between_fork_and_exec_gets_its_program_name() {
     });
     assert_eq!(commands(&w.sample(SEC))[1], "gzip -9");
 }
+
+#[test]
+fn an_rpv_that_misses_an_answer_is_counted_by_its_next_one() {
+    let fake = three();
+    fake.with(102, |p| p.rpv = Some(0));
+    let mut w = watch(&fake, 101);
+    w.sample(0);
+    for k in 1..=6 {
+        // Every other second the rpv does not answer; its /proc/PID/io (it may use
+        // read/write too) must not be mixed with its own count.
+        let answers = k % 2 == 0;
+        fake.with(102, |p| {
+            p.rpv = answers.then_some(k * 10_000_000);
+            p.io.rchar += 5_000_000;
+            p.io.wchar += 5_000_000;
+        });
+        let view = w.sample(k * SEC);
+        // The two seconds' 20 MB come with the answer; nothing is counted twice.
+        let expected = if answers { 20e6 } else { 0.0 };
+        if k >= 2 {
+            assert_eq!(view.stages[1].rate_in, Some(expected), "second {k}");
+            assert_eq!(view.stages[1].rate_out, Some(expected), "second {k}");
+        }
+    }
+}

@@ -139,6 +139,8 @@ struct Member {
     tasks: Vec<u32>,
     threads: u32,
     last: Option<Reading>,
+    /// The last count an rpv member gave over its control channel.
+    last_rpv: Option<u64>,
     /// Started after the stage was first seen: everything it counted is recent.
     fresh: bool,
     /// Bytes moved in the last sample (for choosing which member to show).
@@ -431,13 +433,26 @@ impl Watcher {
             m.used = reading.ticks.saturating_sub(before.ticks);
             stage.totals.ticks += m.used;
             m.moved = 0;
-            if let (Some((r, w)), Some((r0, w0))) = (reading.bytes(), before.bytes()) {
-                let (dr, dw) = (r.saturating_sub(r0), w.saturating_sub(w0));
+            let moved = match (reading.rpv, m.last_rpv, reading.io, before.io) {
+                // An rpv is counted by its own count only: an answer it missed is covered
+                // by the next one.
+                (Some(now), Some(then), _, _) => Some((now - now.min(then), now - now.min(then))),
+                (Some(_), None, _, _) | (None, Some(_), _, _) => None,
+                (None, None, Some(io), Some(io0)) => Some((
+                    io.rchar.saturating_sub(io0.rchar),
+                    io.wchar.saturating_sub(io0.wchar),
+                )),
+                (None, None, _, _) => None,
+            };
+            if let Some((dr, dw)) = moved {
                 stage.totals.bytes_in += dr;
                 stage.totals.bytes_out += dw;
                 m.moved = dr + dw;
                 known_in = true;
                 known_out = true;
+            }
+            if reading.rpv.is_some() {
+                m.last_rpv = reading.rpv;
             }
             m.last = Some(reading);
         }
@@ -491,6 +506,7 @@ impl Watcher {
                     m.moved = r + w;
                 }
             }
+            m.last_rpv = reading.rpv;
             m.last = Some(reading);
         }
     }
@@ -593,6 +609,7 @@ impl Watcher {
             tasks: Vec::new(),
             threads: 0,
             last: None,
+            last_rpv: None,
             fresh,
             moved: 0,
             used: 0,
