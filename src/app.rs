@@ -18,6 +18,7 @@ use crate::plan::{self, Job, MonitorPlan, Output, TransferPlan};
 use crate::session::{End, Session};
 use crate::sink::{self, json, DisplayConfig, Sink};
 use crate::source::engine::EngineSource;
+use crate::source::pipeline::PipelineSource;
 use crate::source::query::QuerySource;
 use crate::source::watch::WatchSource;
 use crate::source::Source;
@@ -104,6 +105,17 @@ fn run(o: &Options, prog: &str) -> u8 {
             session(vec![Box::new(source)], display, start, prog).1
         }
         Job::Query(pid) => query(o, display, pid, prog),
+        Job::Pipeline(pid) => {
+            let source = match PipelineSource::watch(pid, o.interval) {
+                Ok(source) => source,
+                Err(e) => return fail(prog, &e),
+            };
+            let start = json::Start {
+                mode: "pipeline",
+                ..json::Start::default()
+            };
+            session(vec![Box::new(source)], display, start, prog).1
+        }
         Job::Remote(pid, changes) => match client::remote(pid, changes) {
             Ok(()) => 0,
             Err(e) => fail(prog, &e),
@@ -144,7 +156,9 @@ fn sinks<'a>(
         sinks.push(Box::new(sink::log::Log::new(prog)));
     } else {
         sinks.push(Box::new(sink::messages::Messages));
-        if display.style.numeric {
+        if display.pipeline {
+            sinks.push(Box::new(sink::stages::Stages::default()));
+        } else if display.style.numeric {
             sinks.push(Box::new(sink::numeric::Numeric::default()));
         } else if watching || display.each {
             sinks.push(Box::new(sink::multi::Multi::default()));
@@ -197,10 +211,24 @@ fn start_of(mode: &'static str, plans: &[TransferPlan]) -> json::Start {
 fn transfers(
     mode: &'static str,
     plans: Vec<TransferPlan>,
-    display: DisplayConfig,
+    mut display: DisplayConfig,
     prog: &str,
 ) -> u8 {
     let start = start_of(mode, &plans);
+    // `--pipeline` inside a transfer: its own pipeline, its own stage counted by the engine.
+    let own_bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut pipeline = None;
+    if display.pipeline {
+        let interval = display.interval_ns as f64 / 1e9;
+        match PipelineSource::inline(Arc::clone(&own_bytes), interval) {
+            Ok(source) => pipeline = Some(source),
+            Err(e) => {
+                // Not in a pipeline (or not allowed to see it): the usual display.
+                Term::new(prog).message(&e.to_string());
+                display.pipeline = false;
+            }
+        }
+    }
     let progresses: Vec<Progress> = plans
         .iter()
         .map(|_| Progress::new(signals::waker()))
@@ -213,12 +241,27 @@ fn transfers(
                 output,
                 meter,
             } = plan;
+            let settings_reads_stdin = settings
+                .inputs
+                .iter()
+                .any(|i| matches!(i.source, InputSource::Stdin));
             let engine_output = output.clone();
             scope.spawn(move || {
                 signals::block_in_this_thread();
                 run_engine(&settings, &engine_output, progress);
             });
-            sources.push(Box::new(EngineSource::new(progress, output, meter)));
+            let reads_stdin = settings_reads_stdin;
+            let mut source = EngineSource::new(progress, output, meter);
+            if reads_stdin {
+                source.watch_stdin();
+            }
+            if sources.is_empty() && pipeline.is_some() {
+                source.mirror_to(Arc::clone(&own_bytes));
+            }
+            sources.push(Box::new(source));
+        }
+        if let Some(pipeline) = pipeline.take() {
+            sources.push(Box::new(pipeline));
         }
         let (end, status) = session(sources, display, start, prog);
         if end == End::Interrupted {

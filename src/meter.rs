@@ -3,19 +3,17 @@
 //! Owns: [`MeterState`] (one measured quantity: an amount, its size if known, when its clock
 //! started, what it is called, its unit, how full its buffer is and its phase), [`Event`]
 //! (the typed things that happen during a run: an input opened, a path chosen, a fallback,
-//! a read error skipped, an output gone, an error, the end), [`Waker`] (how a source wakes
-//! the display loop) and [`Tail`] (the end of the data, for `%A`/`%L`).
+//! a read error skipped, an output gone, an error, the end) and [`Tail`] (the end of the
+//! data, for `%A`/`%L`).
 //!
 //! Must not: read clocks, files or counters, or format anything for a terminal. Sources
 //! (the engine's, watchfd's, the query's) fill these values; sinks (the line, cursor rows,
 //! the multi-line screen, numeric output, titles, statistics) consume them and never know
 //! which source produced them.
 
-use std::os::fd::{AsFd, OwnedFd};
-
-use crate::display::BufferFill;
+use crate::display::{BufferFill, Waiting};
 use crate::error::Error;
-use crate::sys;
+use crate::pipeline::StageView;
 
 /// Identifies a meter for the whole run (the display keeps its rate history by it).
 pub type MeterId = u64;
@@ -34,6 +32,8 @@ pub enum Role {
     Input(usize),
     /// A descriptor watched with `-d`.
     Descriptor,
+    /// A stage of a pipeline (`--pipeline`).
+    Stage,
 }
 
 /// The unit of a meter's amount.
@@ -121,6 +121,10 @@ pub struct MeterState {
     pub tail: Option<Tail>,
     /// Why the meter ended without moving anything (an input that could not be opened).
     pub note: Option<String>,
+    /// `%{bottleneck}`: which side a transfer waits on (from its pipes' fill).
+    pub waiting: Option<Waiting>,
+    /// A stage of a pipeline: what the pipeline view shows of it.
+    pub stage: Option<Box<StageView>>,
 }
 
 /// Something that happened during a run. Sinks show errors and warnings; the other events
@@ -193,6 +197,14 @@ pub enum Event {
     OutputGone,
     /// An error or warning (its exit bits are already counted).
     Error(Error),
+    /// The pipeline view's summary at the end: each stage's share of the time as the
+    /// bottleneck, and the line that says it.
+    Summary {
+        /// `bottleneck: gzip -9 (92% of the time)`.
+        text: String,
+        /// (command, fraction of the time) for each stage that was ever the bottleneck.
+        shares: Vec<(String, f64)>,
+    },
     /// The source finished; `status` is its exit status so far.
     Finished {
         /// Exit bits.
@@ -223,40 +235,6 @@ impl Event {
             )),
             Event::Trace(text) if trace => Some(text.clone()),
             _ => None,
-        }
-    }
-}
-
-/// Wakes the display loop: a byte written to its wake pipe (never blocks; a full pipe
-/// already means "wake up").
-#[derive(Debug, Default)]
-pub struct Waker {
-    fd: Option<OwnedFd>,
-}
-
-impl Waker {
-    /// A waker on the write end of the display loop's wake pipe.
-    pub fn new(fd: OwnedFd) -> Waker {
-        let _ = sys::set_nonblocking(fd.as_fd(), true);
-        Waker { fd: Some(fd) }
-    }
-
-    /// A waker that does nothing (no display loop).
-    pub fn none() -> Waker {
-        Waker { fd: None }
-    }
-
-    /// Another waker on the same pipe (for another thread).
-    pub fn try_clone(&self) -> Waker {
-        Waker {
-            fd: self.fd.as_ref().and_then(|fd| fd.try_clone().ok()),
-        }
-    }
-
-    /// Wakes the loop.
-    pub fn wake(&self) {
-        if let Some(fd) = &self.fd {
-            let _ = sys::write(fd.as_fd(), b"w");
         }
     }
 }

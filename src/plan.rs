@@ -89,6 +89,8 @@ pub enum Job {
     Query(u32),
     /// `-R PID`.
     Remote(u32, Changes),
+    /// `--pipeline=PID`: watch the pipeline PID belongs to.
+    Pipeline(u32),
 }
 
 /// Everything a run needs.
@@ -107,7 +109,8 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
     }
     let display = display(o);
     let job = match &o.action {
-        Action::Transfer => {
+        // `--pipeline` without a PID: a transfer that also shows its own pipeline.
+        Action::Transfer | Action::Pipeline(None) => {
             let inputs = operands(o);
             let output = open_output(o.output.as_deref(), &inputs)?;
             Job::Transfer(transfer(
@@ -163,6 +166,7 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
         Action::WatchFd(raw) => Job::Watch(watch(o, raw)?),
         Action::Query(pid) => Job::Query(*pid),
         Action::Remote(pid) => Job::Remote(*pid, changes_from(o)?),
+        Action::Pipeline(Some(pid)) => Job::Pipeline(*pid),
     };
     Ok(Plan { display, job })
 }
@@ -494,6 +498,7 @@ pub fn display(o: &Options) -> DisplayConfig {
         json: o.json,
         log: o.log,
         quiet: o.quiet,
+        pipeline: matches!(o.action, Action::Pipeline(_)),
     };
     if o.log && !o.given('i') {
         // A log gets a line every 10 seconds unless -i says otherwise.

@@ -284,9 +284,15 @@ impl<'a> Session<'a> {
             final_update: final_update == Some(true),
             wall_clock: sys::wall_clock(),
         };
-        let finished = Event::Finished { status };
-        for sink in &mut self.sinks {
-            sink.event(&finished, &self.config, &mut self.term);
+        let mut closing = Vec::new();
+        for source in &mut self.sources {
+            source.end(&mut closing);
+        }
+        closing.push(Event::Finished { status });
+        for event in &closing {
+            for sink in &mut self.sinks {
+                sink.event(event, &self.config, &mut self.term);
+            }
         }
         for sink in &mut self.sinks {
             sink.finish(&snapshot, &self.config, &mut self.term);

@@ -25,7 +25,6 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use crate::meter::Waker;
 use crate::sys;
 
 /// The wake pipe: (read end, write end).
@@ -185,4 +184,38 @@ pub fn take_foreign() -> Option<String> {
     Some(format!(
         "{name} ignored: this is rpv, which is queried with rpv -Q and controlled with rpv -R"
     ))
+}
+
+/// Wakes the display loop: a byte written to its wake pipe (never blocks; a full pipe
+/// already means "wake up").
+#[derive(Debug, Default)]
+pub struct Waker {
+    fd: Option<OwnedFd>,
+}
+
+impl Waker {
+    /// A waker on the write end of the display loop's wake pipe.
+    pub fn new(fd: OwnedFd) -> Waker {
+        let _ = sys::set_nonblocking(fd.as_fd(), true);
+        Waker { fd: Some(fd) }
+    }
+
+    /// A waker that does nothing (no display loop).
+    pub fn none() -> Waker {
+        Waker { fd: None }
+    }
+
+    /// Another waker on the same pipe (for another thread).
+    pub fn try_clone(&self) -> Waker {
+        Waker {
+            fd: self.fd.as_ref().and_then(|fd| fd.try_clone().ok()),
+        }
+    }
+
+    /// Wakes the loop.
+    pub fn wake(&self) {
+        if let Some(fd) = &self.fd {
+            let _ = sys::write(fd.as_fd(), b"w");
+        }
+    }
 }

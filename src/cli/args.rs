@@ -23,6 +23,9 @@ pub(crate) struct Flag {
     pub(crate) long: &'static str,
     /// True if the option requires a value.
     pub(crate) takes_value: bool,
+    /// True if the option may have a value, attached with `=` (getopt_long's
+    /// `optional_argument`; long options only).
+    pub(crate) optional: bool,
 }
 
 const fn flag(short: char, long: &'static str) -> Flag {
@@ -30,6 +33,17 @@ const fn flag(short: char, long: &'static str) -> Flag {
         short,
         long,
         takes_value: false,
+        optional: false,
+    }
+}
+
+/// A long option whose value is optional and must be attached (`--name=VALUE`).
+const fn optional(short: char, long: &'static str) -> Flag {
+    Flag {
+        short,
+        long,
+        takes_value: false,
+        optional: true,
     }
 }
 
@@ -38,6 +52,7 @@ const fn valued(short: char, long: &'static str) -> Flag {
         short,
         long,
         takes_value: true,
+        optional: false,
     }
 }
 
@@ -52,6 +67,8 @@ pub(crate) const JSON: char = '\u{E001}';
 pub(crate) const LOG: char = '\u{E002}';
 /// The identity of `--each`.
 pub(crate) const EACH: char = '\u{E003}';
+/// The identity of `--pipeline[=PID]`.
+pub(crate) const PIPELINE: char = '\u{E004}';
 
 /// True for the identity of an option that has only a long name (see [`COMPLETIONS`]).
 pub(crate) fn long_only(identity: char) -> bool {
@@ -116,6 +133,7 @@ pub(crate) const FLAGS: &[Flag] = &[
     flag(EACH, "each"),
     flag(JSON, "json"),
     flag(LOG, "log"),
+    optional(PIPELINE, "pipeline"),
     valued(COMPLETIONS, "completions"),
 ];
 
@@ -368,6 +386,7 @@ impl<'a> Scanner<'a> {
         };
         match (flag.takes_value, inline) {
             (false, None) => Ok(found(None)),
+            (false, Some(value)) if flag.optional => Ok(found(Some(value))),
             (false, Some(_)) => Err(format!(
                 "{argv0}: option '--{long}' doesn't allow an argument\n"
             )),
@@ -413,6 +432,7 @@ enum Mode {
     Remote,
     Query,
     Monitor,
+    Pipeline,
 }
 
 /// The options applied so far, plus what the mode checks of spec 1.8 need to remember.
@@ -423,6 +443,8 @@ struct State<'a> {
     store_file: PathBuf,
     watch_items: Vec<OsString>,
     remote: Option<u32>,
+    /// `--pipeline=PID`.
+    pipeline: Option<u32>,
     query: Option<u32>,
     side: MonitorSide,
     store_given: bool,
@@ -444,6 +466,7 @@ impl<'a> State<'a> {
             store_file: PathBuf::new(),
             watch_items: Vec::new(),
             remote: None,
+            pipeline: None,
             query: None,
             side: MonitorSide::Out,
             store_given: false,
@@ -459,6 +482,12 @@ impl<'a> State<'a> {
 
     /// Applies one option. `value` is `Some` exactly for options that take a value.
     fn apply(&mut self, short: char, value: Option<&OsStr>) -> Result<Flow, String> {
+        if short == PIPELINE {
+            let value = value.map(OsStr::to_string_lossy);
+            return self
+                .apply_pipeline(value.as_deref())
+                .map(|()| Flow::Continue);
+        }
         if !self.opts.given_letters.contains(short) {
             self.opts.given_letters.push(short);
         }
@@ -704,6 +733,19 @@ impl<'a> State<'a> {
         }
     }
 
+    /// `--pipeline[=PID]`: a PID is a decimal number above 0.
+    fn apply_pipeline(&mut self, value: Option<&str>) -> Result<(), String> {
+        self.pipeline = match value {
+            None => None,
+            Some(v) => match v.parse::<u32>() {
+                Ok(pid) if pid > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Some(pid),
+                _ => return Err(self.fail(&format!("--pipeline: {v}: invalid process ID"))),
+            },
+        };
+        self.mode = Mode::Pipeline;
+        Ok(())
+    }
+
     /// `-M SIDE`: the side is matched by prefix, in pv's order (spec 1.3).
     fn apply_monitor(&mut self, value: &str) -> Result<(), String> {
         const SIDES: [(&str, MonitorSide); 8] = [
@@ -743,6 +785,7 @@ impl<'a> State<'a> {
             Mode::Remote => Action::Remote(self.remote.unwrap_or(0)),
             Mode::Query => Action::Query(self.query.unwrap_or(0)),
             Mode::Monitor => Action::Monitor(self.side),
+            Mode::Pipeline => Action::Pipeline(self.pipeline),
         };
         Ok(self.opts)
     }
@@ -752,7 +795,7 @@ impl<'a> State<'a> {
         o.interval = o.interval.clamp(0.1, 600.0);
         o.delay_start = o.delay_start.min(MAX_DELAY);
         o.average_window = o.average_window.clamp(1, MAX_AVERAGE_WINDOW);
-        o.buffer_size = o.buffer_size.min(crate::transfer::MAX_BUFFER as u64);
+        o.buffer_size = o.buffer_size.min(crate::cli::MAX_BUFFER as u64);
         o.width = o.width.min(999_999);
         o.height = o.height.min(999_999);
         if self.skip_block_given && o.skip_errors == 0 {
@@ -777,6 +820,8 @@ impl<'a> State<'a> {
             "-R: files cannot be specified with this option"
         } else if self.mode == Mode::Query && !operands.is_empty() {
             "-Q: files cannot be specified with this option"
+        } else if self.mode == Mode::Pipeline && self.pipeline.is_some() && !operands.is_empty() {
+            "--pipeline: files cannot be specified with a process ID"
         } else if self.mode == Mode::Monitor && operands.is_empty() {
             "-M: a command to run must be specified"
         } else {

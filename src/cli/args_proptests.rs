@@ -112,7 +112,7 @@ proptest! {
                 prop_assert!((0.1..=600.0).contains(&o.interval));
                 prop_assert!((0.0..=360_000_000.0).contains(&o.delay_start));
                 prop_assert!((1..=7 * 24 * 3600).contains(&o.average_window));
-                prop_assert!(o.buffer_size <= crate::transfer::MAX_BUFFER as u64);
+                prop_assert!(o.buffer_size <= crate::cli::MAX_BUFFER as u64);
                 if let Some(spec) = &o.extra_display {
                     prop_assert!(crate::term::title::ExtraSpec::parse(spec).any(), "{spec:?}");
                 }

@@ -528,7 +528,7 @@ fn integer_values_past_32_bits_are_refused_not_truncated() {
 
 #[test]
 fn buffer_delay_and_window_are_capped() {
-    let gib = crate::transfer::MAX_BUFFER as u64;
+    let gib = crate::cli::MAX_BUFFER as u64;
     assert_eq!(gib, 1 << 30);
     assert_eq!(run(&["-B", "1G"]).buffer_size, gib);
     assert_eq!(run(&["-B", "1T"]).buffer_size, gib);
@@ -1139,5 +1139,41 @@ fn remote_and_query_take_no_files() {
     assert_eq!(
         err(&["f", "-Q", "1"]),
         "rpv: -Q: files cannot be specified with this option\n"
+    );
+}
+
+#[test]
+fn pipeline_option() {
+    assert_eq!(run(&["--pipeline=42"]).action, Action::Pipeline(Some(42)));
+    assert_eq!(run(&["--pipeline"]).action, Action::Pipeline(None));
+    // An optional value must be attached: the next word is an operand.
+    let o = run(&["--pipeline", "in.bin"]);
+    assert_eq!(o.action, Action::Pipeline(None));
+    assert_eq!(o.files, ["in.bin"]);
+    // Unique prefixes of rpv's own names work; pv's own prefixes keep their meaning.
+    assert_eq!(run(&["--pip=7"]).action, Action::Pipeline(Some(7)));
+    assert_eq!(run(&["--pi", "x"]).pidfile.as_deref(), Some(Path::new("x")));
+    // The last mode option wins, as for pv's modes.
+    assert_eq!(run(&["--pipeline=5", "-Q", "6"]).action, Action::Query(6));
+    assert_eq!(
+        run(&["-Q", "6", "--pipeline=5"]).action,
+        Action::Pipeline(Some(5))
+    );
+    // It is not a short-option letter, and -R does not send it.
+    assert!(!run(&["--pipeline=5"]).given_letters.contains(PIPELINE));
+    for bad in ["", "0", "x", "-3", "+3", "12a", "99999999999"] {
+        assert_eq!(
+            err(&[&format!("--pipeline={bad}")]),
+            format!("rpv: --pipeline: {bad}: invalid process ID\n")
+        );
+    }
+    assert_eq!(
+        err(&["--pipeline=5", "file"]),
+        "rpv: --pipeline: files cannot be specified with a process ID\n"
+    );
+    assert_eq!(
+        err(&["--pipelines"]),
+        "rpv: unrecognized option '--pipelines'\n".to_string()
+            + "Try `rpv --help' for more information.\n"
     );
 }

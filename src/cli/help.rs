@@ -332,6 +332,14 @@ const RPV_OWN: &[Row] = &[
         "write plain, timestamped lines for a log file instead of the display",
     ),
     valued(
+        super::args::PIPELINE,
+        "pipeline",
+        "[=PID]",
+        Pid,
+        "show every stage of the pipeline (PID's, or the one rpv copies in) and \
+         name the stage that holds it back",
+    ),
+    valued(
         super::args::COMPLETIONS,
         "completions",
         "SHELL",
@@ -364,8 +372,8 @@ const DESCRIPTION: &str = "Copy FILEs, or standard input, to standard output, sh
 pub(crate) const FORMAT_SEQUENCES: &str = "%p %{progress} %{progress-amount-only} \
      %{progress-bar-only} %{bar-plain} %{bar-block} %{bar-granular} %{bar-shaded} %t \
      %{timer} %e %{eta} %I %{fineta} %r %{rate} %a %{average-rate} %b %{bytes} \
-     %{transferred} %{ratio} %T %{buffer-percent} %A %{last-written} %L %{previous-line} \
-     %N %{name} %{sgr:colour,...}";
+     %{transferred} %{ratio} %T %{buffer-percent} %{bottleneck} %A %{last-written} %L \
+     %{previous-line} %N %{name} %{sgr:colour,...}";
 
 /// The project's repository, if Cargo.toml names one.
 const REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
@@ -610,7 +618,8 @@ mod tests {
                 .find(&lead)
                 .unwrap_or_else(|| panic!("no help row for {lead:?}"));
             let after = help[at + lead.len()..].chars().next();
-            assert!(matches!(after, Some(' ' | '\n')), "{lead:?}");
+            // An optional value is attached: `--pipeline[=PID]`.
+            assert!(matches!(after, Some(' ' | '\n' | '[')), "{lead:?}");
         }
         let shown = help
             .lines()
@@ -628,7 +637,13 @@ mod tests {
                 .find(|f| f.short == row.short)
                 .expect("known option");
             assert_eq!(flag.long, row.long);
-            assert_eq!(flag.takes_value, !row.arg.is_empty(), "--{}", row.long);
+            assert_eq!(
+                flag.takes_value || flag.optional,
+                !row.arg.is_empty(),
+                "--{}",
+                row.long
+            );
+            assert_eq!(flag.optional, row.arg.starts_with("[="), "--{}", row.long);
             if row.arg.is_empty() {
                 assert_eq!(
                     row.value,
@@ -655,7 +670,7 @@ mod tests {
         let long_name = |l: &str| {
             let at = l.find("--").expect("long name");
             l[at + 2..]
-                .split([' ', '='])
+                .split([' ', '=', '['])
                 .next()
                 .expect("name")
                 .to_owned()

@@ -18,6 +18,11 @@ pub use args::parse;
 pub use complete::{completion_script, Shell};
 pub use help::{help_text, version_text};
 
+/// Largest read/write buffer (`-B`, also set by `-R`): 1 GiB. Each read and write moves at
+/// most one buffer, and the kernel hands out far less per call on pipes and sockets, so a
+/// larger buffer only costs memory. Larger values are capped to this.
+pub const MAX_BUFFER: usize = 1 << 30;
+
 /// The operating mode; the last mode-selecting option wins (spec 1.1).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Action {
@@ -34,6 +39,9 @@ pub enum Action {
     Query(u32),
     /// `-M SIDE -- COMMAND ARGS...`: run a command and meter it.
     Monitor(MonitorSide),
+    /// `--pipeline=PID` (beyond pv): show every stage of the pipeline PID belongs to;
+    /// `None` for `--pipeline` without a PID (the pipeline rpv itself is in).
+    Pipeline(Option<u32>),
 }
 
 /// `-M` side (spec 1.3).

@@ -69,6 +69,39 @@ impl Client {
     }
 }
 
+/// A standing query connection to another rpv, for an observer that polls its progress
+/// (the pipeline view): the same checks as `-Q`, but answers are awaited only `timeout`.
+pub(crate) struct ProgressQuery {
+    client: Client,
+}
+
+impl ProgressQuery {
+    /// Connects to `pid`'s control channel; `None` if it has none we may use.
+    pub(crate) fn connect(pid: u32, timeout: std::time::Duration) -> Option<ProgressQuery> {
+        let client = Client::connect(pid)?;
+        client
+            .reader
+            .get_ref()
+            .set_read_timeout(Some(timeout))
+            .ok()?;
+        client.writer.set_write_timeout(Some(timeout)).ok()?;
+        Some(ProgressQuery { client })
+    }
+
+    /// (elapsed seconds, amount transferred, size or 0) in the target's unit; `None` once
+    /// it stops answering (then drop the connection: a late answer may still be on it).
+    pub(crate) fn ask(&mut self) -> Option<(f64, u64, u64)> {
+        match self.client.ask(&Request::Query)? {
+            Reply::State {
+                elapsed,
+                transferred,
+                size,
+            } => Some((elapsed, transferred, size)),
+            Reply::Done => None,
+        }
+    }
+}
+
 /// Checks the target like pv does (`kill(pid, 0)`): it must exist and be ours to signal.
 pub fn check_target(pid: u32) -> Result<(), Error> {
     if unchecked_for_tests() {

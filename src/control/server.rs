@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::protocol::{decode_request, encode_reply, escape};
 use super::{own_dir, peer_allowed, private_dir, Reply, Request, MAX_LINE, REPLY_TIMEOUT};
-use crate::meter::Waker;
+use crate::signals::Waker;
 use crate::sys;
 
 /// Requests waiting for the display loop, each with the channel for its reply.

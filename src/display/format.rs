@@ -53,6 +53,8 @@ pub enum Segment {
     Ratio,
     /// `%T`, `%{buffer-percent}`: transfer buffer fill.
     BufferPercent,
+    /// `%{bottleneck}` (beyond pv): which side this stage waits on.
+    Bottleneck,
     /// `%nA`, `%n{last-written}`: the last `count` bytes written (at most 256; 0 = nothing).
     LastWritten {
         /// Number of bytes shown.
@@ -205,6 +207,7 @@ fn lookup(name: &str, number: Option<usize>) -> Option<Segment> {
         "b" | "{bytes}" | "{transferred}" => Segment::Bytes,
         "{ratio}" => Segment::Ratio,
         "T" | "{buffer-percent}" => Segment::BufferPercent,
+        "{bottleneck}" => Segment::Bottleneck,
         "A" | "{last-written}" => Segment::LastWritten {
             count: number.unwrap_or(0).min(256),
         },

@@ -54,6 +54,30 @@ pub enum BufferFill {
     Fraction(f64),
 }
 
+/// Which side a stage of a pipeline waits on, from how full its input and output pipes
+/// are (`%{bottleneck}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// Its input pipe is empty: the stage before it is slower.
+    Input,
+    /// Its output pipe is full: the stage after it is slower.
+    Output,
+    /// Data waits in its input and there is room in its output: this stage holds the
+    /// pipeline back (or its `-L` limit does).
+    Busy,
+}
+
+impl Waiting {
+    /// The words `%{bottleneck}` shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            Waiting::Input => "waits for input",
+            Waiting::Output => "waits for output",
+            Waiting::Busy => "bottleneck",
+        }
+    }
+}
+
 /// Everything one display update may show. Built by the caller from a counters snapshot and
 /// [`crate::stats::Rates`]; rendering never looks anywhere else.
 #[derive(Debug, Clone, Default)]
@@ -107,4 +131,6 @@ pub struct Frame<'a> {
     /// Seconds without progress, when the transfer counts as stalled: the ETA then says
     /// so instead of inventing a number.
     pub stalled: Option<f64>,
+    /// `%{bottleneck}`: the side this stage waits on, if known.
+    pub waiting: Option<Waiting>,
 }

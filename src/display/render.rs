@@ -112,7 +112,10 @@ const FIT_ORDER: &[FitRule] = &[
         },
         Level::Dropped,
     ),
-    (|s| matches!(s, Segment::BufferPercent), Level::Dropped),
+    (
+        |s| matches!(s, Segment::BufferPercent | Segment::Bottleneck),
+        Level::Dropped,
+    ),
     (|s| matches!(s, Segment::FinEta), Level::Dropped),
     (|s| matches!(s, Segment::AverageRate), Level::Dropped),
     (|s| matches!(s, Segment::Name { .. }), Level::Short),
@@ -250,6 +253,7 @@ fn render_segment(segment: &Segment, frame: &Frame, share: usize) -> String {
         Segment::Bytes => render_bytes(frame),
         Segment::Ratio => render_ratio(frame),
         Segment::BufferPercent => render_buffer_percent(frame),
+        Segment::Bottleneck => render_bottleneck(frame),
         Segment::LastWritten { count } => render_last_written(frame, *count),
         Segment::PreviousLine { width } => render_previous_line(frame, width.unwrap_or(share)),
         Segment::Name { width } => render_name(frame, *width),
@@ -371,6 +375,16 @@ fn render_buffer_percent(frame: &Frame) -> String {
         BufferFill::None => String::new(),
         BufferFill::Splice => "{----}".to_string(),
         BufferFill::Fraction(fraction) => format!("{{{:3.0}%}}", fraction * 100.0),
+    }
+}
+
+/// `%{bottleneck}`: the side this stage waits on, padded to one width so the line does not
+/// jump; blank when it is not known (not a pipe, or the final update).
+fn render_bottleneck(frame: &Frame) -> String {
+    const WIDTH: usize = 16;
+    match frame.waiting {
+        Some(w) if !frame.final_update => format!("{:<WIDTH$}", w.label()),
+        _ => " ".repeat(WIDTH),
     }
 }
 

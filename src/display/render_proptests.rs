@@ -173,6 +173,12 @@ impl FrameData {
             ratio: self.ratio,
             wall_clock: self.wall_clock,
             stalled: (style % 2 == 1).then_some(elapsed.abs()),
+            waiting: [
+                None,
+                Some(crate::display::Waiting::Input),
+                Some(crate::display::Waiting::Output),
+                Some(crate::display::Waiting::Busy),
+            ][kind as usize % 4],
         }
     }
 }

@@ -119,6 +119,22 @@ fn figures(r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
             Some(json!({"pid": pid, "fd": fd, "path": path})),
         ),
         (Role::Descriptor, _) => ("descriptor", None),
+        (Role::Stage, _) => match &m.stage {
+            Some(st) => (
+                "stage",
+                Some(json!({
+                    "pid": st.pid,
+                    "command": st.command,
+                    "state": st.activity.label(),
+                    "cpu": st.cpu.map_or(Value::Null, number),
+                    "rate_in": st.rate_in.map_or(Value::Null, number),
+                    "rate_out": st.rate_out.map_or(Value::Null, number),
+                    "pipe": st.fill.map(|f| json!({"queued": f.queued, "capacity": f.capacity})),
+                    "bottleneck": st.bottleneck,
+                })),
+            ),
+            None => ("stage", None),
+        },
     };
     o.insert("meter".into(), json!(role));
     if let Some(Value::Object(extra)) = extra {
@@ -223,6 +239,13 @@ impl Sink for Json {
             Event::OutputGone => json!({"type": "output", "event": "reader_gone"}),
             Event::Trace(text) if config.trace => json!({"type": "trace", "text": text}),
             Event::Trace(_) => return,
+            Event::Summary { text, shares } => {
+                let shares: Vec<Value> = shares
+                    .iter()
+                    .map(|(command, share)| json!({"command": command, "share": number(*share)}))
+                    .collect();
+                json!({"type": "summary", "text": text, "bottleneck": shares})
+            }
             Event::Finished { status } => {
                 self.status = *status;
                 return;

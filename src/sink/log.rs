@@ -68,9 +68,13 @@ impl Log {
                 continue;
             }
             self.last.insert(id, (r.meter.amount, now));
-            let line = match &r.meter.note {
-                Some(note) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
-                None => render_line(&mut self.formats, &config, r, snapshot),
+            let line = match (&r.meter.note, &r.meter.stage) {
+                (Some(note), _) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
+                (None, Some(stage)) => {
+                    let kind = config.style.kind(crate::meter::Unit::Bytes);
+                    crate::pipeline::render::row(stage, config.width, kind)
+                }
+                (None, None) => render_line(&mut self.formats, &config, r, snapshot),
             };
             out.push_str(&stamp);
             out.push(' ');
@@ -111,6 +115,10 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 impl Sink for Log {
     fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
+        if let Event::Summary { text, .. } = event {
+            term.raw(&format!("{} {text}\n", timestamp(sys::wall_clock())));
+            return;
+        }
         if let Some(text) = event.message(config.trace) {
             let stamp = timestamp(sys::wall_clock());
             term.raw(&format!("{stamp} {}: {text}\n", self.prog));

@@ -4,7 +4,8 @@
 //! its state, elapsed time and rates), the display settings ([`DisplayConfig`], which `-R`
 //! may change during a run), and the choice of format per meter. The sinks: [`messages`]
 //! (`rpv: …` lines), [`line`](mod@line) (the `\r` line, and `-c` cursor rows), [`numeric`] (`-n`),
-//! [`multi`] (the multi-line screen of `-d`), [`title`] (`-x`), [`stats`] (`--stats`).
+//! [`multi`] (the multi-line screen of `-d` and `--each`), [`stages`] (`--pipeline`),
+//! [`json`] (`--json`), [`log`](mod@log) (`--log`), [`title`] (`-x`), [`stats`] (`--stats`).
 //!
 //! Must not: know where progress comes from (sources), or move data. A new form of output
 //! is a new `Sink`; the sources and the other sinks do not change.
@@ -16,6 +17,7 @@ pub mod messages;
 pub mod multi;
 pub mod numeric;
 pub mod screen;
+pub mod stages;
 pub mod stats;
 pub mod title;
 
@@ -166,6 +168,8 @@ pub struct DisplayConfig {
     pub log: bool,
     /// `-q`.
     pub quiet: bool,
+    /// `--pipeline`: the pipeline view instead of the line.
+    pub pipeline: bool,
 }
 
 impl DisplayConfig {
@@ -185,7 +189,7 @@ impl DisplayConfig {
         match role {
             Role::MonitorIn => self.prev_name.as_deref().or(self.name.as_deref()),
             Role::Transfer | Role::MonitorOut => self.name.as_deref(),
-            Role::Input(_) | Role::Descriptor => None,
+            Role::Input(_) | Role::Descriptor | Role::Stage => None,
         }
     }
 
@@ -275,6 +279,7 @@ impl DisplayConfig {
             previous_line,
             ratio: snapshot.ratio(r),
             stalled: r.stalled_for,
+            waiting: m.waiting,
         }
     }
 }

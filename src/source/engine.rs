@@ -7,10 +7,11 @@
 //! or is gone). Must not: block, or touch the data path: everything here is a relaxed load or
 //! an `ioctl(FIONREAD)` on the display thread.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::Source;
-use crate::display::BufferFill;
+use crate::display::{BufferFill, Waiting};
 use crate::meter::{Event, MeterId, MeterState, Phase, Role, Tail, Unit};
 use crate::sys::{self, FileKind};
 use crate::transfer::output::Output;
@@ -65,6 +66,10 @@ pub struct EngineSource<'a> {
     inputs: Vec<InputRow>,
     /// Bytes and lines of the inputs done so far.
     done: (u64, u64),
+    /// A copy of the amount for the pipeline view's own stage (`--pipeline`).
+    mirror: Option<Arc<AtomicU64>>,
+    /// Capacity of standard input when it is a pipe and an input (for `%{bottleneck}`).
+    in_pipe: usize,
 }
 
 impl<'a> EngineSource<'a> {
@@ -83,6 +88,38 @@ impl<'a> EngineSource<'a> {
             start_ns: sys::monotonic_ns(),
             inputs: Vec::new(),
             done: (0, 0),
+            mirror: None,
+            in_pipe: 0,
+        }
+    }
+
+    /// Keeps `mirror` up to date with the bytes written (read by the pipeline view).
+    pub fn mirror_to(&mut self, mirror: Arc<AtomicU64>) {
+        self.mirror = Some(mirror);
+    }
+
+    /// Standard input is one of the inputs: `%{bottleneck}` looks at its fill too.
+    pub fn watch_stdin(&mut self) {
+        if sys::fstat(sys::stdin_fd()).is_ok_and(|i| i.kind == FileKind::Pipe) {
+            self.in_pipe = sys::pipe_size(sys::stdin_fd()).unwrap_or(65536);
+        }
+    }
+
+    /// Which side this stage waits on: its output pipe nearly full (the reader is slower),
+    /// else its input pipe nearly empty (the writer is slower), else it is the slow one.
+    /// Sampled here, on the display thread: nothing on the data path.
+    fn waiting(&self, unread_out: u64) -> Option<Waiting> {
+        if self.out_pipe > 0 && unread_out * 10 >= self.out_pipe as u64 * 9 {
+            return Some(Waiting::Output);
+        }
+        if self.in_pipe == 0 {
+            return (self.out_pipe > 0).then_some(Waiting::Busy);
+        }
+        let queued = sys::unread_bytes(sys::stdin_fd()).unwrap_or(0) as u64;
+        if queued * 10 <= self.in_pipe as u64 {
+            Some(Waiting::Input)
+        } else {
+            Some(Waiting::Busy)
         }
     }
 
@@ -246,6 +283,10 @@ impl Source for EngineSource<'_> {
         if self.meter.each {
             self.input_meters((bytes, lines), out);
         }
+        if let Some(mirror) = &self.mirror {
+            mirror.store(c.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        let waiting = self.waiting(unread);
         let started_ns = if self.meter.wait {
             Some(c.first_write_ns.load(Ordering::Relaxed)).filter(|&t| t != 0)
         } else {
@@ -274,6 +315,7 @@ impl Source for EngineSource<'_> {
             },
             partner: self.meter.partner,
             tail,
+            waiting,
             ..MeterState::default()
         });
     }

@@ -3,11 +3,13 @@
 //!
 //! Owns: the [`Source`] trait and its implementations — [`engine::EngineSource`] (a local
 //! transfer: the engine's counters and events), [`watch::WatchSource`] (`-d`: descriptors of
-//! other processes, from `/proc`) and [`query::QuerySource`] (`-Q`: another rpv's progress
-//! through its control socket). Must not: draw, print or know which sinks exist. A new kind
+//! other processes, from `/proc`), [`query::QuerySource`] (`-Q`: another rpv's progress
+//! through its control socket) and [`pipeline::PipelineSource`] (`--pipeline`: every stage
+//! of a shell pipeline). Must not: draw, print or know which sinks exist. A new kind
 //! of progress is a new `Source`; nothing else changes.
 
 pub mod engine;
+pub mod pipeline;
 pub mod query;
 pub mod watch;
 
@@ -50,4 +52,7 @@ pub trait Source {
     fn final_update(&self) -> bool {
         true
     }
+
+    /// The run is over: events that sum it up (after the final update).
+    fn end(&mut self, _out: &mut Vec<Event>) {}
 }

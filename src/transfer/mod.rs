@@ -42,10 +42,7 @@ const PIPE_SIZE: usize = 1 << 20;
 const COPY_CHUNK: usize = 8 << 20;
 /// Default read/write buffer (`-B` overrides).
 pub const DEFAULT_BUFFER: usize = 256 << 10;
-/// Largest read/write buffer (`-B`, also set by `-R`): 1 GiB. Each read and write moves at
-/// most one buffer, and the kernel hands out far less per call on pipes and sockets, so a
-/// larger buffer only costs memory. Larger values are capped to this.
-pub const MAX_BUFFER: usize = 1 << 30;
+pub use crate::cli::MAX_BUFFER;
 
 /// How one input is moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
-use crate::meter::{Event, Tail, Waker};
+use crate::meter::{Event, Tail};
+use crate::signals::Waker;
 
 /// Counters written by the engine, read by the display side.
 #[derive(Debug, Default)]

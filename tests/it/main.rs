@@ -10,6 +10,7 @@ mod json;
 mod modifiers;
 mod monitor;
 mod options;
+mod pipeline;
 mod proptests;
 mod pty;
 mod regression;

@@ -1,0 +1,110 @@
+//! Byte counts of rpv stages, asked over their control channel.
+//!
+//! Owns: deciding whether a process is an rpv whose count is in bytes, and the one place
+//! that asks it ([`RpvLink::bytes`]). Must not: block the view for long: an answer is
+//! awaited at most `ANSWER_TIMEOUT`, and a stage that does not answer is asked again only
+//! after `RETRY_NS`.
+//!
+//! rpv moves data with splice, which `/proc/PID/io` does not count, so its stage's rates
+//! come from its own count (what its reader has taken, the figure `-Q` shows).
+
+use std::time::Duration;
+
+use crate::control::client::ProgressQuery;
+
+/// Longest wait for an answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_millis(100);
+/// Time between attempts to reach an rpv that did not answer, in nanoseconds.
+const RETRY_NS: u64 = 1_000_000_000;
+
+/// The link to one rpv stage.
+pub struct RpvLink {
+    pid: u32,
+    /// False for other programs and for an rpv counting lines (`-l`, `-0`).
+    counts_bytes: bool,
+    query: Option<ProgressQuery>,
+    next_try_ns: u64,
+}
+
+impl RpvLink {
+    /// A link to `pid`, whose command line is `cmdline` (NUL-separated, as in `/proc`).
+    pub fn new(pid: u32, cmdline: &[u8]) -> RpvLink {
+        RpvLink {
+            pid,
+            counts_bytes: is_rpv(pid, cmdline) && counts_bytes(cmdline),
+            query: None,
+            next_try_ns: 0,
+        }
+    }
+
+    /// The bytes the stage has passed on so far, if it is an rpv that answers.
+    pub fn bytes(&mut self, now_ns: u64) -> Option<u64> {
+        if !self.counts_bytes {
+            return None;
+        }
+        if self.query.is_none() && now_ns >= self.next_try_ns {
+            self.query = ProgressQuery::connect(self.pid, ANSWER_TIMEOUT);
+            if self.query.is_none() {
+                self.next_try_ns = now_ns + RETRY_NS;
+            }
+        }
+        let answer = self.query.as_mut()?.ask();
+        if answer.is_none() {
+            self.query = None;
+            self.next_try_ns = now_ns + RETRY_NS;
+        }
+        answer.map(|(_, transferred, _)| transferred)
+    }
+}
+
+/// The same program as this one, or a program whose name starts with `rpv`.
+fn is_rpv(pid: u32, cmdline: &[u8]) -> bool {
+    let ours = std::env::current_exe().ok();
+    if let (Some(ours), Ok(theirs)) = (ours, std::fs::read_link(format!("/proc/{pid}/exe"))) {
+        if ours == theirs {
+            return true;
+        }
+    }
+    let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    let name = argv0.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    name.starts_with(b"rpv")
+}
+
+/// False if the command line makes rpv count lines (its answers are then in lines).
+fn counts_bytes(cmdline: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let args: Vec<std::ffi::OsString> = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| std::ffi::OsStr::from_bytes(a).to_owned())
+        .collect();
+    let Some((argv0, rest)) = args.split_first() else {
+        return false;
+    };
+    match crate::cli::parse(&argv0.to_string_lossy(), rest) {
+        crate::cli::Parsed::Run(options) => !options.line_mode,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_counting_rpv_does_not_give_bytes() {
+        assert!(counts_bytes(b"rpv\0-q\0-L\x0020M\0"));
+        assert!(!counts_bytes(b"rpv\0-l\0"));
+        assert!(!counts_bytes(b"rpv\0-q0\0"));
+        assert!(!counts_bytes(b"rpv\0--no-such-option\0"));
+        assert!(!counts_bytes(b""));
+    }
+
+    #[test]
+    fn rpv_by_name() {
+        // PID 0 has no /proc entry: only the name decides.
+        assert!(is_rpv(0, b"/usr/local/bin/rpv\0-q\0"));
+        assert!(!is_rpv(0, b"/usr/bin/pv\0-q\0"));
+        assert!(!is_rpv(0, b""));
+    }
+}

@@ -1,0 +1,221 @@
+//! A synthetic process table for the tests of discovery, sampling and classification.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::rc::Rc;
+
+use super::discover::End;
+use super::procfs::{Fill, Io, Proc, ProcFile};
+
+/// One thread.
+#[derive(Debug, Clone)]
+pub struct FakeTask {
+    pub tid: u32,
+    pub state: char,
+    pub wchan: String,
+    pub ticks: u64,
+}
+
+/// One process.
+#[derive(Debug, Clone)]
+pub struct FakeProcess {
+    pub comm: String,
+    pub cmdline: String,
+    pub ppid: u32,
+    pub session: u32,
+    pub start: u64,
+    pub tasks: Vec<FakeTask>,
+    pub stdin: End,
+    pub stdout: End,
+    pub io: Io,
+    pub hidden: bool,
+    pub rpv: Option<u64>,
+}
+
+/// The table, shared between the test and the watcher it feeds.
+#[derive(Debug, Default)]
+pub struct FakeTable {
+    pub procs: BTreeMap<u32, FakeProcess>,
+    pub pipes: HashMap<u64, Fill>,
+    /// Full listings of `/proc` (one per scan).
+    pub scans: usize,
+}
+
+/// A [`Proc`] over a [`FakeTable`].
+#[derive(Debug, Clone, Default)]
+pub struct FakeProc(pub Rc<RefCell<FakeTable>>);
+
+fn denied() -> io::Error {
+    io::Error::from_raw_os_error(libc::EACCES)
+}
+
+fn gone() -> io::Error {
+    io::Error::from_raw_os_error(libc::ESRCH)
+}
+
+impl FakeProc {
+    /// Adds a single-threaded process in session 1, running, with command line `cmd`.
+    pub fn add(&self, pid: u32, ppid: u32, cmd: &str, stdin: End, stdout: End) {
+        let comm = cmd.split(' ').next().unwrap_or_default().to_string();
+        self.0.borrow_mut().procs.insert(
+            pid,
+            FakeProcess {
+                comm,
+                cmdline: cmd.to_string(),
+                ppid,
+                session: 1,
+                start: u64::from(pid) * 10,
+                tasks: vec![FakeTask {
+                    tid: pid,
+                    state: 'R',
+                    wchan: "0".into(),
+                    ticks: 0,
+                }],
+                stdin,
+                stdout,
+                io: Io::default(),
+                hidden: false,
+                rpv: None,
+            },
+        );
+    }
+
+    /// Changes a process.
+    pub fn with(&self, pid: u32, change: impl FnOnce(&mut FakeProcess)) {
+        change(
+            self.0
+                .borrow_mut()
+                .procs
+                .get_mut(&pid)
+                .expect("no such fake process"),
+        );
+    }
+
+    /// Sets the state and wchan of a process's first thread.
+    pub fn state(&self, pid: u32, state: char, wchan: &str) {
+        self.with(pid, |p| {
+            p.tasks[0].state = state;
+            p.tasks[0].wchan = wchan.to_string();
+        });
+    }
+
+    /// Adds CPU ticks and bytes read and written.
+    pub fn work(&self, pid: u32, ticks: u64, read: u64, written: u64) {
+        self.with(pid, |p| {
+            p.tasks[0].ticks += ticks;
+            p.io.rchar += read;
+            p.io.wchar += written;
+        });
+    }
+
+    /// Sets how full a pipe is.
+    pub fn fill(&self, inode: u64, queued: u64, capacity: u64) {
+        self.0
+            .borrow_mut()
+            .pipes
+            .insert(inode, Fill { queued, capacity });
+    }
+
+    /// Removes a process (it exited and was reaped).
+    pub fn remove(&self, pid: u32) {
+        self.0.borrow_mut().procs.remove(&pid);
+    }
+
+    /// Scans made so far.
+    pub fn scans(&self) -> usize {
+        self.0.borrow().scans
+    }
+
+    fn stat_text(pid: u32, p: &FakeProcess, task: Option<&FakeTask>) -> String {
+        let (state, ticks) = match task {
+            Some(t) => (t.state, t.ticks),
+            None => (p.tasks[0].state, p.tasks.iter().map(|t| t.ticks).sum()),
+        };
+        format!(
+            "{pid} ({}) {state} {} {} {} 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 {} 0 {} 0 0",
+            p.comm,
+            p.ppid,
+            p.session,
+            p.session,
+            p.tasks.len(),
+            p.start
+        )
+    }
+}
+
+impl Proc for FakeProc {
+    fn pids(&mut self) -> io::Result<Vec<u32>> {
+        let mut table = self.0.borrow_mut();
+        table.scans += 1;
+        Ok(table.procs.keys().copied().collect())
+    }
+
+    fn read(&mut self, pid: u32, file: ProcFile, _keep: bool) -> io::Result<Vec<u8>> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&pid).ok_or_else(gone)?;
+        let task = |tid: u32| p.tasks.iter().find(|t| t.tid == tid).ok_or_else(gone);
+        let text = match file {
+            ProcFile::Stat => Self::stat_text(pid, p, None),
+            ProcFile::Cmdline => p.cmdline.replace(' ', "\0") + "\0",
+            ProcFile::Children(_) => table
+                .procs
+                .iter()
+                .filter(|(_, c)| c.ppid == pid)
+                .map(|(c, _)| format!("{c} "))
+                .collect(),
+            ProcFile::TaskStat(tid) => Self::stat_text(tid, p, Some(task(tid)?)),
+            _ if p.hidden => return Err(denied()),
+            ProcFile::Io => format!(
+                "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
+                p.io.rchar, p.io.wchar
+            ),
+            ProcFile::Wchan => p.tasks[0].wchan.clone(),
+            ProcFile::TaskWchan(tid) => task(tid)?.wchan.clone(),
+        };
+        Ok(text.into_bytes())
+    }
+
+    fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&pid).ok_or_else(gone)?;
+        if p.hidden {
+            return Err(denied());
+        }
+        let end = match fd {
+            0 => p.stdin,
+            1 => p.stdout,
+            _ => End::Closed,
+        };
+        match end {
+            End::Pipe(inode) => Ok(format!("pipe:[{inode}]")),
+            End::Other => Ok("/dev/pts/0".into()),
+            End::Hidden => Err(denied()),
+            End::Closed => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+        }
+    }
+
+    fn tasks(&mut self, pid: u32) -> io::Result<Vec<u32>> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&pid).ok_or_else(gone)?;
+        Ok(p.tasks.iter().map(|t| t.tid).collect())
+    }
+
+    fn release(&mut self, _pid: u32) {}
+
+    fn pipe_fill(&mut self, inode: u64, holder: u32, fd: u32) -> Option<Fill> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&holder)?;
+        let end = if fd == 0 { p.stdin } else { p.stdout };
+        if p.hidden || end != End::Pipe(inode) {
+            return None;
+        }
+        table.pipes.get(&inode).copied()
+    }
+
+    fn retain_pipes(&mut self, _keep: &[u64]) {}
+
+    fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
+        self.0.borrow().procs.get(&pid)?.rpv
+    }
+}

@@ -1,0 +1,535 @@
+//! What the pipeline view reads from `/proc`, behind the [`Proc`] boundary.
+//!
+//! Owns: the pure parsers of `/proc` text (`stat`, `io`, `children`, `cmdline`, fd links),
+//! the [`Proc`] trait that discovery and sampling read through, and [`SysProc`], the real
+//! implementation. Must not: decide anything about stages (that is `discover` and `watch`)
+//! or keep a descriptor on a pipe open: a pipe is re-opened for each fill reading and closed
+//! at once, because while it is open it is an extra reader (a writer would not get EPIPE if
+//! the real reader died).
+//!
+//! [`SysProc`] keeps the `/proc/PID/{stat,io,wchan}` files of the processes it samples open
+//! and re-reads them with `pread` at offset 0 (the kernel regenerates them on each read):
+//! one syscall per file per sample instead of three, and a read on a process that exited
+//! fails with ESRCH, even if its PID has been reused since.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+use crate::sys::{self, FileKind};
+
+/// Most `/proc` files kept open at once; beyond this, files are opened for each read (a
+/// very long pipeline must not run the process out of descriptors).
+const MAX_KEPT: usize = 512;
+
+/// The clock ticks per second of the times in `/proc/PID/stat` (the kernel's `USER_HZ`,
+/// which is 100 on every architecture rpv builds for).
+pub const TICKS_PER_SECOND: u64 = 100;
+
+/// The fields of `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) the view uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// `comm`, the name in parentheses (at most 15 bytes, may contain spaces and `)`).
+    pub comm: String,
+    /// Field 3: `R` running, `S` sleeping, `D` uninterruptible (disk), `T`/`t` stopped,
+    /// `Z` zombie, `X` dead, `I` idle kernel thread.
+    pub state: char,
+    /// Field 4.
+    pub ppid: u32,
+    /// Field 5.
+    pub pgrp: u32,
+    /// Field 6.
+    pub session: u32,
+    /// Fields 14 + 15 (user + system time), in clock ticks.
+    pub cpu_ticks: u64,
+    /// Field 20.
+    pub threads: u32,
+    /// Field 22: start time in clock ticks after boot; with the PID, identifies a process.
+    pub start: u64,
+}
+
+impl Stat {
+    /// Parses the text of a `stat` file; `None` if it is not in the kernel's format.
+    pub fn parse(text: &str) -> Option<Stat> {
+        let open = text.find('(')?;
+        let close = text.rfind(')')?;
+        let comm = text.get(open + 1..close)?.to_string();
+        let fields: Vec<&str> = text.get(close + 1..)?.split_ascii_whitespace().collect();
+        // `fields[0]` is field 3 (state), so field N is at index N - 3.
+        let number = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        let small = |n: usize| number(n).and_then(|v| u32::try_from(v).ok());
+        Some(Stat {
+            comm,
+            state: fields.first()?.chars().next()?,
+            ppid: small(4)?,
+            pgrp: small(5)?,
+            session: small(6)?,
+            cpu_ticks: number(14)?.saturating_add(number(15)?),
+            threads: small(20)?,
+            start: number(22)?,
+        })
+    }
+}
+
+/// The byte counters of `/proc/PID/io`: read- and write-family calls only (splice does not
+/// count).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Io {
+    /// `rchar`: bytes read.
+    pub rchar: u64,
+    /// `wchar`: bytes written.
+    pub wchar: u64,
+}
+
+impl Io {
+    /// Parses the text of an `io` file; `None` if either counter is missing.
+    pub fn parse(text: &str) -> Option<Io> {
+        let mut rchar = None;
+        let mut wchar = None;
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = value.trim().parse().ok();
+            match key {
+                "rchar" => rchar = value,
+                "wchar" => wchar = value,
+                _ => {}
+            }
+        }
+        Some(Io {
+            rchar: rchar?,
+            wchar: wchar?,
+        })
+    }
+}
+
+/// The inode of a pipe from an fd link's text (`pipe:[12345]`), `None` for anything else.
+pub fn pipe_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// The PIDs in a `children` file (`"12 34 "`).
+pub fn parse_pids(text: &str) -> Vec<u32> {
+    text.split_ascii_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// A command line for display: the NUL-separated arguments of `/proc/PID/cmdline` joined
+/// by spaces, the program by its file name only (`/usr/bin/gzip -9` is `gzip -9`), control
+/// characters shown as `?`; `None` if it is empty (a zombie, a kernel thread).
+pub fn command_text(cmdline: &[u8]) -> Option<String> {
+    let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
+    if trimmed.is_empty() {
+        return None;
+    }
+    let program_end = trimmed
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(trimmed.len());
+    let name_start = trimmed[..program_end]
+        .iter()
+        .rposition(|&b| b == b'/')
+        .map_or(0, |slash| slash + 1);
+    let name_start = if name_start == program_end {
+        0
+    } else {
+        name_start
+    };
+    let text = String::from_utf8_lossy(&trimmed[name_start..]);
+    Some(
+        text.chars()
+            .map(|c| match c {
+                '\0' => ' ',
+                c if c.is_control() => '?',
+                c => c,
+            })
+            .collect(),
+    )
+}
+
+/// A file of a process (or of one of its threads) under `/proc/PID`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProcFile {
+    /// `stat`.
+    Stat,
+    /// `io`.
+    Io,
+    /// `wchan`: the kernel function a sleeping task waits in (`0` while it runs).
+    Wchan,
+    /// `cmdline`.
+    Cmdline,
+    /// `task/TID/stat`.
+    TaskStat(u32),
+    /// `task/TID/wchan`.
+    TaskWchan(u32),
+    /// `task/TID/children`: the PIDs of the children of thread TID.
+    Children(u32),
+}
+
+impl ProcFile {
+    fn path(self, pid: u32) -> String {
+        match self {
+            ProcFile::Stat => format!("/proc/{pid}/stat"),
+            ProcFile::Io => format!("/proc/{pid}/io"),
+            ProcFile::Wchan => format!("/proc/{pid}/wchan"),
+            ProcFile::Cmdline => format!("/proc/{pid}/cmdline"),
+            ProcFile::TaskStat(tid) => format!("/proc/{pid}/task/{tid}/stat"),
+            ProcFile::TaskWchan(tid) => format!("/proc/{pid}/task/{tid}/wchan"),
+            ProcFile::Children(tid) => format!("/proc/{pid}/task/{tid}/children"),
+        }
+    }
+}
+
+/// How full a pipe is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fill {
+    /// Bytes queued (`FIONREAD`).
+    pub queued: u64,
+    /// Capacity in bytes (`F_GETPIPE_SZ`).
+    pub capacity: u64,
+}
+
+/// The process table as the pipeline view sees it. [`SysProc`] reads the real `/proc`; the
+/// tests implement it over synthetic tables.
+pub trait Proc {
+    /// Every process ID.
+    fn pids(&mut self) -> io::Result<Vec<u32>>;
+    /// The text of a file of `pid`. With `keep`, the file stays open for the next read of
+    /// the same file (for processes sampled repeatedly); [`Proc::release`] closes them.
+    fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>>;
+    /// The target of `/proc/PID/fd/FD`.
+    fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String>;
+    /// The thread IDs of `pid` (for this process, without the calling thread).
+    fn tasks(&mut self, pid: u32) -> io::Result<Vec<u32>>;
+    /// Closes the files kept open for `pid`.
+    fn release(&mut self, pid: u32);
+    /// How full the pipe with this inode is, reached through descriptor `fd` of `holder`;
+    /// `None` if it cannot be read (gone, not permitted, not that pipe any more).
+    fn pipe_fill(&mut self, inode: u64, holder: u32, fd: u32) -> Option<Fill>;
+    /// Forgets every pipe not in `keep`.
+    fn retain_pipes(&mut self, keep: &[u64]);
+    /// Bytes moved so far by `pid` if it is an rpv that tells (its control channel), in
+    /// bytes; `None` otherwise.
+    fn rpv_bytes(&mut self, pid: u32) -> Option<u64>;
+}
+
+/// The pipe handle kept for fill readings: an `O_PATH` descriptor, which refers to the pipe
+/// without being one of its readers or writers.
+#[derive(Debug)]
+struct PipeRef {
+    path: File,
+}
+
+/// The real `/proc`.
+pub struct SysProc {
+    me: u32,
+    open: HashMap<(u32, ProcFile), File>,
+    pipes: HashMap<u64, PipeRef>,
+    rpv: HashMap<u32, crate::pipeline::control::RpvLink>,
+    own_bytes: Option<Box<dyn FnMut() -> u64>>,
+}
+
+impl std::fmt::Debug for SysProc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SysProc")
+            .field("open", &self.open.len())
+            .field("pipes", &self.pipes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for SysProc {
+    fn default() -> SysProc {
+        SysProc::new()
+    }
+}
+
+impl SysProc {
+    /// A reader of the real `/proc`.
+    pub fn new() -> SysProc {
+        SysProc {
+            me: std::process::id(),
+            open: HashMap::new(),
+            pipes: HashMap::new(),
+            rpv: HashMap::new(),
+            own_bytes: None,
+        }
+    }
+
+    /// Where this process's own stage gets its byte count (a pipeline view running inside
+    /// the transfer it watches cannot ask itself over its control channel).
+    pub fn set_own_bytes(&mut self, counter: Box<dyn FnMut() -> u64>) {
+        self.own_bytes = Some(counter);
+    }
+}
+
+/// Reads the whole of a `/proc` file from offset 0 (one `pread` when it fits the buffer).
+fn read_from_start(file: &File) -> io::Result<Vec<u8>> {
+    let mut out = vec![0u8; 1024];
+    let mut len = 0;
+    loop {
+        let n = sys::pread(file.as_fd(), &mut out[len..], len as u64)?;
+        len += n;
+        if n == 0 || len < out.len() {
+            out.truncate(len);
+            return Ok(out);
+        }
+        out.resize(out.len() * 2, 0);
+    }
+}
+
+impl Proc for SysProc {
+    fn pids(&mut self) -> io::Result<Vec<u32>> {
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir("/proc")? {
+            let entry = entry?;
+            if let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) {
+                pids.push(pid);
+            }
+        }
+        Ok(pids)
+    }
+
+    fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>> {
+        if let Some(open) = self.open.get(&(pid, file)) {
+            let result = read_from_start(open);
+            if result.is_err() {
+                self.open.remove(&(pid, file));
+            }
+            return result;
+        }
+        let opened = File::open(file.path(pid))?;
+        let text = read_from_start(&opened)?;
+        if keep && self.open.len() < MAX_KEPT {
+            self.open.insert((pid, file), opened);
+        }
+        Ok(text)
+    }
+
+    fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String> {
+        let target = std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))?;
+        Ok(target.to_string_lossy().into_owned())
+    }
+
+    fn tasks(&mut self, pid: u32) -> io::Result<Vec<u32>> {
+        let mut tids = Vec::new();
+        for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+            if let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
+                tids.push(tid);
+            }
+        }
+        if pid == self.me {
+            // The thread sampling is always running: leave it out of its own stage.
+            if let Some(me) = std::fs::read_link("/proc/thread-self")
+                .ok()
+                .and_then(|l| l.file_name()?.to_str()?.parse::<u32>().ok())
+            {
+                tids.retain(|&t| t != me);
+            }
+        }
+        tids.sort_unstable();
+        Ok(tids)
+    }
+
+    fn release(&mut self, pid: u32) {
+        self.open.retain(|(p, _), _| *p != pid);
+        self.rpv.remove(&pid);
+    }
+
+    fn pipe_fill(&mut self, inode: u64, holder: u32, fd: u32) -> Option<Fill> {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.pipes.entry(inode) {
+            // O_PATH never runs the file's open routine, so even if the descriptor was
+            // replaced by a device since its link was read, nothing is opened here; fstat
+            // then confirms it is still the same pipe before it is used.
+            let path = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH)
+                .open(format!("/proc/{holder}/fd/{fd}"))
+                .ok()?;
+            let info = sys::fstat(path.as_fd()).ok()?;
+            if info.kind != FileKind::Pipe || info.ino != inode {
+                return None;
+            }
+            slot.insert(PipeRef { path });
+        }
+        let pipe = self.pipes.get(&inode)?;
+        // A new reader of the same pipe, non-blocking, closed at the end of this block.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(format!("/proc/self/fd/{}", pipe.path.as_raw_fd()))
+            .ok()?;
+        let queued = sys::unread_bytes(reader.as_fd()).ok()? as u64;
+        let capacity = sys::pipe_size(reader.as_fd()).ok()? as u64;
+        Some(Fill { queued, capacity })
+    }
+
+    fn retain_pipes(&mut self, keep: &[u64]) {
+        self.pipes.retain(|inode, _| keep.contains(inode));
+    }
+
+    fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
+        if pid == self.me {
+            return self.own_bytes.as_mut().map(|count| count());
+        }
+        let link = self.rpv.entry(pid).or_insert_with(|| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            crate::pipeline::control::RpvLink::new(pid, &cmdline)
+        });
+        link.bytes(sys::monotonic_ns())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields() {
+        let text = "13326 (gzip) R 13323 13323 5706 0 -1 4194304 143 0 0 0 245 12 0 0 20 0 1 0 \
+                    8812345 2658304 214 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0";
+        let stat = Stat::parse(text).unwrap();
+        assert_eq!(
+            stat,
+            Stat {
+                comm: "gzip".into(),
+                state: 'R',
+                ppid: 13323,
+                pgrp: 13323,
+                session: 5706,
+                cpu_ticks: 257,
+                threads: 1,
+                start: 8_812_345,
+            }
+        );
+    }
+
+    #[test]
+    fn stat_with_spaces_and_parentheses_in_the_name() {
+        let text = "7 (a) b (c)) S 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 3 0 99 0 0";
+        let stat = Stat::parse(text).unwrap();
+        assert_eq!(stat.comm, "a) b (c)");
+        assert_eq!(
+            (stat.state, stat.ppid, stat.threads, stat.start),
+            ('S', 1, 3, 99)
+        );
+        assert_eq!(stat.cpu_ticks, 7);
+    }
+
+    #[test]
+    fn stat_refuses_garbage() {
+        assert_eq!(Stat::parse(""), None);
+        assert_eq!(Stat::parse("12 (x"), None);
+        assert_eq!(Stat::parse("12 (x) S 1 2"), None);
+        assert_eq!(
+            Stat::parse("12 (x) S a b c 0 -1 0 0 0 0 0 3 4 0 0 20 0 3 0 99"),
+            None
+        );
+    }
+
+    #[test]
+    fn io_counters() {
+        let text = "rchar: 7566\nwchar: 0\nsyscr: 9\nsyscw: 0\nread_bytes: 0\n";
+        assert_eq!(
+            Io::parse(text),
+            Some(Io {
+                rchar: 7566,
+                wchar: 0
+            })
+        );
+        assert_eq!(Io::parse("rchar: 1\n"), None);
+        assert_eq!(Io::parse(""), None);
+    }
+
+    #[test]
+    fn pipe_links() {
+        assert_eq!(pipe_inode("pipe:[18367]"), Some(18367));
+        assert_eq!(pipe_inode("socket:[18367]"), None);
+        assert_eq!(pipe_inode("/tmp/pipe:[1]"), None);
+        assert_eq!(pipe_inode("pipe:[]"), None);
+        assert_eq!(pipe_inode("pipe:[12"), None);
+    }
+
+    #[test]
+    fn children_lists() {
+        assert_eq!(parse_pids("12 34 "), vec![12, 34]);
+        assert_eq!(parse_pids(""), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn command_lines() {
+        assert_eq!(command_text(b"gzip\0-9\0").as_deref(), Some("gzip -9"));
+        assert_eq!(
+            command_text(b"/usr/bin/gzip\0-9\0/tmp/x\0").as_deref(),
+            Some("gzip -9 /tmp/x")
+        );
+        assert_eq!(command_text(b"/\0").as_deref(), Some("/"));
+        assert_eq!(
+            command_text(b"sh\0-c\0a\nb\0").as_deref(),
+            Some("sh -c a?b")
+        );
+        assert_eq!(command_text(b"x\xff\0").as_deref(), Some("x\u{fffd}"));
+        assert_eq!(command_text(b""), None);
+        assert_eq!(command_text(b"\0"), None);
+    }
+
+    #[test]
+    fn the_real_proc_reads_this_process() {
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        let text = proc.read(me, ProcFile::Stat, true).unwrap();
+        let stat = Stat::parse(&String::from_utf8_lossy(&text)).unwrap();
+        assert!(stat.threads >= 1);
+        // Read again through the kept descriptor: still this process.
+        let again = proc.read(me, ProcFile::Stat, true).unwrap();
+        assert_eq!(
+            Stat::parse(&String::from_utf8_lossy(&again)).unwrap().start,
+            stat.start
+        );
+        assert!(proc.pids().unwrap().contains(&me));
+        // The calling thread is left out of its own process's threads, and only it.
+        let tid = |_: ()| -> u32 {
+            let link = std::fs::read_link("/proc/thread-self").unwrap();
+            link.file_name().unwrap().to_str().unwrap().parse().unwrap()
+        };
+        let here = tid(());
+        assert!(!proc.tasks(me).unwrap().contains(&here));
+        let seen_elsewhere = std::thread::spawn(move || SysProc::new().tasks(me).unwrap());
+        assert!(seen_elsewhere.join().unwrap().contains(&here));
+        let io = proc.read(me, ProcFile::Io, false).unwrap();
+        assert!(Io::parse(&String::from_utf8_lossy(&io)).is_some());
+    }
+
+    #[test]
+    fn its_own_stage_is_counted_through_the_hook_never_over_its_own_socket() {
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        assert_eq!(proc.rpv_bytes(me), None);
+        proc.set_own_bytes(Box::new(|| 42));
+        assert_eq!(proc.rpv_bytes(me), Some(42));
+    }
+
+    #[test]
+    fn a_pipe_fill_is_read_and_the_pipe_is_not_held() {
+        let (r, w) = sys::pipe().unwrap();
+        sys::write(w.as_fd(), &[7u8; 1000]).unwrap();
+        let inode = sys::fstat(r.as_fd()).unwrap().ino;
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        let fill = proc.pipe_fill(inode, me, r.as_raw_fd() as u32).unwrap();
+        assert_eq!(fill.queued, 1000);
+        assert!(fill.capacity >= 4096);
+        // A wrong inode is refused.
+        assert_eq!(proc.pipe_fill(inode + 1, me, r.as_raw_fd() as u32), None);
+        // The view holds no reader: once ours is closed, a write fails with EPIPE.
+        drop(r);
+        let err = sys::write(w.as_fd(), b"x").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
+        // And the kept reference still answers (the pipe is empty and unused now).
+        assert!(proc.pipe_fill(inode, me, 0).is_some());
+    }
+}

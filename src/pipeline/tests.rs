@@ -1,0 +1,406 @@
+//! The watcher on synthetic process tables: discovery, sampling, classification, the
+//! bottleneck and its share, stages ending, and when `/proc` is scanned.
+
+use super::classify::{Activity, Sleep};
+use super::discover::End;
+use super::fake::{FakeProc, FakeTask};
+use super::watch::{View, WatchError, Watcher};
+
+const SEC: u64 = 1_000_000_000;
+const CAP: u64 = 65536;
+const TTY: End = End::Other;
+
+fn pipe(inode: u64) -> End {
+    End::Pipe(inode)
+}
+
+/// `sh` (100) running `cat big | gzip -9 | cat` (101, 102, 103) through pipes 1 and 2.
+fn three() -> FakeProc {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh -c x", TTY, TTY);
+    fake.state(100, 'S', "do_wait");
+    fake.add(101, 100, "cat big", TTY, pipe(1));
+    fake.add(102, 100, "gzip -9", pipe(1), pipe(2));
+    fake.add(103, 100, "cat", pipe(2), TTY);
+    fake.fill(1, 0, CAP);
+    fake.fill(2, 0, CAP);
+    fake
+}
+
+fn watch(fake: &FakeProc, pid: u32) -> Watcher {
+    Watcher::with_proc(Box::new(fake.clone()), pid).expect("a pipeline")
+}
+
+fn commands(view: &View) -> Vec<&str> {
+    view.stages.iter().map(|s| s.command.as_str()).collect()
+}
+
+fn marked(view: &View) -> Vec<&str> {
+    view.stages
+        .iter()
+        .filter(|s| s.bottleneck)
+        .map(|s| s.command.as_str())
+        .collect()
+}
+
+/// One second of `cat big | gzip -9 | cat` with gzip as the bottleneck: the first cat
+/// blocked on a full pipe, gzip compressing 100 MB/s into 30 MB/s, the last cat waiting.
+fn gzip_bound_second(fake: &FakeProc) {
+    fake.state(101, 'S', "anon_pipe_write");
+    fake.work(101, 3, 100_000_000, 100_000_000);
+    fake.state(102, 'R', "0");
+    fake.work(102, 99, 100_000_000, 30_000_000);
+    fake.state(103, 'S', "anon_pipe_read");
+    fake.work(103, 1, 30_000_000, 30_000_000);
+    fake.fill(1, CAP, CAP);
+    fake.fill(2, 0, CAP);
+}
+
+#[test]
+fn every_stage_in_order_from_any_of_them_or_the_shell() {
+    let fake = three();
+    for start in [101, 102, 103, 100] {
+        let mut w = watch(&fake, start);
+        let view = w.sample(0);
+        assert_eq!(
+            commands(&view),
+            ["cat big", "gzip -9", "cat"],
+            "from {start}"
+        );
+        let pids: Vec<u32> = view.stages.iter().map(|s| s.pid).collect();
+        assert_eq!(pids, [101, 102, 103]);
+    }
+}
+
+#[test]
+fn errors_name_the_reason() {
+    let fake = three();
+    fake.add(200, 1, "sleep 100", TTY, TTY);
+    let err = |pid| Watcher::with_proc(Box::new(fake.clone()), pid).unwrap_err();
+    assert!(matches!(err(999), WatchError::NoSuchProcess(999)));
+    assert!(matches!(err(200), WatchError::NotInPipeline(200)));
+    fake.with(200, |p| {
+        p.hidden = true;
+        p.stdin = End::Hidden;
+    });
+    assert!(matches!(err(200), WatchError::NotPermitted(200)));
+    assert_eq!(
+        err(200).to_string(),
+        "pid 200: Permission denied",
+        "the message names the process"
+    );
+}
+
+#[test]
+fn rates_cpu_fills_and_states_of_a_middle_stage_bound_pipeline() {
+    let fake = three();
+    let mut w = watch(&fake, 103);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=4 {
+        gzip_bound_second(&fake);
+        view = w.sample(k * SEC);
+    }
+    let gzip = &view.stages[1];
+    assert_eq!(gzip.cpu, Some(99.0));
+    assert_eq!(gzip.rate_in, Some(100e6));
+    assert_eq!(gzip.rate_out, Some(30e6));
+    assert_eq!(gzip.activity, Activity::Running);
+    assert_eq!(view.stages[0].activity, Activity::WaitOutput);
+    assert_eq!(view.stages[2].activity, Activity::WaitInput);
+    assert_eq!(view.stages[0].fill.map(|f| f.queued), Some(CAP));
+    assert_eq!(view.stages[1].fill.map(|f| f.queued), Some(0));
+    assert_eq!(view.stages[2].fill, None);
+    assert_eq!(marked(&view), ["gzip -9"]);
+    let summary = w.summary();
+    assert_eq!(summary.len(), 1);
+    assert_eq!(summary[0].command, "gzip -9");
+    assert!((summary[0].share - 1.0).abs() < 1e-9, "{summary:?}");
+}
+
+#[test]
+fn producer_bound() {
+    let fake = three();
+    let mut w = watch(&fake, 101);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        fake.state(101, 'R', "0");
+        fake.work(101, 95, 0, 5_000_000);
+        fake.state(102, 'S', "anon_pipe_read");
+        fake.state(103, 'S', "anon_pipe_read");
+        fake.fill(1, 0, CAP);
+        fake.fill(2, 0, CAP);
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["cat big"]);
+}
+
+#[test]
+fn consumer_bound_and_a_consumer_sleeping_between_reads() {
+    for (state, wchan) in [('R', "0"), ('S', "hrtimer_nanosleep")] {
+        let fake = three();
+        let mut w = watch(&fake, 102);
+        w.sample(0);
+        let mut view = View::default();
+        for k in 1..=3 {
+            fake.state(101, 'S', "anon_pipe_write");
+            fake.state(102, 'S', "anon_pipe_write");
+            fake.state(103, state, wchan);
+            fake.fill(1, CAP, CAP);
+            fake.fill(2, CAP - 100, CAP);
+            view = w.sample(k * SEC);
+        }
+        assert_eq!(marked(&view), ["cat"], "consumer {wchan}");
+    }
+}
+
+#[test]
+fn a_rate_limited_rpv_in_the_middle() {
+    // head -c 1G /dev/zero | rpv -q -L 20M | sha256sum: rpv's data thread sleeps on its
+    // limit, its display thread polls, its control thread waits on its socket. Its bytes
+    // come from its control channel: splice does not show in /proc/PID/io.
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "head -c 1G /dev/zero", TTY, pipe(1));
+    fake.add(102, 100, "rpv -q -L 20M", pipe(1), pipe(2));
+    fake.add(103, 100, "sha256sum", pipe(2), TTY);
+    fake.with(102, |p| {
+        p.rpv = Some(0);
+        p.tasks = vec![
+            FakeTask {
+                tid: 102,
+                state: 'S',
+                wchan: "poll_schedule_timeout.constprop.0".into(),
+                ticks: 1,
+            },
+            FakeTask {
+                tid: 104,
+                state: 'S',
+                wchan: "hrtimer_nanosleep".into(),
+                ticks: 20,
+            },
+            FakeTask {
+                tid: 105,
+                state: 'S',
+                wchan: "__skb_wait_for_more_packets".into(),
+                ticks: 0,
+            },
+        ];
+    });
+    let mut w = watch(&fake, 103);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=4 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 1, 20_000_000, 20_000_000);
+        fake.with(102, |p| p.rpv = Some(p.rpv.unwrap() + 20_000_000));
+        // sha256sum caught hashing the last chunk, with a little of it still queued.
+        fake.state(103, 'R', "0");
+        fake.work(103, 6, 20_000_000, 0);
+        fake.fill(1, CAP, CAP);
+        fake.fill(2, 4096, CAP);
+        view = w.sample(k * SEC);
+    }
+    let rpv = &view.stages[1];
+    assert_eq!(rpv.activity, Activity::Sleeping(Sleep::Timer));
+    assert_eq!(rpv.rate_in, Some(20e6));
+    assert_eq!(rpv.rate_out, Some(20e6));
+    assert_eq!(marked(&view), ["rpv -q -L 20M"]);
+}
+
+#[test]
+fn a_splice_user_gets_its_rates_from_its_neighbours() {
+    // cat | pv | gzip: pv moves data by splice, so its own counters stay near zero.
+    let fake = three();
+    fake.with(102, |p| p.cmdline = "pv -q".into());
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=2 {
+        fake.work(101, 1, 50_000_000, 50_000_000);
+        fake.work(102, 1, 100, 0);
+        fake.work(103, 1, 49_000_000, 49_000_000);
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(view.stages[1].rate_in, Some(50e6));
+    assert_eq!(view.stages[1].rate_out, Some(49e6));
+}
+
+#[test]
+fn a_subshell_is_not_a_row() {
+    // cat | ( gzip ) | cat: the subshell 102 holds both pipes while gzip (104) works.
+    let fake = three();
+    fake.with(102, |p| p.cmdline = "sh -c x".into());
+    fake.state(102, 'S', "do_wait");
+    fake.add(104, 102, "gzip -9", pipe(1), pipe(2));
+    for start in [101, 102, 104] {
+        let mut w = watch(&fake, start);
+        let view = w.sample(0);
+        assert_eq!(
+            commands(&view),
+            ["cat big", "gzip -9", "cat"],
+            "from {start}"
+        );
+        assert_eq!(view.stages[1].pid, 104);
+    }
+}
+
+#[test]
+fn a_compound_stage_shows_the_process_moving_data_and_follows_it() {
+    // { a; b; } | cat: the subshell 101 runs a (110), then b (111).
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "sh", TTY, pipe(1));
+    fake.state(101, 'S', "do_wait");
+    fake.add(110, 101, "a", TTY, pipe(1));
+    fake.add(103, 100, "cat", pipe(1), TTY);
+    let mut w = watch(&fake, 103);
+    let view = w.sample(0);
+    assert_eq!(commands(&view), ["a", "cat"]);
+    let scans = fake.scans();
+    fake.work(110, 10, 0, 1_000_000);
+    let view = w.sample(SEC);
+    assert_eq!(commands(&view), ["a", "cat"]);
+    assert_eq!(fake.scans(), scans, "nothing changed: no scan");
+    // a ends and b starts: the row follows, and b's first bytes count.
+    fake.remove(110);
+    fake.add(111, 101, "b --fast", TTY, pipe(1));
+    fake.work(111, 5, 0, 3_000_000);
+    let view = w.sample(2 * SEC);
+    assert_eq!(commands(&view), ["b --fast", "cat"]);
+    assert_eq!(view.stages[0].pid, 111);
+    assert!(fake.scans() > scans, "a member ended: scanned again");
+    // b's first 3 MB count (it started within the last second).
+    assert_eq!(view.stages[0].rate_out, Some(3e6));
+    // Between two children only the subshell holds the pipe; its next child is found
+    // through its children list.
+    fake.remove(111);
+    let view = w.sample(3 * SEC);
+    assert_eq!(commands(&view), ["sh", "cat"]);
+    assert_eq!(view.stages[0].activity, Activity::WaitChild);
+    let scans = fake.scans();
+    w.sample(4 * SEC);
+    assert_eq!(fake.scans(), scans, "children unchanged: no scan");
+    fake.add(112, 101, "c", TTY, pipe(1));
+    let view = w.sample(5 * SEC);
+    assert_eq!(commands(&view), ["c", "cat"]);
+}
+
+#[test]
+fn another_users_process_is_a_not_permitted_row() {
+    // cat | gzip | cat where gzip (102) belongs to another user.
+    let fake = three();
+    fake.with(102, |p| {
+        p.hidden = true;
+        p.stdin = End::Hidden;
+        p.stdout = End::Hidden;
+    });
+    let mut w = watch(&fake, 101);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        gzip_bound_second(&fake);
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(commands(&view), ["cat big", "gzip -9", "cat"]);
+    let gzip = &view.stages[1];
+    assert_eq!(gzip.activity, Activity::Unknown);
+    assert_eq!(gzip.activity.label(), "not permitted");
+    // What can be seen is shown: CPU from stat, and rates from its neighbours.
+    assert_eq!(gzip.cpu, Some(99.0));
+    assert_eq!(gzip.rate_in, Some(100e6));
+    assert_eq!(gzip.rate_out, Some(30e6));
+    // Its neighbours wait for it: it is the bottleneck.
+    assert_eq!(marked(&view), ["gzip -9"]);
+}
+
+#[test]
+fn stages_end_one_by_one_and_keep_their_figures() {
+    let fake = three();
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    for k in 1..=2 {
+        gzip_bound_second(&fake);
+        w.sample(k * SEC);
+    }
+    fake.remove(101);
+    let view = w.sample(3 * SEC);
+    assert_eq!(commands(&view), ["cat big", "gzip -9", "cat"]);
+    assert_eq!(view.stages[0].activity, Activity::Ended);
+    assert_eq!(view.stages[0].rate_out, Some(100e6), "final figures kept");
+    assert!(!w.finished());
+    // An open end left by an ended stage is looked at again, with a growing pause.
+    let scans = fake.scans();
+    for k in 4..=12 {
+        w.sample(k * SEC);
+    }
+    let extra = fake.scans() - scans;
+    assert!(
+        (2..=4).contains(&extra),
+        "{extra} scans for an open end in 9 s"
+    );
+    fake.remove(102);
+    let view = w.sample(13 * SEC);
+    assert_eq!(view.stages[1].activity, Activity::Ended);
+    assert_eq!(view.stages[2].activity, Activity::WaitInput);
+    fake.remove(103);
+    let view = w.sample(14 * SEC);
+    assert!(view.stages.iter().all(|s| s.activity == Activity::Ended));
+    assert!(w.finished());
+    assert_eq!(w.summary()[0].command, "gzip -9");
+}
+
+#[test]
+fn a_steady_pipeline_is_not_rescanned() {
+    let fake = three();
+    let mut w = watch(&fake, 101);
+    let scans = fake.scans();
+    for k in 0..100 {
+        gzip_bound_second(&fake);
+        w.sample(k * SEC / 10);
+    }
+    assert_eq!(fake.scans(), scans);
+    assert_eq!(w.scans(), 1);
+}
+
+#[test]
+fn a_stage_found_between_fork_and_exec_gets_its_program_name() {
+    let fake = three();
+    fake.with(102, |p| {
+        p.comm = "sh".into();
+        p.cmdline = "sh -c cat big | gzip -9 | cat".into();
+    });
+    let mut w = watch(&fake, 101);
+    assert_eq!(commands(&w.sample(0))[1], "sh -c cat big | gzip -9 | cat");
+    fake.with(102, |p| {
+        p.comm = "gzip".into();
+        p.cmdline = "gzip -9".into();
+    });
+    assert_eq!(commands(&w.sample(SEC))[1], "gzip -9");
+}
+
+#[test]
+fn an_rpv_that_misses_an_answer_is_counted_by_its_next_one() {
+    let fake = three();
+    fake.with(102, |p| p.rpv = Some(0));
+    let mut w = watch(&fake, 101);
+    w.sample(0);
+    for k in 1..=6 {
+        // Every other second the rpv does not answer; its /proc/PID/io (it may use
+        // read/write too) must not be mixed with its own count.
+        let answers = k % 2 == 0;
+        fake.with(102, |p| {
+            p.rpv = answers.then_some(k * 10_000_000);
+            p.io.rchar += 5_000_000;
+            p.io.wchar += 5_000_000;
+        });
+        let view = w.sample(k * SEC);
+        // The two seconds' 20 MB come with the answer; nothing is counted twice.
+        let expected = if answers { 20e6 } else { 0.0 };
+        if k >= 2 {
+            assert_eq!(view.stages[1].rate_in, Some(expected), "second {k}");
+            assert_eq!(view.stages[1].rate_out, Some(expected), "second {k}");
+        }
+    }
+}

@@ -1,0 +1,843 @@
+//! The watcher: the stages of one pipeline over time.
+//!
+//! Owns: the list of stages in pipeline order (ended ones keep their row and their final
+//! figures), when to scan `/proc` again, per-stage counters and rates, the fill of each pipe,
+//! the bottleneck of each sample and each stage's share of the time as the bottleneck.
+//! Must not: draw anything or sleep: [`Watcher::sample`] is called by whoever runs the
+//! display loop, with the time.
+//!
+//! `/proc` is scanned again only when needed: a member of a stage ended, a shell holding a
+//! stage's pipe end got a new child, or the chain has an open end (a pipe whose other end
+//! no visible process holds, as at start-up before the shell has started every stage);
+//! open ends are looked at again after 1, 2, 4, 8 and then every 16 seconds.
+
+use std::collections::VecDeque;
+use std::io;
+
+use super::classify::{self, Activity, StageState};
+use super::discover::{self, DiscoverError, Segment, StageSpec, Table};
+use super::procfs::{self, Fill, Io, Proc, ProcFile, Stat, SysProc};
+
+/// Rates and CPU use are averaged over at least this long, in nanoseconds (tick-based CPU
+/// times are too coarse for a tenth of a second).
+const MIN_WINDOW_NS: u64 = 1_000_000_000;
+/// Time constant of the "currently the bottleneck" score, in nanoseconds.
+const MARK_TAU_NS: f64 = 2e9;
+/// Score above which the row is marked.
+const MARK_THRESHOLD: f64 = 0.3;
+/// Threads of one process read at most (a stage with thousands of threads would cost too
+/// much per sample; the first ones are the main thread and those started early).
+const MAX_TASKS: usize = 64;
+/// Longest wait between looks at an open end, in nanoseconds.
+const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
+/// A counter that moves less than this fraction of its neighbour's is taken as not counting
+/// (splice does not show in `/proc/PID/io`).
+const NOT_COUNTING: f64 = 1.0 / 64.0;
+
+/// Why a pipeline cannot be watched.
+#[derive(Debug)]
+pub enum WatchError {
+    /// The process does not exist.
+    NoSuchProcess(u32),
+    /// Its descriptors may not be read.
+    NotPermitted(u32),
+    /// Neither it nor a child of it has a pipe on standard input or output.
+    NotInPipeline(u32),
+    /// `/proc` could not be read.
+    Proc(io::Error),
+}
+
+impl std::fmt::Display for WatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WatchError::NoSuchProcess(pid) => write!(f, "pid {pid}: No such process"),
+            WatchError::NotPermitted(pid) => write!(f, "pid {pid}: Permission denied"),
+            WatchError::NotInPipeline(pid) => write!(
+                f,
+                "pid {pid}: not in a pipeline (no pipe on its standard input or output)"
+            ),
+            WatchError::Proc(e) => write!(f, "/proc: {}", crate::sys::strerror(e)),
+        }
+    }
+}
+
+/// One row of the pipeline view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageView {
+    /// The process shown (of a stage of several processes, the one moving data).
+    pub pid: u32,
+    /// Its command line.
+    pub command: String,
+    /// What it is doing.
+    pub activity: Activity,
+    /// CPU use, percent of one core (over the last second, or the interval if longer).
+    pub cpu: Option<f64>,
+    /// Bytes per second read.
+    pub rate_in: Option<f64>,
+    /// Bytes per second written.
+    pub rate_out: Option<f64>,
+    /// The pipe to the next stage.
+    pub fill: Option<Fill>,
+    /// This stage holds the pipeline back (over the last few seconds).
+    pub bottleneck: bool,
+}
+
+/// One sample of the whole pipeline.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct View {
+    /// The stages in pipeline order.
+    pub stages: Vec<StageView>,
+}
+
+/// A stage's share of the time as the bottleneck.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Share {
+    /// The stage's command.
+    pub command: String,
+    /// Fraction of the watched time, 0 to 1.
+    pub share: f64,
+}
+
+/// Running totals of a stage.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Totals {
+    ticks: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+}
+
+/// One reading of a member process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Reading {
+    ticks: u64,
+    io: Option<Io>,
+    rpv: Option<u64>,
+    activity: Activity,
+}
+
+impl Reading {
+    /// Bytes (in, out): the rpv's own count, or `/proc/PID/io`.
+    fn bytes(&self) -> Option<(u64, u64)> {
+        match (self.rpv, self.io) {
+            (Some(b), _) => Some((b, b)),
+            (None, Some(io)) => Some((io.rchar, io.wchar)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// A process of a stage.
+#[derive(Debug)]
+struct Member {
+    pid: u32,
+    start: u64,
+    session: u32,
+    /// Its name in `stat` when `command` was read.
+    comm: String,
+    command: String,
+    /// The threads read, listed when the process had `threads` of them.
+    tasks: Vec<u32>,
+    threads: u32,
+    last: Option<Reading>,
+    /// The last count an rpv member gave over its control channel.
+    last_rpv: Option<u64>,
+    /// Started after the stage was first seen: everything it counted is recent.
+    fresh: bool,
+    /// Bytes moved in the last sample (for choosing which member to show).
+    moved: u64,
+    used: u64,
+}
+
+/// A stage over time.
+#[derive(Debug)]
+struct Stage {
+    spec: StageSpec,
+    members: Vec<Member>,
+    /// Shells whose children are watched for new members: (pid, children last seen).
+    parents: Vec<(u32, Vec<u32>)>,
+    totals: Totals,
+    known_in: bool,
+    known_out: bool,
+    history: VecDeque<(u64, Totals)>,
+    shown: Option<u32>,
+    ended: bool,
+    matched: bool,
+    bottleneck_ns: u64,
+    score: f64,
+    view: StageView,
+}
+
+/// Watches the pipeline a process belongs to.
+pub struct Watcher {
+    proc: Box<dyn Proc>,
+    stages: Vec<Stage>,
+    seed: u32,
+    session: u32,
+    window_ns: u64,
+    last_ns: Option<u64>,
+    observed_ns: u64,
+    open_ends: bool,
+    next_open_scan_ns: u64,
+    open_backoff_ns: u64,
+    scans: u64,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher")
+            .field("seed", &self.seed)
+            .field("stages", &self.stages)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The children of a stage's processes at scan time: a new child of one of them may be a
+/// new member.
+fn parents(table: &Table, spec: &StageSpec) -> Vec<(u32, Vec<u32>)> {
+    spec.containers
+        .iter()
+        .chain(&spec.members)
+        .map(|&pid| (pid, table.children(pid)))
+        .collect()
+}
+
+/// True if the pipe after one stage is the one before the next (as far as is known).
+fn connected(output: Option<u64>, input: Option<u64>) -> bool {
+    match (output, input) {
+        (Some(a), Some(b)) => a == b,
+        (a, b) => a.or(b).is_some(),
+    }
+}
+
+/// The command line of `pid` for display, or `[comm]` if it has none.
+fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
+    proc.read(pid, ProcFile::Cmdline, false)
+        .ok()
+        .and_then(|c| procfs::command_text(&c))
+        .unwrap_or_else(|| format!("[{comm}]"))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl Watcher {
+    /// Watches the pipeline of `pid` through the real `/proc`.
+    pub fn new(pid: u32) -> Result<Watcher, WatchError> {
+        Watcher::with_proc(Box::new(SysProc::new()), pid)
+    }
+
+    /// Watches the pipeline of `pid` through `proc`.
+    pub fn with_proc(mut proc: Box<dyn Proc>, pid: u32) -> Result<Watcher, WatchError> {
+        let stat = proc
+            .read(pid, ProcFile::Stat, false)
+            .ok()
+            .and_then(|t| Stat::parse(&text(&t)))
+            .ok_or(WatchError::NoSuchProcess(pid))?;
+        let table =
+            discover::scan(proc.as_mut(), Some(&[stat.session])).map_err(WatchError::Proc)?;
+        let seeds = discover::start_points(&table, pid).map_err(|e| match e {
+            DiscoverError::NoSuchProcess => WatchError::NoSuchProcess(pid),
+            DiscoverError::NotPermitted => WatchError::NotPermitted(pid),
+            DiscoverError::NotInPipeline => WatchError::NotInPipeline(pid),
+        })?;
+        let segments = discover::discover(&table, &seeds);
+        let mut watcher = Watcher {
+            proc,
+            stages: Vec::new(),
+            seed: pid,
+            session: stat.session,
+            window_ns: MIN_WINDOW_NS,
+            last_ns: None,
+            observed_ns: 0,
+            open_ends: false,
+            next_open_scan_ns: 0,
+            open_backoff_ns: 1_000_000_000,
+            scans: 1,
+        };
+        watcher.merge(&table, &segments, false);
+        if watcher.stages.is_empty() {
+            return Err(WatchError::NotInPipeline(pid));
+        }
+        Ok(watcher)
+    }
+
+    /// Sets the display interval: figures are averaged over it (at least one second).
+    pub fn set_interval(&mut self, seconds: f64) {
+        self.window_ns = ((seconds * 1e9) as u64).max(MIN_WINDOW_NS);
+    }
+
+    /// True once every stage has ended.
+    pub fn finished(&self) -> bool {
+        self.stages.iter().all(|s| s.ended)
+    }
+
+    /// How many times `/proc` has been scanned for stages (the first included).
+    pub fn scans(&self) -> u64 {
+        self.scans
+    }
+
+    /// Each stage's share of the watched time as the bottleneck, largest first (stages
+    /// that never were are left out).
+    pub fn summary(&self) -> Vec<Share> {
+        if self.observed_ns == 0 {
+            return Vec::new();
+        }
+        let mut shares: Vec<Share> = self
+            .stages
+            .iter()
+            .filter(|s| s.bottleneck_ns > 0)
+            .map(|s| Share {
+                command: s.view.command.clone(),
+                share: s.bottleneck_ns as f64 / self.observed_ns as f64,
+            })
+            .collect();
+        shares.sort_by(|a, b| b.share.total_cmp(&a.share));
+        shares
+    }
+
+    /// Samples every stage at `now_ns` (monotonic nanoseconds) and returns the rows.
+    pub fn sample(&mut self, now_ns: u64) -> View {
+        let mut rescan = false;
+        for i in 0..self.stages.len() {
+            if !self.stages[i].ended {
+                rescan |= self.sample_stage(i);
+            }
+        }
+        let open_due = self.open_ends && now_ns >= self.next_open_scan_ns;
+        if rescan || open_due {
+            self.rescan_now(open_due);
+            for i in 0..self.stages.len() {
+                if !self.stages[i].ended {
+                    self.baseline_new_members(i);
+                }
+            }
+            if self.open_ends {
+                self.next_open_scan_ns = now_ns + self.open_backoff_ns;
+                self.open_backoff_ns = (self.open_backoff_ns * 2).min(MAX_OPEN_BACKOFF_NS);
+            } else {
+                self.open_backoff_ns = 1_000_000_000;
+            }
+        }
+        let dt = self.last_ns.map_or(0, |last| now_ns.saturating_sub(last));
+        self.last_ns = Some(now_ns);
+        let fills = self.fills();
+        self.update_views(now_ns, &fills);
+        self.derive_rates();
+        self.mark_bottleneck(dt, &fills);
+        View {
+            stages: self.stages.iter().map(|s| s.view.clone()).collect(),
+        }
+    }
+
+    /// Reads one member; `None` if it has ended.
+    fn read_member(proc: &mut dyn Proc, m: &mut Member, permitted: bool) -> Option<Reading> {
+        let stat = Stat::parse(&text(&proc.read(m.pid, ProcFile::Stat, true).ok()?))?;
+        if stat.start != m.start || matches!(stat.state, 'Z' | 'X') {
+            return None;
+        }
+        if stat.comm != m.comm {
+            // It has run a new program since it was found (a shell's child, found between
+            // its fork and its exec).
+            m.command = command_of(proc, m.pid, &stat.comm);
+            m.comm = stat.comm.clone();
+        }
+        if !permitted {
+            return Some(Reading {
+                ticks: stat.cpu_ticks,
+                io: None,
+                rpv: None,
+                activity: Activity::Unknown,
+            });
+        }
+        let activity = if stat.threads > 1 {
+            Self::threads_activity(proc, m, &stat)
+        } else {
+            let wchan = if stat.state == 'S' {
+                proc.read(m.pid, ProcFile::Wchan, true)
+                    .map(|t| text(&t))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            classify::task_activity(stat.state, &wchan)
+        };
+        let io = proc
+            .read(m.pid, ProcFile::Io, true)
+            .ok()
+            .and_then(|t| Io::parse(&text(&t)));
+        Some(Reading {
+            ticks: stat.cpu_ticks,
+            io,
+            rpv: proc.rpv_bytes(m.pid),
+            activity,
+        })
+    }
+
+    /// A multi-threaded process: every task's state, combined.
+    fn threads_activity(proc: &mut dyn Proc, m: &mut Member, stat: &Stat) -> Activity {
+        if m.tasks.is_empty() || m.threads != stat.threads {
+            m.tasks = proc.tasks(m.pid).unwrap_or_default();
+            m.tasks.truncate(MAX_TASKS);
+            m.threads = stat.threads;
+        }
+        let mut tasks = Vec::with_capacity(m.tasks.len());
+        let mut lost = false;
+        for &tid in &m.tasks {
+            let Some(task) = proc
+                .read(m.pid, ProcFile::TaskStat(tid), true)
+                .ok()
+                .and_then(|t| Stat::parse(&text(&t)))
+            else {
+                lost = true;
+                continue;
+            };
+            let wchan = if task.state == 'S' {
+                proc.read(m.pid, ProcFile::TaskWchan(tid), true)
+                    .map(|t| text(&t))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            tasks.push((classify::task_activity(task.state, &wchan), task.cpu_ticks));
+        }
+        if lost {
+            m.tasks.clear();
+        }
+        if tasks.is_empty() {
+            return classify::task_activity(stat.state, "");
+        }
+        classify::process_activity(&tasks)
+    }
+
+    /// Samples stage `i`'s members and adds what they did to its totals. Returns true if
+    /// `/proc` must be scanned again.
+    fn sample_stage(&mut self, i: usize) -> bool {
+        let stage = &mut self.stages[i];
+        let permitted = stage.spec.permitted;
+        let mut rescan = false;
+        let mut known_in = false;
+        let mut known_out = false;
+        for m in &mut stage.members {
+            let Some(reading) = Self::read_member(self.proc.as_mut(), m, permitted) else {
+                rescan = true;
+                m.last = None;
+                m.moved = 0;
+                m.used = 0;
+                continue;
+            };
+            let before = match m.last {
+                Some(last) => last,
+                None => reading,
+            };
+            m.used = reading.ticks.saturating_sub(before.ticks);
+            stage.totals.ticks += m.used;
+            m.moved = 0;
+            let moved = match (reading.rpv, m.last_rpv, reading.io, before.io) {
+                // An rpv is counted by its own count only: an answer it missed is covered
+                // by the next one.
+                (Some(now), Some(then), _, _) => Some((now - now.min(then), now - now.min(then))),
+                (Some(_), None, _, _) | (None, Some(_), _, _) => None,
+                (None, None, Some(io), Some(io0)) => Some((
+                    io.rchar.saturating_sub(io0.rchar),
+                    io.wchar.saturating_sub(io0.wchar),
+                )),
+                (None, None, _, _) => None,
+            };
+            if let Some((dr, dw)) = moved {
+                stage.totals.bytes_in += dr;
+                stage.totals.bytes_out += dw;
+                m.moved = dr + dw;
+                known_in = true;
+                known_out = true;
+            }
+            if reading.rpv.is_some() {
+                m.last_rpv = reading.rpv;
+            }
+            m.last = Some(reading);
+        }
+        stage.known_in |= known_in;
+        stage.known_out |= known_out;
+        // A shell holding the pipe end that got a new child: it may be the next member.
+        let waiting_shells = stage
+            .members
+            .iter()
+            .filter(|m| m.last.is_some_and(|r| r.activity == Activity::WaitChild))
+            .map(|m| m.pid);
+        let watch: Vec<u32> = stage
+            .spec
+            .containers
+            .iter()
+            .copied()
+            .chain(waiting_shells)
+            .collect();
+        for pid in watch {
+            let now: Vec<u32> = self
+                .proc
+                .read(pid, ProcFile::Children(pid), false)
+                .map(|t| procfs::parse_pids(&text(&t)))
+                .unwrap_or_default();
+            match stage.parents.iter_mut().find(|(p, _)| *p == pid) {
+                Some((_, seen)) if *seen == now => {}
+                Some((_, seen)) => {
+                    *seen = now;
+                    rescan = true;
+                }
+                None => stage.parents.push((pid, now)),
+            }
+        }
+        rescan
+    }
+
+    /// The first reading of members found by the last scan. A member that started after
+    /// its stage was first seen counts everything it did (it is all recent).
+    fn baseline_new_members(&mut self, i: usize) {
+        let stage = &mut self.stages[i];
+        let permitted = stage.spec.permitted;
+        for m in stage.members.iter_mut().filter(|m| m.last.is_none()) {
+            let Some(reading) = Self::read_member(self.proc.as_mut(), m, permitted) else {
+                continue;
+            };
+            if m.fresh {
+                stage.totals.ticks += reading.ticks;
+                if let Some((r, w)) = reading.bytes() {
+                    stage.totals.bytes_in += r;
+                    stage.totals.bytes_out += w;
+                    m.moved = r + w;
+                }
+            }
+            m.last_rpv = reading.rpv;
+            m.last = Some(reading);
+        }
+    }
+
+    /// Scans `/proc` again from the stages still running and merges what it finds.
+    fn rescan_now(&mut self, wide: bool) {
+        let mut sessions = vec![self.session];
+        let mut seeds = vec![self.seed];
+        for stage in self.stages.iter().filter(|s| !s.ended && s.spec.permitted) {
+            for m in &stage.members {
+                if !sessions.contains(&m.session) {
+                    sessions.push(m.session);
+                }
+                seeds.push(m.pid);
+            }
+            seeds.extend(&stage.spec.containers);
+        }
+        self.scans += 1;
+        let scope = if wide {
+            None
+        } else {
+            Some(sessions.as_slice())
+        };
+        let Ok(table) = discover::scan(self.proc.as_mut(), scope) else {
+            return;
+        };
+        let seeds: Vec<u32> = seeds
+            .into_iter()
+            .filter(|p| table.get(*p).is_some())
+            .collect();
+        let segments = discover::discover(&table, &seeds);
+        self.merge(&table, &segments, true);
+    }
+
+    /// Merges freshly discovered segments into the stage list: known stages are updated in
+    /// place, new ones are put next to their neighbours, and stages no longer found end.
+    fn merge(&mut self, table: &Table, segments: &[Segment], later: bool) {
+        for stage in &mut self.stages {
+            stage.matched = false;
+        }
+        self.open_ends = segments.iter().any(|s| s.open_start || s.open_end);
+        for segment in segments {
+            let mut anchor: Option<usize> = None;
+            let mut pending: Vec<&StageSpec> = Vec::new();
+            for spec in &segment.stages {
+                let found = self.stages.iter().position(|s| {
+                    !s.ended
+                        && !s.matched
+                        && (s.spec.key() == spec.key()
+                            || s.members.iter().any(|m| spec.members.contains(&m.pid)))
+                });
+                match (found, anchor) {
+                    (Some(idx), _) => {
+                        // Stages found before the first known one go in front of it.
+                        let before = pending.len();
+                        for (k, p) in pending.drain(..).enumerate() {
+                            let stage = self.new_stage(table, p, later);
+                            self.stages.insert(idx + k, stage);
+                        }
+                        self.update_stage(idx + before, table, spec);
+                        anchor = Some(idx + before);
+                    }
+                    (None, Some(a)) => {
+                        let stage = self.new_stage(table, spec, later);
+                        self.stages.insert(a + 1, stage);
+                        anchor = Some(a + 1);
+                    }
+                    (None, None) => pending.push(spec),
+                }
+            }
+            for p in pending {
+                let stage = self.new_stage(table, p, later);
+                self.stages.push(stage);
+            }
+        }
+        for i in 0..self.stages.len() {
+            if !self.stages[i].matched && !self.stages[i].ended {
+                self.end_stage(i);
+            }
+        }
+        let pipes: Vec<u64> = self
+            .stages
+            .iter()
+            .flat_map(|s| s.spec.input.into_iter().chain(s.spec.output))
+            .collect();
+        self.proc.retain_pipes(&pipes);
+    }
+
+    fn new_member(&mut self, table: &Table, pid: u32, fresh: bool) -> Member {
+        let (start, session, comm) = table
+            .get(pid)
+            .map(|p| (p.stat.start, p.stat.session, p.stat.comm.clone()))
+            .unwrap_or_default();
+        Member {
+            pid,
+            start,
+            session,
+            command: command_of(self.proc.as_mut(), pid, &comm),
+            comm,
+            tasks: Vec::new(),
+            threads: 0,
+            last: None,
+            last_rpv: None,
+            fresh,
+            moved: 0,
+            used: 0,
+        }
+    }
+
+    fn new_stage(&mut self, table: &Table, spec: &StageSpec, later: bool) -> Stage {
+        let members: Vec<Member> = spec
+            .members
+            .iter()
+            .map(|&pid| self.new_member(table, pid, later))
+            .collect();
+        let shown = members.first().map(|m| m.pid);
+        let view = StageView {
+            pid: shown.unwrap_or(0),
+            command: members
+                .first()
+                .map(|m| m.command.clone())
+                .unwrap_or_default(),
+            activity: if spec.permitted {
+                Activity::Running
+            } else {
+                Activity::Unknown
+            },
+            cpu: None,
+            rate_in: None,
+            rate_out: None,
+            fill: None,
+            bottleneck: false,
+        };
+        Stage {
+            parents: parents(table, spec),
+            spec: spec.clone(),
+            members,
+            totals: Totals::default(),
+            known_in: false,
+            known_out: false,
+            history: VecDeque::new(),
+            shown,
+            ended: false,
+            matched: true,
+            bottleneck_ns: 0,
+            score: 0.0,
+            view,
+        }
+    }
+
+    fn update_stage(&mut self, idx: usize, table: &Table, spec: &StageSpec) {
+        // Members still running (same process: same start time) stay; the others go.
+        let alive = |m: &Member| {
+            spec.members.contains(&m.pid)
+                && m.last.is_some()
+                && table.get(m.pid).is_some_and(|p| p.stat.start == m.start)
+        };
+        let (kept, gone): (Vec<Member>, Vec<Member>) =
+            std::mem::take(&mut self.stages[idx].members)
+                .into_iter()
+                .partition(|m| alive(m));
+        for m in &gone {
+            self.proc.release(m.pid);
+        }
+        let mut members = kept;
+        for &pid in &spec.members {
+            if !members.iter().any(|m| m.pid == pid) {
+                let member = self.new_member(table, pid, true);
+                members.push(member);
+            }
+        }
+        let stage = &mut self.stages[idx];
+        stage.members = members;
+        stage.parents = parents(table, spec);
+        stage.spec = spec.clone();
+        stage.matched = true;
+    }
+
+    fn end_stage(&mut self, i: usize) {
+        let pids: Vec<u32> = self.stages[i].members.iter().map(|m| m.pid).collect();
+        for pid in pids {
+            self.proc.release(pid);
+        }
+        let stage = &mut self.stages[i];
+        stage.ended = true;
+        stage.view.activity = Activity::Ended;
+        stage.view.bottleneck = false;
+        stage.members.clear();
+    }
+
+    /// The fill of the pipe after each stage (to the next one).
+    fn fills(&mut self) -> Vec<Option<Fill>> {
+        let mut fills = Vec::with_capacity(self.stages.len());
+        for i in 0..self.stages.len() {
+            let Some(next) = self.stages.get(i + 1) else {
+                fills.push(None);
+                break;
+            };
+            let here = &self.stages[i];
+            let pipe = here.spec.output.or(next.spec.input);
+            let Some(inode) = pipe.filter(|_| connected(here.spec.output, next.spec.input)) else {
+                fills.push(None);
+                continue;
+            };
+            let writers = here.members.iter().map(|m| (m.pid, 1));
+            let readers = next.members.iter().map(|m| (m.pid, 0));
+            let holders: Vec<(u32, u32)> = writers
+                .chain(here.spec.containers.iter().map(|&c| (c, 1)))
+                .chain(readers)
+                .chain(next.spec.containers.iter().map(|&c| (c, 0)))
+                .collect();
+            let mut fill = None;
+            for (pid, fd) in holders {
+                fill = self.proc.pipe_fill(inode, pid, fd);
+                if fill.is_some() {
+                    break;
+                }
+            }
+            fills.push(fill);
+        }
+        fills
+    }
+
+    /// Rates, CPU use and activity of each running stage.
+    fn update_views(&mut self, now_ns: u64, fills: &[Option<Fill>]) {
+        let window = self.window_ns;
+        for (i, stage) in self.stages.iter_mut().enumerate() {
+            stage.view.fill = fills.get(i).copied().flatten();
+            if stage.ended {
+                continue;
+            }
+            stage.history.push_back((now_ns, stage.totals));
+            while stage.history.len() > 2 && stage.history[1].0 + window <= now_ns {
+                stage.history.pop_front();
+            }
+            let (t0, first) = stage.history[0];
+            let seconds = now_ns.saturating_sub(t0) as f64 / 1e9;
+            let rate =
+                |a: u64, b: u64| (seconds > 0.0).then(|| a.saturating_sub(b) as f64 / seconds);
+            let totals = stage.totals;
+            stage.view.cpu = rate(totals.ticks, first.ticks)
+                .map(|t| t * 100.0 / procfs::TICKS_PER_SECOND as f64);
+            stage.view.rate_in = rate(totals.bytes_in, first.bytes_in).filter(|_| stage.known_in);
+            stage.view.rate_out =
+                rate(totals.bytes_out, first.bytes_out).filter(|_| stage.known_out);
+            // The member shown: the one that moved the most data, else used the most CPU.
+            let current = stage.members.iter().filter(|m| m.last.is_some());
+            let busiest = current
+                .clone()
+                .filter(|m| m.moved > 0 || m.used > 0)
+                .max_by_key(|m| (m.moved, m.used))
+                .map(|m| m.pid);
+            let keep = stage.shown.filter(|p| {
+                stage
+                    .members
+                    .iter()
+                    .any(|m| m.pid == *p && m.last.is_some())
+            });
+            stage.shown = busiest.or(keep).or_else(|| current.map(|m| m.pid).max());
+            if let Some(m) = stage.members.iter().find(|m| Some(m.pid) == stage.shown) {
+                stage.view.pid = m.pid;
+                stage.view.command.clone_from(&m.command);
+                let input = if i > 0 { fills[i - 1] } else { None };
+                let output = fills.get(i).copied().flatten();
+                let activity = m.last.map_or(Activity::Ended, |r| r.activity);
+                stage.view.activity = classify::resolve(activity, input, output);
+            }
+        }
+    }
+
+    /// Rates a stage cannot count itself (splice does not show in `/proc/PID/io`) are
+    /// taken from the neighbour on the other side of the pipe.
+    fn derive_rates(&mut self) {
+        let quiet = |own: Option<f64>, other: Option<f64>| match (own, other) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(o), Some(n)) => n > 65536.0 && o < n * NOT_COUNTING,
+        };
+        for i in 1..self.stages.len() {
+            if !connected(self.stages[i - 1].spec.output, self.stages[i].spec.input) {
+                continue;
+            }
+            let out = self.stages[i - 1].view.rate_out;
+            let inp = self.stages[i].view.rate_in;
+            if !self.stages[i - 1].ended && quiet(out, inp) {
+                self.stages[i - 1].view.rate_out = inp;
+            } else if !self.stages[i].ended && quiet(inp, out) {
+                self.stages[i].view.rate_in = out;
+            }
+        }
+    }
+
+    /// Decides this sample's bottleneck, adds `dt` to its share, and marks the row of the
+    /// stage that has been the bottleneck most over the last few seconds.
+    fn mark_bottleneck(&mut self, dt: u64, fills: &[Option<Fill>]) {
+        let states: Vec<StageState> = self
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| StageState {
+                activity: if s.ended {
+                    Activity::Ended
+                } else {
+                    s.view.activity
+                },
+                cpu: s.view.cpu,
+                input: if i > 0 { fills[i - 1] } else { None },
+                output: fills.get(i).copied().flatten(),
+            })
+            .collect();
+        let now = classify::bottleneck(&states);
+        if dt > 0 && !self.finished() {
+            self.observed_ns += dt;
+            let keep = (-(dt as f64) / MARK_TAU_NS).exp();
+            for (i, stage) in self.stages.iter_mut().enumerate() {
+                let hit = Some(i) == now;
+                stage.score = stage.score * keep + if hit { 1.0 - keep } else { 0.0 };
+                if hit {
+                    stage.bottleneck_ns += dt;
+                }
+            }
+        }
+        let top = self
+            .stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.ended && s.score >= MARK_THRESHOLD)
+            .max_by(|a, b| a.1.score.total_cmp(&b.1.score))
+            .map(|(i, _)| i);
+        for (i, stage) in self.stages.iter_mut().enumerate() {
+            stage.view.bottleneck = Some(i) == top;
+        }
+    }
+}
