@@ -34,7 +34,10 @@ impl Sink for Stages {
         }
         let kind = config.style.kind(Unit::Bytes);
         let mut lines = vec![render::header(config.width)];
-        let stages = snapshot.readings.iter().filter_map(|r| r.meter.stage.as_ref());
+        let stages = snapshot
+            .readings
+            .iter()
+            .filter_map(|r| r.meter.stage.as_ref());
         lines.extend(stages.map(|stage| render::row(stage, config.width, kind)));
         // Inside a transfer, its own line below the stages.
         for r in snapshot.readings.iter().filter(|r| is_line(r.meter.role)) {

@@ -356,3 +356,41 @@ fn each_shows_a_row_per_input_and_a_total() {
         "{total}"
     );
 }
+
+/// `--json` with `--pipeline=PID`: one object per stage, and the summary at the end.
+#[test]
+fn pipeline_stages_are_objects_too() {
+    let mut pipeline = Command::new("sh")
+        .arg("-c")
+        .arg("head -c 64M /dev/zero | gzip -1 | cat > /dev/null")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let target = format!("--pipeline={}", pipeline.id());
+    let mut watcher = rpv(&["--json", "-i", "0.2", &target])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = pipeline.wait();
+    let status = crate::util::wait_within(&mut watcher, 15.0, "the pipeline watcher");
+    let stderr = crate::util::stderr_of(&mut watcher);
+    assert!(status.success(), "{stderr}");
+    let objects = parse_ndjson(stderr.as_bytes());
+    assert_eq!(objects[0]["mode"], "pipeline");
+    let stages: Vec<&Value> = of_type(&objects, "progress")
+        .into_iter()
+        .filter(|p| p["meter"] == "stage")
+        .collect();
+    assert!(stages
+        .iter()
+        .any(|s| s["command"].as_str().unwrap_or("").starts_with("gzip")));
+    let summary = of_type(&objects, "summary");
+    assert_eq!(summary.len(), 1);
+    assert!(summary[0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("bottleneck: "));
+}

@@ -497,3 +497,90 @@ fn errors() {
     assert_eq!(err(&out), "rpv: --pipeline: x: invalid process ID\n");
     assert_eq!(out.status.code(), Some(64));
 }
+
+/// `--pipeline` without a PID, inside a pipeline: the data goes through unchanged, and the
+/// view shows every stage, rpv's own included (counted by rpv itself), with a summary.
+#[test]
+fn inline_view_moves_the_data_and_shows_its_own_pipeline() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = crate::util::Dir::new();
+    let out = dir.path("out");
+    let log = dir.path("log");
+    let script = format!(
+        "head -c 64M /dev/zero | \"$RPV\" --pipeline -f -i 0.2 -w 100 -L 16M 2>{} | gzip -1 > {}",
+        crate::util::s(&log),
+        crate::util::s(&out)
+    );
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env("RPV", env!("CARGO_BIN_EXE_rpv"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let gunzipped = Command::new("gzip")
+        .args(["-dc", crate::util::s(&out)])
+        .output()
+        .unwrap();
+    assert_eq!(gunzipped.stdout.len(), 64 << 20, "every byte went through");
+    assert!(gunzipped.stdout.iter().all(|&b| b == 0));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let frame = last_live_frame(&frames(&text));
+    let commands: Vec<&str> = frame.iter().map(|r| r.command.as_str()).collect();
+    assert!(commands[0].starts_with("head -c 64M"), "{frame:?}");
+    assert!(commands[1].starts_with("rpv --pipeline"), "{frame:?}");
+    assert!(commands[2].starts_with("gzip -1"), "{frame:?}");
+    let own = &frame[1];
+    assert!(own.rate_out.contains("MiB/s"), "rpv's own rate: {own:?}");
+    // The rate-limited rpv holds the pipeline back.
+    assert!(own.marked, "{frame:?}\n{text}");
+    let summary = text.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with("bottleneck: rpv --pipeline"),
+        "{summary:?}"
+    );
+}
+
+/// `%{bottleneck}`: an rpv between a fast producer and a slow consumer waits for its
+/// output; between a slow producer and a fast consumer it waits for its input.
+#[test]
+fn bottleneck_sequence_names_the_side_an_rpv_waits_on() {
+    let run = |script: &str| -> Vec<String> {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .env("RPV", env!("CARGO_BIN_EXE_rpv"))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stderr)
+            .split('\r')
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let slow_reader = run(
+        "head -c 16M /dev/zero | \"$RPV\" -f -i 0.2 -F '%{bottleneck}' | \
+         \"$RPV\" -q -L 8M > /dev/null",
+    );
+    assert!(
+        slow_reader
+            .iter()
+            .filter(|l| *l == "waits for output")
+            .count()
+            >= 3,
+        "{slow_reader:?}"
+    );
+    let slow_writer = run(
+        "head -c 2M /dev/zero | \"$RPV\" -q -L 1M | \"$RPV\" -f -i 0.2 -F '%{bottleneck}' \
+         > /dev/null",
+    );
+    assert!(
+        slow_writer
+            .iter()
+            .filter(|l| *l == "waits for input")
+            .count()
+            >= 3,
+        "{slow_writer:?}"
+    );
+}
