@@ -1,4 +1,4 @@
-//! Rate, windowed average rate, percentage counter and `--stats` figures (spec 2.9, 2.11).
+//! Rate, windowed average rate, percentage counter and `--stats` figures.
 //!
 //! Owns: turning successive (elapsed, transferred) observations into the numbers the display
 //! shows. Must not: read clocks or counters itself; the caller passes them in, so every
@@ -19,7 +19,7 @@ pub struct Rates {
     pub max_rate: f64,
 }
 
-/// State kept between display updates (spec 2.9).
+/// State kept between display updates.
 #[derive(Debug, Clone)]
 pub struct RateTracker {
     /// Seconds between samples of the average-rate ring (5 if the window ≥ 20 s, else 1).
@@ -107,7 +107,7 @@ impl RateTracker {
         }
     }
 
-    /// Instantaneous rate since the previous measurement (spec 2.9: updates closer than
+    /// Instantaneous rate since the previous measurement (updates closer than
     /// 10 ms carry their bytes forward).
     fn measure(&mut self, elapsed: f64, transferred: u64) {
         let delta = transferred.saturating_sub(self.prev_transferred);
@@ -170,7 +170,7 @@ impl RateTracker {
         Some((self.min, mean, self.max, mdev))
     }
 
-    /// The `--stats` line without its newline (spec 2.11), e.g.
+    /// The `--stats` line without its newline, e.g.
     /// `rate min/avg/max/mdev = 1.000/2.000/3.000/0.816 B/s`, or `rate not measured`.
     /// `unit` is the label to print (`B/s`, `b/s`, `/s`); `multiplier` scales the values (8 for -8).
     pub fn stats_line(&self, unit: &str, multiplier: f64) -> String {

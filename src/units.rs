@@ -1,10 +1,10 @@
-//! Number formatting, as pv 1.11 does it (spec 2.7, 2.8.2, 2.8.3).
+//! Number formatting, as pv 1.11 does it.
 //!
 //! Owns: turning amounts, rates and durations into pv's fixed-width text ("describe amount").
 //! Parsing option values lives in `cli::number`.
 //! Must not: do any I/O. Everything here is a pure function.
 //!
-//! Deliberate difference from pv (spec 7.2 #15): values below 1 are never scaled down to
+//! Deliberate difference from pv: values below 1 are never scaled down to
 //! milli/micro prefixes. pv prints half a byte per second as `" 512miB/s"` (a binary "milli"
 //! that means nothing); we print the unscaled value with two decimals (`"0.50  B/s"`), which
 //! also keeps the field width stable and avoids exponent notation for tiny values.
@@ -25,12 +25,12 @@ pub enum CountKind {
 const BINARY_PREFIXES: [char; 8] = ['K', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
 /// Prefixes for scaling up, decimal bytes and lines.
 const DECIMAL_PREFIXES: [char; 8] = ['k', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
-/// Largest magnitude printed (spec 2.7 step 5).
+/// Largest magnitude printed.
 const AMOUNT_CLAMP: f64 = 100_000.0;
 /// Seconds in a day: above this, times gain a day field.
 const DAY: u64 = 86_400;
 
-/// pv's "describe amount" (spec 2.7): number field + prefix field + `suffix`.
+/// pv's "describe amount": number field + prefix field + `suffix`.
 /// `value` is already multiplied by 8 for `-8`. Example: (1024.0, BinaryBytes, "B") → "1.00KiB".
 pub fn describe_amount(value: f64, kind: CountKind, suffix: &str) -> String {
     let (ratio, prefixes) = match kind {
@@ -58,7 +58,7 @@ pub fn describe_amount(value: f64, kind: CountKind, suffix: &str) -> String {
     format!("{}{prefix_field}{suffix}", number_field(value))
 }
 
-/// The 4-column number of describe-amount: `%4ld` above 99.9, else `%#4.3g` (spec 2.7 step 6).
+/// The 4-column number of describe-amount: `%4ld` above 99.9, else `%#4.3g`.
 fn number_field(value: f64) -> String {
     if value.abs() > 99.9 {
         // Truncation toward zero is what pv does (`99.95` → `"  99"`).
@@ -117,7 +117,7 @@ fn strip_fraction_zeros(text: &str) -> String {
     format!("{mantissa}{exponent}")
 }
 
-/// Elapsed-time text of `%t` (spec 2.8.2): `H:MM:SS`, or `D:HH:MM:SS` above 86400 s.
+/// Elapsed-time text of `%t`: `H:MM:SS`, or `D:HH:MM:SS` above 86400 s.
 /// `secs` is already clamped to [0, 360000000] by the caller.
 pub fn format_elapsed(secs: f64) -> String {
     let whole = if secs.is_finite() && secs > 0.0 {
@@ -132,7 +132,7 @@ pub fn format_elapsed(secs: f64) -> String {
     }
 }
 
-/// ETA text without the `ETA ` prefix (spec 2.8.3): `H:MM:SS`, or `D:HH:MM:SS` above 86400 s.
+/// ETA text without the `ETA ` prefix: `H:MM:SS`, or `D:HH:MM:SS` above 86400 s.
 pub fn format_eta(secs: u64) -> String {
     if secs > DAY {
         day_form(secs)
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn sub_unit_values_are_not_scaled_down() {
-        // pv would print " 500miB/s" and " 217mB/s" here (spec 7.2 #15).
+        // pv would print " 500miB/s" and " 217mB/s" here.
         let b = CountKind::BinaryBytes;
         assert_eq!(describe_amount(0.5, b, "B/s"), "0.50  B/s");
         assert_eq!(

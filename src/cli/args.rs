@@ -1,4 +1,4 @@
-//! `getopt_long` emulation and the option table (spec 1.2–1.5, 1.7, 1.8).
+//! `getopt_long` emulation and the option table.
 //!
 //! Owns: splitting argv into options and operands exactly as glibc `getopt_long` does for
 //! pv's option string (permutation, bundling, attached values, long-name prefixes, `--`,
@@ -75,7 +75,7 @@ pub(crate) fn long_only(identity: char) -> bool {
     ('\u{E000}'..='\u{F8FF}').contains(&identity)
 }
 
-/// Every option of pv 1.11, in the order of spec 1.3 (a test checks it against pv's
+/// Every option of pv 1.11, in pv's order (a test checks it against pv's
 /// short-option string). The order matters: it is the order
 /// in which glibc lists the possibilities of an ambiguous long-name prefix.
 pub(crate) const FLAGS: &[Flag] = &[
@@ -423,7 +423,7 @@ enum Flow {
     Completions(Shell),
 }
 
-/// The mode chosen so far; the last mode option wins (spec 1.1).
+/// The mode chosen so far; the last mode option wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Transfer,
@@ -435,7 +435,7 @@ enum Mode {
     Pipeline,
 }
 
-/// The options applied so far, plus what the mode checks of spec 1.8 need to remember.
+/// The options applied so far, plus what the checks of conflicting modes need to remember.
 struct State<'a> {
     prog: &'a str,
     opts: Options,
@@ -536,7 +536,7 @@ impl<'a> State<'a> {
         Ok(true)
     }
 
-    /// Counts a display switch (spec 1.4).
+    /// Counts a display switch.
     fn display_switch(&mut self) {
         self.opts.display_switches = self.opts.display_switches.saturating_add(1);
     }
@@ -702,7 +702,7 @@ impl<'a> State<'a> {
         Ok(())
     }
 
-    /// Syntax of a watchfd item (spec 4.1): `PID[:FD]` read like `sscanf("%u:%d")` (trailing
+    /// Syntax of a watchfd item: `PID[:FD]` read like `sscanf("%u:%d")` (trailing
     /// text ignored), `=NAME` or `@LISTFILE`. The list file itself is read later.
     fn check_watch_item(&self, item: &str) -> Result<(), String> {
         if let Some(name) = item.strip_prefix('=') {
@@ -746,7 +746,7 @@ impl<'a> State<'a> {
         Ok(())
     }
 
-    /// `-M SIDE`: the side is matched by prefix, in pv's order (spec 1.3).
+    /// `-M SIDE`: the side is matched by prefix, in pv's order.
     fn apply_monitor(&mut self, value: &str) -> Result<(), String> {
         const SIDES: [(&str, MonitorSide); 8] = [
             ("0", MonitorSide::In),
@@ -765,7 +765,7 @@ impl<'a> State<'a> {
         Ok(())
     }
 
-    /// After the last option: implied settings, clamps (spec 1.7), mode checks (spec 1.8)
+    /// After the last option: implied settings, clamps, mode checks
     /// and the operands.
     fn finish(mut self, operands: Vec<OsString>) -> Result<Options, String> {
         self.clamp();
@@ -803,7 +803,7 @@ impl<'a> State<'a> {
         }
     }
 
-    /// The conflicts of spec 1.8 that can be found without I/O, in the table's order.
+    /// The conflicts between modes and options that can be found without I/O, in the table's order.
     fn check_modes(&self, operands: &[OsString]) -> Result<(), String> {
         if self.mode == Mode::WatchFd {
             self.check_watchfd()?;

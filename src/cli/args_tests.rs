@@ -1054,7 +1054,7 @@ fn errors_are_reported_in_order() {
     );
 }
 
-// ---- mode checks (spec 1.8) ----
+// ---- mode checks ----
 
 #[test]
 fn watchfd_rejects_transfer_modifiers() {

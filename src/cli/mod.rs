@@ -1,4 +1,4 @@
-//! Command-line parsing, getopt_long-compatible (spec 1.1–1.5, 1.7, 1.8, 1.10).
+//! Command-line parsing, getopt_long-compatible.
 //!
 //! Owns: turning argv into [`Options`] (typed values as given, later flag wins), pv's
 //! messages and exit status 64 for bad command lines, and the `--help`/`--version` text and
@@ -23,7 +23,7 @@ pub use help::{help_text, version_text};
 /// larger buffer only costs memory. Larger values are capped to this.
 pub const MAX_BUFFER: usize = 1 << 30;
 
-/// The operating mode; the last mode-selecting option wins (spec 1.1).
+/// The operating mode; the last mode-selecting option wins.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Action {
     /// Copy inputs to the output with progress (default).
@@ -44,7 +44,7 @@ pub enum Action {
     Pipeline(Option<u32>),
 }
 
-/// `-M` side (spec 1.3).
+/// `-M` side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MonitorSide {
     /// The command's standard input.
@@ -67,7 +67,7 @@ pub enum SizeArg {
     Path(PathBuf),
 }
 
-/// Everything the command line said, typed, after pv's clamps (spec 1.7) but before any I/O.
+/// Everything the command line said, typed, after pv's clamps but before any I/O.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Options {
     /// `-p`
@@ -95,7 +95,7 @@ pub struct Options {
     /// `-F FORMAT` (the last one given)
     pub format: Option<String>,
     /// The `-F` value given before the last one, if `-F` was given more than once; used by
-    /// the input side of `-M both` (spec 4.4).
+    /// the input side of `-M both`.
     pub prev_format: Option<String>,
     /// `-n`
     pub numeric: bool,
@@ -124,7 +124,7 @@ pub struct Options {
     /// `-N` (the last one given)
     pub name: Option<String>,
     /// The `-N` value given before the last one, if `-N` was given more than once; used by
-    /// the input side of `-M both` (spec 4.4).
+    /// the input side of `-M both`.
     pub prev_name: Option<String>,
     /// `-u`
     pub bar_style: Option<String>,
@@ -168,7 +168,7 @@ pub struct Options {
     pub each: bool,
     /// The mode; last mode option wins.
     pub action: Action,
-    /// Number of display switches given (spec 1.4); 0 turns on `-p -t -e -r -b`.
+    /// Number of display switches given; 0 turns on `-p -t -e -r -b`.
     pub display_switches: u32,
     /// The short letters of the options given, in first-seen order (`-R` sends only these:
     /// see [`Options::given`]).

@@ -1,4 +1,4 @@
-//! Number syntax of option values (spec 1.5): validators and lenient converters.
+//! Number syntax of option values: validators and lenient converters.
 //!
 //! Owns: deciding whether an option value is acceptable (the three validators) and turning
 //! accepted text into numbers the way pv does (integer arithmetic, truncated fractions).
@@ -21,7 +21,7 @@ fn skip_fraction(s: &str) -> &str {
     }
 }
 
-/// True if `s` is a valid `ANY_WITH_SUFFIX` value (spec 1.5): `-s -L -B -Z`.
+/// True if `s` is a valid `ANY_WITH_SUFFIX` value: `-s -L -B -Z`.
 ///
 /// Syntax: `[ \t]* digit+ ( [.,] digit* )? ( [ \t]* [kKmMgGtT] )?`, whole string.
 pub fn is_valid_size(s: &str) -> bool {
@@ -40,14 +40,14 @@ pub fn is_valid_size(s: &str) -> bool {
     ) && chars.next().is_none()
 }
 
-/// True if `s` is a valid `BARE_INTEGER` value (spec 1.5): `-A -w -H -R -Q -m`.
+/// True if `s` is a valid `BARE_INTEGER` value: `-A -w -H -R -Q -m`.
 ///
 /// Syntax: `[ \t]* digit+`, whole string.
 pub fn is_valid_integer(s: &str) -> bool {
     leading_digits(s).is_some_and(str::is_empty)
 }
 
-/// True if `s` is a valid `BARE_DOUBLE` value (spec 1.5): `-i -D`.
+/// True if `s` is a valid `BARE_DOUBLE` value: `-i -D`.
 ///
 /// Syntax: `[ \t]* digit+ ( [.,] digit* )?`, whole string.
 pub fn is_valid_double(s: &str) -> bool {
@@ -114,7 +114,7 @@ fn multiplier(suffix: Option<char>, si: bool) -> u64 {
     }
 }
 
-/// Converts a size (spec 1.5 "Size conversion"); `si` selects 1000-based suffixes (`-k`).
+/// Converts a size; `si` selects 1000-based suffixes (`-k`).
 /// Call `is_valid_size` first: text that is not a number converts leniently (to 0 or to
 /// its first digits). `None` when the value does not fit in 64 bits (2^64 bytes or more).
 ///
@@ -130,7 +130,7 @@ pub fn parse_size(s: &str, si: bool) -> Option<u64> {
     n.integer?.checked_mul(mult)?.checked_add(scaled_fraction)
 }
 
-/// Converts an interval in seconds (spec 1.5 "Interval conversion"). Never fails.
+/// Converts an interval in seconds. Never fails.
 ///
 /// Leading non-digits are skipped and at most 6 fraction digits are used.
 pub fn parse_interval(s: &str) -> f64 {

@@ -1,7 +1,7 @@
 //! The progress bar of `%p`, `%{progress-bar-only}` and `%{bar-STYLE}`, and the amount text
-//! of `%{progress-amount-only}` (spec 2.8.7–2.8.9).
+//! of `%{progress-amount-only}`.
 //!
-//! Deliberate difference from pv (spec 7.2 #16): a bar at 100 % (or more) is completely full.
+//! Deliberate difference from pv: a bar at 100 % (or more) is completely full.
 //! pv shows `[====…=>]` at exactly 100 %; we keep the `>` tip below 100 % (and at 0 %) only.
 
 use super::width::display_width;
@@ -103,7 +103,7 @@ fn amount_and_fill(frame: &Frame) -> Option<(String, f64)> {
     Some((amount, fill))
 }
 
-/// `area` cells filled to `percent` (spec 2.8.7 (a)).
+/// `area` cells filled to `percent`.
 fn fill_cells(look: &Look, area: usize, percent: f64) -> String {
     let percent = if percent.is_finite() {
         percent.max(0.0)
@@ -142,7 +142,7 @@ fn fill_cells(look: &Look, area: usize, percent: f64) -> String {
     bar
 }
 
-/// The bouncing indicator for an unknown size (spec 2.8.7 (b)); `counter` is pv's percentage
+/// The bouncing indicator for an unknown size; `counter` is pv's percentage
 /// counter (0, 2, …, 198).
 fn render_bouncing(look: &Look, counter: f64, width: usize, framed: bool) -> String {
     let indicator_width = display_width(look.indicator);

@@ -1,4 +1,4 @@
-//! Local wall-clock text for `%I` (spec 2.8.4), without libc: the caller passes Unix seconds
+//! Local wall-clock text for `%I`, without libc: the caller passes Unix seconds
 //! and the UTC offset, and the calendar math happens here (so rendering stays pure).
 
 /// Seconds in a day.

@@ -1,9 +1,9 @@
-//! Format-string parsing (spec 2.4, 2.5).
+//! Format-string parsing.
 //!
 //! Owns: turning `-F` text (or the switch-derived default) into [`Segment`]s once, before the
 //! first update. Parsing never fails: anything unknown or malformed becomes literal text,
 //! exactly as pv prints it. Unlike pv, a trailing `%` or an unterminated `%{name` at the end
-//! never reads past the string (spec 7.2 #13): it is emitted as the literal text, with no
+//! never reads past the string: it is emitted as the literal text, with no
 //! NUL byte.
 
 use super::BarStyle;
@@ -223,7 +223,7 @@ fn lookup(name: &str, number: Option<usize>) -> Option<Segment> {
     Some(segment)
 }
 
-/// `%{sgr:LIST}` items, split on `,` or `;`; unknown items are ignored (spec 2.8.13).
+/// `%{sgr:LIST}` items, split on `,` or `;`; unknown items are ignored.
 fn parse_sgr_list(list: &str) -> Vec<u8> {
     list.split([',', ';']).filter_map(sgr_code).collect()
 }
@@ -275,7 +275,7 @@ fn colour_index(name: &str) -> Option<u8> {
     Some(index)
 }
 
-/// Which display switches are on, for the default format (spec 2.4).
+/// Which display switches are on, for the default format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DisplaySwitches {
     /// `-p`
@@ -302,7 +302,7 @@ pub struct DisplaySwitches {
     pub numeric: bool,
 }
 
-/// Builds pv's switch-derived format string (spec 2.4); `size_known` decides `%e`/`%I`.
+/// Builds pv's switch-derived format string; `size_known` decides `%e`/`%I`.
 pub fn default_format(switches: &DisplaySwitches, size_known: bool) -> String {
     let s = switches;
     let mut items: Vec<String> = Vec::new();

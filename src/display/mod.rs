@@ -1,4 +1,4 @@
-//! The pv display language: format strings → segments → one line of text (spec 2.4–2.8).
+//! The pv display language: format strings → segments → one line of text.
 //!
 //! Owns: parsing `-F` formats (and the switch-derived default format) into [`Format`] once,
 //! and rendering a [`Frame`] through it at a given width. Must not: read clocks, counters or
@@ -16,7 +16,7 @@ pub use width::display_width;
 
 use crate::units::CountKind;
 
-/// Bar styles of `-u`/`%{bar-STYLE}` (spec 2.8.7 (c)).
+/// Bar styles of `-u`/`%{bar-STYLE}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BarStyle {
     /// `=` fillers, `>` tip, `<=>` indicator.
@@ -42,7 +42,7 @@ impl BarStyle {
     }
 }
 
-/// State of the transfer buffer for `%T` (spec 2.8.10).
+/// State of the transfer buffer for `%T`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum BufferFill {
     /// No buffer exists yet: `%T` renders empty.
@@ -89,7 +89,7 @@ pub struct Frame<'a> {
     /// Total size in the same unit; 0 = unknown.
     pub size: u64,
     /// Watchfd: the position when watching started. The ETA stays 0 until something moved
-    /// past it (spec 2.8.3); 0 everywhere else.
+    /// past it; 0 everywhere else.
     pub initial_offset: u64,
     /// Current rate (units/s); the whole-run average at the final update.
     pub rate: f64,

@@ -1,19 +1,19 @@
-//! Rendering a [`Format`] for one [`Frame`] at a width (spec 2.6–2.8, 2.10).
+//! Rendering a [`Format`] for one [`Frame`] at a width.
 //!
 //! Owns the layout (static parts first, then expanding components sharing what is left) and
 //! one render function per component. Must not: read clocks or counters, or write anything;
-//! the `\r`/`\n` and the shrink padding of spec 2.3 are added by the terminal writer.
+//! the `\r`/`\n` and the padding of a line that got shorter are added by the terminal writer.
 //!
 //! Deliberate differences from pv 1.11 (for docs/compatibility.md):
-//! * A bar at 100 % is completely full, with no `>` tip in its last cell (spec 7.2 #16);
+//! * A bar at 100 % is completely full, with no `>` tip in its last cell;
 //!   the tip still shows below 100 % and at 0 % (see `bar.rs`).
 //! * Control characters (e.g. a TAB) in a format count as zero columns instead of making
-//!   every expanding component vanish (spec 7.2 #14; see `width.rs`).
+//!   every expanding component vanish (see `width.rs`).
 //! * Numeric mode with `-l -8` does not multiply line counts and line rates by 8: bits
-//!   only apply to bytes (spec 7.2 #24).
-//! * Sub-unit rates are not shown with `m`/`u` prefixes (spec 7.2 #15; see `units.rs`).
+//!   only apply to bytes.
+//! * Sub-unit rates are not shown with `m`/`u` prefixes (see `units.rs`).
 //! * A trailing `%` or unterminated `%{name` is plain literal text, never a NUL byte
-//!   (spec 7.2 #13; see `format.rs`).
+//!   (see `format.rs`).
 
 use super::bar::{render_amount_only, render_bar};
 use super::clock::local_time_text;
@@ -282,7 +282,7 @@ fn unit_suffix(frame: &Frame, per_second: bool) -> &'static str {
     }
 }
 
-/// `%b` (spec 2.8.1): describe-amount, or an integer in numeric mode.
+/// `%b`: describe-amount, or an integer in numeric mode.
 fn render_bytes(frame: &Frame) -> String {
     if frame.numeric {
         let scale = if bits_scale(frame) > 1.0 { 8 } else { 1 };
@@ -292,7 +292,7 @@ fn render_bytes(frame: &Frame) -> String {
     describe_amount(value, frame.kind, unit_suffix(frame, false))
 }
 
-/// `%t` (spec 2.8.2).
+/// `%t`.
 fn render_timer(frame: &Frame) -> String {
     let secs = if frame.elapsed.is_finite() {
         frame.elapsed.clamp(0.0, MAX_SECONDS)
@@ -306,7 +306,7 @@ fn render_timer(frame: &Frame) -> String {
     }
 }
 
-/// `%r` and `%a` (spec 2.8.5, 2.8.6): `value` inside `open`/`close`, or `%.4f` numerically.
+/// `%r` and `%a`: `value` inside `open`/`close`, or `%.4f` numerically.
 fn render_rate(frame: &Frame, value: f64, open: char, close: char) -> String {
     let value = value * bits_scale(frame);
     if frame.numeric {
@@ -328,7 +328,7 @@ pub fn eta_seconds(frame: &Frame) -> u64 {
     (left / frame.avg_rate).round().clamp(0.0, MAX_SECONDS) as u64
 }
 
-/// `%e` (spec 2.8.3): empty for an unknown size, all spaces at the final update; during a
+/// `%e`: empty for an unknown size, all spaces at the final update; during a
 /// stall (nothing moved for a while) `stalled H:MM:SS` instead of a made-up time.
 fn render_eta(frame: &Frame) -> String {
     if frame.size == 0 {
@@ -345,7 +345,7 @@ fn render_eta(frame: &Frame) -> String {
     }
 }
 
-/// `%I` (spec 2.8.4): local finish time, with the date when more than 6 hours away.
+/// `%I`: local finish time, with the date when more than 6 hours away.
 fn render_fineta(frame: &Frame) -> String {
     if frame.size == 0 {
         return String::new();
@@ -360,7 +360,7 @@ fn render_fineta(frame: &Frame) -> String {
     format!("FIN {text}")
 }
 
-/// `%{progress-amount-only}` (spec 2.8.9).
+/// `%{progress-amount-only}`.
 fn render_progress_amount(frame: &Frame) -> String {
     if frame.numeric {
         format!("{:.0}", frame.percentage)
@@ -369,7 +369,7 @@ fn render_progress_amount(frame: &Frame) -> String {
     }
 }
 
-/// `%T` (spec 2.8.10).
+/// `%T`.
 fn render_buffer_percent(frame: &Frame) -> String {
     match frame.buffer {
         BufferFill::None => String::new(),
@@ -393,7 +393,7 @@ fn is_printable(byte: u8) -> bool {
     (32..=126).contains(&byte)
 }
 
-/// `%nA` (spec 2.8.11): the last `count` bytes written, unprintable or not yet seen as `.`.
+/// `%nA`: the last `count` bytes written, unprintable or not yet seen as `.`.
 fn render_last_written(frame: &Frame, count: usize) -> String {
     let count = count.min(MAX_LAST_WRITTEN);
     let data = frame.last_written;
@@ -407,7 +407,7 @@ fn render_last_written(frame: &Frame, count: usize) -> String {
         .collect()
 }
 
-/// `%nL` (spec 2.8.12): the previous line in exactly `width` columns, unprintable bytes and
+/// `%nL`: the previous line in exactly `width` columns, unprintable bytes and
 /// unused positions as spaces.
 fn render_previous_line(frame: &Frame, width: usize) -> String {
     let width = width.min(MAX_PREVIOUS_LINE);
@@ -420,7 +420,7 @@ fn render_previous_line(frame: &Frame, width: usize) -> String {
     text
 }
 
-/// `%N` (spec 2.8.14): `printf("%*.500s:", width, name)`. Like C's printf, the alignment
+/// `%N`: `printf("%*.500s:", width, name)`. Like C's printf, the alignment
 /// counts bytes, not columns; the name is cut (at a character boundary) after 500 bytes.
 fn render_name(frame: &Frame, width: Option<usize>) -> String {
     let Some(name) = frame.name else {
@@ -463,7 +463,7 @@ fn escape_name(name: &str) -> String {
     out
 }
 
-/// `%{ratio}` (spec 2.8.15): `-:-`, `1:1`, `R:1` (the other side is larger) or `1:R`.
+/// `%{ratio}`: `-:-`, `1:1`, `R:1` (the other side is larger) or `1:R`.
 fn render_ratio(frame: &Frame) -> String {
     match frame.ratio {
         Some((this, other)) if this > 0 && other > 0 => {
@@ -480,7 +480,7 @@ fn render_ratio(frame: &Frame) -> String {
     }
 }
 
-/// `%{sgr:LIST}` (spec 2.8.13): `ESC [ codes m`, a new escape every 16 codes; nothing
+/// `%{sgr:LIST}`: `ESC [ codes m`, a new escape every 16 codes; nothing
 /// without colour support.
 fn render_sgr(frame: &Frame, codes: &[u8]) -> String {
     if !frame.colour {

@@ -1,4 +1,4 @@
-//! Render tests with synthetic frames (spec 2.6–2.10 and the render-level rows of 9).
+//! Render tests with synthetic frames (every component, and whole lines as pv draws them).
 
 use super::*;
 use crate::display::BarStyle;
@@ -203,7 +203,7 @@ fn wide_characters_count_two_columns() {
 
 #[test]
 fn tab_in_a_format_does_not_kill_the_bar() {
-    // pv prints "x\ty 2.00  B |" (spec 7.2 #14); we treat the TAB as zero columns.
+    // pv prints "x\ty 2.00  B |"; we treat the TAB as zero columns.
     let got = line("x\ty %b %p|", &at(2, 0), 20);
     assert_eq!(got, "x\ty 2.00  B [<=>   ]|");
     assert_eq!(display_width(&got), 20);

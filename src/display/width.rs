@@ -1,7 +1,7 @@
-//! Display-width measurement of rendered text (spec 2.6, "Display width measurement").
+//! Display-width measurement of rendered text.
 //!
 //! CSI escapes (`ESC [` digits/`;` and one final byte) take no columns; other characters
-//! count as their Unicode East-Asian width. Deliberate difference from pv (spec 7.2 #14):
+//! count as their Unicode East-Asian width. Deliberate difference from pv:
 //! control characters such as TAB count as 0 columns instead of making the whole line's
 //! width "unknown", which in pv made every expanding component vanish.
 

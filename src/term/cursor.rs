@@ -1,4 +1,4 @@
-//! Cursor mode (`-c`, spec 2.13): several rpv instances on one terminal, each on its own row.
+//! Cursor mode (`-c`): several rpv instances on one terminal, each on its own row.
 //!
 //! Owns: the per-terminal registry file that coordinates the instances, the cursor-position
 //! query, and the positioned writes. Every write to the terminal in cursor mode happens while

@@ -1,5 +1,4 @@
-//! The terminal side: where progress lines and messages are written (spec 2.1, 2.3, 2.12,
-//! 2.13, 2.14).
+//! The terminal side: where progress lines and messages are written.
 //!
 //! Owns: the only writes to standard error, the `\r`/`\n` protocol of normal and numeric
 //! mode, padding when a line gets shorter, cursor mode ([`cursor`]), the extra display

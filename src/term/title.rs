@@ -1,4 +1,4 @@
-//! Extra display (`-x SPEC`, spec 2.14): the progress in the terminal window title and in
+//! Extra display (`-x SPEC`): the progress in the terminal window title and in
 //! the process title.
 //!
 //! Owns: parsing SPEC, and turning a rendered line into a title (control characters

@@ -1,4 +1,4 @@
-//! `-M SIDE -- COMMAND` (spec 4.4) through the binary: byte-exact data on every side, the
+//! `-M SIDE -- COMMAND` through the binary: byte-exact data on every side, the
 //! command's exit status passed through, exec failures, names and `%{ratio}` per side.
 
 use crate::util::{assert_same, data, err, rpv, run_with_input, s, Dir};

@@ -43,7 +43,7 @@ fn stop_at_size_in_line_mode_stops_after_whole_lines() {
 
 #[test]
 fn stop_at_size_with_unknown_size_passes_everything() {
-    // pv 1.11 transfers nothing here (spec 7.1 #2); rpv passes the data through.
+    // pv 1.11 transfers nothing here; rpv passes the data through.
     let out = run_with_input(rpv(&["-q", "-S"]), b"abc");
     assert_eq!(out.stdout, b"abc");
 }

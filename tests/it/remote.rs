@@ -1,4 +1,4 @@
-//! `-R PID` and `-Q PID` (spec 4.2, 4.3) through the binary: changes reach a running
+//! `-R PID` and `-Q PID` through the binary: changes reach a running
 //! transfer, only the given options change, queries, errors, and other users locked out.
 //!
 //! Every target gets its own `XDG_RUNTIME_DIR`, so its socket lives in a private test

@@ -1,4 +1,4 @@
-//! `--watchfd` (spec 4.1): rpv watching helper processes that read files slowly.
+//! `--watchfd`: rpv watching helper processes that read files slowly.
 
 use std::io::Write;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! What to watch: `-d` values and operands, `@LISTFILE` contents and `=NAME` lookups
-//! (spec 4.1 "Arguments"). Parsing is pure; only [`expand`] reads list files and runs
+//!. Parsing is pure; only [`expand`] reads list files and runs
 //! `pgrep` (through a caller-supplied function, so it is testable).
 
 /// One item as written on the command line or in a list file.
@@ -47,7 +47,7 @@ fn skip_space(text: &str) -> &str {
     text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c'])
 }
 
-/// Parses one item (spec 4.1): `PID[:FD]` like `sscanf("%u:%d")` (trailing text ignored,
+/// Parses one item: `PID[:FD]` like `sscanf("%u:%d")` (trailing text ignored,
 /// `123:` and `123:x` mean the whole process), `=NAME`, `@LISTFILE`.
 pub fn parse_spec(item: &str) -> Result<Spec, SpecError> {
     if let Some(name) = item.strip_prefix('=') {
@@ -103,7 +103,7 @@ pub fn parse_spec(item: &str) -> Result<Spec, SpecError> {
     Ok(Spec::PidFd(pid, fd))
 }
 
-/// Parses the contents of a list file (spec 4.1): each line up to its first CR or LF,
+/// Parses the contents of a list file: each line up to its first CR or LF,
 /// leading blanks skipped, blank and `#` lines ignored. `@` lines are refused with a
 /// message (pv refuses them silently). Errors are complete messages without `prog: `.
 pub fn parse_list(text: &str, file: &str) -> Result<Vec<Spec>, String> {

@@ -117,7 +117,7 @@ impl WatchSource {
         self.items.iter().all(|i| i.finished)
     }
 
-    /// Start-up checks of every item (spec 4.1); returns the messages (each status bit 2).
+    /// Start-up checks of every item; returns the messages (each status bit 2).
     fn start(&mut self) -> Vec<String> {
         let mut messages = Vec::new();
         for index in 0..self.items.len() {
@@ -254,7 +254,7 @@ impl WatchSource {
     }
 
     /// `%N ` goes in front of the format when several items are watched or the first is a
-    /// whole process (spec 4.1).
+    /// whole process.
     pub fn needs_name_prefix(&self) -> bool {
         self.items.len() > 1 || self.items.first().is_some_and(|i| i.target.fd.is_none())
     }

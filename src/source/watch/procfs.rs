@@ -1,5 +1,5 @@
-//! Reading other processes' descriptors from `/proc` (spec 4.1 "Start-up",
-//! "Per-descriptor data"). The text parsers are pure and unit-tested.
+//! Reading other processes' descriptors from `/proc`: what a descriptor is open on, its
+//! size and its position. The text parsers are pure and unit-tested.
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
