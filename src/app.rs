@@ -229,6 +229,11 @@ fn transfers(
             }
         }
     }
+    if let [plan] = &plans[..] {
+        if plan.is_small() && pipeline.is_none() {
+            return small_transfer(plans, display, start, prog);
+        }
+    }
     let progresses: Vec<Progress> = plans
         .iter()
         .map(|_| Progress::new(signals::waker()))
@@ -270,6 +275,38 @@ fn transfers(
         }
         status
     })
+}
+
+/// A small transfer ([`TransferPlan::is_small`]): the engine on this thread, then the
+/// display loop, which finds it finished and shows the end (messages, the final line,
+/// `--stats`). No thread, no control socket: the run is over before either would matter.
+fn small_transfer(
+    plans: Vec<TransferPlan>,
+    display: DisplayConfig,
+    start: json::Start,
+    prog: &str,
+) -> u8 {
+    let Some(TransferPlan {
+        settings,
+        output,
+        meter,
+    }) = plans.into_iter().next()
+    else {
+        return 0;
+    };
+    let progress = Progress::new(signals::waker());
+    let reads_stdin = settings
+        .inputs
+        .iter()
+        .any(|i| matches!(i.source, InputSource::Stdin));
+    // The clock starts before the copy.
+    let mut source = EngineSource::new(&progress, output.clone(), meter);
+    if reads_stdin {
+        source.watch_stdin();
+    }
+    run_engine(&settings, &output, &progress);
+    drop(output);
+    session(vec![Box::new(source)], display, start, prog).1
 }
 
 fn run_engine(settings: &crate::transfer::Settings, output: &Output, progress: &Progress) {

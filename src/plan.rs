@@ -41,6 +41,29 @@ pub struct TransferPlan {
     pub meter: EngineMeter,
 }
 
+impl TransferPlan {
+    /// A run this short needs no data thread: no rate limit, and every input a regular file,
+    /// together no bigger than a pipe holds (so no write waits long for a reader). The main
+    /// thread copies, then shows the end.
+    pub fn is_small(&self) -> bool {
+        const SMALL: u64 = 64 << 10;
+        if self.settings.rate_limit > 0 {
+            return false;
+        }
+        let mut total = 0u64;
+        for input in &self.settings.inputs {
+            match input.info() {
+                Ok(info) if info.kind == FileKind::Regular => total += info.size,
+                _ => return false,
+            }
+            if total > SMALL {
+                return false;
+            }
+        }
+        true
+    }
+}
+
 /// `-U`: where the data is stored between the two phases.
 #[derive(Debug)]
 pub enum Store {

@@ -282,7 +282,7 @@ impl<'a> Session<'a> {
         let snapshot = Snapshot {
             readings,
             final_update: final_update == Some(true),
-            wall_clock: sys::wall_clock(),
+            clock: std::cell::OnceCell::new(),
         };
         let mut closing = Vec::new();
         for source in &mut self.sources {
@@ -355,7 +355,7 @@ impl<'a> Session<'a> {
         let snapshot = Snapshot {
             readings,
             final_update,
-            wall_clock: sys::wall_clock(),
+            clock: std::cell::OnceCell::new(),
         };
         for sink in &mut self.sinks {
             sink.update(&snapshot, &self.config, &mut self.term);

@@ -47,7 +47,7 @@ impl Log {
             return;
         }
         let now = sys::monotonic_ns();
-        let stamp = timestamp(snapshot.wall_clock);
+        let stamp = timestamp(snapshot.wall_clock());
         let mut config = config.clone();
         config.style.colour = false;
         let mut out = String::new();

@@ -52,11 +52,17 @@ pub struct Snapshot<'a> {
     pub readings: Vec<Reading<'a>>,
     /// The last update of the run.
     pub final_update: bool,
-    /// Wall-clock now (seconds since the epoch) and the local UTC offset, for `%I`.
-    pub wall_clock: (i64, i32),
+    /// Wall-clock now (seconds since the epoch) and the local UTC offset, for `%I` and log
+    /// time stamps: read on first use (the first read loads the time zone).
+    pub clock: std::cell::OnceCell<(i64, i32)>,
 }
 
 impl Snapshot<'_> {
+    /// Wall-clock now and the local UTC offset (read once per snapshot, when needed).
+    pub fn wall_clock(&self) -> (i64, i32) {
+        *self.clock.get_or_init(sys::wall_clock)
+    }
+
     /// The reading of meter `id`, if it is in this snapshot.
     pub fn reading(&self, id: MeterId) -> Option<&Reading<'_>> {
         self.readings.iter().find(|r| r.meter.id == id)
@@ -274,7 +280,7 @@ impl DisplayConfig {
             utf8: self.style.utf8,
             colour: self.style.colour,
             buffer: m.buffer,
-            wall_clock: snapshot.wall_clock,
+            wall_clock: snapshot.wall_clock(),
             last_written,
             previous_line,
             ratio: snapshot.ratio(r),

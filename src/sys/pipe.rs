@@ -66,7 +66,7 @@ pub fn poll_one(
 ) -> io::Result<libc::c_short> {
     let mut fds = [PollFd::from_borrowed_fd(
         fd,
-        PollFlags::from_bits_truncate(events as u16),
+        PollFlags::from_bits_truncate(events as _),
     )];
     let timeout = (timeout_ms >= 0).then(|| rustix::time::Timespec {
         tv_sec: i64::from(timeout_ms / 1000),

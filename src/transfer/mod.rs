@@ -546,6 +546,7 @@ impl<'a> Engine<'a> {
     /// moved nothing, so read/write takes over and reports real errors itself.
     fn zero_copy_failed(&mut self, fd: BorrowedFd<'_>, e: &io::Error) -> Step {
         match e.raw_os_error() {
+            Some(libc::EINTR) if crate::signals::exit_requested() => self.interrupted(),
             Some(libc::EINTR) => Step::Continue,
             Some(libc::EAGAIN) => {
                 self.wait_ready(fd);
@@ -680,6 +681,7 @@ impl<'a> Engine<'a> {
 
     fn read_failed(&mut self, fd: BorrowedFd<'_>, name: &str, e: &io::Error) -> Step {
         match e.raw_os_error() {
+            Some(libc::EINTR) if crate::signals::exit_requested() => self.interrupted(),
             Some(libc::EINTR) => Step::Continue,
             Some(libc::EAGAIN) => {
                 let _ = sys::poll_one(fd, libc::POLLIN, 100);
@@ -816,10 +818,21 @@ impl<'a> Engine<'a> {
         if e.raw_os_error() == Some(libc::EPIPE) {
             return self.output_gone();
         }
+        if e.raw_os_error() == Some(libc::EINTR) {
+            return self.interrupted();
+        }
         self.progress.outcome.aborted.store(true, Ordering::Relaxed);
         let err = clone_error(e);
         self.progress
             .emit(Event::Error(Error::Write { output: None, err }));
+        Step::End
+    }
+
+    /// The user interrupted (SIGINT, SIGTERM, SIGHUP) while a call was blocked: stop here;
+    /// the display loop reports it. (Only a short run on the main thread sees this: data
+    /// threads block those signals.)
+    fn interrupted(&mut self) -> Step {
+        self.progress.control.stop.store(true, Ordering::Relaxed);
         Step::End
     }
 

@@ -135,6 +135,9 @@ impl<'a> Writer<'a> {
                 }
                 Ok(n) => data = &data[n..],
                 Err(e) => match e.raw_os_error() {
+                    // Interrupted by the user (a short run copies on the main thread, where
+                    // signals arrive): give up the write; otherwise try again.
+                    Some(libc::EINTR) if crate::signals::exit_requested() => return Err(e),
                     Some(libc::EINTR) => {}
                     Some(libc::EAGAIN) => {
                         let _ = sys::poll_one(self.fd, libc::POLLOUT, 100);
@@ -243,16 +246,22 @@ impl AlignedBuf {
     /// A zeroed buffer of `len` bytes aligned to [`BLOCK`], or ENOMEM if the system refuses
     /// that much memory (never an abort: `-B` comes from the user).
     ///
-    /// The same amount is first reserved and released (a fallible allocation), then
-    /// allocated zeroed: that allocation does not touch the pages, so a large `-B` costs
+    /// Beyond the default size, the same amount is first reserved and released (a fallible
+    /// allocation), then allocated zeroed: that allocation does not touch the pages, so a large `-B` costs
     /// memory only as data passes through it (filling it with zeros would make `-B 1G` take
     /// a second and 1 GiB of memory before the first byte moves).
     pub fn new(len: usize) -> io::Result<AlignedBuf> {
         let no_memory = || io::Error::from_raw_os_error(libc::ENOMEM);
         let total = len.checked_add(BLOCK).ok_or_else(no_memory)?;
-        let mut probe: Vec<u8> = Vec::new();
-        probe.try_reserve_exact(total).map_err(|_| no_memory())?;
-        drop(probe);
+        // The probe only for sizes beyond the default: freeing a probe that large makes the
+        // allocator keep the next one in its heap, which must then be cleared byte by byte
+        // (a measurable part of a short run's start-up), and no system that runs rpv at all
+        // refuses the default quarter of a megabyte.
+        if total > super::DEFAULT_BUFFER + BLOCK {
+            let mut probe: Vec<u8> = Vec::new();
+            probe.try_reserve_exact(total).map_err(|_| no_memory())?;
+            drop(probe);
+        }
         let storage = vec![0u8; total];
         let offset = storage.as_ptr().align_offset(BLOCK).min(BLOCK);
         Ok(AlignedBuf {
