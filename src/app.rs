@@ -5,7 +5,7 @@
 //! output, and decides what is displayed when (spec 2.1, 2.2). Must not: move data (the
 //! engine does) or format components (the display module does).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering;
 
@@ -14,6 +14,7 @@ use crate::shared::{status, Shared};
 use crate::sys::{self, FileKind};
 use crate::term::{self};
 use crate::transfer::output::Modifiers;
+use crate::transfer::outputs::TeeOutput;
 use crate::transfer::{self, input, Engine, Hooks, Settings};
 use crate::view::Setup;
 use crate::view::View;
@@ -72,26 +73,19 @@ fn open_output(path: &str, inputs: &[String]) -> std::io::Result<Output> {
     if path == "-" {
         return Ok(Output::Stdout);
     }
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    let out_info = sys::fstat(file.as_fd())?;
-    if out_info.kind == FileKind::Regular {
-        let is_out = |operand: &String| {
-            let info = if operand == "-" {
-                sys::fstat(sys::stdin_fd()).ok()
-            } else {
-                sys::stat(std::path::Path::new(operand)).ok()
-            };
-            info.is_some_and(|i| input::is_output(&i, &out_info))
-        };
-        if !inputs.iter().all(is_out) {
-            sys::ftruncate(file.as_fd(), 0)?;
-        }
-    }
-    Ok(Output::File(file))
+    transfer::outputs::open_output(path, inputs).map(Output::File)
+}
+
+/// Opens every `--tee` path the way `-o` is opened; an error is printed and its exit status
+/// returned.
+fn open_tees(o: &Options, prog: &str, inputs: &[String]) -> Result<Vec<TeeOutput>, u8> {
+    let open = |path: &String| {
+        transfer::outputs::open_tee(path, inputs).map_err(|e| {
+            eprintln!("{prog}: {path}: {}", sys::strerror(&e));
+            status::ACCESS
+        })
+    };
+    o.tees.iter().map(open).collect()
 }
 
 /// Derived size (spec 3.2): bytes or lines; 0 = unknown. Also whether `-S` was implied by
@@ -178,6 +172,7 @@ fn store_and_forward(o: &Options, prog: &str, file: &str) -> u8 {
         file.to_string()
     };
     let mut first = o.clone();
+    first.tees.clear(); // the --tee outputs copy the final output
     first.action = Action::Transfer;
     first.name = Some("(input)".into());
     first.output = Some(path.clone());
@@ -207,7 +202,11 @@ fn transfer(o: &Options, prog: &str) -> u8 {
         Ok(out) => out,
         Err(code) => return code,
     };
-    transfer_to(o, prog, inputs, output.fd(), Setup::default())
+    let tees = match open_tees(o, prog, &inputs) {
+        Ok(tees) => tees,
+        Err(code) => return code,
+    };
+    transfer_to_all(o, prog, inputs, output.fd(), Setup::default(), tees)
 }
 
 /// Opens the output (`-o` or stdout); an error is printed and its exit status returned.
@@ -237,6 +236,18 @@ pub(crate) fn transfer_to(
     inputs: Vec<String>,
     out: BorrowedFd<'_>,
     setup: Setup,
+) -> u8 {
+    transfer_to_all(o, prog, inputs, out, setup, Vec::new())
+}
+
+/// [`transfer_to`] with `--tee` outputs.
+fn transfer_to_all(
+    o: &Options,
+    prog: &str,
+    inputs: Vec<String>,
+    out: BorrowedFd<'_>,
+    setup: Setup,
+    tees: Vec<TeeOutput>,
 ) -> u8 {
     let sized = setup.size_from.as_ref().unwrap_or(&inputs);
     let (size, implied_stop) = match detect_size(o, sized, out) {
@@ -283,6 +294,8 @@ pub(crate) fn transfer_to(
         modifiers,
         skip_errors: o.skip_errors,
         skip_block: o.error_skip_block,
+        tees,
+        tee_error: o.tee_error,
         hooks,
     };
     drive(out, view, |shared| run_engine(&settings, out, shared))

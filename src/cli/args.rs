@@ -8,6 +8,7 @@
 
 use super::number::{is_valid_double, is_valid_integer, is_valid_size, parse_interval, parse_size};
 use super::{Action, MonitorSide, Options, Parsed, SizeArg};
+use crate::transfer::outputs::ErrorMode;
 
 /// One row of the option table: a short letter and a long name for the same option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +93,15 @@ pub(crate) const FLAGS: &[Flag] = &[
     flag('V', "version"),
 ];
 
+/// Identity of `--tee` (rpv's own options have long names only; their identities are
+/// private-use characters, which no short-option bundle can name).
+const TEE: char = '\u{E000}';
+/// Identity of `--tee-error`.
+const TEE_ERROR: char = '\u{E001}';
+
+/// rpv's own options (not in pv): long names only, looked up after pv's table.
+pub(crate) const RPV_FLAGS: &[Flag] = &[valued(TEE, "tee"), valued(TEE_ERROR, "tee-error")];
+
 /// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
 /// basename as `<prog>` in pv's own messages. Honours `POSIXLY_CORRECT` from the environment.
 pub fn parse(argv0: &str, args: &[String]) -> Parsed {
@@ -147,12 +157,13 @@ enum LongMatchError {
 /// glibc's long-name lookup: an exact name wins; otherwise the name must be a prefix of one
 /// option only (aliases of the same option, like `--sparse`/`--sparse-output`, count once).
 fn find_long(name: &str) -> Result<&'static Flag, LongMatchError> {
-    if let Some(exact) = FLAGS.iter().find(|f| f.long == name) {
+    let table = || FLAGS.iter().chain(RPV_FLAGS);
+    if let Some(exact) = table().find(|f| f.long == name) {
         return Ok(exact);
     }
     let mut first: Option<&'static Flag> = None;
     let mut ambiguous = Vec::new();
-    for candidate in FLAGS.iter().filter(|f| f.long.starts_with(name)) {
+    for candidate in table().filter(|f| f.long.starts_with(name)) {
         match first {
             None => first = Some(candidate),
             Some(f) if f.short != candidate.short || f.takes_value != candidate.takes_value => {
@@ -416,6 +427,7 @@ impl<'a> State<'a> {
             's' => self.apply_total_size(value),
             'd' => self.apply_watch_item(value),
             'M' => self.apply_monitor(value),
+            TEE_ERROR => self.apply_tee_error(value),
             _ => {
                 self.apply_text(short, value);
                 Ok(())
@@ -433,6 +445,7 @@ impl<'a> State<'a> {
             'x' => o.extra_display = Some(value),
             'o' => o.output = Some(value),
             'P' => o.pidfile = Some(value),
+            TEE => o.tees.push(value),
             'U' => {
                 self.store_file = value;
                 self.store_given = true;
@@ -568,6 +581,19 @@ impl<'a> State<'a> {
         Ok(())
     }
 
+    /// `--tee-error MODE`: one of GNU tee's `--output-error` mode names.
+    fn apply_tee_error(&mut self, value: &str) -> Result<(), String> {
+        let Some(mode) = ErrorMode::from_name(value) else {
+            let names: Vec<&str> = ErrorMode::NAMES.iter().map(|(n, _)| *n).collect();
+            return Err(self.fail(&format!(
+                "--tee-error: {value}: invalid mode (one of: {})",
+                names.join(", ")
+            )));
+        };
+        self.opts.tee_error = mode;
+        Ok(())
+    }
+
     /// After the last option: implied settings, clamps (spec 1.7), mode checks (spec 1.8)
     /// and the operands.
     fn finish(mut self, operands: Vec<String>) -> Result<Options, String> {
@@ -622,6 +648,16 @@ impl<'a> State<'a> {
             "-Q: files cannot be specified with this option"
         } else if self.mode == Mode::Monitor && operands.is_empty() {
             "-M: a command to run must be specified"
+        } else if !self.opts.tees.is_empty() && self.mode == Mode::Remote {
+            "--tee: cannot be used with -R"
+        } else if !self.opts.tees.is_empty() && self.mode == Mode::Query {
+            "--tee: cannot be used with -Q"
+        } else if !self.opts.tees.is_empty() && self.mode == Mode::Monitor {
+            "--tee: cannot be used with -M"
+        } else if self.opts.tees.iter().any(|t| t == "-")
+            && self.opts.output.as_deref().is_none_or(|o| o == "-")
+        {
+            "--tee -: standard output is already the output"
         } else {
             return Ok(());
         };
@@ -646,6 +682,8 @@ impl<'a> State<'a> {
             "cannot use remote query when watching file descriptors"
         } else if o.output.is_some() {
             "-o: cannot transfer files when watching file descriptors"
+        } else if !o.tees.is_empty() {
+            "--tee: cannot transfer files when watching file descriptors"
         } else {
             return Ok(());
         };

@@ -146,6 +146,10 @@ pub struct Options {
     pub discard: bool,
     /// `-P FILE`
     pub pidfile: Option<String>,
+    /// `--tee FILE` (repeatable, rpv only): extra outputs, in order.
+    pub tees: Vec<String>,
+    /// `--tee-error MODE` (rpv only): what a failing output does.
+    pub tee_error: crate::transfer::outputs::ErrorMode,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given (spec 1.4); 0 turns on `-p -t -e -r -b`.
