@@ -1014,3 +1014,86 @@ fn remote_and_query_take_no_files() {
         "rpv: -Q: files cannot be specified with this option\n"
     );
 }
+
+// ---- rpv's own options ----
+
+#[test]
+fn tee_is_repeatable_and_takes_its_error_mode() {
+    let o = run(&[
+        "--tee",
+        "a",
+        "--tee=b",
+        "-q",
+        "--tee-e",
+        "exit-nopipe",
+        "in",
+    ]);
+    assert_eq!(o.tees, ["a", "b"]);
+    assert_eq!(o.files, ["in"]);
+    assert_eq!(o.tee_error, ErrorMode::ExitNoPipe);
+    let o = run(&[]);
+    assert!(o.tees.is_empty());
+    assert_eq!(o.tee_error, ErrorMode::Warn);
+    for (name, mode) in ErrorMode::NAMES {
+        assert_eq!(run(&["--tee-error", name]).tee_error, mode);
+    }
+    assert_eq!(
+        run(&["--tee-error=exit", "--tee-error=warn"]).tee_error,
+        ErrorMode::Warn
+    );
+    // Long names only: the private identities are not short options.
+    assert!(matches!(parsed(&["-\u{E000}", "x"]), Parsed::Error(_)));
+}
+
+#[test]
+fn tee_messages() {
+    assert_eq!(
+        err(&["--tee-error", "fatal"]),
+        "rpv: --tee-error: fatal: invalid mode (one of: warn, warn-nopipe, exit, exit-nopipe)\n"
+    );
+    assert_eq!(
+        err(&["--tee"]),
+        format!("rpv: option '--tee' requires an argument\n{TRY}")
+    );
+    // --t now names --timer and both rpv options.
+    assert_eq!(
+        err(&["--t"]),
+        format!(
+            "rpv: option '--t' is ambiguous; possibilities: '--timer' '--tee' '--tee-error'\n{TRY}"
+        )
+    );
+    assert!(run(&["--ti"]).timer);
+    assert_eq!(
+        err(&["--te", "x"]),
+        format!("rpv: option '--te' is ambiguous; possibilities: '--tee' '--tee-error'\n{TRY}")
+    );
+    for (args, message) in [
+        (
+            &["--tee", "x", "-d", "1"][..],
+            "--tee: cannot transfer files when watching file descriptors",
+        ),
+        (
+            &["--tee", "x", "-R", "1"][..],
+            "--tee: cannot be used with -R",
+        ),
+        (
+            &["--tee", "x", "-Q", "1"][..],
+            "--tee: cannot be used with -Q",
+        ),
+        (
+            &["--tee", "x", "-M", "out", "cmd"][..],
+            "--tee: cannot be used with -M",
+        ),
+        (
+            &["--tee", "-"][..],
+            "--tee -: standard output is already the output",
+        ),
+        (
+            &["--tee", "-", "-o", "-"][..],
+            "--tee -: standard output is already the output",
+        ),
+    ] {
+        assert_eq!(err(args), format!("rpv: {message}\n"), "{args:?}");
+    }
+    assert_eq!(run(&["--tee", "-", "-o", "f"]).tees, ["-"]);
+}

@@ -128,6 +128,11 @@ impl Engine<'_> {
 
     /// One fan-out round on a pipe input.
     pub(super) fn fanout_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
+        // Every private pipe empty before it is tee'd into (this is where rpv waits for a
+        // slow --tee output).
+        if let Err(step) = self.flush_tees(true) {
+            return step;
+        }
         if !self.tees_live() {
             if !self.main_live {
                 return Step::End;
@@ -138,9 +143,6 @@ impl Engine<'_> {
             } else {
                 self.zero_copy_step(fd, name, Path::Splice)
             };
-        }
-        if let Err(step) = self.flush_tees(true) {
-            return step;
         }
         let counting = self.settings.line_mode && self.main_live;
         if !self.fan_ready(counting) {
@@ -190,20 +192,26 @@ impl Engine<'_> {
 
     /// Makes the private pipes the round needs. False if a pipe cannot be made.
     fn fan_ready(&mut self, counting: bool) -> bool {
-        let make = || -> Option<(OwnedFd, OwnedFd)> {
+        let make = |size: Option<usize>| -> Option<(OwnedFd, OwnedFd)> {
             let (r, w) = sys::pipe().ok()?;
-            grow_pipe(w.as_fd());
+            match size {
+                Some(size) => drop(sys::set_pipe_size(w.as_fd(), size)),
+                None => drop(grow_pipe(w.as_fd())),
+            }
             sys::set_nonblocking(r.as_fd(), true).ok()?;
             Some((r, w))
         };
-        for tee in self.tees.iter_mut().filter(|t| t.live && t.pipe.is_none()) {
-            tee.pipe = make();
-            if tee.pipe.is_none() {
-                return false;
+        let small = self.settings.hooks.tee_pipe;
+        for (i, tee) in self.tees.iter_mut().enumerate() {
+            if tee.live && tee.pipe.is_none() {
+                tee.pipe = make(small.filter(|_| i > 0));
+                if tee.pipe.is_none() {
+                    return false;
+                }
             }
         }
         if counting && self.fan.count.is_none() {
-            self.fan.count = make();
+            self.fan.count = make(None);
             if self.fan.count.is_none() {
                 return false;
             }

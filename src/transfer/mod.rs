@@ -77,6 +77,9 @@ pub struct Hooks {
     /// `RPV_TEST_FAIL_TEE_AT=N`: the N-th splice from a private pipe into a `--tee` output
     /// fails with EINVAL (that output then continues with read + write).
     pub fail_tee_at: Option<u64>,
+    /// `RPV_TEST_TEE_PIPE=BYTES`: the private pipes of every `--tee` output but the first
+    /// get this capacity instead of 1 MiB, so their tees copy less than the first one's.
+    pub tee_pipe: Option<usize>,
     /// `RPV_TEST_TRACE=1`: report each path choice and fallback as a message, so tests can
     /// check which path really moved the data.
     pub trace: bool,
@@ -109,6 +112,9 @@ impl Hooks {
         let fail_tee_at = std::env::var("RPV_TEST_FAIL_TEE_AT")
             .ok()
             .and_then(|v| v.parse().ok());
+        let tee_pipe = std::env::var("RPV_TEST_TEE_PIPE")
+            .ok()
+            .and_then(|v| v.parse().ok());
         let trace = std::env::var_os("RPV_TEST_TRACE").is_some();
         let read_errors = std::env::var("RPV_TEST_READ_ERRORS")
             .unwrap_or_default()
@@ -128,6 +134,7 @@ impl Hooks {
             force,
             fail_at,
             fail_tee_at,
+            tee_pipe,
             trace,
             read_errors,
             adapt_every,

@@ -10,6 +10,7 @@ mod options;
 mod pty;
 mod remote;
 mod signals;
+mod tee;
 mod terminal;
 mod util;
 mod watchfd;
