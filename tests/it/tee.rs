@@ -761,3 +761,57 @@ fn store_and_forward_tees_the_forwarded_output() {
     assert_same(&o.stdout, &bytes, "stdout");
     assert_same(&std::fs::read(&t).unwrap(), &bytes, "tee");
 }
+
+#[test]
+fn a_paused_tee_reader_holds_the_main_output_back_by_a_bounded_amount_only() {
+    // The --tee pipe's reader waits; the main output's reader reads all it can. rpv moves
+    // at least a chunk ahead on the main output (it never waits for an output that has
+    // room), and at most a few MiB (the private pipe, the --tee pipe): then it waits, and
+    // when the reader comes back every output gets everything.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let bytes = data(24 << 20, 21);
+    let mut cmd = rpv(&["-q", "--tee", &format!("/dev/fd/{TEE_FD}")]);
+    let (tee_r, tee_w) = pipe();
+    pass_fd(&mut cmd, &tee_w, TEE_FD);
+    let (main_r, main_w) = pipe();
+    cmd.stdout(main_w)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    drop(tee_w);
+    let mut stdin = child.stdin.take().unwrap();
+    let input = bytes.clone();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let count = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&count);
+    let main = std::thread::spawn(move || {
+        let mut f = File::from(main_r);
+        let (mut out, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+        loop {
+            match f.read(&mut buf).unwrap() {
+                0 => return out,
+                n => out.extend_from_slice(&buf[..n]),
+            }
+            seen.store(out.len() as u64, Ordering::Relaxed);
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while count.load(Ordering::Relaxed) < 1 << 20 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let ahead = count.load(Ordering::Relaxed);
+    assert!(ahead >= 1 << 20, "the main output got only {ahead} bytes");
+    assert!(ahead <= 8 << 20, "the main output ran {ahead} bytes ahead");
+    assert!(child.try_wait().unwrap().is_none(), "rpv did not wait");
+    let tee = reader(tee_r, None);
+    let status = wait_within(&mut child, 30.0, "rpv");
+    assert!(status.success());
+    writer.join().unwrap();
+    assert_same(&main.join().unwrap(), &bytes, "main");
+    assert_same(&tee.join().unwrap(), &bytes, "--tee pipe");
+}

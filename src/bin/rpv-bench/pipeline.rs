@@ -19,6 +19,8 @@ pub struct Stage {
     pub report: Option<PathBuf>,
     /// Send this stage's stderr to /dev/null.
     pub quiet: bool,
+    /// This stage gets the write end of the side pipe as descriptor 3.
+    pub side_fd: bool,
 }
 
 /// A linear pipeline: optional input file, stages joined by pipes, and an
@@ -31,6 +33,9 @@ pub struct Pipeline {
     pub stages: Vec<Stage>,
     /// File connected to the last stage's stdout (else /dev/null).
     pub stdout: Option<PathBuf>,
+    /// A process reading a second pipe, whose write end is descriptor 3 of the stage marked
+    /// `side_fd` (bash's `>(side)`).
+    pub side: Option<Stage>,
 }
 
 /// Wall time of the whole pipeline plus the measured stages' resource use.
@@ -83,6 +88,22 @@ impl Pipeline {
             Some(p) => Stdio::from(File::open(p).map_err(|e| format!("{}: {e}", p.display()))?),
             None => Stdio::null(),
         };
+        // The side process first; the write end of its pipe stays ours until the stage that
+        // gets it has been spawned.
+        let mut side_w = None;
+        if let Some(side) = &self.side {
+            let (r, w) = pipe().map_err(|e| format!("pipe: {e}"))?;
+            let mut cmd = Command::new(&side.argv[0]);
+            cmd.args(&side.argv[1..]).stdin(r).stdout(Stdio::null());
+            let child = cmd.spawn().map_err(|e| format!("{}: {e}", name(side)))?;
+            let pid = child.id() as libc::pid_t;
+            procs.push(Running {
+                pid,
+                pidfd: pidfd_open(pid)?,
+                index: self.stages.len(),
+            });
+            side_w = Some(w);
+        }
         for (index, stage) in self.stages.iter().enumerate() {
             let last = index + 1 == self.stages.len();
             let output = if last {
@@ -94,6 +115,18 @@ impl Pipeline {
             cmd.args(&stage.argv[1..]).stdin(input).stdout(output);
             if stage.quiet {
                 cmd.stderr(Stdio::null());
+            }
+            if let Some(w) = side_w.as_ref().filter(|_| stage.side_fd) {
+                let raw = std::os::fd::AsRawFd::as_raw_fd(w);
+                // SAFETY: dup2 is async-signal-safe and changes only the child's table.
+                unsafe {
+                    std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                        if libc::dup2(raw, 3) < 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
             }
             let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", name(stage)))?;
             input = child.stdout.take().map_or_else(Stdio::null, Stdio::from);
@@ -135,7 +168,10 @@ impl Pipeline {
             let p = procs.swap_remove(ready);
             let (status, _) = reap(p.pid);
             m.wall = start.elapsed();
-            record(&self.stages[p.index], status, &mut m, &mut failures);
+            let stage = self.stages.get(p.index).or(self.side.as_ref());
+            if let Some(stage) = stage {
+                record(stage, status, &mut m, &mut failures);
+            }
         }
         if failures.is_empty() {
             Outcome::Ok(m)
@@ -197,6 +233,23 @@ fn describe_failure(stage: &Stage, status: libc::c_int) -> Option<String> {
             libc::WTERMSIG(status)
         ))
     }
+}
+
+/// A pipe (read end, write end), both close-on-exec.
+fn pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors that nothing else owns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptors, owned from here on.
+    Ok(unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
 }
 
 fn pidfd_open(pid: libc::pid_t) -> Result<File, String> {
