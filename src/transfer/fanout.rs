@@ -52,8 +52,8 @@ pub(super) struct Tee<'a> {
     pub(super) live: bool,
     /// Bytes delivered so far.
     written: u64,
-    /// Private pipe: read end (non-blocking), write end.
-    pipe: Option<(OwnedFd, OwnedFd)>,
+    /// Its private pipe.
+    pipe: Option<Private>,
     /// Bytes at the head of the private pipe still to deliver.
     pending: usize,
     /// Bytes after those to throw away (a round that was cut short).
@@ -105,13 +105,55 @@ impl<'a> Tee<'a> {
     }
 }
 
+/// A private pipe of the fan-out.
+struct Private {
+    /// Read end (non-blocking: rpv knows how much is in it).
+    r: OwnedFd,
+    /// Write end, tee'd into.
+    w: OwnedFd,
+    /// Capacity in bytes.
+    cap: usize,
+}
+
+impl Private {
+    /// A new private pipe of `size` bytes (None: as big as rpv may make it).
+    fn new(size: Option<usize>) -> Option<Private> {
+        let (r, w) = sys::pipe().ok()?;
+        let cap = match size {
+            Some(size) => sys::set_pipe_size(w.as_fd(), size).ok()?,
+            None => grow_pipe(w.as_fd()),
+        };
+        sys::set_nonblocking(r.as_fd(), true).ok()?;
+        Some(Private { r, w, cap })
+    }
+
+    /// Throws away the next `n` bytes: spliced into /dev/null, else read into `buf`.
+    fn discard(&self, null: Option<BorrowedFd<'_>>, buf: &mut [u8], mut n: usize) -> bool {
+        while n > 0 {
+            let want = n.min(buf.len());
+            let result = match null {
+                Some(null) => sys::splice(self.r.as_fd(), null, n),
+                None => sys::read(self.r.as_fd(), &mut buf[..want]),
+            };
+            match result {
+                Ok(k) if k > 0 => n -= k,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                _ if null.is_some() => return self.discard(None, buf, n),
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
 /// Engine state of the fan-out that is not per output.
 #[derive(Default)]
 pub(super) struct FanState {
-    /// `/dev/null`, where the input's bytes go once the main output's reader is gone.
+    /// `/dev/null`, where the input's bytes go once the main output's reader is gone, and
+    /// bytes thrown away.
     null: Option<File>,
     /// Private pipe whose copy is read to count lines of the main output (`-l`).
-    count: Option<(OwnedFd, OwnedFd)>,
+    count: Option<Private>,
     /// Bytes tee'd into the counting pipe in the current round.
     count_teed: usize,
     /// Buffer for reading private pipes ([`SCRATCH`] bytes once needed).
@@ -145,10 +187,13 @@ impl Engine<'_> {
             };
         }
         let counting = self.settings.line_mode && self.main_live;
-        if !self.fan_ready(counting) {
+        let cap = self.fan_ready(counting);
+        if cap == 0 {
             return Step::Fallback;
         }
-        let Some(len) = self.next_len(self.splice_len.max(64 << 10)) else {
+        // No more than the smallest private pipe takes (in whole pages), so that usually
+        // every tee copies the same.
+        let Some(len) = self.next_len(self.splice_len.max(64 << 10).min(cap)) else {
             return Step::End;
         };
         let round = match self.tee_round(fd, len, counting) {
@@ -191,35 +236,36 @@ impl Engine<'_> {
     }
 
     /// Makes the private pipes the round needs. False if a pipe cannot be made.
-    fn fan_ready(&mut self, counting: bool) -> bool {
-        let make = |size: Option<usize>| -> Option<(OwnedFd, OwnedFd)> {
-            let (r, w) = sys::pipe().ok()?;
-            match size {
-                Some(size) => drop(sys::set_pipe_size(w.as_fd(), size)),
-                None => drop(grow_pipe(w.as_fd())),
-            }
-            sys::set_nonblocking(r.as_fd(), true).ok()?;
-            Some((r, w))
-        };
+    /// Makes the private pipes the round needs. Returns the smallest one's capacity (0 if
+    /// a pipe cannot be made).
+    fn fan_ready(&mut self, counting: bool) -> usize {
         let small = self.settings.hooks.tee_pipe;
-        for (i, tee) in self.tees.iter_mut().enumerate() {
-            if tee.live && tee.pipe.is_none() {
-                tee.pipe = make(small.filter(|_| i > 0));
-                if tee.pipe.is_none() {
-                    return false;
-                }
+        let mut cap = usize::MAX;
+        for (i, tee) in self.tees.iter_mut().enumerate().filter(|(_, t)| t.live) {
+            let hooked = small.filter(|_| i > 0);
+            if tee.pipe.is_none() {
+                tee.pipe = Private::new(hooked);
+            }
+            match &tee.pipe {
+                None => return 0,
+                // The test hook's pipes are left out, so that their tees copy less.
+                Some(p) if hooked.is_none() => cap = cap.min(p.cap),
+                Some(_) => {}
             }
         }
-        if counting && self.fan.count.is_none() {
-            self.fan.count = make(None);
+        if counting {
             if self.fan.count.is_none() {
-                return false;
+                self.fan.count = Private::new(None);
+            }
+            match &self.fan.count {
+                None => return 0,
+                Some(p) => cap = cap.min(p.cap),
+            }
+            if self.fan.scratch.is_empty() {
+                self.fan.scratch = vec![0; SCRATCH];
             }
         }
-        if counting && self.fan.scratch.is_empty() {
-            self.fan.scratch = vec![0; SCRATCH];
-        }
-        true
+        cap
     }
 
     /// Tees up to `len` bytes of the input pipe into every live output's private pipe (and
@@ -236,9 +282,9 @@ impl Engine<'_> {
             let got = loop {
                 let fail = self.injected_failure();
                 let target = if i < self.tees.len() {
-                    self.tees[i].pipe.as_ref().map(|p| p.1.as_fd())
+                    self.tees[i].pipe.as_ref().map(|p| p.w.as_fd())
                 } else {
-                    self.fan.count.as_ref().map(|p| p.1.as_fd())
+                    self.fan.count.as_ref().map(|p| p.w.as_fd())
                 };
                 let result = match target {
                     Some(_) if fail => Err(io::Error::from_raw_os_error(libc::EINVAL)),
@@ -334,12 +380,7 @@ impl Engine<'_> {
     }
 
     fn null_sink(&mut self) -> Option<BorrowedFd<'_>> {
-        if self.fan.null.is_none() {
-            self.fan.null = std::fs::OpenOptions::new()
-                .write(true)
-                .open("/dev/null")
-                .ok();
-        }
+        self.fan.open_null();
         self.fan.null.as_ref().map(|f| f.as_fd())
     }
 
@@ -349,13 +390,13 @@ impl Engine<'_> {
         let teed = std::mem::take(&mut self.fan.count_teed);
         let sep = self.settings.separator;
         let fan = &mut self.fan;
-        let Some((r, _)) = fan.count.as_ref() else {
+        let Some(count) = fan.count.as_ref() else {
             return 0;
         };
         let (mut done, mut lines) = (0, 0);
         while done < teed {
             let want = (teed - done).min(fan.scratch.len());
-            match sys::read(r.as_fd(), &mut fan.scratch[..want]) {
+            match sys::read(count.r.as_fd(), &mut fan.scratch[..want]) {
                 Ok(k) if k > 0 => {
                     let upto = k.min(counted.saturating_sub(done));
                     lines += bytecount::count(&fan.scratch[..upto], sep) as u64;
@@ -375,14 +416,16 @@ impl Engine<'_> {
     /// Throws away `n` bytes of the counting pipe.
     fn discard_count(&mut self, n: usize) {
         if n > 0 {
-            let scratch = scratch(&mut self.fan.scratch);
-            let drained = self
-                .fan
+            self.fan.open_null();
+            let fan = &mut self.fan;
+            let null = fan.null.as_ref().map(|f| f.as_fd());
+            let scratch = scratch(&mut fan.scratch);
+            if !fan
                 .count
                 .as_ref()
-                .is_some_and(|(r, _)| read_exactly(r.as_fd(), scratch, n));
-            if !drained {
-                self.fan.count = None;
+                .is_some_and(|p| p.discard(null, scratch, n))
+            {
+                fan.count = None;
             }
         }
     }
@@ -426,7 +469,7 @@ impl Engine<'_> {
             let tee = &mut self.tees[i];
             let result = match tee.pipe.as_ref() {
                 Some(_) if fail => Err(io::Error::from_raw_os_error(libc::EINVAL)),
-                Some((r, _)) => sys::splice(r.as_fd(), tee.fd, tee.pending),
+                Some(p) => sys::splice(p.r.as_fd(), tee.fd, tee.pending),
                 None => Err(io::Error::from_raw_os_error(libc::EBADF)),
             };
             match result {
@@ -452,16 +495,19 @@ impl Engine<'_> {
                 }
             }
         }
-        let tee = &mut self.tees[i];
-        if tee.live && tee.pending == 0 && tee.discard > 0 {
-            let n = std::mem::take(&mut tee.discard);
-            let scratch = scratch(&mut self.fan.scratch);
+        if self.tees[i].live && self.tees[i].pending == 0 && self.tees[i].discard > 0 {
+            self.fan.open_null();
+            let fan = &mut self.fan;
+            let null = fan.null.as_ref().map(|f| f.as_fd());
+            let scratch = scratch(&mut fan.scratch);
             let tee = &mut self.tees[i];
-            let drained = tee
+            let n = std::mem::take(&mut tee.discard);
+            if !tee
                 .pipe
                 .as_ref()
-                .is_some_and(|(r, _)| read_exactly(r.as_fd(), scratch, n));
-            if !drained {
+                .is_some_and(|p| p.discard(null, scratch, n))
+            {
+                // Cannot happen with a pipe of our own; start over with a new one.
                 tee.pipe = None;
             }
         }
@@ -474,7 +520,7 @@ impl Engine<'_> {
         let tee = &mut self.tees[i];
         let want = tee.pending.min(scratch.len());
         let read = match tee.pipe.as_ref() {
-            Some((r, _)) => sys::read(r.as_fd(), &mut scratch[..want]),
+            Some(p) => sys::read(p.r.as_fd(), &mut scratch[..want]),
             None => Err(io::Error::from_raw_os_error(libc::EBADF)),
         };
         let result = match read {
@@ -592,15 +638,13 @@ fn scratch(buf: &mut Vec<u8>) -> &mut [u8] {
     buf
 }
 
-/// Reads and drops exactly `n` bytes of a private pipe that holds at least that many.
-fn read_exactly(fd: BorrowedFd<'_>, buf: &mut [u8], mut n: usize) -> bool {
-    while n > 0 {
-        let want = n.min(buf.len());
-        match sys::read(fd, &mut buf[..want]) {
-            Ok(k) if k > 0 => n -= k,
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            _ => return false,
+impl FanState {
+    fn open_null(&mut self) {
+        if self.null.is_none() {
+            self.null = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .ok();
         }
     }
-    true
 }

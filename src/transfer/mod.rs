@@ -78,7 +78,8 @@ pub struct Hooks {
     /// fails with EINVAL (that output then continues with read + write).
     pub fail_tee_at: Option<u64>,
     /// `RPV_TEST_TEE_PIPE=BYTES`: the private pipes of every `--tee` output but the first
-    /// get this capacity instead of 1 MiB, so their tees copy less than the first one's.
+    /// get this capacity instead of 1 MiB, and the round's length ignores them, so their
+    /// tees copy less than the first one's.
     pub tee_pipe: Option<usize>,
     /// `RPV_TEST_TRACE=1`: report each path choice and fallback as a message, so tests can
     /// check which path really moved the data.

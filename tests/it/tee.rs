@@ -92,6 +92,35 @@ fn release_fifo(path: &Path) {
         .open(path);
 }
 
+/// Kills a child that runs longer than `secs`, so that a hang fails the test instead of
+/// blocking the suite. Disarmed when dropped.
+struct Watchdog(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Watchdog {
+    fn new(pid: u32, secs: u64) -> Watchdog {
+        use std::sync::atomic::Ordering;
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            for _ in 0..secs * 10 {
+                std::thread::sleep(Duration::from_millis(100));
+                if seen.load(Ordering::Relaxed) {
+                    return;
+                }
+            }
+            // SAFETY: kill(2) on our own child, which has not been reaped (not done).
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        });
+        Watchdog(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Input {
     Pipe,
@@ -156,6 +185,7 @@ fn run(input: Input, main: Main, bytes: &[u8], env: &[(&str, &str)], args: &[&st
         Stdio::null()
     });
     let mut child = cmd.spawn().unwrap();
+    let watchdog = Watchdog::new(child.id(), 120);
     drop(pipe_w);
     let writer = child.stdin.take().map(|mut stdin| {
         let bytes = bytes.to_vec();
@@ -164,6 +194,7 @@ fn run(input: Input, main: Main, bytes: &[u8], env: &[(&str, &str)], args: &[&st
         })
     });
     let out = child.wait_with_output().unwrap();
+    drop(watchdog);
     if let Some(w) = writer {
         w.join().unwrap();
     }
@@ -408,6 +439,7 @@ fn run_failing(bytes: &[u8], args: &[&str], early: Option<usize>) -> (Output, Op
         .stdin(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
+    let watchdog = Watchdog::new(child.id(), 120);
     let early = reader_thread.map(|(t, w)| {
         drop(w);
         t
@@ -418,6 +450,7 @@ fn run_failing(bytes: &[u8], args: &[&str], early: Option<usize>) -> (Output, Op
         let _ = stdin.write_all(&input);
     });
     let out = child.wait_with_output().unwrap();
+    drop(watchdog);
     writer.join().unwrap();
     (out, early.map(|t| t.join().unwrap()))
 }
@@ -814,4 +847,55 @@ fn a_paused_tee_reader_holds_the_main_output_back_by_a_bounded_amount_only() {
     writer.join().unwrap();
     assert_same(&main.join().unwrap(), &bytes, "main");
     assert_same(&tee.join().unwrap(), &bytes, "--tee pipe");
+}
+
+fn set_nonblocking(fd: &OwnedFd) {
+    // SAFETY: fcntl on a descriptor we own; no memory is passed.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        assert!(libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) == 0);
+    }
+}
+
+#[test]
+fn neighbours_that_set_o_nonblock_are_waited_for_without_loss() {
+    // The input's read end and the main output's write end are non-blocking (as a
+    // neighbour may leave them); the producer pauses now and then, so the input runs dry.
+    let dir = Dir::new();
+    let t = dir.path("t");
+    let bytes = data((8 << 20) + 5, 22);
+    for extra in [&[][..], &["-C"][..], &["-l"][..]] {
+        let mut args = vec!["-q", "--tee", s(&t)];
+        args.extend_from_slice(extra);
+        let mut cmd = rpv(&args);
+        let (in_r, in_w) = pipe();
+        let (out_r, out_w) = pipe();
+        set_nonblocking(&in_r);
+        set_nonblocking(&out_w);
+        cmd.stdin(in_r).stdout(out_w).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let watchdog = Watchdog::new(child.id(), 120);
+        drop(cmd);
+        let main = reader(out_r, None);
+        let input = bytes.clone();
+        let writer = std::thread::spawn(move || {
+            let mut f = File::from(in_w);
+            for (i, piece) in input.chunks(300_007).enumerate() {
+                f.write_all(piece).unwrap();
+                if i % 4 == 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        });
+        writer.join().unwrap();
+        let status = child.wait().unwrap();
+        drop(watchdog);
+        assert!(status.success(), "{extra:?}");
+        assert_same(&main.join().unwrap(), &bytes, &format!("{extra:?} main"));
+        assert_same(
+            &std::fs::read(&t).unwrap(),
+            &bytes,
+            &format!("{extra:?} tee"),
+        );
+    }
 }
