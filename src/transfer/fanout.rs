@@ -235,7 +235,6 @@ impl Engine<'_> {
         end.unwrap_or(Step::Continue)
     }
 
-    /// Makes the private pipes the round needs. False if a pipe cannot be made.
     /// Makes the private pipes the round needs. Returns the smallest one's capacity (0 if
     /// a pipe cannot be made).
     fn fan_ready(&mut self, counting: bool) -> usize {
@@ -430,13 +429,18 @@ impl Engine<'_> {
         }
     }
 
-    /// Counts bytes that left the input: `to_main` of them reached the main output.
+    /// Counts `moved` bytes holding `lines` separators that left the input: `to_main` of
+    /// them (all or none of the lines) reached the main output. `-L` counts them all.
     pub(super) fn account_moved(&mut self, moved: usize, to_main: usize, lines: u64) {
-        self.account(to_main, lines);
-        if moved > to_main && !self.settings.line_mode {
-            if let Some(limiter) = self.limiter.as_mut() {
-                limiter.consume((moved - to_main) as u64);
-            }
+        let main_lines = if to_main > 0 { lines } else { 0 };
+        self.account(to_main, main_lines);
+        let rest = if self.settings.line_mode {
+            lines - main_lines
+        } else {
+            (moved - to_main) as u64
+        };
+        if let Some(limiter) = self.limiter.as_mut().filter(|_| rest > 0) {
+            limiter.consume(rest);
         }
     }
 
