@@ -1,15 +1,20 @@
 //! Fan-out (`--tee`): the same bytes go to the main output and to every `--tee` output.
 //!
 //! From a pipe input ([`Path::Fanout`]) no byte is copied through rpv. Each round:
-//! 1. `tee(2)` duplicates up to one chunk of the input pipe's pages into one private pipe
-//!    per `--tee` output (and one more whose copy is read to count lines with `-l`);
-//! 2. `splice(2)` moves the same bytes out of the input pipe into the main output;
-//! 3. each private pipe is spliced into its output, as far as the output takes it now.
+//! 1. `tee(2)` duplicates up to one chunk of the input pipe's pages into the private pipe of
+//!    each `--tee` output that is not a pipe of rpv's own (and into one more private pipe,
+//!    read to count lines with `-l`). The shortest copy decides the round's length; longer
+//!    ones throw their extra bytes away.
+//! 2. For each `--tee` pipe that rpv opened itself (made non-blocking), `tee(2)` duplicates
+//!    the same bytes straight into it. If it takes only part (it is full), the rest goes
+//!    through its private pipe: a full copy of the round, whose first part is thrown away.
+//! 3. `splice(2)` moves the same bytes out of the input pipe into the main output.
+//! 4. Each private pipe is spliced into its output, as far as the output takes it now.
 //!
 //! `tee` always copies from the head of the input pipe, and a private pipe is empty when it
-//! is tee'd into, so every private pipe receives the same bytes. If one receives fewer (it
-//! has fewer slots than the input pipe holds buffers), the round moves only that many and the
-//! others throw their extra bytes away: nothing is ever duplicated or skipped.
+//! is tee'd into, so every output gets the same bytes: nothing is duplicated or skipped. A
+//! private pipe has at least as many slots as the input pipe holds buffers, so a copy into it
+//! never comes up short in step 2 (an output whose private pipe is smaller takes step 1).
 //!
 //! Slow outputs: rpv never waits for an output that has room. It waits for a `--tee` output
 //! only when the next round needs its private pipe empty, so each output may lag the others
@@ -18,11 +23,13 @@
 //! a bigger buffer would only postpone that, at the cost of memory.
 //!
 //! Failures: a splice into a `--tee` output that the kernel refuses (a device without splice,
-//! an `O_APPEND` file) switches that output to `read` + `write` out of its private pipe. A
-//! refused `tee` or main-output splice ends the round with what the main output got; the
-//! private pipes keep exactly that much and the input goes on with read/write. A write error,
-//! or a reader going away, stops that output as `--tee-error` says (`outputs::ErrorMode`).
-//! The read/write path writes each chunk to every live output ([`Engine::write_tees`]).
+//! an `O_APPEND` file) switches that output to `read` + `write` out of its private pipe, and
+//! a refused tee straight into an output sends it through its private pipe. A refused `tee`
+//! from the input ends the round before any output got anything; a refused splice into the
+//! main output gives it the rest of the round with read + write. Either way the input then
+//! goes on with read/write. A write error, or a reader going away, stops that output as
+//! `--tee-error` says (`outputs::ErrorMode`). The read/write path writes each chunk to every
+//! live output ([`Engine::write_tees`]).
 //!
 //! Must not: allocate per chunk (private pipes and the scratch buffer are made once per
 //! output), or format text except for the rare failure and trace messages.
@@ -62,6 +69,12 @@ pub(super) struct Tee<'a> {
     teed: usize,
     /// The kernel refused to splice into this output: copy out of the private pipe.
     copy: bool,
+    /// A pipe whose file description is rpv's own, made non-blocking.
+    nonblocking: bool,
+    /// Tees go straight into the output in this round (see [`Engine::fan_ready`]).
+    direct: bool,
+    /// The kernel refused a tee straight into it: never again.
+    no_direct: bool,
 }
 
 impl<'a> Tee<'a> {
@@ -70,9 +83,13 @@ impl<'a> Tee<'a> {
     pub(super) fn new(out: &'a TeeOutput, modifiers: Modifiers) -> io::Result<Tee<'a>> {
         let fd = out.file.as_fd();
         let info = sys::fstat(fd)?;
-        if info.kind == FileKind::Pipe {
+        let pipe = info.kind == FileKind::Pipe;
+        if pipe {
             grow_pipe(fd);
         }
+        // Only rpv uses the description (it opened the path), so O_NONBLOCK disturbs no one;
+        // with it, a tee or splice into a full pipe returns at once.
+        let nonblocking = pipe && !out.shared && sys::set_nonblocking(fd, true).is_ok();
         let modifiers = Modifiers {
             discard: false,
             ..modifiers
@@ -91,6 +108,9 @@ impl<'a> Tee<'a> {
             discard: 0,
             teed: 0,
             copy: false,
+            nonblocking,
+            direct: false,
+            no_direct: false,
         })
     }
 
@@ -158,11 +178,18 @@ pub(super) struct FanState {
     count_teed: usize,
     /// Buffer for reading private pipes ([`SCRATCH`] bytes once needed).
     scratch: Vec<u8>,
-    /// Splices into `--tee` outputs so far (for `RPV_TEST_FAIL_TEE_AT`).
+    /// Splices and tees into `--tee` outputs so far (for `RPV_TEST_FAIL_TEE_AT`).
     tee_splices: u64,
+    /// Capacity of the current input pipe.
+    in_cap: usize,
 }
 
 impl Engine<'_> {
+    /// Starts the fan-out of the input `fd` (a pipe).
+    pub(super) fn start_fanout(&mut self, fd: BorrowedFd<'_>) {
+        self.fan.in_cap = sys::pipe_size(fd).unwrap_or(usize::MAX);
+    }
+
     /// True while some `--tee` output receives data.
     pub(super) fn tees_live(&self) -> bool {
         self.tees.iter().any(|t| t.live)
@@ -191,26 +218,26 @@ impl Engine<'_> {
         if cap == 0 {
             return Step::Fallback;
         }
-        // No more than the smallest private pipe takes (in whole pages), so that usually
-        // every tee copies the same.
+        // No more than the smallest private pipe takes, so that usually every tee copies
+        // the same.
         let Some(len) = self.next_len(self.splice_len.max(64 << 10).min(cap)) else {
             return Step::End;
         };
-        let round = match self.tee_round(fd, len, counting) {
+        let n = match self.tee_round(fd, len, counting) {
             Ok(0) => return Step::NextInput,
-            Ok(n) => Some(n),
-            Err(Retry) => return Step::Continue,
-            Err(Refused) => None,
+            Ok(n) => n,
+            Err(step) => return step,
         };
-        let (moved, to_main, mut end) = match round {
-            Some(n) => self.move_to_main(fd, n),
-            None => (0, 0, Some(Step::Fallback)),
-        };
-        // Every private pipe keeps exactly what left the input pipe; the rest stays there.
-        for tee in self.tees.iter_mut().filter(|t| t.live && t.teed > 0) {
-            tee.pending = moved.min(tee.teed);
-            tee.discard = tee.teed - tee.pending;
-            tee.teed = 0;
+        let (mut moved, mut to_main, mut end) = self.move_to_main(fd, n);
+        if matches!(end, Some(Step::Fallback)) {
+            let calls = self.zero_copy_calls;
+            self.trace(|| format!("trace: fan-out stopped after {calls} zero-copy calls"));
+            // The --tee outputs have (or will have) all n bytes: the main output gets the
+            // rest of them with read + write, and then read/write takes over.
+            match self.catch_up_main(fd, n - moved) {
+                Ok(k) => (moved, to_main) = (n, to_main + k),
+                Err(step) => end = Some(step),
+            }
         }
         let lines = if counting {
             self.count_main_lines(to_main)
@@ -222,35 +249,33 @@ impl Engine<'_> {
         if let Err(step) = self.flush_tees(false) {
             return step;
         }
-        if moved > 0 && end.is_none() {
+        if end.is_none() {
             self.after_splice(fd, name, moved);
-        }
-        if matches!(end, Some(Step::Fallback)) {
-            let calls = self.zero_copy_calls;
-            self.trace(|| format!("trace: fan-out stopped after {calls} zero-copy calls"));
-            if let Err(step) = self.flush_tees(true) {
-                end = Some(step);
-            }
         }
         end.unwrap_or(Step::Continue)
     }
 
-    /// Makes the private pipes the round needs. Returns the smallest one's capacity (0 if
-    /// a pipe cannot be made).
+    /// Makes the private pipes the round needs and decides which outputs take the tee
+    /// directly. Returns the smallest private pipe's capacity (0 if a pipe cannot be made).
     fn fan_ready(&mut self, counting: bool) -> usize {
         let small = self.settings.hooks.tee_pipe;
+        let in_cap = self.fan.in_cap;
         let mut cap = usize::MAX;
         for (i, tee) in self.tees.iter_mut().enumerate().filter(|(_, t)| t.live) {
             let hooked = small.filter(|_| i > 0);
             if tee.pipe.is_none() {
                 tee.pipe = Private::new(hooked);
             }
-            match &tee.pipe {
-                None => return 0,
-                // The test hook's pipes are left out, so that their tees copy less.
-                Some(p) if hooked.is_none() => cap = cap.min(p.cap),
-                Some(_) => {}
+            let Some(p) = &tee.pipe else {
+                return 0;
+            };
+            // The test hook's pipes are left out, so that their tees copy less.
+            if hooked.is_none() {
+                cap = cap.min(p.cap);
             }
+            // A direct tee that comes up short sends the rest through the private pipe,
+            // which must then take all the input pipe can hold.
+            tee.direct = tee.nonblocking && !tee.copy && !tee.no_direct && p.cap >= in_cap;
         }
         if counting {
             if self.fan.count.is_none() {
@@ -267,65 +292,195 @@ impl Engine<'_> {
         cap
     }
 
-    /// Tees up to `len` bytes of the input pipe into every live output's private pipe (and
-    /// the counting pipe). Returns how many bytes every one of them holds (0: end of input),
-    /// with each one's own count in `teed`.
-    fn tee_round(&mut self, fd: BorrowedFd<'_>, len: usize, counting: bool) -> Result<usize, Miss> {
+    /// Tees the same bytes of the input pipe, at most `len`, to every live `--tee` output
+    /// (and the counting pipe): first into the private pipes, whose copies decide how many,
+    /// then straight into the outputs that take it (what one does not take now goes through
+    /// its private pipe). Returns how many (0: end of input); each output's private pipe
+    /// then holds exactly what it still has to get. Err: how the step ends (Continue: try
+    /// again).
+    fn tee_round(&mut self, fd: BorrowedFd<'_>, len: usize, counting: bool) -> Result<usize, Step> {
         let mut want = len;
-        let mut first = true;
-        let members = self.tees.len() + usize::from(counting);
-        for i in 0..members {
-            if i < self.tees.len() && !self.tees[i].live {
-                continue;
-            }
-            let got = loop {
-                let fail = self.injected_failure();
-                let target = if i < self.tees.len() {
-                    self.tees[i].pipe.as_ref().map(|p| p.w.as_fd())
-                } else {
-                    self.fan.count.as_ref().map(|p| p.w.as_fd())
-                };
-                let result = match target {
-                    Some(_) if fail => Err(io::Error::from_raw_os_error(libc::EINVAL)),
-                    Some(w) => sys::tee(fd, w, want),
-                    None => Err(io::Error::from_raw_os_error(libc::EBADF)),
-                };
-                match result {
-                    Ok(n) => break n,
-                    Err(e) => match e.raw_os_error() {
-                        Some(libc::EINTR) => {}
-                        // A non-blocking input with nothing in it yet.
-                        Some(libc::EAGAIN) if first => {
-                            let _ = sys::poll_one(fd, libc::POLLIN, 100);
-                            return Err(Retry);
-                        }
-                        Some(libc::EAGAIN) => {
-                            let _ = sys::poll_one(fd, libc::POLLIN, 100);
-                        }
-                        _ => {
-                            self.throw_away_round();
-                            return Err(Refused);
-                        }
-                    },
-                }
-            };
-            if i < self.tees.len() {
-                self.tees[i].teed = got;
-            } else {
-                self.fan.count_teed = got;
-            }
-            if got == 0 && first {
+        let mut known = false;
+        let privates = (0..self.tees.len())
+            .filter(|&i| self.tees[i].live && !self.tees[i].direct)
+            .map(Some);
+        let members: Vec<Option<usize>> = privates.chain(counting.then_some(None)).collect();
+        for member in members {
+            let got = self.tee_private(fd, member, want, !known)?;
+            if got == 0 && !known {
                 return Ok(0);
             }
-            first = false;
-            want = want.min(got);
+            (want, known) = (want.min(got), true);
         }
-        if want == 0 {
-            // A later tee copied nothing (it cannot, with empty private pipes): try again.
-            self.throw_away_round();
-            return Err(Retry);
+        for i in 0..self.tees.len() {
+            if !self.tees[i].live || !self.tees[i].direct {
+                continue;
+            }
+            let took = match self.tee_direct(fd, i, want, !known)? {
+                Direct::Took(t) => t,
+                Direct::Nothing => 0,
+                Direct::End => return Ok(0),
+                Direct::Failed => continue,
+            };
+            if !known {
+                if took == 0 {
+                    // Its private pipe decides the round.
+                    let got = self.tee_private(fd, Some(i), want, true)?;
+                    if got == 0 {
+                        return Ok(0);
+                    }
+                    (want, known) = (got, true);
+                    continue;
+                }
+                (want, known) = (took, true);
+            }
+            self.tees[i].delivered(took);
+            if took < want {
+                self.rest_through_private(fd, i, took, want)?;
+            }
+        }
+        // Each private pipe keeps `want` bytes; a longer copy throws the rest away.
+        for tee in self.tees.iter_mut().filter(|t| t.live && t.teed > 0) {
+            tee.pending += want.min(tee.teed);
+            tee.discard = tee.teed.saturating_sub(want);
+            tee.teed = 0;
         }
         Ok(want)
+    }
+
+    /// Tees up to `want` bytes into a private pipe (`Some(i)`: tee `i`'s, `None`: the counting
+    /// pipe) and records how many in its `teed`. `first`: nothing was tee'd in this round yet.
+    fn tee_private(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        member: Option<usize>,
+        want: usize,
+        first: bool,
+    ) -> Result<usize, Step> {
+        loop {
+            let fail = self.injected_failure();
+            let target = match member {
+                Some(i) => self.tees[i].pipe.as_ref().map(|p| p.w.as_fd()),
+                None => self.fan.count.as_ref().map(|p| p.w.as_fd()),
+            };
+            let result = match target {
+                Some(_) if fail => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+                Some(w) => sys::tee(fd, w, want),
+                None => Err(io::Error::from_raw_os_error(libc::EBADF)),
+            };
+            match result {
+                Ok(got) => {
+                    match member {
+                        Some(i) => self.tees[i].teed = got,
+                        None => self.fan.count_teed = got,
+                    }
+                    return Ok(got);
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    // A non-blocking input with nothing in it yet.
+                    Some(libc::EAGAIN) => {
+                        let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                        if first {
+                            return Err(Step::Continue);
+                        }
+                    }
+                    _ => {
+                        self.throw_away_round();
+                        return Err(Step::Fallback);
+                    }
+                },
+            }
+        }
+    }
+
+    /// Tees up to `want` bytes straight into tee `i`'s output (a pipe rpv made
+    /// non-blocking). `first`: nothing was tee'd in this round yet.
+    fn tee_direct(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        i: usize,
+        want: usize,
+        first: bool,
+    ) -> Result<Direct, Step> {
+        loop {
+            let fail = self.injected_tee_failure();
+            let tee = &mut self.tees[i];
+            let result = if fail {
+                Err(io::Error::from_raw_os_error(libc::EINVAL))
+            } else {
+                sys::tee(fd, tee.fd, want)
+            };
+            return match result {
+                Ok(0) => Ok(Direct::End),
+                Ok(t) => Ok(Direct::Took(t)),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    // The output is full, or (O_NONBLOCK counts for both sides) the input
+                    // is empty: wait for the input if nothing decided the round yet.
+                    Some(libc::EAGAIN) => {
+                        if first && sys::poll_one(fd, libc::POLLIN, 0).is_ok_and(|r| r == 0) {
+                            let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                            return Err(Step::Continue);
+                        }
+                        Ok(Direct::Nothing)
+                    }
+                    Some(libc::EPIPE) => {
+                        self.tee_failed(i, &e)?;
+                        Ok(Direct::Failed)
+                    }
+                    // Refused: this output goes through its private pipe from now on.
+                    _ => {
+                        tee.no_direct = true;
+                        tee.direct = false;
+                        let name = tee.name;
+                        self.trace(|| format!("trace: --tee {name}: private pipe"));
+                        Ok(Direct::Nothing)
+                    }
+                },
+            };
+        }
+    }
+
+    /// Tee `i`'s output took only `took` of the round's `want` bytes: the rest goes through
+    /// its private pipe (a full copy, whose first `took` bytes are thrown away at once).
+    fn rest_through_private(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        i: usize,
+        took: usize,
+        want: usize,
+    ) -> Result<(), Step> {
+        let copied = loop {
+            let Some(w) = self.tees[i].pipe.as_ref().map(|p| p.w.as_fd()) else {
+                break Err(io::Error::from_raw_os_error(libc::EBADF));
+            };
+            match sys::tee(fd, w, want) {
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                other => break other,
+            }
+        };
+        // The private pipe is empty and has at least as many slots as the input pipe has
+        // buffers, so it gets all `want` bytes; if not, this output cannot be given them.
+        let copied = match copied {
+            Ok(n) if n == want => n,
+            Ok(_) => return self.tee_failed(i, &io::Error::from_raw_os_error(libc::EIO)),
+            Err(e) => return self.tee_failed(i, &e),
+        };
+        self.fan.open_null();
+        let fan = &mut self.fan;
+        let null = fan.null.as_ref().map(|f| f.as_fd());
+        let scratch = scratch(&mut fan.scratch);
+        let tee = &mut self.tees[i];
+        if !tee
+            .pipe
+            .as_ref()
+            .is_some_and(|p| p.discard(null, scratch, took))
+        {
+            return self.tee_failed(i, &io::Error::from_raw_os_error(libc::EIO));
+        }
+        tee.pending = copied - took;
+        Ok(())
     }
 
     /// Marks everything tee'd in this round to be thrown away.
@@ -376,6 +531,40 @@ impl Engine<'_> {
             }
         }
         (moved, to_main, None)
+    }
+
+    /// Reads the next `n` bytes of the input pipe (they are there: they were tee'd) and
+    /// writes them to the main output. Returns how many the main output got.
+    fn catch_up_main(&mut self, fd: BorrowedFd<'_>, mut n: usize) -> Result<usize, Step> {
+        let mut to_main = 0;
+        let mut buf = std::mem::take(&mut self.fan.scratch);
+        let result = loop {
+            if n == 0 {
+                break Ok(to_main);
+            }
+            let want = n.min(scratch(&mut buf).len());
+            let k = match sys::read(fd, &mut buf[..want]) {
+                Ok(k) if k > 0 => k,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                    continue;
+                }
+                _ => break Err(Step::End),
+            };
+            n -= k;
+            if self.main_live {
+                match self.writer.write(&buf[..k]) {
+                    Ok(()) => to_main += k,
+                    Err(e) => match self.write_failed(&e) {
+                        Step::Continue => {}
+                        step => break Err(step),
+                    },
+                }
+            }
+        };
+        self.fan.scratch = buf;
+        result
     }
 
     fn null_sink(&mut self) -> Option<BorrowedFd<'_>> {
@@ -542,7 +731,8 @@ impl Engine<'_> {
         }
     }
 
-    /// Counts one splice into a `--tee` output; true if `RPV_TEST_FAIL_TEE_AT` fails it.
+    /// Counts one splice or tee into a `--tee` output; true if `RPV_TEST_FAIL_TEE_AT` fails
+    /// it.
     fn injected_tee_failure(&mut self) -> bool {
         self.fan.tee_splices += 1;
         self.settings.hooks.fail_tee_at == Some(self.fan.tee_splices)
@@ -625,14 +815,17 @@ impl Engine<'_> {
     }
 }
 
-/// Why a tee round moved nothing.
-enum Miss {
-    /// Nothing to move yet (EAGAIN), or a round to redo: go round the loop again.
-    Retry,
-    /// A tee was refused: read/write takes over.
-    Refused,
+/// What a tee straight into an output did.
+enum Direct {
+    /// It took this many bytes.
+    Took(usize),
+    /// It took nothing now (full, refused).
+    Nothing,
+    /// The input ended.
+    End,
+    /// The output failed (it is no longer live).
+    Failed,
 }
-use Miss::{Refused, Retry};
 
 /// The scratch buffer, made on first use.
 fn scratch(buf: &mut Vec<u8>) -> &mut [u8] {

@@ -72,10 +72,10 @@ pub struct Hooks {
     /// Use this path for every input instead of choosing.
     pub force: Option<Path>,
     /// Make the N-th zero-copy call (1-based) fail with EINVAL. On the fan-out path the
-    /// calls counted are the tees from the input and the splices from it.
+    /// calls counted are the tees into private pipes and the splices into the main output.
     pub fail_at: Option<u64>,
-    /// `RPV_TEST_FAIL_TEE_AT=N`: the N-th splice from a private pipe into a `--tee` output
-    /// fails with EINVAL (that output then continues with read + write).
+    /// `RPV_TEST_FAIL_TEE_AT=N`: the N-th splice or tee into a `--tee` output fails with
+    /// EINVAL (that output then goes through its private pipe, or read + write).
     pub fail_tee_at: Option<u64>,
     /// `RPV_TEST_TEE_PIPE=BYTES`: the private pipes of every `--tee` output but the first
     /// get this capacity instead of 1 MiB, and the round's length ignores them, so their
@@ -379,7 +379,10 @@ impl<'a> Engine<'a> {
             // With --tee outputs the choice is between the fan-out and read/write.
             return match path {
                 Path::ReadWrite => Path::ReadWrite,
-                _ if fan => Path::Fanout,
+                _ if fan => {
+                    self.start_fanout(fd);
+                    Path::Fanout
+                }
                 path => path,
             };
         }
@@ -401,6 +404,7 @@ impl<'a> Engine<'a> {
                 // Out of a pipe into a non-pipe: a quarter of the pipe per call (see below).
                 self.splice_len = (self.splice_len / 4).max(64 << 10);
             }
+            self.start_fanout(fd);
             return Path::Fanout;
         }
         if self.settings.line_mode {

@@ -132,6 +132,9 @@ pub struct TeeOutput {
     pub name: String,
     /// Its figures; clone the `Arc` to read them from another thread.
     pub meter: Arc<OutputMeter>,
+    /// The descriptor's file description is shared with other processes (`-`, a copy of
+    /// standard output), so rpv leaves its flags alone. False for a path rpv opened.
+    pub shared: bool,
 }
 
 /// Opens the `--tee` path `path` like `-o` opens its file (see [`open_output`]); `-` is a
@@ -147,6 +150,7 @@ pub fn open_tee(path: &str, inputs: &[String]) -> io::Result<TeeOutput> {
         file,
         name: path.to_string(),
         meter: Arc::new(OutputMeter::default()),
+        shared: path == "-",
     })
 }
 

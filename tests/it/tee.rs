@@ -317,9 +317,13 @@ fn a_refused_tee_or_main_splice_falls_back_without_loss_or_duplication() {
 }
 
 #[test]
-fn a_refused_splice_into_a_tee_output_switches_that_output_to_read_write() {
+fn a_refused_tee_or_splice_into_a_tee_output_changes_only_that_outputs_way() {
+    // Per round: a tee straight into the FIFO and into the pipe, then a splice from the
+    // file's private pipe. A refused tee sends that pipe through its private pipe; a refused
+    // splice switches that output to read + write.
     let bytes = data((5 << 20) + 3, 5);
-    for at in ["1", "2", "3", "7"] {
+    let mut traces = String::new();
+    for at in ["1", "2", "3", "4", "6", "7"] {
         let what = format!("RPV_TEST_FAIL_TEE_AT={at}");
         let o = run(
             Input::Pipe,
@@ -329,14 +333,17 @@ fn a_refused_splice_into_a_tee_output_switches_that_output_to_read_write() {
             &[],
         );
         o.all_exact(&bytes, &what);
-        o.traced(": ReadWrite", &what);
+        o.traced("trace: --tee ", &what);
         // Only that output changed its way; the input stayed on the fan-out.
         assert!(
             !o.stderr.contains("zero-copy calls"),
             "{what}: {}",
             o.stderr
         );
+        traces.push_str(&o.stderr);
     }
+    assert!(traces.contains(": private pipe"), "{traces}");
+    assert!(traces.contains("tee-file: ReadWrite"), "{traces}");
 }
 
 #[test]
@@ -896,6 +903,53 @@ fn neighbours_that_set_o_nonblock_are_waited_for_without_loss() {
             &std::fs::read(&t).unwrap(),
             &bytes,
             &format!("{extra:?} tee"),
+        );
+    }
+}
+
+#[test]
+fn a_slow_tee_reader_in_small_pieces_gets_every_byte() {
+    // The --tee pipe is read 4 KiB at a time with pauses: tees straight into it come up
+    // short or find it full, and the rest of each round goes through its private pipe.
+    let dir = Dir::new();
+    let t = dir.path("t");
+    let bytes = data((8 << 20) + 77, 23);
+    for extra in [&[][..], &["-l"][..]] {
+        let fd = format!("/dev/fd/{TEE_FD}");
+        let mut args = vec!["-q", "--tee", &fd, "--tee", s(&t)];
+        args.extend_from_slice(extra);
+        let mut cmd = rpv(&args);
+        cmd.env("RPV_TEST_TRACE", "1");
+        let (r, w) = pipe();
+        pass_fd(&mut cmd, &w, TEE_FD);
+        let slow = std::thread::spawn(move || {
+            let mut f = File::from(r);
+            let (mut out, mut buf) = (Vec::new(), [0u8; 4096]);
+            for i in 0.. {
+                match f.read(&mut buf).unwrap() {
+                    0 => return out,
+                    n => out.extend_from_slice(&buf[..n]),
+                }
+                if i % 64 == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            out
+        });
+        let o = crate::util::run_with_input(cmd, &bytes);
+        drop(w);
+        assert!(o.status.success(), "{extra:?}: {}", err(&o));
+        assert!(err(&o).contains("(stdin): Fanout"), "{}", err(&o));
+        assert_same(&o.stdout, &bytes, &format!("{extra:?} main"));
+        assert_same(
+            &std::fs::read(&t).unwrap(),
+            &bytes,
+            &format!("{extra:?} file"),
+        );
+        assert_same(
+            &slow.join().unwrap(),
+            &bytes,
+            &format!("{extra:?} slow pipe"),
         );
     }
 }
