@@ -6,8 +6,10 @@
 //!    read to count lines with `-l`). The shortest copy decides the round's length; longer
 //!    ones throw their extra bytes away.
 //! 2. For each `--tee` pipe that rpv opened itself (made non-blocking), `tee(2)` duplicates
-//!    the same bytes straight into it. If it takes only part (it is full), the rest goes
-//!    through its private pipe: a full copy of the round, whose first part is thrown away.
+//!    the same bytes straight into it. Such a pipe cuts the round to its room (`FIONREAD`)
+//!    if it has room for at least half of it; with less room it takes step 1 this round. If
+//!    it takes only part anyway, the rest goes through its private pipe: a full copy of the
+//!    round, whose first part is thrown away.
 //! 3. `splice(2)` moves the same bytes out of the input pipe into the main output.
 //! 4. Each private pipe is spliced into its output, as far as the output takes it now.
 //!
@@ -46,6 +48,8 @@ use crate::sys::{self, FileInfo, FileKind};
 
 /// Bytes read at a time out of a private pipe (counting, copying, discarding).
 const SCRATCH: usize = 128 << 10;
+/// Pipe buffers hold at most a page.
+const PAGE: usize = 4096;
 
 /// One `--tee` output while the engine runs.
 pub(super) struct Tee<'a> {
@@ -75,6 +79,8 @@ pub(super) struct Tee<'a> {
     direct: bool,
     /// The kernel refused a tee straight into it: never again.
     no_direct: bool,
+    /// Capacity of its pipe, if it is one.
+    out_cap: usize,
 }
 
 impl<'a> Tee<'a> {
@@ -111,6 +117,11 @@ impl<'a> Tee<'a> {
             nonblocking,
             direct: false,
             no_direct: false,
+            out_cap: if pipe {
+                sys::pipe_size(fd).unwrap_or(0)
+            } else {
+                0
+            },
         })
     }
 
@@ -301,11 +312,24 @@ impl Engine<'_> {
     fn tee_round(&mut self, fd: BorrowedFd<'_>, len: usize, counting: bool) -> Result<usize, Step> {
         let mut want = len;
         let mut known = false;
-        let privates = (0..self.tees.len())
-            .filter(|&i| self.tees[i].live && !self.tees[i].direct)
-            .map(Some);
-        let members: Vec<Option<usize>> = privates.chain(counting.then_some(None)).collect();
-        for member in members {
+        // An output that has room for at least half the round gets it straight (the round
+        // cut to its room); one with less room gets it through its private pipe this time.
+        for tee in self.tees.iter_mut().filter(|t| t.live && t.direct) {
+            let unread = sys::unread_bytes(tee.fd).unwrap_or(usize::MAX);
+            let room = tee.out_cap.saturating_sub(unread) / PAGE * PAGE;
+            if room >= want / 2 && room > 0 {
+                want = want.min(room);
+            } else {
+                tee.direct = false;
+            }
+        }
+        // Private copies first: they decide how many bytes the round moves.
+        for m in 0..=self.tees.len() {
+            let member = match self.tees.get(m) {
+                Some(t) if t.live && !t.direct => Some(m),
+                None if counting => None,
+                _ => continue,
+            };
             let got = self.tee_private(fd, member, want, !known)?;
             if got == 0 && !known {
                 return Ok(0);
@@ -336,6 +360,8 @@ impl Engine<'_> {
             }
             self.tees[i].delivered(took);
             if took < want {
+                // Its pipe had fewer free slots than bytes of room (or a new size).
+                self.tees[i].out_cap = sys::pipe_size(self.tees[i].fd).unwrap_or(0);
                 self.rest_through_private(fd, i, took, want)?;
             }
         }
@@ -416,15 +442,14 @@ impl Engine<'_> {
                 Ok(t) => Ok(Direct::Took(t)),
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EINTR) => continue,
-                    // The output is full, or (O_NONBLOCK counts for both sides) the input
-                    // is empty: wait for the input if nothing decided the round yet.
-                    Some(libc::EAGAIN) => {
-                        if first && sys::poll_one(fd, libc::POLLIN, 0).is_ok_and(|r| r == 0) {
-                            let _ = sys::poll_one(fd, libc::POLLIN, 100);
-                            return Err(Step::Continue);
-                        }
-                        Ok(Direct::Nothing)
+                    // The output had room (tee_round checked), so (O_NONBLOCK counts for
+                    // both sides) the input is empty: wait for it, unless the round is
+                    // already decided (then the input is not empty: the output filled up).
+                    Some(libc::EAGAIN) if first => {
+                        let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                        Err(Step::Continue)
                     }
+                    Some(libc::EAGAIN) => Ok(Direct::Nothing),
                     Some(libc::EPIPE) => {
                         self.tee_failed(i, &e)?;
                         Ok(Direct::Failed)
