@@ -361,6 +361,10 @@ impl Table<'_> {
                 0.7,
             ),
             info(
+                "(q) --tee to a pipe: (rpv --tee)/rpv, paired",
+                self.paired("tee-pipe", "rpv --tee", "rpv"),
+            ),
+            info(
                 "(q) --tee to a pipe: (rpv --tee)/tee",
                 self.vs("tee-pipe", "rpv --tee", "tee"),
             ),
