@@ -342,8 +342,9 @@ impl Engine<'_> {
             }
             let took = match self.tee_direct(fd, i, want, !known)? {
                 Direct::Took(t) => t,
-                Direct::Nothing => 0,
-                Direct::End => return Ok(0),
+                Direct::End if !known => return Ok(0),
+                // (An end of input after a copy cannot be: the bytes are there.)
+                Direct::Nothing | Direct::End => 0,
                 Direct::Failed => continue,
             };
             if !known {
@@ -364,6 +365,12 @@ impl Engine<'_> {
                 self.tees[i].out_cap = sys::pipe_size(self.tees[i].fd).unwrap_or(0);
                 self.rest_through_private(fd, i, took, want)?;
             }
+        }
+        if want == 0 {
+            // A copy of nothing after a copy of something (the bytes are there, so this
+            // cannot be): throw the round away and try again.
+            self.throw_away_round();
+            return Err(Step::Continue);
         }
         // Each private pipe keeps `want` bytes; a longer copy throws the rest away.
         for tee in self.tees.iter_mut().filter(|t| t.live && t.teed > 0) {
