@@ -953,3 +953,42 @@ fn a_slow_tee_reader_in_small_pieces_gets_every_byte() {
         );
     }
 }
+
+#[test]
+fn several_inputs_switch_paths_without_loss() {
+    // Files (read/write) and a pipe (fan-out) in turns: what a private pipe still holds
+    // when the path changes reaches its output before the next input's bytes.
+    let dir = Dir::new();
+    let t = dir.path("t");
+    let (a, b) = (data((1 << 20) + 3, 24), data(70_001, 25));
+    let (pa, pb) = (dir.file("a", &a), dir.file("b", &b));
+    let piped = data((3 << 20) + 1, 26);
+    for extra in [&[][..], &["-l"][..]] {
+        let fd = format!("/dev/fd/{TEE_FD}");
+        let mut args = vec!["-q", "--tee", s(&t), "--tee", &fd, s(&pa), "-", s(&pb), "-"];
+        args.extend_from_slice(extra);
+        let mut cmd = rpv(&args);
+        cmd.env("RPV_TEST_TRACE", "1");
+        let (r, w) = pipe();
+        pass_fd(&mut cmd, &w, TEE_FD);
+        let tee_pipe = reader(r, None);
+        let o = crate::util::run_with_input(cmd, &piped);
+        drop(w);
+        assert!(o.status.success(), "{extra:?}: {}", err(&o));
+        assert!(err(&o).contains("(stdin): Fanout"), "{}", err(&o));
+        assert!(err(&o).contains("/a: ReadWrite"), "{}", err(&o));
+        // The second "-" finds stdin at its end.
+        let expected = [&a[..], &piped, &b].concat();
+        assert_same(&o.stdout, &expected, &format!("{extra:?} main"));
+        assert_same(
+            &std::fs::read(&t).unwrap(),
+            &expected,
+            &format!("{extra:?} file"),
+        );
+        assert_same(
+            &tee_pipe.join().unwrap(),
+            &expected,
+            &format!("{extra:?} pipe"),
+        );
+    }
+}
