@@ -69,4 +69,6 @@ complete -c rpv -l each -d 'show a row for each input (its own amount, bar and p
 complete -c rpv -l json -d 'write progress as JSON objects, one per line, instead of the display'
 complete -c rpv -l log -d 'write plain, timestamped lines for a log file instead of the display'
 complete -c rpv -l pipeline -d 'show every stage of the pipeline (PID\'s, or the one rpv copies in) and name the stage that holds it back'
+complete -c rpv -l tee -r -F -d 'copy the stream to FILE as well (repeatable; a file, FIFO, device or /dev/fd/N)'
+complete -c rpv -l tee-error -x -a 'warn warn-nopipe exit exit-nopipe' -d 'what a failing output does: warn (default), warn-nopipe, exit, exit-nopipe'
 complete -c rpv -l completions -x -a 'bash zsh fish' -d 'print the command-line completion script for SHELL (bash, zsh or fish) and exit'

@@ -30,6 +30,8 @@ pub enum Role {
     MonitorOut,
     /// One input of a transfer (the `index`-th operand).
     Input(usize),
+    /// One `--tee` output of a transfer (the `index`-th).
+    Output(usize),
     /// A descriptor watched with `-d`.
     Descriptor,
     /// A stage of a pipeline (`--pipeline`).

@@ -27,6 +27,7 @@ use crate::source::watch::items::{self, Target};
 use crate::sys::{self, FileKind};
 use crate::transfer::output::Modifiers;
 pub use crate::transfer::output::Output;
+use crate::transfer::outputs::{OutputMeter, TeeOutput};
 use crate::transfer::{self, input, Hooks, InputSpec, Settings};
 use crate::{signals, term};
 
@@ -136,13 +137,16 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
         Action::Transfer | Action::Pipeline(None) => {
             let inputs = operands(o);
             let output = open_output(o.output.as_deref(), &inputs)?;
+            let tees = open_tees(o, &inputs)?;
+            let sizing = Sizing::Inputs(&o.size);
             Job::Transfer(transfer(
                 o,
                 &display,
                 inputs,
                 output,
                 Role::Transfer,
-                Sizing::Inputs(&o.size),
+                sizing,
+                tees,
             )?)
         }
         Action::StoreAndForward(path) => {
@@ -161,13 +165,16 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
                 let output = open_output(Some(path), &inputs)?;
                 (Store::Path(path.clone()), output)
             };
+            // The tees get the forwarded data, in the second phase.
+            let sizing = Sizing::Inputs(&o.size);
             let first = transfer(
                 o,
                 &display,
                 inputs,
                 output,
                 Role::Transfer,
-                Sizing::Inputs(&o.size),
+                sizing,
+                Vec::new(),
             )?;
             Job::Store(first, store)
         }
@@ -215,9 +222,10 @@ pub fn second_phase(
     };
     let inputs = vec![input];
     let output = open_output(o.output.as_deref(), &inputs)?;
+    let tees = open_tees(o, &inputs)?;
     // The store's own size, whatever -s said about the input.
     let sizing = Sizing::Inputs(&SizeArg::Auto);
-    transfer(o, display, inputs, output, Role::Transfer, sizing)
+    transfer(o, display, inputs, output, Role::Transfer, sizing, tees)
 }
 
 /// One side of `-M`: `input` (stdin, or the command's output) to `output`. The input side's
@@ -234,7 +242,7 @@ pub fn monitor_side(
     } else {
         Sizing::Inputs(&o.size)
     };
-    transfer(o, display, vec![input], output, role, sizing)
+    transfer(o, display, vec![input], output, role, sizing, Vec::new())
 }
 
 /// The inputs named on the command line (none: standard input).
@@ -263,6 +271,7 @@ fn transfer(
     output: Output,
     role: Role,
     sizing: Sizing<'_>,
+    tees: Vec<TeeOutput>,
 ) -> Result<TransferPlan, Error> {
     let (size, implied_stop) = detect_size(o, &mut inputs, sizing, output.fd())?;
     let unit = if o.line_mode {
@@ -315,7 +324,14 @@ fn transfer(
         skip_errors: o.skip_errors,
         skip_block: o.error_skip_block,
         hooks,
+        tee_error: o.tee_error,
+        tees,
     };
+    let outputs = settings
+        .tees
+        .iter()
+        .map(|t| (t.name.clone(), Arc::clone(&t.meter)))
+        .collect();
     let meter = EngineMeter {
         id: match role {
             Role::MonitorOut => 2,
@@ -332,6 +348,7 @@ fn transfer(
         },
         capture,
         each: o.each || o.json,
+        outputs,
     };
     Ok(TransferPlan {
         settings,
@@ -385,6 +402,12 @@ pub fn open_output(path: Option<&Path>, inputs: &[InputSpec]) -> Result<Output, 
     let Some(path) = path.filter(|p| p.as_os_str() != "-") else {
         return Ok(Output::Stdout);
     };
+    Ok(Output::File(Arc::new(open_file_output(path, inputs)?)))
+}
+
+/// Opens an output file (`-o`, `--tee`): created if missing, truncated only if some input
+/// is not that file.
+fn open_file_output(path: &Path, inputs: &[InputSpec]) -> Result<File, Error> {
     let failed = |err| Error::Output {
         path: Some(path.to_path_buf()),
         err,
@@ -400,7 +423,30 @@ pub fn open_output(path: Option<&Path>, inputs: &[InputSpec]) -> Result<Output, 
             sys::ftruncate(file.as_fd(), 0).map_err(failed)?;
         }
     }
-    Ok(Output::File(Arc::new(file)))
+    Ok(file)
+}
+
+/// Opens every `--tee` path the way `-o` is opened (`-` is a second descriptor for standard
+/// output, for `-o FILE --tee -`).
+fn open_tees(o: &Options, inputs: &[InputSpec]) -> Result<Vec<TeeOutput>, Error> {
+    let open = |path: &PathBuf| -> Result<TeeOutput, Error> {
+        let shared = path.as_os_str() == "-";
+        let file = if shared {
+            sys::stdout_fd()
+                .try_clone_to_owned()
+                .map(File::from)
+                .map_err(|err| Error::Output { path: None, err })?
+        } else {
+            open_file_output(path, inputs)?
+        };
+        Ok(TeeOutput {
+            file,
+            name: path.to_string_lossy().into_owned(),
+            meter: Arc::new(OutputMeter::default()),
+            shared,
+        })
+    };
+    o.tees.iter().map(open).collect()
 }
 
 /// `open(path, O_WRONLY|O_CREAT|O_CLOEXEC, 0666)`, retried after a signal unless the user

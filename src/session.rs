@@ -362,10 +362,10 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Seconds without progress after which a meter is shown as stalled: 3 s, or two
+    /// Seconds without progress after which a meter is shown as stalled: 2 s, or two
     /// updates if they are further apart.
     fn stall_after(&self) -> f64 {
-        (2.0 * self.config.interval_ns as f64 / 1e9).max(3.0)
+        (2.0 * self.config.interval_ns as f64 / 1e9).max(2.0)
     }
 
     /// The first meter's progress, for `-Q`.

@@ -23,6 +23,8 @@ pub struct Stage {
     pub report: Option<PathBuf>,
     /// Send this stage's stderr to /dev/null.
     pub quiet: bool,
+    /// This stage gets the write end of the side pipe as descriptor 3.
+    pub side_fd: bool,
 }
 
 /// A linear pipeline: optional input file, stages joined by pipes, and an
@@ -35,6 +37,9 @@ pub struct Pipeline {
     pub stages: Vec<Stage>,
     /// File connected to the last stage's stdout (else /dev/null).
     pub stdout: Option<PathBuf>,
+    /// A process reading a second pipe, whose write end is descriptor 3 of the stage marked
+    /// `side_fd` (bash's `>(side)`).
+    pub side: Option<Stage>,
 }
 
 /// Wall time of the whole pipeline plus the measured stages' resource use.
@@ -87,6 +92,23 @@ impl Pipeline {
             Some(p) => Stdio::from(File::open(p).map_err(|e| format!("{}: {e}", p.display()))?),
             None => Stdio::null(),
         };
+        // The side process first; the write end of its pipe stays ours until the stage that
+        // gets it has been spawned.
+        let mut side_w = None;
+        if let Some(side) = &self.side {
+            let (r, w) = pipe().map_err(|e| format!("pipe: {e}"))?;
+            let mut cmd = Command::new(&side.argv[0]);
+            cmd.args(&side.argv[1..]).stdin(r).stdout(Stdio::null());
+            let child = cmd.spawn().map_err(|e| format!("{}: {e}", name(side)))?;
+            let pidfd = rustix::process::pidfd_open(Pid::from_child(&child), PidfdFlags::empty())
+                .map_err(|e| format!("pidfd_open (needs Linux >= 5.3): {e}"))?;
+            procs.push(Running {
+                child,
+                pidfd,
+                index: self.stages.len(),
+            });
+            side_w = Some(w);
+        }
         for (index, stage) in self.stages.iter().enumerate() {
             let last = index + 1 == self.stages.len();
             let output = if last {
@@ -98,6 +120,19 @@ impl Pipeline {
             cmd.args(&stage.argv[1..]).stdin(input).stdout(output);
             if stage.quiet {
                 cmd.stderr(Stdio::null());
+            }
+            if let Some(w) = side_w.as_ref().filter(|_| stage.side_fd) {
+                let raw = std::os::fd::AsRawFd::as_raw_fd(w);
+                let hook = move || -> std::io::Result<()> {
+                    // SAFETY: dup2 is async-signal-safe and changes only the child's table.
+                    if unsafe { libc::dup2(raw, 3) } < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                };
+                // SAFETY: the hook runs between fork and exec and only calls dup2, which is
+                // async-signal-safe.
+                unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, hook) };
             }
             let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", name(stage)))?;
             input = child.stdout.take().map_or_else(Stdio::null, Stdio::from);
@@ -147,7 +182,10 @@ impl Pipeline {
             let mut p = procs.swap_remove(ready);
             let status = reap(&mut p.child);
             m.wall = start.elapsed();
-            record(&self.stages[p.index], status, &mut m, &mut failures);
+            let stage = self.stages.get(p.index).or(self.side.as_ref());
+            if let Some(stage) = stage {
+                record(stage, status, &mut m, &mut failures);
+            }
         }
         if failures.is_empty() {
             Outcome::Ok(m)
@@ -200,6 +238,11 @@ fn describe_failure(stage: &Stage, status: ExitStatus) -> Option<String> {
         (None, Some(signal)) => Some(format!("`{}` killed by signal {signal}", name(stage))),
         (None, None) => Some(format!("`{}` ended oddly: {status}", name(stage))),
     }
+}
+
+/// A pipe (read end, write end), both close-on-exec.
+fn pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
 }
 
 /// Index of a process that has exited, or None once the deadline passed.

@@ -337,6 +337,37 @@ impl Table<'_> {
                 "(m) file->pipe, 1 MiB sink pipe: rpv/pv",
                 vs_pv("file-pipe-1m"),
             ),
+            at_least(
+                "(o) --tee file on tmpfs: rpv/tee",
+                self.vs("tee-shm", "rpv", "tee"),
+                2.0,
+            ),
+            info(
+                "(o) --tee file on tmpfs: rpv/(pv | tee)",
+                self.vs("tee-shm", "rpv", "pv | tee"),
+            ),
+            at_least(
+                "(p) --tee file on disk: rpv/tee",
+                self.vs("tee-disk", "rpv", "tee"),
+                2.0,
+            ),
+            info(
+                "(p) --tee file on disk: rpv/(pv | tee)",
+                self.vs("tee-disk", "rpv", "pv | tee"),
+            ),
+            at_least(
+                "(q) --tee to a pipe: (rpv --tee)/rpv",
+                self.vs("tee-pipe", "rpv --tee", "rpv"),
+                0.7,
+            ),
+            info(
+                "(q) --tee to a pipe: (rpv --tee)/rpv, paired",
+                self.paired("tee-pipe", "rpv --tee", "rpv"),
+            ),
+            info(
+                "(q) --tee to a pipe: (rpv --tee)/tee",
+                self.vs("tee-pipe", "rpv --tee", "tee"),
+            ),
         ]
     }
 

@@ -3,7 +3,7 @@
 
 use crate::helpers::FILL;
 use crate::pipeline::{Outcome, Pipeline, Stage};
-use crate::topology::{Dst, Kind, Src, Topology, Variant};
+use crate::topology::{Dst, Kind, Src, TeeTo, Topology, Variant, TEE_ARG};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -66,6 +66,14 @@ impl Ctx {
     fn out_file(&self) -> PathBuf {
         self.dir.join("out.bin")
     }
+    /// The `--tee` target of (o)-(q): a file path, or descriptor 3 of the tool.
+    fn tee_target(&self, to: TeeTo) -> PathBuf {
+        match to {
+            TeeTo::Shm => format!("/dev/shm/rpv-bench.{}.tee", std::process::id()).into(),
+            TeeTo::Disk => self.dir.join("tee.bin"),
+            TeeTo::Pipe => "/dev/fd/3".into(),
+        }
+    }
 
     /// Creates (and caches) the files the selected topologies need.
     pub fn prepare(&self, topologies: &[Topology], data: u64, text: u64) -> std::io::Result<()> {
@@ -92,11 +100,17 @@ impl Ctx {
             Kind::Rpv if self.rpv.pretend && matches!(t.src, Src::DevZero) => {
                 Some("pretend rpv cannot stop at -s".into())
             }
+            Kind::Rpv if self.rpv.pretend && v.uses_tee() => {
+                Some("pretend rpv cannot --tee".into())
+            }
+            _ if t.tee == Some(TeeTo::Shm) && !Path::new("/dev/shm").is_dir() => {
+                Some("no /dev/shm".into())
+            }
             _ => None,
         }
     }
 
-    fn tool_argv(&self, v: &Variant) -> Vec<OsString> {
+    fn tool_argv(&self, t: &Topology, v: &Variant) -> Vec<OsString> {
         let mut argv: Vec<OsString> = match &v.kind {
             Kind::Direct => return Vec::new(),
             Kind::Rpv => vec![self.rpv.path.clone().into()],
@@ -107,7 +121,11 @@ impl Ctx {
             argv.extend(self.rpv.extra.iter().map(Into::into));
             return argv;
         }
-        argv.extend(v.args.iter().map(Into::into));
+        let tee = t.tee.map(|to| self.tee_target(to));
+        argv.extend(v.args.iter().map(|a| match &tee {
+            Some(path) if a == TEE_ARG => path.clone().into_os_string(),
+            _ => a.into(),
+        }));
         if v.kind == Kind::Rpv {
             argv.extend(self.rpv.extra.iter().map(Into::into));
         }
@@ -121,6 +139,7 @@ impl Ctx {
             argv,
             report: None,
             quiet: false,
+            side_fd: false,
         }
     }
 
@@ -163,6 +182,7 @@ impl Ctx {
             argv,
             report: Some(report),
             quiet,
+            side_fd: false,
         }
     }
 
@@ -177,13 +197,29 @@ impl Ctx {
             },
             stdout: matches!(t.dst, Dst::OutFile).then(|| self.out_file()),
             stages: Vec::new(),
+            side: None,
         };
         p.stages.extend(self.source(t.src, bytes));
         if v.kind != Kind::Direct {
             let quiet = v.quiet || v.allow_fail;
-            let tool = self.tool_argv(v);
-            p.stages
-                .extend((0..t.chain).map(|i| self.measured(i, &tool, quiet)));
+            let tool = self.tool_argv(t, v);
+            let mut tools: Vec<_> = (0..t.chain)
+                .map(|i| self.measured(i, &tool, quiet))
+                .collect();
+            if let Some(then) = &v.then {
+                tools.push(self.measured(t.chain, &self.tool_argv(t, then), quiet));
+            }
+            if t.tee == Some(TeeTo::Pipe) && v.uses_tee() {
+                // The side sink reads what the tool writes to /dev/fd/3.
+                p.side = self.sink(t.dst, bytes);
+                let at = if v.args.iter().any(|a| a == TEE_ARG) {
+                    0
+                } else {
+                    t.chain
+                };
+                tools[at].side_fd = true;
+            }
+            p.stages.extend(tools);
         }
         p.stages.extend(self.sink(t.dst, bytes));
         if v.allow_fail {
@@ -200,14 +236,27 @@ impl Ctx {
                 return Outcome::Failed(format!("{}: {e}", path.display()));
             }
         }
+        // A --tee file is new in every run (every tool creates it), and checked after.
+        let tee_file = t
+            .tee
+            .filter(|to| *to != TeeTo::Pipe && v.uses_tee())
+            .map(|to| self.tee_target(to));
+        if let Some(path) = &tee_file {
+            let _ = std::fs::remove_file(path);
+        }
         let outcome = self.pipeline(t, v, bytes).run(self.timeout);
-        match (outcome, &out) {
-            (Outcome::Ok(m), Some(path)) => match check_tail(path, bytes) {
+        let checked = [&out, &tee_file].into_iter().flatten();
+        let outcome = checked.fold(outcome, |outcome, path| match outcome {
+            Outcome::Ok(m) => match check_tail(path, bytes) {
                 Ok(()) => Outcome::Ok(m),
                 Err(e) => Outcome::Failed(format!("{}: {e}", path.display())),
             },
-            (o, _) => o,
+            o => o,
+        });
+        if let Some(path) = &tee_file {
+            let _ = std::fs::remove_file(path);
         }
+        outcome
     }
 
     /// Runs `reps` repetitions of topology `t`, rotating the tool order

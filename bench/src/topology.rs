@@ -1,4 +1,4 @@
-//! The benchmark topologies (a)-(n) and the tools compared in each.
+//! The benchmark topologies (a)-(q) and the tools compared in each.
 
 /// Where the data comes from.
 #[derive(Clone, Copy, Debug)]
@@ -39,6 +39,22 @@ pub enum Dst {
     Null,
 }
 
+/// Where the `--tee` copy of the stream goes ((o)-(q)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TeeTo {
+    /// A new file on tmpfs (`/dev/shm`).
+    Shm,
+    /// A new file in the scratch directory (the disk).
+    Disk,
+    /// A second sink process reading a pipe that the tool has as descriptor 3, like bash's
+    /// `>(sink)`; the sink is the topology's own sink.
+    Pipe,
+}
+
+/// In a variant's arguments: replaced by the `--tee` target of the topology (a path, or
+/// `/dev/fd/3`).
+pub const TEE_ARG: &str = "{tee}";
+
 /// Which program a variant runs as the tool under test.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -67,6 +83,15 @@ pub struct Variant {
     pub allow_fail: bool,
     /// Send the tool's stderr to /dev/null.
     pub quiet: bool,
+    /// A second tool after this one in the same run (`pv | tee FILE`), measured too.
+    pub then: Option<Box<Variant>>,
+}
+
+impl Variant {
+    /// True if this variant (or the tool after it) writes the `--tee` copy.
+    pub fn uses_tee(&self) -> bool {
+        self.args.iter().any(|a| a == TEE_ARG) || self.then.as_ref().is_some_and(|t| t.uses_tee())
+    }
 }
 
 /// One benchmark topology.
@@ -90,6 +115,8 @@ pub struct Topology {
     pub variants: Vec<Variant>,
     /// Repetitions per `--reps` repetition (more for a small effect measured in noise).
     pub reps_factor: usize,
+    /// Where the `--tee` copy goes ((o)-(q)).
+    pub tee: Option<TeeTo>,
 }
 
 /// Sizes of one benchmark mode.
@@ -145,6 +172,7 @@ fn variant(label: &str, kind: Kind, args: &[&str]) -> Variant {
         cap: None,
         allow_fail: false,
         quiet: false,
+        then: None,
     }
 }
 
@@ -176,6 +204,7 @@ fn topo(id: &'static str, name: &str, src: Src, dst: Dst, bytes: u64) -> Topolog
         rate: None,
         variants,
         reps_factor: 1,
+        tee: None,
     }
 }
 
@@ -194,7 +223,7 @@ const VMS: Src = Src::Vmsplice {
     max: false,
 };
 
-/// Every topology of the issue, (a) to (l), and the extra (m), (n).
+/// Every topology of the issue, (a) to (l), the extra (m), (n), and the fan-out (o)-(q).
 pub fn all(s: &Sizes) -> Vec<Topology> {
     let mut v = vec![
         topo("a", "pipe-pipe", VMS, GROW, s.pipe),
@@ -235,7 +264,40 @@ pub fn all(s: &Sizes) -> Vec<Topology> {
         max: true,
     };
     v.push(topo("n", "pipe-pipe-1m", src, max, s.pipe));
+    v.push(tee_file("o", "tee-shm", TeeTo::Shm, s));
+    v.push(tee_file("p", "tee-disk", TeeTo::Disk, s));
+    v.push(tee_pipe(s));
     v
+}
+
+/// `source | T | sink` where T also writes a new file: `rpv --tee FILE`, GNU `tee FILE`,
+/// and `pv | tee FILE` (a pipe viewer in front of the tee it would need).
+fn tee_file(id: &'static str, name: &str, to: TeeTo, s: &Sizes) -> Topology {
+    let mut t = topo(id, name, VMS, GROW, s.data_file);
+    t.tee = Some(to);
+    let tee = variant("tee", Kind::Other("tee"), &[TEE_ARG]);
+    t.variants = vec![
+        variant("rpv", Kind::Rpv, &["-q", "--tee", TEE_ARG]),
+        tee.clone(),
+        Variant {
+            then: Some(Box::new(tee)),
+            ..variant("pv | tee", Kind::Pv, &["-q"])
+        },
+    ];
+    t
+}
+
+/// `source | T | sink` where T also feeds a second sink through a pipe (`>(sink)`), against
+/// plain `rpv` without the second sink; GNU tee for reference.
+fn tee_pipe(s: &Sizes) -> Topology {
+    let mut t = topo("q", "tee-pipe", VMS, GROW, s.pipe);
+    t.tee = Some(TeeTo::Pipe);
+    t.variants = vec![
+        variant("rpv", Kind::Rpv, &["-q"]),
+        variant("rpv --tee", Kind::Rpv, &["-q", "--tee", TEE_ARG]),
+        variant("tee", Kind::Other("tee"), &[TEE_ARG]),
+    ];
+    t
 }
 
 fn nonblock(s: &Sizes) -> Topology {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use super::complete::Shell;
 use super::number::{is_valid_double, is_valid_integer, is_valid_size, parse_interval, parse_size};
-use super::{Action, MonitorSide, Options, Parsed, SizeArg};
+use super::{Action, MonitorSide, Options, Parsed, SizeArg, TeeErrorMode};
 
 /// One row of the option table: a short letter and a long name for the same option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +69,10 @@ pub(crate) const LOG: char = '\u{E002}';
 pub(crate) const EACH: char = '\u{E003}';
 /// The identity of `--pipeline[=PID]`.
 pub(crate) const PIPELINE: char = '\u{E004}';
+/// The identity of `--tee FILE`.
+pub(crate) const TEE: char = '\u{E005}';
+/// The identity of `--tee-error MODE`.
+pub(crate) const TEE_ERROR: char = '\u{E006}';
 
 /// True for the identity of an option that has only a long name (see [`COMPLETIONS`]).
 pub(crate) fn long_only(identity: char) -> bool {
@@ -134,6 +138,8 @@ pub(crate) const FLAGS: &[Flag] = &[
     flag(JSON, "json"),
     flag(LOG, "log"),
     optional(PIPELINE, "pipeline"),
+    valued(TEE, "tee"),
+    valued(TEE_ERROR, "tee-error"),
     valued(COMPLETIONS, "completions"),
 ];
 
@@ -517,6 +523,7 @@ impl<'a> State<'a> {
         match short {
             'o' => o.output = Some(PathBuf::from(value)),
             'P' => o.pidfile = Some(PathBuf::from(value)),
+            TEE => o.tees.push(PathBuf::from(value)),
             'U' => {
                 self.store_file = PathBuf::from(value);
                 self.store_given = true;
@@ -586,6 +593,7 @@ impl<'a> State<'a> {
 
     fn apply_valued(&mut self, short: char, value: &str) -> Result<(), String> {
         match short {
+            TEE_ERROR => self.apply_tee_error(value),
             'A' | 'w' | 'H' | 'm' | 'R' | 'Q' => self.apply_integer(short, value),
             'L' | 'B' | 'Z' => self.apply_size(short, value),
             'i' | 'D' => self.apply_double(short, value),
@@ -733,6 +741,19 @@ impl<'a> State<'a> {
         }
     }
 
+    /// `--tee-error MODE`: one of GNU tee's `--output-error` mode names.
+    fn apply_tee_error(&mut self, value: &str) -> Result<(), String> {
+        let Some(mode) = TeeErrorMode::from_name(value) else {
+            let names: Vec<&str> = TeeErrorMode::NAMES.iter().map(|(n, _)| *n).collect();
+            return Err(self.fail(&format!(
+                "--tee-error: {value}: invalid mode (one of: {})",
+                names.join(", ")
+            )));
+        };
+        self.opts.tee_error = mode;
+        Ok(())
+    }
+
     /// `--pipeline[=PID]`: a PID is a decimal number above 0.
     fn apply_pipeline(&mut self, value: Option<&str>) -> Result<(), String> {
         self.pipeline = match value {
@@ -820,6 +841,25 @@ impl<'a> State<'a> {
             "-R: files cannot be specified with this option"
         } else if self.mode == Mode::Query && !operands.is_empty() {
             "-Q: files cannot be specified with this option"
+        } else if !self.opts.tees.is_empty() && self.mode == Mode::Remote {
+            "--tee: cannot be used with -R"
+        } else if !self.opts.tees.is_empty() && self.mode == Mode::Query {
+            "--tee: cannot be used with -Q"
+        } else if !self.opts.tees.is_empty() && self.mode == Mode::Monitor {
+            "--tee: cannot be used with -M"
+        } else if !self.opts.tees.is_empty()
+            && self.mode == Mode::Pipeline
+            && self.pipeline.is_some()
+        {
+            "--tee: cannot be used with --pipeline=PID"
+        } else if self.opts.tees.iter().any(|t| t.as_os_str() == "-")
+            && self
+                .opts
+                .output
+                .as_deref()
+                .is_none_or(|o| o.as_os_str() == "-")
+        {
+            "--tee -: standard output is already the output"
         } else if self.mode == Mode::Pipeline && self.pipeline.is_some() && !operands.is_empty() {
             "--pipeline: files cannot be specified with a process ID"
         } else if self.mode == Mode::Monitor && operands.is_empty() {
@@ -848,6 +888,8 @@ impl<'a> State<'a> {
             "cannot use remote query when watching file descriptors"
         } else if o.output.is_some() {
             "-o: cannot transfer files when watching file descriptors"
+        } else if !o.tees.is_empty() {
+            "--tee: cannot transfer files when watching file descriptors"
         } else {
             return Ok(());
         };

@@ -1177,3 +1177,78 @@ fn pipeline_option() {
             + "Try `rpv --help' for more information.\n"
     );
 }
+
+#[test]
+fn tee_is_repeatable_and_takes_its_error_mode() {
+    let o = run(&[
+        "--tee",
+        "a",
+        "--tee=b",
+        "-q",
+        "--tee-e",
+        "exit-nopipe",
+        "in",
+    ]);
+    assert_eq!(o.tees, [Path::new("a"), Path::new("b")]);
+    assert_eq!(o.files, ["in"]);
+    assert_eq!(o.tee_error, TeeErrorMode::ExitNoPipe);
+    let o = run(&[]);
+    assert!(o.tees.is_empty());
+    assert_eq!(o.tee_error, TeeErrorMode::Warn);
+    for (name, mode) in TeeErrorMode::NAMES {
+        assert_eq!(run(&["--tee-error", name]).tee_error, mode);
+    }
+    assert_eq!(
+        run(&["--tee-error=exit", "--tee-error=warn"]).tee_error,
+        TeeErrorMode::Warn
+    );
+    // Long names only: the private identities are not short options.
+    assert!(matches!(parsed(&["-\u{E005}", "x"]), Parsed::Error(_)));
+    // A pv prefix keeps its meaning: --t is pv's --timer alone.
+    assert!(run(&["--t"]).timer);
+}
+
+#[test]
+fn tee_messages() {
+    assert_eq!(
+        err(&["--tee-error", "fatal"]),
+        "rpv: --tee-error: fatal: invalid mode (one of: warn, warn-nopipe, exit, exit-nopipe)\n"
+    );
+    assert_eq!(
+        err(&["--tee"]),
+        format!("rpv: option '--tee' requires an argument\n{TRY}")
+    );
+    assert_eq!(
+        err(&["--te", "x"]),
+        format!("rpv: option '--te' is ambiguous; possibilities: '--tee' '--tee-error'\n{TRY}")
+    );
+    for (args, message) in [
+        (
+            &["--tee", "x", "-d", "1"][..],
+            "--tee: cannot transfer files when watching file descriptors",
+        ),
+        (
+            &["--tee", "x", "-R", "1"][..],
+            "--tee: cannot be used with -R",
+        ),
+        (
+            &["--tee", "x", "-Q", "1"][..],
+            "--tee: cannot be used with -Q",
+        ),
+        (
+            &["--tee", "x", "-M", "out", "cmd"][..],
+            "--tee: cannot be used with -M",
+        ),
+        (
+            &["--tee", "-"][..],
+            "--tee -: standard output is already the output",
+        ),
+        (
+            &["--tee", "-", "-o", "-"][..],
+            "--tee -: standard output is already the output",
+        ),
+    ] {
+        assert_eq!(err(args), format!("rpv: {message}\n"), "{args:?}");
+    }
+    assert_eq!(run(&["--tee", "-", "-o", "f"]).tees, [Path::new("-")]);
+}

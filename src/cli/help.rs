@@ -340,6 +340,20 @@ const RPV_OWN: &[Row] = &[
          name the stage that holds it back",
     ),
     valued(
+        super::args::TEE,
+        "tee",
+        "FILE",
+        File,
+        "copy the stream to FILE as well (repeatable; a file, FIFO, device or /dev/fd/N)",
+    ),
+    valued(
+        super::args::TEE_ERROR,
+        "tee-error",
+        "MODE",
+        Words(&["warn", "warn-nopipe", "exit", "exit-nopipe"]),
+        "what a failing output does: warn (default), warn-nopipe, exit, exit-nopipe",
+    ),
+    valued(
         super::args::COMPLETIONS,
         "completions",
         "SHELL",

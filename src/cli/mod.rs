@@ -23,6 +23,69 @@ pub use help::{help_text, version_text};
 /// larger buffer only costs memory. Larger values are capped to this.
 pub const MAX_BUFFER: usize = 1 << 30;
 
+/// What a failing output does to the run (`--tee-error MODE`; the names are GNU tee's
+/// `--output-error` modes). The main output's write errors always end the run, as in pv;
+/// these modes decide what a failed `--tee` output does, and whether the main output's
+/// reader going away ends the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TeeErrorMode {
+    /// A failed `--tee` output (write error or reader gone) is reported and gets no more
+    /// data; the other outputs go on. The default.
+    #[default]
+    Warn,
+    /// As [`TeeErrorMode::Warn`], but a `--tee` output whose reader went away stops quietly
+    /// (no message, no status bit), as the main output does.
+    WarnNoPipe,
+    /// Any output failure ends the run: a `--tee` output's (reported, status 16), or the
+    /// main output's reader going away (quietly, status 0, as pv alone does).
+    Exit,
+    /// A write error on a `--tee` output ends the run; a reader going away (on any output)
+    /// only stops that output.
+    ExitNoPipe,
+}
+
+impl TeeErrorMode {
+    /// Every mode by its option value.
+    pub const NAMES: [(&'static str, TeeErrorMode); 4] = [
+        ("warn", TeeErrorMode::Warn),
+        ("warn-nopipe", TeeErrorMode::WarnNoPipe),
+        ("exit", TeeErrorMode::Exit),
+        ("exit-nopipe", TeeErrorMode::ExitNoPipe),
+    ];
+
+    /// The mode named `name` (exact match).
+    pub fn from_name(name: &str) -> Option<TeeErrorMode> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, mode)| mode)
+    }
+
+    /// Whether a `--tee` output's failure is reported (message and exit status 16);
+    /// `broken_pipe`: its reader went away.
+    pub fn reports(self, broken_pipe: bool) -> bool {
+        match self {
+            TeeErrorMode::Warn | TeeErrorMode::Exit => true,
+            TeeErrorMode::WarnNoPipe | TeeErrorMode::ExitNoPipe => !broken_pipe,
+        }
+    }
+
+    /// Whether a `--tee` output's failure ends the whole run.
+    pub fn ends_run(self, broken_pipe: bool) -> bool {
+        match self {
+            TeeErrorMode::Exit => true,
+            TeeErrorMode::ExitNoPipe => !broken_pipe,
+            TeeErrorMode::Warn | TeeErrorMode::WarnNoPipe => false,
+        }
+    }
+
+    /// Whether the main output's reader going away ends the run while `--tee` outputs are
+    /// still open (otherwise they get the rest of the input).
+    pub fn main_gone_ends_run(self) -> bool {
+        self == TeeErrorMode::Exit
+    }
+}
+
 /// The operating mode; the last mode-selecting option wins.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Action {
@@ -166,6 +229,10 @@ pub struct Options {
     pub log: bool,
     /// `--each`: a row per input, and a total.
     pub each: bool,
+    /// `--tee FILE` (repeatable): extra outputs, in order.
+    pub tees: Vec<PathBuf>,
+    /// `--tee-error MODE`: what a failing output does.
+    pub tee_error: TeeErrorMode,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given; 0 turns on `-p -t -e -r -b`.

@@ -114,6 +114,7 @@ fn figures(r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
         (Role::MonitorIn, _) => ("monitor_in", None),
         (Role::MonitorOut, _) => ("monitor_out", None),
         (Role::Input(i), _) => ("input", Some(json!({"index": i}))),
+        (Role::Output(i), _) => ("output", Some(json!({"index": i}))),
         (Role::Descriptor, Label::Descriptor { pid, fd, path, .. }) => (
             "descriptor",
             Some(json!({"pid": pid, "fd": fd, "path": path})),
@@ -178,6 +179,16 @@ fn inputs(config: &DisplayConfig, snapshot: &Snapshot<'_>) -> Vec<Value> {
         .readings
         .iter()
         .filter(|r| matches!(r.meter.role, Role::Input(_)))
+        .map(|r| Value::Object(figures(r, config)))
+        .collect()
+}
+
+/// The per-output figures of a transfer (its `--tee` outputs).
+fn outputs(config: &DisplayConfig, snapshot: &Snapshot<'_>) -> Vec<Value> {
+    snapshot
+        .readings
+        .iter()
+        .filter(|r| matches!(r.meter.role, Role::Output(_)))
         .map(|r| Value::Object(figures(r, config)))
         .collect()
 }
@@ -260,7 +271,7 @@ impl Sink for Json {
             return;
         }
         for r in &snapshot.readings {
-            if matches!(r.meter.role, Role::Input(_)) {
+            if matches!(r.meter.role, Role::Input(_) | Role::Output(_)) {
                 continue;
             }
             let mut o = Map::new();
@@ -268,6 +279,7 @@ impl Sink for Json {
             o.extend(figures(r, config));
             if r.meter.role == Role::Transfer {
                 o.insert("inputs".into(), json!(inputs(config, snapshot)));
+                o.insert("outputs".into(), json!(outputs(config, snapshot)));
             }
             Self::write(term, &Value::Object(o));
         }
@@ -278,7 +290,7 @@ impl Sink for Json {
         let meters: Vec<Value> = snapshot
             .readings
             .iter()
-            .filter(|r| !matches!(r.meter.role, Role::Input(_)))
+            .filter(|r| !matches!(r.meter.role, Role::Input(_) | Role::Output(_)))
             .map(|r| {
                 let mut o = figures(r, config);
                 let stats = r.tracker.rate_stats().map(|(min, avg, max, mdev)| {
@@ -304,6 +316,7 @@ impl Sink for Json {
             }
         }
         end.insert("inputs".into(), json!(inputs(config, snapshot)));
+        end.insert("outputs".into(), json!(outputs(config, snapshot)));
         end.insert("meters".into(), json!(meters));
         Self::write(term, &Value::Object(end));
     }

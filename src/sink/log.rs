@@ -52,7 +52,7 @@ impl Log {
         config.style.colour = false;
         let mut out = String::new();
         for r in &snapshot.readings {
-            if matches!(r.meter.role, Role::Input(_)) && !config.each {
+            if matches!(r.meter.role, Role::Input(_) | Role::Output(_)) && !config.each {
                 continue;
             }
             let id = r.meter.id;

@@ -195,7 +195,7 @@ impl DisplayConfig {
         match role {
             Role::MonitorIn => self.prev_name.as_deref().or(self.name.as_deref()),
             Role::Transfer | Role::MonitorOut => self.name.as_deref(),
-            Role::Input(_) | Role::Descriptor | Role::Stage => None,
+            Role::Input(_) | Role::Output(_) | Role::Descriptor | Role::Stage => None,
         }
     }
 
@@ -210,7 +210,7 @@ impl DisplayConfig {
             return descriptor_format(custom, &self.switches, size_known, prefix);
         }
         let named = match meter.role {
-            Role::Input(_) => true,
+            Role::Input(_) | Role::Output(_) => true,
             Role::Transfer if self.each => true,
             role => self.name_for(role).is_some(),
         };

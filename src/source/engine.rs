@@ -15,6 +15,7 @@ use crate::display::{BufferFill, Waiting};
 use crate::meter::{Event, MeterId, MeterState, Phase, Role, Tail, Unit};
 use crate::sys::{self, FileKind};
 use crate::transfer::output::Output;
+use crate::transfer::outputs::{OutputMeter, OutputState};
 use crate::transfer::Progress;
 
 /// How the engine's transfer is shown.
@@ -36,6 +37,8 @@ pub struct EngineMeter {
     pub capture: bool,
     /// `--each`: a meter per input as well.
     pub each: bool,
+    /// The `--tee` outputs: their names and counters (a meter each).
+    pub outputs: Vec<(String, Arc<OutputMeter>)>,
 }
 
 /// What is known of one input (`--each`), from the engine's events.
@@ -182,6 +185,32 @@ impl<'a> EngineSource<'a> {
         }
     }
 
+    /// The meters of the `--tee` outputs: bytes each has taken; ended once it failed or its
+    /// reader went away.
+    fn output_meters(&self, out: &mut Vec<MeterState>) {
+        for (index, (name, meter)) in self.meter.outputs.iter().enumerate() {
+            let amount = meter.bytes();
+            let (phase, note) = match meter.state() {
+                OutputState::Open => (Phase::Running, None),
+                OutputState::Failed => (Phase::Ended, Some("write failed".to_string())),
+                OutputState::Closed => (Phase::Ended, Some("reader gone".to_string())),
+            };
+            out.push(MeterState {
+                id: self.meter.id * 1000 + 500 + index as MeterId,
+                role: Role::Output(index),
+                label: crate::meter::Label::Text(format!("--tee {name}")),
+                unit: Unit::Bytes,
+                amount,
+                moved: amount,
+                size: self.meter.size,
+                started_ns: Some(self.start_ns),
+                phase,
+                note: note.filter(|_| amount == 0),
+                ..MeterState::default()
+            });
+        }
+    }
+
     /// The meters of the inputs (`--each`): the current one moving, the others final.
     fn input_meters(&self, total: (u64, u64), out: &mut Vec<MeterState>) {
         for (index, r) in self.inputs.iter().enumerate() {
@@ -283,6 +312,7 @@ impl Source for EngineSource<'_> {
         if self.meter.each {
             self.input_meters((bytes, lines), out);
         }
+        self.output_meters(out);
         if let Some(mirror) = &self.mirror {
             mirror.store(c.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
         }

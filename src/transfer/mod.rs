@@ -5,7 +5,9 @@
 //! - [`Path::Splice`] when either side is a pipe (both stdio pipes enlarged first);
 //! - [`Path::CopyRange`] (`copy_file_range`) for regular file → regular file;
 //! - [`Path::ReadWrite`] otherwise, and whenever an option needs the bytes (`-l`, `-0`,
-//!   `-C`, `-B`, …).
+//!   `-C`, `-B`, …);
+//! - [`Path::Fanout`] with `--tee` outputs and a pipe input (`fanout.rs`); with any other
+//!   input the read/write path writes each chunk to every output.
 //!
 //! A zero-copy call that fails with anything but EINTR/EAGAIN/EPIPE moved nothing, so the
 //! engine switches that input to read/write and carries on at the same offset: nothing is
@@ -16,11 +18,13 @@
 //! relaxed atomic store, the stop/limit checks. No locks, no allocation.
 
 mod adaptive;
+mod fanout;
 pub mod input;
 pub mod limit;
 mod linememo;
 mod lines;
 pub mod output;
+pub mod outputs;
 pub mod progress;
 mod zero;
 
@@ -59,17 +63,29 @@ pub enum Path {
     TeeLines,
     /// `-l` from a regular file: splice/copy_file_range, count the range with pread.
     FileLines,
+    /// `--tee` outputs, pipe input: tee into a private pipe per extra output, splice the
+    /// input to the main output and each private pipe to its output.
+    Fanout,
 }
 
 /// Test hooks, read from hidden environment variables so tests can force every path and
-/// every fallback: `RPV_TEST_PATH=splice|copy|rw|zero|tee|filelines` and `RPV_TEST_FAIL_AT=N` (the N-th
-/// zero-copy call fails with EINVAL as if the kernel refused it).
+/// every fallback: `RPV_TEST_PATH=splice|copy|rw|zero|tee|filelines|fanout` and
+/// `RPV_TEST_FAIL_AT=N` (the N-th zero-copy call fails with EINVAL as if the kernel refused
+/// it).
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
     /// Use this path for every input instead of choosing.
     pub force: Option<Path>,
-    /// Make the N-th zero-copy call (1-based) fail with EINVAL.
+    /// Make the N-th zero-copy call (1-based) fail with EINVAL. On the fan-out path the
+    /// calls counted are the tees into private pipes and the splices into the main output.
     pub fail_at: Option<u64>,
+    /// `RPV_TEST_FAIL_TEE_AT=N`: the N-th splice or tee into a `--tee` output fails with
+    /// EINVAL (that output then goes through its private pipe, or read + write).
+    pub fail_tee_at: Option<u64>,
+    /// `RPV_TEST_TEE_PIPE=BYTES`: the private pipes of every `--tee` output but the first
+    /// get this capacity instead of 1 MiB, and the round's length ignores them, so their
+    /// tees copy less than the first one's.
+    pub tee_pipe: Option<usize>,
     /// `RPV_TEST_TRACE=1`: report each path choice and fallback as a message, so tests can
     /// check which path really moved the data.
     pub trace: bool,
@@ -93,6 +109,7 @@ impl Path {
             Path::Zero => "Zero",
             Path::TeeLines => "TeeLines",
             Path::FileLines => "FileLines",
+            Path::Fanout => "Fanout",
         }
     }
 }
@@ -107,9 +124,16 @@ impl Hooks {
             Ok("zero") => Some(Path::Zero),
             Ok("tee") => Some(Path::TeeLines),
             Ok("filelines") => Some(Path::FileLines),
+            Ok("fanout") => Some(Path::Fanout),
             _ => None,
         };
         let fail_at = std::env::var("RPV_TEST_FAIL_AT")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        let fail_tee_at = std::env::var("RPV_TEST_FAIL_TEE_AT")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        let tee_pipe = std::env::var("RPV_TEST_TEE_PIPE")
             .ok()
             .and_then(|v| v.parse().ok());
         let trace = std::env::var_os("RPV_TEST_TRACE").is_some();
@@ -130,6 +154,8 @@ impl Hooks {
         Hooks {
             force,
             fail_at,
+            fail_tee_at,
+            tee_pipe,
             trace,
             read_errors,
             adapt_every,
@@ -165,6 +191,11 @@ pub struct Settings {
     pub skip_errors: u8,
     /// `-Z`: skip this many bytes per read error (0 = adaptive, like pv).
     pub skip_block: u64,
+    /// `--tee` outputs (opened by the plan): every byte that goes to the
+    /// main output goes to each of them too.
+    pub tees: Vec<outputs::TeeOutput>,
+    /// `--tee-error`: what a failing output does to the run.
+    pub tee_error: outputs::ErrorMode,
     /// Test hooks.
     pub hooks: Hooks,
 }
@@ -219,6 +250,13 @@ pub struct Engine<'a> {
     pacer: adaptive::Pacer,
     /// Non-pipe input spliced into a pipe: a zero-timeout poll of the input between splices.
     pace: bool,
+    /// The `--tee` outputs.
+    tees: Vec<fanout::Tee<'a>>,
+    /// Private pipes and buffers of the fan-out.
+    fan: fanout::FanState,
+    /// The main output still receives data (false once its reader went away while `--tee`
+    /// outputs go on).
+    main_live: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -236,6 +274,11 @@ impl<'a> Engine<'a> {
         };
         let limiter = (settings.rate_limit > 0)
             .then(|| Limiter::new(settings.rate_limit, sys::monotonic_ns()));
+        let tees = settings
+            .tees
+            .iter()
+            .map(|t| fanout::Tee::new(t, settings.modifiers))
+            .collect::<io::Result<Vec<_>>>()?;
         Ok(Engine {
             settings,
             out,
@@ -260,6 +303,9 @@ impl<'a> Engine<'a> {
             adaptive: adaptive::Adaptive::default(),
             pacer: adaptive::Pacer::default(),
             pace: false,
+            tees,
+            fan: fanout::FanState::default(),
+            main_live: true,
         })
     }
 
@@ -270,8 +316,13 @@ impl<'a> Engine<'a> {
                 break;
             }
         }
-        if let Err(e) = self.writer.finish() {
-            self.write_failed(&e);
+        // Every output gets what the others got (Ctrl-C does not come here: the process
+        // exits, and each output holds a prefix of the stream).
+        self.finish_tees();
+        if self.main_live {
+            if let Err(e) = self.writer.finish() {
+                self.write_failed(&e);
+            }
         }
         self.progress.finish();
     }
@@ -296,7 +347,9 @@ impl<'a> Engine<'a> {
                 return true;
             }
         };
-        if input::is_output(&info, &self.out_info) {
+        if input::is_output(&info, &self.out_info)
+            || self.tees.iter().any(|t| input::is_output(&info, &t.info))
+        {
             let error = Error::InputIsOutput {
                 name: name.to_string(),
             };
@@ -393,8 +446,17 @@ impl<'a> Engine<'a> {
         self.adaptive.reset(false, None);
         self.pacer.reset(0, None);
         self.pace = false;
+        let fan = self.tees_live();
         if let Some(path) = self.settings.hooks.force {
-            return path;
+            // With --tee outputs the choice is between the fan-out and read/write.
+            return match path {
+                Path::ReadWrite => Path::ReadWrite,
+                _ if fan => {
+                    self.start_fanout(fd);
+                    Path::Fanout
+                }
+                path => path,
+            };
         }
         if !self.settings.zero_copy {
             return Path::ReadWrite;
@@ -402,6 +464,21 @@ impl<'a> Engine<'a> {
         let in_pipe = info.kind == FileKind::Pipe;
         let in_size = if in_pipe { grow_pipe(fd) } else { 0 };
         self.splice_len = self.out_pipe_size.max(in_size).max(64 << 10);
+        if fan {
+            // Line budgets cut writes after separators: read/write does that. Only a pipe
+            // input can be tee'd; anything else is read once and written to every output.
+            let budgets = self.settings.stop_at.is_some() || self.limiter.is_some();
+            if !in_pipe || (self.settings.line_mode && budgets) {
+                return Path::ReadWrite;
+            }
+            self.pacer.reset(in_size, self.settings.hooks.pace_ns);
+            if self.out_info.kind != FileKind::Pipe {
+                // Out of a pipe into a non-pipe: a quarter of the pipe per call (see below).
+                self.splice_len = (self.splice_len / 4).max(64 << 10);
+            }
+            self.start_fanout(fd);
+            return Path::Fanout;
+        }
         if self.settings.line_mode {
             // Exact line budgets cut writes after separators: read/write does that.
             let budgets = self.settings.stop_at.is_some() || self.limiter.is_some();
@@ -507,6 +584,7 @@ impl<'a> Engine<'a> {
             Path::Zero => return self.zero_step(),
             Path::TeeLines => return self.tee_lines_step(fd, name),
             Path::FileLines => return self.file_lines_step(fd, name),
+            Path::Fanout => return self.fanout_step(fd, name),
             _ => {}
         }
         let want = match path {
@@ -607,8 +685,17 @@ impl<'a> Engine<'a> {
         if len == 0 {
             return Step::End;
         }
-        if let Err(e) = self.writer.write(&self.buf[start..start + len]) {
-            return self.write_failed(&e);
+        if self.main_live {
+            if let Err(e) = self.writer.write(&self.buf[start..start + len]) {
+                match self.write_failed(&e) {
+                    Step::Continue => {}
+                    step => return step,
+                }
+            }
+        }
+        let to_main = if self.main_live { len } else { 0 };
+        if let Err(step) = self.write_tees(start, len) {
+            return step;
         }
         if self.settings.capture {
             if let Ok(mut tail) = self.progress.tail.lock() {
@@ -620,7 +707,7 @@ impl<'a> Engine<'a> {
             .counters
             .buffered
             .store((end - start - len) as u64, Ordering::Relaxed);
-        self.account(len, lines);
+        self.account_moved(len, to_main, lines);
         Step::Continue
     }
 
@@ -836,14 +923,20 @@ impl<'a> Engine<'a> {
         Step::End
     }
 
-    /// The reader went away: end quietly with status 0, like pv.
+    /// The reader went away: end quietly with status 0, like pv. With `--tee` outputs still
+    /// open they get the rest of the input (unless `--tee-error exit`): Continue.
     fn output_gone(&mut self) -> Step {
         self.progress
             .outcome
             .output_closed
             .store(true, Ordering::Relaxed);
         self.progress.emit(Event::OutputGone);
-        Step::End
+        self.main_live = false;
+        if self.tees_live() && !self.settings.tee_error.main_gone_ends_run() {
+            Step::Continue
+        } else {
+            Step::End
+        }
     }
 
     /// After EAGAIN from a zero-copy call (a neighbour set O_NONBLOCK): wait in poll() for

@@ -18,6 +18,7 @@ mod reliability;
 mod remote;
 mod signals;
 mod soak;
+mod tee;
 mod terminal;
 mod title;
 mod util;

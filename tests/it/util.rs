@@ -15,6 +15,8 @@ pub fn rpv(args: &[&str]) -> Command {
     for var in [
         "RPV_TEST_PATH",
         "RPV_TEST_FAIL_AT",
+        "RPV_TEST_FAIL_TEE_AT",
+        "RPV_TEST_TEE_PIPE",
         "RPV_TEST_TRACE",
         "RPV_TEST_ADAPT",
         "RPV_TEST_PACE",

@@ -1,0 +1,886 @@
+//! Fan-out (`--tee`): the same bytes go to the main output and to every `--tee` output.
+//!
+//! From a pipe input ([`Path::Fanout`]) no byte is copied through rpv. Each round:
+//! 1. `tee(2)` duplicates up to one chunk of the input pipe's pages into the private pipe of
+//!    each `--tee` output that is not a pipe of rpv's own (and into one more private pipe,
+//!    read to count lines with `-l`). The shortest copy decides the round's length; longer
+//!    ones throw their extra bytes away.
+//! 2. For each `--tee` pipe that rpv opened itself (made non-blocking), `tee(2)` duplicates
+//!    the same bytes straight into it. Such a pipe cuts the round to its room (`FIONREAD`)
+//!    if it has room for at least half of it; with less room it takes step 1 this round. If
+//!    it takes only part anyway, the rest goes through its private pipe: a full copy of the
+//!    round, whose first part is thrown away.
+//! 3. `splice(2)` moves the same bytes out of the input pipe into the main output.
+//! 4. Each private pipe is spliced into its output, as far as the output takes it now.
+//!
+//! `tee` always copies from the head of the input pipe, and a private pipe is empty when it
+//! is tee'd into, so every output gets the same bytes: nothing is duplicated or skipped. A
+//! private pipe has at least as many slots as the input pipe holds buffers, so a copy into it
+//! never comes up short in step 2 (an output whose private pipe is smaller takes step 1).
+//!
+//! Slow outputs: rpv never waits for an output that has room. It waits for a `--tee` output
+//! only when the next round needs its private pipe empty, so each output may lag the others
+//! by one chunk in its private pipe plus its own pipe buffer (rpv grows a pipe output to
+//! 1 MiB). Beyond that the slowest output sets the pace, because every output gets every byte:
+//! a bigger buffer would only postpone that, at the cost of memory.
+//!
+//! Failures: a splice into a `--tee` output that the kernel refuses (a device without splice,
+//! an `O_APPEND` file) switches that output to `read` + `write` out of its private pipe, and
+//! a refused tee straight into an output sends it through its private pipe. A refused `tee`
+//! from the input ends the round before any output got anything; a refused splice into the
+//! main output gives it the rest of the round with read + write. Either way the input then
+//! goes on with read/write. A write error, or a reader going away, stops that output as
+//! `--tee-error` says (`outputs::ErrorMode`). The read/write path writes each chunk to every
+//! live output ([`Engine::write_tees`]).
+//!
+//! Must not: allocate per chunk (private pipes and the scratch buffer are made once per
+//! output), or format text except for the rare failure and trace messages.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use super::output::{Modifiers, Writer};
+use super::outputs::{OutputMeter, OutputState, TeeOutput};
+use super::{grow_pipe, Engine, Path, Step};
+use crate::error::{status, Error};
+use crate::meter::Event;
+use crate::sys::{self, FileInfo, FileKind};
+
+/// Bytes read at a time out of a private pipe (counting, copying, discarding).
+const SCRATCH: usize = 128 << 10;
+/// Pipe buffers hold at most a page.
+const PAGE: usize = 4096;
+
+/// One `--tee` output while the engine runs.
+pub(super) struct Tee<'a> {
+    fd: BorrowedFd<'a>,
+    /// What it is (for "input file is output file").
+    pub(super) info: FileInfo,
+    name: &'a str,
+    meter: &'a OutputMeter,
+    writer: Writer<'a>,
+    /// Still receiving data.
+    pub(super) live: bool,
+    /// Bytes delivered so far.
+    written: u64,
+    /// Its private pipe.
+    pipe: Option<Private>,
+    /// Bytes at the head of the private pipe still to deliver.
+    pending: usize,
+    /// Bytes after those to throw away (a round that was cut short).
+    discard: usize,
+    /// Bytes tee'd into the private pipe in the current round.
+    teed: usize,
+    /// The kernel refused to splice into this output: copy out of the private pipe.
+    copy: bool,
+    /// A pipe whose file description is rpv's own, made non-blocking.
+    nonblocking: bool,
+    /// Tees go straight into the output in this round (see [`Engine::fan_ready`]).
+    direct: bool,
+    /// The kernel refused a tee straight into it: never again.
+    no_direct: bool,
+    /// Capacity of its pipe, if it is one.
+    out_cap: usize,
+}
+
+impl<'a> Tee<'a> {
+    /// Prepares `out` for the engine: its kind, its pipe grown, its writer (the modifiers
+    /// except `-X`, which discards the main output only).
+    pub(super) fn new(out: &'a TeeOutput, modifiers: Modifiers) -> io::Result<Tee<'a>> {
+        let fd = out.file.as_fd();
+        let info = sys::fstat(fd)?;
+        let pipe = info.kind == FileKind::Pipe;
+        if pipe {
+            grow_pipe(fd);
+        }
+        // Only rpv uses the description (it opened the path), so O_NONBLOCK disturbs no one;
+        // with it, a tee or splice into a full pipe returns at once.
+        let nonblocking = pipe && !out.shared && sys::set_nonblocking(fd, true).is_ok();
+        let modifiers = Modifiers {
+            discard: false,
+            ..modifiers
+        };
+        out.meter.set_state(OutputState::Open);
+        Ok(Tee {
+            fd,
+            info,
+            name: &out.name,
+            meter: &out.meter,
+            writer: Writer::new(fd, modifiers),
+            live: true,
+            written: 0,
+            pipe: None,
+            pending: 0,
+            discard: 0,
+            teed: 0,
+            copy: false,
+            nonblocking,
+            direct: false,
+            no_direct: false,
+            out_cap: if pipe {
+                sys::pipe_size(fd).unwrap_or(0)
+            } else {
+                0
+            },
+        })
+    }
+
+    fn queued(&self) -> bool {
+        self.live && self.pending + self.discard > 0
+    }
+
+    fn delivered(&mut self, n: usize) {
+        self.pending -= n.min(self.pending);
+        self.written += n as u64;
+        self.meter.set_bytes(self.written);
+    }
+}
+
+/// A private pipe of the fan-out.
+struct Private {
+    /// Read end (non-blocking: rpv knows how much is in it).
+    r: OwnedFd,
+    /// Write end, tee'd into.
+    w: OwnedFd,
+    /// Capacity in bytes.
+    cap: usize,
+}
+
+impl Private {
+    /// A new private pipe of `size` bytes (None: as big as rpv may make it).
+    fn new(size: Option<usize>) -> Option<Private> {
+        let (r, w) = sys::pipe().ok()?;
+        let cap = match size {
+            Some(size) => sys::set_pipe_size(w.as_fd(), size).ok()?,
+            None => grow_pipe(w.as_fd()),
+        };
+        sys::set_nonblocking(r.as_fd(), true).ok()?;
+        Some(Private { r, w, cap })
+    }
+
+    /// Throws away the next `n` bytes: spliced into /dev/null, else read into `buf`.
+    fn discard(&self, null: Option<BorrowedFd<'_>>, buf: &mut [u8], mut n: usize) -> bool {
+        while n > 0 {
+            let want = n.min(buf.len());
+            let result = match null {
+                Some(null) => sys::splice(self.r.as_fd(), null, n),
+                None => sys::read(self.r.as_fd(), &mut buf[..want]),
+            };
+            match result {
+                Ok(k) if k > 0 => n -= k,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                _ if null.is_some() => return self.discard(None, buf, n),
+                _ => return false,
+            }
+        }
+        true
+    }
+}
+
+/// Engine state of the fan-out that is not per output.
+#[derive(Default)]
+pub(super) struct FanState {
+    /// `/dev/null`, where the input's bytes go once the main output's reader is gone, and
+    /// bytes thrown away.
+    null: Option<File>,
+    /// Private pipe whose copy is read to count lines of the main output (`-l`).
+    count: Option<Private>,
+    /// Bytes tee'd into the counting pipe in the current round.
+    count_teed: usize,
+    /// Buffer for reading private pipes ([`SCRATCH`] bytes once needed).
+    scratch: Vec<u8>,
+    /// Splices and tees into `--tee` outputs so far (for `RPV_TEST_FAIL_TEE_AT`).
+    tee_splices: u64,
+    /// Capacity of the current input pipe.
+    in_cap: usize,
+}
+
+impl Engine<'_> {
+    /// Starts the fan-out of the input `fd` (a pipe).
+    pub(super) fn start_fanout(&mut self, fd: BorrowedFd<'_>) {
+        self.fan.in_cap = sys::pipe_size(fd).unwrap_or(usize::MAX);
+    }
+
+    /// True while some `--tee` output receives data.
+    pub(super) fn tees_live(&self) -> bool {
+        self.tees.iter().any(|t| t.live)
+    }
+
+    /// One fan-out round on a pipe input.
+    pub(super) fn fanout_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
+        // Every private pipe empty before it is tee'd into (this is where rpv waits for a
+        // slow --tee output).
+        if let Err(step) = self.flush_tees(true) {
+            return step;
+        }
+        if !self.tees_live() {
+            if !self.main_live {
+                return Step::End;
+            }
+            // Only the main output is left: the ordinary zero-copy paths.
+            return if self.settings.line_mode {
+                self.tee_lines_step(fd, name)
+            } else {
+                self.zero_copy_step(fd, name, Path::Splice)
+            };
+        }
+        let counting = self.settings.line_mode && self.main_live;
+        let cap = self.fan_ready(counting);
+        if cap == 0 {
+            return Step::Fallback;
+        }
+        // No more than the smallest private pipe takes, so that usually every tee copies
+        // the same.
+        let Some(len) = self.next_len(self.splice_len.max(64 << 10).min(cap)) else {
+            return Step::End;
+        };
+        let n = match self.tee_round(fd, len, counting) {
+            Ok(0) => return Step::NextInput,
+            Ok(n) => n,
+            Err(step) => return step,
+        };
+        let (mut moved, mut to_main, mut end) = self.move_to_main(fd, n);
+        if matches!(end, Some(Step::Fallback)) {
+            let calls = self.zero_copy_calls;
+            self.trace(|| format!("trace: fan-out stopped after {calls} zero-copy calls"));
+            // The --tee outputs have (or will have) all n bytes: the main output gets the
+            // rest of them with read + write, and then read/write takes over.
+            match self.catch_up_main(fd, n - moved) {
+                Ok(k) => (moved, to_main) = (n, to_main + k),
+                Err(step) => end = Some(step),
+            }
+        }
+        let lines = if counting {
+            self.count_main_lines(to_main)
+        } else {
+            0
+        };
+        self.read += moved as u64;
+        self.account_moved(moved, to_main, lines);
+        if let Err(step) = self.flush_tees(false) {
+            return step;
+        }
+        if end.is_none() {
+            self.after_splice(fd, name, moved);
+        }
+        end.unwrap_or(Step::Continue)
+    }
+
+    /// Makes the private pipes the round needs and decides which outputs take the tee
+    /// directly. Returns the smallest private pipe's capacity (0 if a pipe cannot be made).
+    fn fan_ready(&mut self, counting: bool) -> usize {
+        let small = self.settings.hooks.tee_pipe;
+        let in_cap = self.fan.in_cap;
+        let mut cap = usize::MAX;
+        for (i, tee) in self.tees.iter_mut().enumerate().filter(|(_, t)| t.live) {
+            let hooked = small.filter(|_| i > 0);
+            if tee.pipe.is_none() {
+                tee.pipe = Private::new(hooked);
+            }
+            let Some(p) = &tee.pipe else {
+                return 0;
+            };
+            // The test hook's pipes are left out, so that their tees copy less.
+            if hooked.is_none() {
+                cap = cap.min(p.cap);
+            }
+            // A direct tee that comes up short sends the rest through the private pipe,
+            // which must then take all the input pipe can hold.
+            tee.direct = tee.nonblocking && !tee.copy && !tee.no_direct && p.cap >= in_cap;
+        }
+        if counting {
+            if self.fan.count.is_none() {
+                self.fan.count = Private::new(None);
+            }
+            match &self.fan.count {
+                None => return 0,
+                Some(p) => cap = cap.min(p.cap),
+            }
+            if self.fan.scratch.is_empty() {
+                self.fan.scratch = vec![0; SCRATCH];
+            }
+        }
+        cap
+    }
+
+    /// Tees the same bytes of the input pipe, at most `len`, to every live `--tee` output
+    /// (and the counting pipe): first into the private pipes, whose copies decide how many,
+    /// then straight into the outputs that take it (what one does not take now goes through
+    /// its private pipe). Returns how many (0: end of input); each output's private pipe
+    /// then holds exactly what it still has to get. Err: how the step ends (Continue: try
+    /// again).
+    fn tee_round(&mut self, fd: BorrowedFd<'_>, len: usize, counting: bool) -> Result<usize, Step> {
+        let mut want = len;
+        let mut known = false;
+        // An output that has room for at least half the round gets it straight (the round
+        // cut to its room); one with less room gets it through its private pipe this time.
+        for tee in self.tees.iter_mut().filter(|t| t.live && t.direct) {
+            let unread = sys::unread_bytes(tee.fd).unwrap_or(usize::MAX);
+            let room = tee.out_cap.saturating_sub(unread) / PAGE * PAGE;
+            if room >= want / 2 && room > 0 {
+                want = want.min(room);
+            } else {
+                tee.direct = false;
+            }
+        }
+        // Private copies first: they decide how many bytes the round moves.
+        for m in 0..=self.tees.len() {
+            let member = match self.tees.get(m) {
+                Some(t) if t.live && !t.direct => Some(m),
+                None if counting => None,
+                _ => continue,
+            };
+            let got = self.tee_private(fd, member, want, !known)?;
+            if got == 0 && !known {
+                return Ok(0);
+            }
+            (want, known) = (want.min(got), true);
+        }
+        for i in 0..self.tees.len() {
+            if !self.tees[i].live || !self.tees[i].direct {
+                continue;
+            }
+            let took = match self.tee_direct(fd, i, want, !known)? {
+                Direct::Took(t) => t,
+                Direct::End if !known => return Ok(0),
+                // (An end of input after a copy cannot be: the bytes are there.)
+                Direct::Nothing | Direct::End => 0,
+                Direct::Failed => continue,
+            };
+            if !known {
+                if took == 0 {
+                    // Its private pipe decides the round.
+                    let got = self.tee_private(fd, Some(i), want, true)?;
+                    if got == 0 {
+                        return Ok(0);
+                    }
+                    (want, known) = (got, true);
+                    continue;
+                }
+                (want, known) = (took, true);
+            }
+            self.tees[i].delivered(took);
+            if took < want {
+                // Its pipe had fewer free slots than bytes of room (or a new size).
+                self.tees[i].out_cap = sys::pipe_size(self.tees[i].fd).unwrap_or(0);
+                self.rest_through_private(fd, i, took, want)?;
+            }
+        }
+        if want == 0 {
+            // A copy of nothing after a copy of something (the bytes are there, so this
+            // cannot be): throw the round away and try again.
+            self.throw_away_round();
+            return Err(Step::Continue);
+        }
+        // Each private pipe keeps `want` bytes; a longer copy throws the rest away.
+        for tee in self.tees.iter_mut().filter(|t| t.live && t.teed > 0) {
+            tee.pending += want.min(tee.teed);
+            tee.discard = tee.teed.saturating_sub(want);
+            tee.teed = 0;
+        }
+        Ok(want)
+    }
+
+    /// Tees up to `want` bytes into a private pipe (`Some(i)`: tee `i`'s, `None`: the counting
+    /// pipe) and records how many in its `teed`. `first`: nothing was tee'd in this round yet.
+    fn tee_private(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        member: Option<usize>,
+        want: usize,
+        first: bool,
+    ) -> Result<usize, Step> {
+        loop {
+            let fail = self.injected_failure();
+            let target = match member {
+                Some(i) => self.tees[i].pipe.as_ref().map(|p| p.w.as_fd()),
+                None => self.fan.count.as_ref().map(|p| p.w.as_fd()),
+            };
+            let result = match target {
+                Some(_) if fail => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+                Some(w) => sys::tee(fd, w, want),
+                None => Err(io::Error::from_raw_os_error(libc::EBADF)),
+            };
+            match result {
+                Ok(got) => {
+                    match member {
+                        Some(i) => self.tees[i].teed = got,
+                        None => self.fan.count_teed = got,
+                    }
+                    return Ok(got);
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => {}
+                    // A non-blocking input with nothing in it yet.
+                    Some(libc::EAGAIN) => {
+                        let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                        if first {
+                            return Err(Step::Continue);
+                        }
+                    }
+                    _ => {
+                        self.throw_away_round();
+                        return Err(Step::Fallback);
+                    }
+                },
+            }
+        }
+    }
+
+    /// Tees up to `want` bytes straight into tee `i`'s output (a pipe rpv made
+    /// non-blocking). `first`: nothing was tee'd in this round yet.
+    fn tee_direct(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        i: usize,
+        want: usize,
+        first: bool,
+    ) -> Result<Direct, Step> {
+        loop {
+            let fail = self.injected_tee_failure();
+            let tee = &mut self.tees[i];
+            let result = if fail {
+                Err(io::Error::from_raw_os_error(libc::EINVAL))
+            } else {
+                sys::tee(fd, tee.fd, want)
+            };
+            return match result {
+                Ok(0) => Ok(Direct::End),
+                Ok(t) => Ok(Direct::Took(t)),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    // The output had room (tee_round checked), so (O_NONBLOCK counts for
+                    // both sides) the input is empty: wait for it, unless the round is
+                    // already decided (then the input is not empty: the output filled up).
+                    Some(libc::EAGAIN) if first => {
+                        let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                        Err(Step::Continue)
+                    }
+                    Some(libc::EAGAIN) => Ok(Direct::Nothing),
+                    Some(libc::EPIPE) => {
+                        self.tee_failed(i, &e)?;
+                        Ok(Direct::Failed)
+                    }
+                    // Refused: this output goes through its private pipe from now on.
+                    _ => {
+                        tee.no_direct = true;
+                        tee.direct = false;
+                        let name = tee.name;
+                        self.trace(|| format!("trace: --tee {name}: private pipe"));
+                        Ok(Direct::Nothing)
+                    }
+                },
+            };
+        }
+    }
+
+    /// Tee `i`'s output took only `took` of the round's `want` bytes: the rest goes through
+    /// its private pipe (a full copy, whose first `took` bytes are thrown away at once).
+    fn rest_through_private(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        i: usize,
+        took: usize,
+        want: usize,
+    ) -> Result<(), Step> {
+        let copied = loop {
+            let Some(w) = self.tees[i].pipe.as_ref().map(|p| p.w.as_fd()) else {
+                break Err(io::Error::from_raw_os_error(libc::EBADF));
+            };
+            match sys::tee(fd, w, want) {
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                other => break other,
+            }
+        };
+        // The private pipe is empty and has at least as many slots as the input pipe has
+        // buffers, so it gets all `want` bytes; if not, this output cannot be given them.
+        let copied = match copied {
+            Ok(n) if n == want => n,
+            Ok(_) => return self.tee_failed(i, &io::Error::from_raw_os_error(libc::EIO)),
+            Err(e) => return self.tee_failed(i, &e),
+        };
+        self.fan.open_null();
+        let fan = &mut self.fan;
+        let null = fan.null.as_ref().map(|f| f.as_fd());
+        let scratch = scratch(&mut fan.scratch);
+        let tee = &mut self.tees[i];
+        if !tee
+            .pipe
+            .as_ref()
+            .is_some_and(|p| p.discard(null, scratch, took))
+        {
+            return self.tee_failed(i, &io::Error::from_raw_os_error(libc::EIO));
+        }
+        tee.pending = copied - took;
+        Ok(())
+    }
+
+    /// Marks everything tee'd in this round to be thrown away.
+    fn throw_away_round(&mut self) {
+        for tee in self.tees.iter_mut() {
+            tee.discard += std::mem::take(&mut tee.teed);
+        }
+        let teed = std::mem::take(&mut self.fan.count_teed);
+        self.discard_count(teed);
+    }
+
+    /// Moves `n` bytes out of the input pipe: into the main output, or into /dev/null once
+    /// its reader is gone. Returns (bytes moved, of which into the main output, how the step
+    /// ends if it must).
+    fn move_to_main(&mut self, fd: BorrowedFd<'_>, n: usize) -> (usize, usize, Option<Step>) {
+        let (mut moved, mut to_main) = (0, 0);
+        while moved < n {
+            let main = self.main_live;
+            let fail = self.injected_failure();
+            let sink = if main {
+                Some(self.out)
+            } else {
+                self.null_sink()
+            };
+            let result = match sink {
+                Some(_) if fail => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+                Some(sink) => sys::splice(fd, sink, n - moved),
+                None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+            };
+            match result {
+                Ok(k) if k > 0 => {
+                    moved += k;
+                    if main {
+                        to_main += k;
+                    }
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    let _ = sys::poll_one(self.out, libc::POLLOUT, 100);
+                }
+                Err(e) if main && e.raw_os_error() == Some(libc::EPIPE) => {
+                    if matches!(self.output_gone(), Step::End) {
+                        return (moved, to_main, Some(Step::End));
+                    }
+                }
+                // Refused (or the input vanished): read/write takes over from here.
+                _ => return (moved, to_main, Some(Step::Fallback)),
+            }
+        }
+        (moved, to_main, None)
+    }
+
+    /// Reads the next `n` bytes of the input pipe (they are there: they were tee'd) and
+    /// writes them to the main output. Returns how many the main output got.
+    fn catch_up_main(&mut self, fd: BorrowedFd<'_>, mut n: usize) -> Result<usize, Step> {
+        let mut to_main = 0;
+        let mut buf = std::mem::take(&mut self.fan.scratch);
+        let result = loop {
+            if n == 0 {
+                break Ok(to_main);
+            }
+            let want = n.min(scratch(&mut buf).len());
+            let k = match sys::read(fd, &mut buf[..want]) {
+                Ok(k) if k > 0 => k,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                    continue;
+                }
+                _ => break Err(Step::End),
+            };
+            n -= k;
+            if self.main_live {
+                match self.writer.write(&buf[..k]) {
+                    Ok(()) => to_main += k,
+                    Err(e) => match self.write_failed(&e) {
+                        Step::Continue => {}
+                        step => break Err(step),
+                    },
+                }
+            }
+        };
+        self.fan.scratch = buf;
+        result
+    }
+
+    fn null_sink(&mut self) -> Option<BorrowedFd<'_>> {
+        self.fan.open_null();
+        self.fan.null.as_ref().map(|f| f.as_fd())
+    }
+
+    /// Reads this round's copy out of the counting pipe and counts the separators in the
+    /// first `counted` bytes (those the main output got).
+    fn count_main_lines(&mut self, counted: usize) -> u64 {
+        let teed = std::mem::take(&mut self.fan.count_teed);
+        let sep = self.settings.separator;
+        let fan = &mut self.fan;
+        let Some(count) = fan.count.as_ref() else {
+            return 0;
+        };
+        let (mut done, mut lines) = (0, 0);
+        while done < teed {
+            let want = (teed - done).min(fan.scratch.len());
+            match sys::read(count.r.as_fd(), &mut fan.scratch[..want]) {
+                Ok(k) if k > 0 => {
+                    let upto = k.min(counted.saturating_sub(done));
+                    lines += bytecount::count(&fan.scratch[..upto], sep) as u64;
+                    done += k;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                _ => {
+                    // Cannot happen with a pipe of our own; start over with a new one.
+                    fan.count = None;
+                    break;
+                }
+            }
+        }
+        lines
+    }
+
+    /// Throws away `n` bytes of the counting pipe.
+    fn discard_count(&mut self, n: usize) {
+        if n > 0 {
+            self.fan.open_null();
+            let fan = &mut self.fan;
+            let null = fan.null.as_ref().map(|f| f.as_fd());
+            let scratch = scratch(&mut fan.scratch);
+            if !fan
+                .count
+                .as_ref()
+                .is_some_and(|p| p.discard(null, scratch, n))
+            {
+                fan.count = None;
+            }
+        }
+    }
+
+    /// Counts `moved` bytes holding `lines` separators that left the input: `to_main` of
+    /// them (all or none of the lines) reached the main output. `-L` counts them all.
+    pub(super) fn account_moved(&mut self, moved: usize, to_main: usize, lines: u64) {
+        let main_lines = if to_main > 0 { lines } else { 0 };
+        self.account(to_main, main_lines);
+        let rest = if self.settings.line_mode {
+            lines - main_lines
+        } else {
+            (moved - to_main) as u64
+        };
+        if let Some(limiter) = self.limiter.as_mut().filter(|_| rest > 0) {
+            limiter.consume(rest);
+        }
+    }
+
+    /// Delivers what the private pipes hold. With `wait`, until every one is empty;
+    /// otherwise only what the outputs take at once. Err: the run must end.
+    pub(super) fn flush_tees(&mut self, wait: bool) -> Result<(), Step> {
+        for i in 0..self.tees.len() {
+            if self.tees[i].queued() {
+                self.flush_tee(i, false)?;
+            }
+        }
+        if wait {
+            for i in 0..self.tees.len() {
+                if self.tees[i].queued() {
+                    self.flush_tee(i, true)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Delivers tee `i`'s private pipe (see [`Engine::flush_tees`]).
+    fn flush_tee(&mut self, i: usize, wait: bool) -> Result<(), Step> {
+        while self.tees[i].live && self.tees[i].pending > 0 {
+            if self.tees[i].copy {
+                self.copy_tee(i)?;
+                continue;
+            }
+            let fail = self.injected_tee_failure();
+            let tee = &mut self.tees[i];
+            let result = match tee.pipe.as_ref() {
+                Some(_) if fail => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+                Some(p) => sys::splice(p.r.as_fd(), tee.fd, tee.pending),
+                None => Err(io::Error::from_raw_os_error(libc::EBADF)),
+            };
+            match result {
+                Ok(k) if k > 0 => tee.delivered(k),
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if !wait {
+                        return Ok(());
+                    }
+                    let _ = sys::poll_one(tee.fd, libc::POLLOUT, 100);
+                    if self
+                        .progress
+                        .control
+                        .stop
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                    {
+                        return Err(Step::End);
+                    }
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EPIPE) => self.tee_failed(i, &e)?,
+                // Refused (EINVAL for a device without splice or an O_APPEND file, or a
+                // real error): nothing moved; read + write takes over and reports real
+                // errors itself.
+                _ => {
+                    tee.copy = true;
+                    let name = tee.name;
+                    self.trace(|| format!("trace: --tee {name}: ReadWrite"));
+                }
+            }
+        }
+        if self.tees[i].live && self.tees[i].pending == 0 && self.tees[i].discard > 0 {
+            self.fan.open_null();
+            let fan = &mut self.fan;
+            let null = fan.null.as_ref().map(|f| f.as_fd());
+            let scratch = scratch(&mut fan.scratch);
+            let tee = &mut self.tees[i];
+            let n = std::mem::take(&mut tee.discard);
+            if !tee
+                .pipe
+                .as_ref()
+                .is_some_and(|p| p.discard(null, scratch, n))
+            {
+                // Cannot happen with a pipe of our own; start over with a new one.
+                tee.pipe = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies one piece of tee `i`'s private pipe to its output with read + write.
+    fn copy_tee(&mut self, i: usize) -> Result<(), Step> {
+        let scratch = scratch(&mut self.fan.scratch);
+        let tee = &mut self.tees[i];
+        let want = tee.pending.min(scratch.len());
+        let read = match tee.pipe.as_ref() {
+            Some(p) => sys::read(p.r.as_fd(), &mut scratch[..want]),
+            None => Err(io::Error::from_raw_os_error(libc::EBADF)),
+        };
+        let result = match read {
+            Ok(k) if k > 0 => tee.writer.write(&scratch[..k]).map(|()| k),
+            Ok(_) => Err(io::Error::from_raw_os_error(libc::EIO)),
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => Ok(0),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(k) => {
+                tee.delivered(k);
+                Ok(())
+            }
+            Err(e) => self.tee_failed(i, &e),
+        }
+    }
+
+    /// Counts one splice or tee into a `--tee` output; true if `RPV_TEST_FAIL_TEE_AT` fails
+    /// it.
+    fn injected_tee_failure(&mut self) -> bool {
+        self.fan.tee_splices += 1;
+        self.settings.hooks.fail_tee_at == Some(self.fan.tee_splices)
+    }
+
+    /// The read/write path: writes `buf[start..start + len]` to every live `--tee` output
+    /// (after what its private pipe still holds from the fan-out).
+    pub(super) fn write_tees(&mut self, start: usize, len: usize) -> Result<(), Step> {
+        for i in 0..self.tees.len() {
+            if self.tees[i].queued() {
+                self.flush_tee(i, true)?;
+            }
+            let tee = &mut self.tees[i];
+            if !tee.live {
+                continue;
+            }
+            match tee.writer.write(&self.buf[start..start + len]) {
+                Ok(()) => tee.delivered(len),
+                Err(e) => self.tee_failed(i, &e)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the run for every `--tee` output: what the private pipes hold, then the end of
+    /// each writer (a sparse file that ends in a hole gets its length).
+    pub(super) fn finish_tees(&mut self) {
+        if self.flush_tees(true).is_err() {
+            return;
+        }
+        for i in 0..self.tees.len() {
+            if self.tees[i].live {
+                if let Err(e) = self.tees[i].writer.finish() {
+                    let _ = self.tee_failed(i, &e);
+                }
+            }
+        }
+    }
+
+    /// Output `i` failed with `e`: it gets no more data; reported and fatal as
+    /// `--tee-error` says. Err: the run must end.
+    fn tee_failed(&mut self, i: usize, e: &io::Error) -> Result<(), Step> {
+        let broken = e.raw_os_error() == Some(libc::EPIPE);
+        let mode = self.settings.tee_error;
+        let tee = &mut self.tees[i];
+        tee.live = false;
+        tee.pipe = None;
+        (tee.pending, tee.discard, tee.teed) = (0, 0, 0);
+        tee.meter.set_state(if broken {
+            OutputState::Closed
+        } else {
+            OutputState::Failed
+        });
+        let fatal = mode.ends_run(broken);
+        if mode.reports(broken) {
+            let rest = if fatal {
+                ""
+            } else {
+                " (no more data goes to it)"
+            };
+            self.progress.emit(Event::Error(Error::other(
+                status::TRANSFER,
+                format!(
+                    "--tee {}: write failed: {}{rest}",
+                    tee.name,
+                    sys::strerror(e)
+                ),
+            )));
+        }
+        if fatal {
+            self.progress
+                .outcome
+                .aborted
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(Step::End);
+        }
+        if !self.main_live && !self.tees_live() {
+            return Err(Step::End);
+        }
+        Ok(())
+    }
+}
+
+/// What a tee straight into an output did.
+enum Direct {
+    /// It took this many bytes.
+    Took(usize),
+    /// It took nothing now (full, refused).
+    Nothing,
+    /// The input ended.
+    End,
+    /// The output failed (it is no longer live).
+    Failed,
+}
+
+/// The scratch buffer, made on first use.
+fn scratch(buf: &mut Vec<u8>) -> &mut [u8] {
+    if buf.is_empty() {
+        *buf = vec![0; SCRATCH];
+    }
+    buf
+}
+
+impl FanState {
+    fn open_null(&mut self) {
+        if self.null.is_none() {
+            self.null = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .ok();
+        }
+    }
+}
