@@ -1,4 +1,4 @@
-//! Adaptive small-chunk switch for pipe input on the splice path (research §2.4).
+//! Adaptive small-chunk switch for pipe input on the splice path.
 //!
 //! When splices from the input pipe keep moving little (an EWMA of the bytes per call under
 //! [`SMALL`]), the producer is the bottleneck and every call hands the next stage a small

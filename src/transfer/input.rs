@@ -1,5 +1,5 @@
 //! Inputs and the output: opening, the "input is the output" check, and total-size detection
-//! (spec 3.1–3.3).
+//!.
 //!
 //! Must not: print. Errors come back as values; the engine queues them as events.
 

@@ -1,4 +1,4 @@
-//! Line counting (`-l`) without copying the data through rpv (research §5).
+//! Line counting (`-l`) without copying the data through rpv.
 //!
 //! - [`Path::TeeLines`], pipe input: `tee(2)` duplicates up to a pipe's worth of the input
 //!   into a private pipe, `splice(2)` moves exactly those bytes to the output, and rpv

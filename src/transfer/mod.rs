@@ -1,5 +1,5 @@
 //! The data engine: moves every input to the output on the fastest path that works, and
-//! bumps the shared counters (spec 3.1–3.11; DESIGN.md "Transfer paths").
+//! publishes its progress (counters, events) for the display loop.
 //!
 //! Paths, chosen per input and downgraded at run time:
 //! - [`Path::Splice`] when either side is a pipe (both stdio pipes enlarged first);
@@ -228,9 +228,9 @@ pub struct Engine<'a> {
     /// The "read errors detected" warning was given for the current input.
     warned: bool,
     limiter: Option<Limiter>,
-    /// Bytes written (published to `shared.bytes`).
+    /// Bytes written (published to `Counters::bytes`).
     bytes: u64,
-    /// Lines written (published to `shared.lines`).
+    /// Lines written (published to `Counters::lines`).
     lines: u64,
     /// Bytes read from inputs (for the `-S` read cap in byte mode).
     read: u64,
@@ -240,7 +240,7 @@ pub struct Engine<'a> {
     splice_len: usize,
     /// Read/write buffer size wanted (`-B`, changeable at run time).
     buffer_size: usize,
-    /// The `shared.tuning_version` last applied.
+    /// The `Control::tuning_version` last applied.
     tuning_seen: u64,
     /// Private pipe and buffers of the fast `-l` paths.
     line_state: lines::LineState,
@@ -988,7 +988,7 @@ fn input_end(fd: BorrowedFd<'_>, offset: u64) -> Option<u64> {
     }
 }
 
-/// Bytes to skip after the `errors`-th read error in a row (spec 3.11): `-Z` if given, else
+/// Bytes to skip after the `errors`-th read error in a row: `-Z` if given, else
 /// 1 byte for the first four errors, 2 up to nine, then doubling from 1 to 512.
 fn skip_amount(block: u64, errors: u32) -> u64 {
     if block > 0 {

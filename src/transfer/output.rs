@@ -2,7 +2,7 @@
 //! `-X` (discard), `-O` (sparse), `-Y` (sync) and `-K` (direct I/O).
 //!
 //! Differences from pv, on purpose: `-O` turns every all-zero 4 KiB block into a hole, not
-//! only whole all-zero writes (spec 7.1 #6); `-K` writes the unaligned tail of a file by
+//! only whole all-zero writes; `-K` writes the unaligned tail of a file by
 //! dropping `O_DIRECT` when the kernel refuses an unaligned write (pv fails and truncates).
 
 use std::fs::File;
