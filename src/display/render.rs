@@ -43,7 +43,7 @@ const SGR_CODES_PER_ESCAPE: usize = 16;
 /// narrow terminal wraps and scrolls at every update), and the percentage is the last thing
 /// to go (pv drops the bar and its percentage together once the bar no longer fits). When
 /// the line does not fit, or a known percentage would vanish, these give way one after the
-/// other until it fits (see [`FIT_ORDER`]):
+/// other until it fits (see `FIT_ORDER`):
 /// 1. the bars: `%p` shows its percentage alone (a bouncing bar for an unknown size stays,
 ///    as wide as what is left), the other bars go;
 /// 2. `%A` and `%L`, then `%T`, `%I`, `%a`;
