@@ -40,6 +40,9 @@ impl Rng {
     }
 }
 
+/// Stands for the run's `--tee` file of an instance in a plan (`@tee@N`).
+const TEE: &str = "@tee@";
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Source {
     File,
@@ -85,10 +88,11 @@ fn plan(rng: &mut Rng) -> Plan {
     let mut stages = Vec::new();
     for i in 0..instances {
         let mut o: Vec<String> = Vec::new();
-        if rng.chance(50) {
-            o.extend(["-f", "-i", "0.1"].map(String::from));
-        } else {
-            o.push("-q".into());
+        match rng.below(8) {
+            0..=2 => o.extend(["-f", "-i", "0.1"].map(String::from)),
+            3 => o.extend(["--json", "-i", "0.1"].map(String::from)),
+            4 => o.extend(["--log", "-i", "0.1"].map(String::from)),
+            _ => o.push("-q".into()),
         }
         // /dev/zero has no lines: `-S -s N -l` would never stop.
         let zero = source == Source::Zero && i == 0;
@@ -109,6 +113,13 @@ fn plan(rng: &mut Rng) -> Plan {
                 "-B".into(),
                 rng.pick(&["4096", "65537", "1M", "3"]).to_string(),
             ]);
+        }
+        if rng.chance(15) {
+            // A copy of the stream; `run` checks it byte for byte.
+            o.extend(["--tee".into(), format!("{TEE}{i}")]);
+        }
+        if rng.chance(5) {
+            o.push("--pipeline".into());
         }
         if rng.chance(15) {
             // Fast enough to end within a few seconds.
@@ -154,10 +165,21 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
     let in_path = dir.file("in", &input);
     let out_path = dir.path("out");
     let _ = std::fs::remove_file(&out_path);
+    for i in 0..plan.stages.len() {
+        let _ = std::fs::remove_file(dir.path(&format!("tee{i}")));
+    }
     let mut children: Vec<Child> = Vec::new();
     let mut feeder = None;
     let last = plan.stages.len() - 1;
     for (i, options) in plan.stages.iter().enumerate() {
+        // `--tee` names are placeholders until here: the run's own directory.
+        let options: Vec<String> = options
+            .iter()
+            .map(|o| match o.strip_prefix(TEE) {
+                Some(n) => dir.path(&format!("tee{n}")).to_string_lossy().into_owned(),
+                None => o.clone(),
+            })
+            .collect();
         let mut cmd = rpv(&options.iter().map(String::as_str).collect::<Vec<_>>());
         cmd.stderr(Stdio::piped());
         if i == 0 {
@@ -321,6 +343,19 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
             out.len(),
             expected.len()
         ));
+    }
+    for (i, options) in plan.stages.iter().enumerate() {
+        if let Some(n) = options.iter().find_map(|o| o.strip_prefix(TEE)) {
+            let copy = std::fs::read(dir.path(&format!("tee{n}"))).unwrap_or_default();
+            if copy != expected {
+                let first = copy.iter().zip(&expected).position(|(a, b)| a != b);
+                return Err(format!(
+                    "--tee of instance {i}: {} bytes out of {}, first difference at {first:?}",
+                    copy.len(),
+                    expected.len()
+                ));
+            }
+        }
     }
     if sent > 0 {
         eprint!(" [{sent} signals]");
