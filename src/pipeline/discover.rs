@@ -141,9 +141,10 @@ pub fn scan(proc: &mut dyn Proc, sessions: Option<&[u32]>) -> io::Result<Table> 
         let Some(stat) = Stat::parse(&String::from_utf8_lossy(&text)) else {
             continue;
         };
-        // Kernel threads have no session; zombies have no descriptors.
+        // Kernel threads and zombies have no descriptors. (Session 0 is not a kernel thread
+        // in a PID namespace whose session leader is outside it: every process has it.)
         let wanted = sessions.is_none_or(|s| s.contains(&stat.session));
-        if stat.session == 0 || !wanted || matches!(stat.state, 'Z' | 'X') {
+        if stat.kernel_thread || !wanted || matches!(stat.state, 'Z' | 'X') {
             continue;
         }
         let mut end = |fd| match proc.fd_link(pid, fd) {
@@ -532,6 +533,7 @@ mod tests {
                 ppid,
                 pgrp: 100,
                 session: 100,
+                kernel_thread: false,
                 cpu_ticks: 0,
                 threads: 1,
                 start: u64::from(pid),

@@ -30,6 +30,8 @@ pub struct FakeProcess {
     pub stdout: End,
     pub io: Io,
     pub hidden: bool,
+    /// A kernel thread (`PF_KTHREAD` in its stat flags).
+    pub kernel: bool,
     pub rpv: Option<u64>,
 }
 
@@ -76,6 +78,7 @@ impl FakeProc {
                 stdout,
                 io: Io::default(),
                 hidden: false,
+                kernel: false,
                 rpv: None,
             },
         );
@@ -133,11 +136,12 @@ impl FakeProc {
             None => (p.tasks[0].state, p.tasks.iter().map(|t| t.ticks).sum()),
         };
         format!(
-            "{pid} ({}) {state} {} {} {} 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 {} 0 {} 0 0",
+            "{pid} ({}) {state} {} {} {} 0 -1 {} 0 0 0 0 {ticks} 0 0 0 20 0 {} 0 {} 0 0",
             p.comm,
             p.ppid,
             p.session,
             p.session,
+            if p.kernel { 0x0020_0040 } else { 0x0040_0000 },
             p.tasks.len(),
             p.start
         )

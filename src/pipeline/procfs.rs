@@ -28,6 +28,10 @@ const MAX_KEPT: usize = 512;
 /// which is 100 on every architecture rpv builds for).
 pub const TICKS_PER_SECOND: u64 = 100;
 
+/// The flag of field 9 of `/proc/PID/stat` that marks a kernel thread (`PF_KTHREAD` in the
+/// kernel's `include/linux/sched.h`; not in the libc crate).
+const PF_KTHREAD: u64 = 0x0020_0000;
+
 /// The fields of `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) the view uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stat {
@@ -40,8 +44,12 @@ pub struct Stat {
     pub ppid: u32,
     /// Field 5.
     pub pgrp: u32,
-    /// Field 6.
+    /// Field 6. Reads 0 for every process of a PID namespace whose session leader is
+    /// outside it (a container), so it does not tell kernel threads apart.
     pub session: u32,
+    /// Field 9 has the kernel's `PF_KTHREAD` flag: a kernel thread (no descriptors, no
+    /// pipeline).
+    pub kernel_thread: bool,
     /// Fields 14 + 15 (user + system time), in clock ticks.
     pub cpu_ticks: u64,
     /// Field 20.
@@ -66,6 +74,7 @@ impl Stat {
             ppid: small(4)?,
             pgrp: small(5)?,
             session: small(6)?,
+            kernel_thread: number(9)? & PF_KTHREAD != 0,
             cpu_ticks: number(14)?.saturating_add(number(15)?),
             threads: small(20)?,
             start: number(22)?,
@@ -401,6 +410,7 @@ mod tests {
                 ppid: 13323,
                 pgrp: 13323,
                 session: 5706,
+                kernel_thread: false,
                 cpu_ticks: 257,
                 threads: 1,
                 start: 8_812_345,
@@ -418,6 +428,19 @@ mod tests {
             ('S', 1, 3, 99)
         );
         assert_eq!(stat.cpu_ticks, 7);
+        assert!(!stat.kernel_thread);
+    }
+
+    #[test]
+    fn a_kernel_thread_is_told_by_its_flag_not_its_session() {
+        // kthreadd, as the kernel shows it: flags 0x208040 (PF_KTHREAD among them).
+        let kthreadd = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 1 0 0 20 0 1 0 1 0 0";
+        assert!(Stat::parse(kthreadd).unwrap().kernel_thread);
+        // A shell in a PID namespace whose session leader is outside it: session 0.
+        let shell = "1 (sh) S 0 0 0 0 -1 4194560 0 0 0 0 0 1 0 0 20 0 1 0 5 0 0";
+        let stat = Stat::parse(shell).unwrap();
+        assert_eq!(stat.session, 0);
+        assert!(!stat.kernel_thread);
     }
 
     #[test]

@@ -72,6 +72,34 @@ fn every_stage_in_order_from_any_of_them_or_the_shell() {
     }
 }
 
+/// In a PID namespace whose session leader is outside it (a container, a CI sandbox), every
+/// process has session 0, the session kernel threads have: the pipeline is still found,
+/// and kernel threads are still left out of the scan.
+#[test]
+fn a_pipeline_in_session_0_is_found_and_kernel_threads_are_not_scanned() {
+    let fake = three();
+    fake.add(2, 0, "kthreadd", End::Closed, End::Closed);
+    fake.with(2, |p| p.kernel = true);
+    fake.add(50, 1, "sleep 100", TTY, TTY);
+    for pid in [2, 50, 100, 101, 102, 103] {
+        fake.with(pid, |p| p.session = 0);
+    }
+    for start in [101, 102, 103, 100] {
+        let view = watch(&fake, start).sample(0);
+        assert_eq!(
+            commands(&view),
+            ["cat big", "gzip -9", "cat"],
+            "from {start}"
+        );
+    }
+    let table = super::discover::scan(&mut fake.clone(), Some(&[0])).unwrap();
+    assert!(
+        table.get(2).is_none(),
+        "a kernel thread is not in the table"
+    );
+    assert!(table.get(50).is_some() && table.get(101).is_some());
+}
+
 #[test]
 fn errors_name_the_reason() {
     let fake = three();
