@@ -277,6 +277,8 @@ pub struct Cursor {
     pid: u32,
     start: u64,
     joined: bool,
+    /// Terminal width at this instance's last line (0 before the first).
+    width: usize,
     /// The terminal was resized: ask where the cursor is before the next line.
     requery: bool,
 }
@@ -300,6 +302,7 @@ impl Cursor {
             pid,
             start: start_time(pid),
             joined: false,
+            width: 0,
             requery: false,
         })
     }
@@ -452,12 +455,23 @@ impl Cursor {
                 reg.top = row.saturating_sub(reg.last).max(1);
             }
         }
+        // A reflowing terminal that rewrapped the wider lines while narrow can leave the
+        // wrapped-off ends of them below the rows when it widens again: every instance, at
+        // its first line at a new width, clears everything below the rows (nothing else is
+        // drawn there while they run; messages go on rows of their own). Every instance, not
+        // only the first: a line another one wrote at the old width may land after a clear.
+        let clear_below = self.width != 0 && self.width != size.0;
+        self.width = size.0;
         reg.size = size;
         let mut text = String::with_capacity(lines.iter().map(|(l, _)| l.len() + 16).sum());
         let scroll = reg.fit(height);
         if scroll > 0 {
             text.push_str(&format!("\x1b[{height};1H"));
             text.extend(std::iter::repeat_n('\n', scroll));
+        }
+        let below = reg.bottom(height) + 1;
+        if clear_below && below <= height {
+            text.push_str(&format!("\x1b[{below};1H\x1b[J"));
         }
         for ((line, columns), &slot) in lines.iter().zip(&slots) {
             if let Some(row) = reg.row(slot, height) {

@@ -427,3 +427,118 @@ fn a_planted_symlink_is_not_followed() {
     );
     assert!(rows.iter().any(|r| r == "done"), "{rows:#?}");
 }
+
+/// A tmux server of its own (socket and registry in `dir`), 100×30, running `script` in
+/// bash with `$RPV` set.
+struct Tmux<'a> {
+    dir: &'a Dir,
+}
+
+impl Tmux<'_> {
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .arg("-L")
+            .arg("rpv-test")
+            .args(args)
+            .env("TMUX_TMPDIR", self.dir.dir.path())
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tmux")
+    }
+
+    fn pane(&self) -> Vec<String> {
+        let out = self.cmd(&["capture-pane", "-p"]);
+        let mut rows: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim_end().to_string())
+            .collect();
+        while rows.last().is_some_and(|r| r.is_empty()) {
+            rows.pop();
+        }
+        rows
+    }
+}
+
+impl Drop for Tmux<'_> {
+    fn drop(&mut self) {
+        self.cmd(&["kill-server"]);
+    }
+}
+
+/// A terminal that reflows (tmux, like VTE and kitty: long lines are rewrapped when it
+/// narrows and joined again when it widens) is narrowed and widened while three instances
+/// run in an interactive shell: at the end the rows are right below the command line, with
+/// nothing left of the rewrapped lines anywhere. (Before the fix, the wrapped-off end of an
+/// old line stayed below the rows in about one run of five here.)
+#[test]
+fn rows_stay_in_place_when_a_reflowing_terminal_narrows_and_widens() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: tmux is not installed (.ci/run installs it)");
+        return;
+    }
+    let dir = Dir::new();
+    // 300 MB at 30 MB/s: 10 seconds. (Written out, not sparse: the instances must be as
+    // busy as with real data for the redraws to race with the resizes as they do for users.)
+    dir.file("in", &vec![0u8; 300_000_000]);
+    let tmux = Tmux { dir: &dir };
+    let mut start = vec![
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-x",
+        "100",
+        "-y",
+        "30",
+    ];
+    let env: Vec<String> = tmpdir_env(&dir)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .chain([
+            format!("RPV={}", env!("CARGO_BIN_EXE_rpv")),
+            "LC_ALL=C".into(),
+        ])
+        .collect();
+    for e in &env {
+        start.extend(["-e", e]);
+    }
+    start.extend(["bash", "--norc", "--noprofile"]);
+    let started = tmux.cmd(&start);
+    assert!(started.status.success(), "{started:?}");
+    let keys = |text: &str| {
+        tmux.cmd(&["send-keys", "-l", text]);
+        tmux.cmd(&["send-keys", "Enter"]);
+    };
+    keys(&format!(
+        "r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; printf '\\033[H\\033[2J'; cd {}",
+        s(dir.dir.path())
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    keys("r -c -N raw -L 30M in | r -c -N gz | r -c -N out > /dev/null; echo rc=$?");
+    // Twice narrowed and widened, near the instances' redraws (every second).
+    for width in ["60", "120", "60", "120"] {
+        std::thread::sleep(Duration::from_millis(2000));
+        tmux.cmd(&["resize-window", "-x", width, "-y", "30"]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !tmux.pane().iter().any(|r| r.starts_with("rc=")) {
+        assert!(Instant::now() < deadline, "no end: {:#?}", tmux.pane());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let rows = tmux.pane();
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    assert!(rows[0].starts_with("$ r -c -N raw") && rows[0].ends_with("rc=$?"));
+    assert_rows(
+        &rows,
+        &[("raw", "286MiB"), ("gz", "286MiB"), ("out", "286MiB")],
+        "rc=0",
+        120,
+    );
+    assert_eq!(rows[4], "rc=0", "{rows:#?}");
+    assert_eq!(rows[5], "$", "{rows:#?}");
+}
