@@ -33,6 +33,9 @@ static EXIT: AtomicBool = AtomicBool::new(false);
 static RESIZED: AtomicBool = AtomicBool::new(false);
 static CONTINUED: AtomicBool = AtomicBool::new(false);
 static STOPPED_AT: AtomicU64 = AtomicU64::new(0);
+/// When the process was last stopped by SIGTSTP (monotonic ns; 0 if never): kept after
+/// SIGCONT, for cursor mode to notice that the shell wrote to the terminal meanwhile.
+static LAST_STOP: AtomicU64 = AtomicU64::new(0);
 static STOPPED_TOTAL: AtomicU64 = AtomicU64::new(0);
 /// Bits of the "foreign" signals seen and not yet reported: 1 = SIGUSR1, 2 = SIGUSR2.
 static FOREIGN: AtomicU32 = AtomicU32::new(0);
@@ -64,7 +67,9 @@ extern "C" fn on_exit_signal(_: libc::c_int) {
 }
 
 extern "C" fn on_tstp(_: libc::c_int) {
-    STOPPED_AT.store(sys::monotonic_ns(), Ordering::Relaxed);
+    let now = sys::monotonic_ns();
+    STOPPED_AT.store(now, Ordering::Relaxed);
+    LAST_STOP.store(now, Ordering::Relaxed);
     sys::raise(libc::SIGSTOP);
 }
 
@@ -164,6 +169,11 @@ pub fn take_resized() -> bool {
 /// True (once) after SIGCONT: the line should be redrawn now.
 pub fn take_continued() -> bool {
     CONTINUED.swap(false, Ordering::Relaxed)
+}
+
+/// When the process was last stopped by SIGTSTP (Ctrl-Z), in monotonic ns; 0 if never.
+pub fn last_stop_ns() -> u64 {
+    LAST_STOP.load(Ordering::Relaxed)
 }
 
 /// Nanoseconds spent stopped (Ctrl-Z) so far.

@@ -47,6 +47,10 @@ pub struct Registry {
     pub top: usize,
     /// Rows handed out so far (slots and message rows); finished instances keep theirs.
     pub rows: usize,
+    /// When `top` was last set from the cursor's position (monotonic ns). An instance that
+    /// was stopped (Ctrl-Z) after that moves the rows below what the shell wrote meanwhile
+    /// (the job's "Stopped" line, `fg`), for all of them.
+    pub anchored: u64,
     /// The slot whose line was written last (the cursor is on its row).
     pub last: usize,
     /// Terminal size (columns, rows) when `top` was last measured; (0, 0) if unknown. An
@@ -68,9 +72,12 @@ impl Registry {
             .split_whitespace()
             .filter_map(|w| w.parse().ok())
             .collect();
-        let (top, rows, last, size) = match nums[..] {
-            [top, rows, last] => (top, rows, last, (0, 0)),
-            [top, rows, last, cols, height] => (top, rows, last, (cols, height)),
+        let (top, rows, last, size, anchored) = match nums[..] {
+            [top, rows, last] => (top, rows, last, (0, 0), 0),
+            [top, rows, last, cols, height] => (top, rows, last, (cols, height), 0),
+            [top, rows, last, cols, height, anchored] => {
+                (top, rows, last, (cols, height), anchored as u64)
+            }
             _ => return Registry::default(),
         };
         let mut entries = Vec::new();
@@ -94,6 +101,7 @@ impl Registry {
             rows,
             last,
             size,
+            anchored,
             entries,
         }
     }
@@ -101,7 +109,10 @@ impl Registry {
     /// The file contents.
     pub fn serialize(&self) -> String {
         let (cols, height) = self.size;
-        let mut out = format!("{} {} {} {cols} {height}\n", self.top, self.rows, self.last);
+        let mut out = format!(
+            "{} {} {} {cols} {height} {}\n",
+            self.top, self.rows, self.last, self.anchored
+        );
         for e in &self.entries {
             out.push_str(&format!("{} {} {}\n", e.pid, e.start, e.slot));
         }
@@ -410,6 +421,7 @@ impl Cursor {
             *reg = Registry {
                 top: top.max(1),
                 size: terminal_size(out),
+                anchored: sys::monotonic_ns(),
                 ..Registry::default()
             };
             self.requery = false;
@@ -449,7 +461,14 @@ impl Cursor {
         // narrow puts them back when it widens, and measuring in between would move every
         // row to where the narrow layout had it.
         self.requery = false;
-        if reg.size.1 != size.1 || reg.size == (0, 0) {
+        if crate::signals::last_stop_ns() > reg.anchored {
+            // Stopped (Ctrl-Z) since the rows were placed: the shell wrote its job lines
+            // and `fg` where the cursor was, so the rows start again below them.
+            if let Some((row, col)) = self.query(out) {
+                reg.top = (row + usize::from(col > 1)).max(1);
+            }
+            reg.anchored = sys::monotonic_ns();
+        } else if reg.size.1 != size.1 || reg.size == (0, 0) {
             // The cursor sits on the row of the slot written last.
             if let Some((row, _)) = self.query(out) {
                 reg.top = row.saturating_sub(reg.last).max(1);
@@ -556,6 +575,7 @@ mod tests {
         assert_eq!(reg.join(200, 8), 1);
         reg.last = 1;
         reg.size = (80, 24);
+        reg.anchored = 123_456_789;
         let back = Registry::parse(&reg.serialize());
         assert_eq!(back, reg);
         // The older three-number header: size unknown.

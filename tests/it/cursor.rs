@@ -432,9 +432,69 @@ fn a_planted_symlink_is_not_followed() {
 /// bash with `$RPV` set.
 struct Tmux<'a> {
     dir: &'a Dir,
+    /// tmux is not installed (the test is skipped).
+    absent: bool,
 }
 
 impl Tmux<'_> {
+    /// An interactive bash, 100×30, with `PS1='$ '`, in `dir` (which holds the registry),
+    /// a function `r` running rpv, and a clear screen.
+    fn shell(dir: &Dir) -> Tmux<'_> {
+        if std::process::Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_err()
+        {
+            return Tmux { dir, absent: true };
+        }
+        let tmux = Tmux { dir, absent: false };
+        let mut start = vec![
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "100",
+            "-y",
+            "30",
+        ];
+        let env: Vec<String> = tmpdir_env(dir)
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .chain([
+                format!("RPV={}", env!("CARGO_BIN_EXE_rpv")),
+                "LC_ALL=C".into(),
+            ])
+            .collect();
+        for e in &env {
+            start.extend(["-e", e]);
+        }
+        start.extend(["bash", "--norc", "--noprofile"]);
+        let started = tmux.cmd(&start);
+        assert!(started.status.success(), "{started:?}");
+        tmux.keys(&format!(
+            "r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; printf '\\033[H\\033[2J'; cd {}",
+            s(dir.dir.path())
+        ));
+        std::thread::sleep(Duration::from_millis(500));
+        tmux
+    }
+
+    /// Types `text` and Enter.
+    fn keys(&self, text: &str) {
+        self.cmd(&["send-keys", "-l", text]);
+        self.cmd(&["send-keys", "Enter"]);
+    }
+
+    /// Waits up to 30 s for a row starting with `rc=`.
+    fn wait_for_rc(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.pane().iter().any(|r| r.starts_with("rc=")) {
+            assert!(Instant::now() < deadline, "no end: {:#?}", self.pane());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn cmd(&self, args: &[&str]) -> std::process::Output {
         std::process::Command::new("tmux")
             .arg("-L")
@@ -462,7 +522,9 @@ impl Tmux<'_> {
 
 impl Drop for Tmux<'_> {
     fn drop(&mut self) {
-        self.cmd(&["kill-server"]);
+        if !self.absent {
+            self.cmd(&["kill-server"]);
+        }
     }
 }
 
@@ -473,63 +535,22 @@ impl Drop for Tmux<'_> {
 /// old line stayed below the rows in about one run of five here.)
 #[test]
 fn rows_stay_in_place_when_a_reflowing_terminal_narrows_and_widens() {
-    if std::process::Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: tmux is not installed (.ci/run installs it)");
-        return;
-    }
     let dir = Dir::new();
     // 300 MB at 30 MB/s: 10 seconds. (Written out, not sparse: the instances must be as
     // busy as with real data for the redraws to race with the resizes as they do for users.)
     dir.file("in", &vec![0u8; 300_000_000]);
-    let tmux = Tmux { dir: &dir };
-    let mut start = vec![
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-x",
-        "100",
-        "-y",
-        "30",
-    ];
-    let env: Vec<String> = tmpdir_env(&dir)
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .chain([
-            format!("RPV={}", env!("CARGO_BIN_EXE_rpv")),
-            "LC_ALL=C".into(),
-        ])
-        .collect();
-    for e in &env {
-        start.extend(["-e", e]);
+    let tmux = Tmux::shell(&dir);
+    if tmux.absent {
+        eprintln!("skipped: tmux is not installed (.ci/run installs it)");
+        return;
     }
-    start.extend(["bash", "--norc", "--noprofile"]);
-    let started = tmux.cmd(&start);
-    assert!(started.status.success(), "{started:?}");
-    let keys = |text: &str| {
-        tmux.cmd(&["send-keys", "-l", text]);
-        tmux.cmd(&["send-keys", "Enter"]);
-    };
-    keys(&format!(
-        "r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; printf '\\033[H\\033[2J'; cd {}",
-        s(dir.dir.path())
-    ));
-    std::thread::sleep(Duration::from_millis(500));
-    keys("r -c -N raw -L 30M in | r -c -N gz | r -c -N out > /dev/null; echo rc=$?");
+    tmux.keys("r -c -N raw -L 30M in | r -c -N gz | r -c -N out > /dev/null; echo rc=$?");
     // Twice narrowed and widened, near the instances' redraws (every second).
     for width in ["60", "120", "60", "120"] {
         std::thread::sleep(Duration::from_millis(2000));
         tmux.cmd(&["resize-window", "-x", width, "-y", "30"]);
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !tmux.pane().iter().any(|r| r.starts_with("rc=")) {
-        assert!(Instant::now() < deadline, "no end: {:#?}", tmux.pane());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    tmux.wait_for_rc();
     let rows = tmux.pane();
     assert_eq!(rows.len(), 6, "{rows:#?}");
     assert!(rows[0].starts_with("$ r -c -N raw") && rows[0].ends_with("rc=$?"));
@@ -541,4 +562,53 @@ fn rows_stay_in_place_when_a_reflowing_terminal_narrows_and_widens() {
     );
     assert_eq!(rows[4], "rc=0", "{rows:#?}");
     assert_eq!(rows[5], "$", "{rows:#?}");
+}
+
+/// Ctrl-Z and `fg` while three instances run in an interactive shell: after `fg` the rows
+/// start again right below the job's command line that the shell printed, instead of being
+/// drawn over the shell's lines where they were. (What the shell writes when the job stops
+/// goes where the cursor was and can still land on a row: that part is not checked.)
+#[test]
+fn after_ctrl_z_and_fg_the_rows_go_below_the_shells_lines() {
+    let dir = Dir::new();
+    let tmux = Tmux::shell(&dir);
+    if tmux.absent {
+        eprintln!("skipped: tmux is not installed (.ci/run installs it)");
+        return;
+    }
+    dir.file("in", &vec![0u8; 100_000_000]);
+    tmux.keys("r -c -N raw -L 20M in | r -c -N gz | r -c -N out > /dev/null");
+    std::thread::sleep(Duration::from_millis(2000));
+    tmux.cmd(&["send-keys", "C-z"]);
+    std::thread::sleep(Duration::from_millis(1000));
+    tmux.keys("fg");
+    // The end: three final rows, then the next prompt.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let rows = loop {
+        let rows = tmux.pane();
+        let finals = rows.iter().filter(|r| r.contains(" 95.4MiB 0:00:")).count();
+        if finals == 3 && rows.last().is_some_and(|r| r == "$") {
+            break rows;
+        }
+        assert!(Instant::now() < deadline, "no end: {rows:#?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let first = rows
+        .iter()
+        .position(|r| r.contains(" 95.4MiB 0:00:"))
+        .unwrap();
+    assert!(
+        first >= 2 && rows[first - 1].starts_with("r -c -N raw -L 20M in | r -c -N gz"),
+        "the rows start right below the command `fg` printed: {rows:#?}"
+    );
+    assert!(
+        rows[..first].iter().any(|r| r.contains("Stopped")),
+        "{rows:#?}"
+    );
+    assert_rows(
+        &rows[first..],
+        &[("raw", "95.4MiB"), ("gz", "95.4MiB"), ("out", "95.4MiB")],
+        "$",
+        100,
+    );
 }
