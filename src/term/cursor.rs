@@ -15,6 +15,12 @@
 //! a timeout), keeps its slot for the whole run, and leaves at exit; the last one to leave
 //! moves the cursor below all rows and removes the file. Entries of instances that died
 //! without leaving (SIGKILL) are dropped when their process is gone.
+//!
+//! The rows move when the terminal changes under them. A new height: the first instance to
+//! see it asks where the cursor is (on the row written last). A new width: every instance,
+//! at its first line at that width, clears below the rows what a terminal that rewraps
+//! lines left there. Ctrl-Z: the shell writes its job lines meanwhile, so the first
+//! instance to draw after a stop asks where the cursor is and the rows start again there.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
