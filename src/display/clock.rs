@@ -6,7 +6,7 @@ const DAY: i64 = 86_400;
 
 /// `HH:MM:SS`, or `YYYY-MM-DD HH:MM:SS` when `with_date`, for Unix time `secs` shifted by
 /// `utc_offset` seconds.
-pub(super) fn local_time_text(secs: i64, utc_offset: i32, with_date: bool) -> String {
+pub fn local_time_text(secs: i64, utc_offset: i32, with_date: bool) -> String {
     let local = secs.saturating_add(i64::from(utc_offset));
     let of_day = local.rem_euclid(DAY);
     let time = format!(

@@ -10,6 +10,7 @@ mod format;
 mod render;
 mod width;
 
+pub use clock::local_time_text;
 pub use format::{default_format, DisplaySwitches, Format, Segment};
 pub use render::{eta_seconds, render};
 pub use width::display_width;

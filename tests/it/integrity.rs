@@ -8,20 +8,8 @@ use std::os::unix::fs::FileExt;
 use std::process::{Command, Stdio};
 
 use crate::util::{
-    assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, text, Dir,
+    assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, text, Dir, SIZES,
 };
-
-const SIZES: [usize; 9] = [
-    0,
-    1,
-    4095,
-    4096,
-    4097,
-    65535,
-    65537,
-    (1 << 20) + 1,
-    (17 << 20) + 5,
-];
 
 #[derive(Debug, Clone, Copy)]
 enum Topo {

@@ -12,19 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::util::{assert_same, data, err, rpv, s, text, wait_within, Dir};
-
-const SIZES: [usize; 9] = [
-    0,
-    1,
-    4095,
-    4096,
-    4097,
-    65535,
-    65537,
-    (1 << 20) + 1,
-    (17 << 20) + 5,
-];
+use crate::util::{assert_same, data, err, rpv, s, text, wait_within, Dir, SIZES};
 
 /// The descriptor number a `--tee /dev/fd/N` pipe gets in rpv.
 const TEE_FD: RawFd = 7;

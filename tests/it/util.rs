@@ -166,3 +166,17 @@ pub fn wait_within(
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// The byte counts every transfer path is checked at: empty, one byte, around a page,
+/// around the default pipe size, just past 1 MiB, and past 16 MiB plus a bit.
+pub const SIZES: [usize; 9] = [
+    0,
+    1,
+    4095,
+    4096,
+    4097,
+    65535,
+    65537,
+    (1 << 20) + 1,
+    (17 << 20) + 5,
+];
