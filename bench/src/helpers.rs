@@ -1,5 +1,5 @@
-//! The bench's own fast sources and sinks, run as hidden subcommands of the
-//! same binary (`rpv-bench source ...`, `rpv-bench sink ...`).
+//! The bench's own fast sources and sinks, and a bare relay, run as hidden subcommands
+//! of the same binary (`rpv-bench source ...`, `rpv-bench sink ...`, `rpv-bench relay ...`).
 //!
 //! Sources write exactly the requested number of bytes to stdout; sinks
 //! count what they receive on stdin and exit with status 3 when the count
@@ -19,6 +19,8 @@ const CHUNK: usize = 256 << 10;
 const SOURCE_PIPE: usize = 512 << 10;
 /// Splice request size of `sink splice`.
 const SINK_SPLICE: usize = 1 << 20;
+/// Request size (and pipe size) of `relay`: rpv's.
+const RELAY_CHUNK: usize = 1 << 20;
 /// Read size of `sink read`.
 const READ_SIZE: usize = 256 << 10;
 
@@ -27,6 +29,7 @@ pub fn main(role: &str, args: &[String]) -> i32 {
     let result = match role {
         "source" => source(args),
         "sink" => sink(args),
+        "relay" => relay(args),
         _ => Err(format!("unknown helper role {role}")),
     };
     match result {
@@ -125,6 +128,52 @@ fn sink(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// `relay splice` or `relay tee PATH`: the least a relay between two pipes can do, as a
+/// ceiling for rpv in the same topology. It grows its pipes to 1 MiB (as rpv does), then
+/// splices stdin to stdout in 1 MiB requests; with `tee`, each round first tee(2)s the same
+/// bytes into PATH (opened for writing, a pipe). No counting, no display, no fallbacks: it
+/// fails on anything the kernel refuses.
+fn relay(args: &[String]) -> Result<(), String> {
+    let a = parse(args)?;
+    let side = match a.words.as_slice() {
+        ["splice"] => None,
+        ["tee", path] => Some(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| format!("{path}: {e}"))?,
+        ),
+        _ => return Err("usage: relay splice | relay tee PATH".into()),
+    };
+    grow_pipe(sys::stdin_fd(), RELAY_CHUNK);
+    grow_pipe(sys::stdout_fd(), RELAY_CHUNK);
+    if let Some(f) = &side {
+        grow_pipe(std::os::fd::AsFd::as_fd(f), RELAY_CHUNK);
+    }
+    loop {
+        let n = match &side {
+            None => RELAY_CHUNK,
+            Some(f) => match sys::tee(sys::stdin_fd(), std::os::fd::AsFd::as_fd(f), RELAY_CHUNK) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) => {
+                    retryable(e, 0, libc::POLLIN, "tee")?;
+                    continue;
+                }
+            },
+        };
+        let mut moved = 0;
+        while moved < n {
+            match sys::splice(sys::stdin_fd(), sys::stdout_fd(), n - moved) {
+                Ok(0) if side.is_none() => return Ok(()),
+                Ok(0) => return Err("splice: end of input after tee".into()),
+                Ok(k) => moved += k,
+                Err(e) => retryable(e, 0, libc::POLLIN, "splice")?,
+            }
+        }
+    }
+}
+
 /// The descriptor a helper reads or writes: 0 or 1.
 fn stdio(fd: i32) -> BorrowedFd<'static> {
     if fd == 0 {
@@ -138,9 +187,18 @@ fn set_nonblock(fd: i32) -> Result<(), String> {
     sys::set_nonblocking(stdio(fd), true).map_err(|e| format!("O_NONBLOCK on fd {fd}: {e}"))
 }
 
-/// Best effort: sets the size of the pipe on `fd` (fails harmlessly on non-pipes).
+/// Best effort: grows the pipe on `fd` to `size` bytes (fails harmlessly on non-pipes).
+/// Never shrinks it: the neighbour under test may have grown the same pipe first, and which
+/// of the two calls came last would otherwise decide the pipe's size, run by run.
 fn set_pipe_size(fd: i32, size: usize) {
-    let _ = sys::set_pipe_size(stdio(fd), size);
+    grow_pipe(stdio(fd), size);
+}
+
+/// Sets the pipe on `fd` to `size` bytes unless it is already that large.
+fn grow_pipe(fd: BorrowedFd<'_>, size: usize) {
+    if sys::pipe_size(fd).is_ok_and(|now| now < size) {
+        let _ = sys::set_pipe_size(fd, size);
+    }
 }
 
 /// Classifies a failed syscall on `fd`: `Ok(())` means "retry" (after waiting until `fd` is

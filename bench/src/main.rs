@@ -69,7 +69,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some(role @ ("source" | "sink")) => {
+        Some(role @ ("source" | "sink" | "relay")) => {
             return ExitCode::from(helpers::main(role, &args[1..]) as u8)
         }
         Some("measure") => return ExitCode::from(measure::main(&args[1..]) as u8),

@@ -368,6 +368,14 @@ impl Table<'_> {
                 "(q) --tee to a pipe: (rpv --tee)/tee",
                 self.vs("tee-pipe", "rpv --tee", "tee"),
             ),
+            info(
+                "(q) bare relay: (relay --tee)/relay",
+                self.vs("tee-pipe", "relay --tee", "relay"),
+            ),
+            info(
+                "(q) bare relay: (rpv --tee)/(relay --tee)",
+                self.vs("tee-pipe", "rpv --tee", "relay --tee"),
+            ),
         ]
     }
 

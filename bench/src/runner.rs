@@ -116,6 +116,7 @@ impl Ctx {
             Kind::Rpv => vec![self.rpv.path.clone().into()],
             Kind::Pv => vec![self.pv.clone().unwrap_or_default().into()],
             Kind::Other(prog) => vec![prog.into()],
+            Kind::Relay => vec![self.exe.clone().into(), "relay".into()],
         };
         if v.kind == Kind::Rpv && self.rpv.pretend {
             argv.extend(self.rpv.extra.iter().map(Into::into));

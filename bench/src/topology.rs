@@ -66,6 +66,8 @@ pub enum Kind {
     Pv,
     /// Another program from PATH (cat, head).
     Other(&'static str),
+    /// `rpv-bench relay`: the fewest syscalls a relay can make (the ceiling for rpv).
+    Relay,
 }
 
 /// One tool setup compared within a topology.
@@ -288,7 +290,8 @@ fn tee_file(id: &'static str, name: &str, to: TeeTo, s: &Sizes) -> Topology {
 }
 
 /// `source | T | sink` where T also feeds a second sink through a pipe (`>(sink)`), against
-/// plain `rpv` without the second sink; GNU tee for reference.
+/// plain `rpv` without the second sink; GNU tee for reference, and the bare relay with and
+/// without the tee(2) (what the kernel allows a fan-out to cost on this machine).
 fn tee_pipe(s: &Sizes) -> Topology {
     let mut t = topo("q", "tee-pipe", VMS, GROW, s.pipe);
     t.tee = Some(TeeTo::Pipe);
@@ -296,6 +299,8 @@ fn tee_pipe(s: &Sizes) -> Topology {
         variant("rpv", Kind::Rpv, &["-q"]),
         variant("rpv --tee", Kind::Rpv, &["-q", "--tee", TEE_ARG]),
         variant("tee", Kind::Other("tee"), &[TEE_ARG]),
+        variant("relay", Kind::Relay, &["splice"]),
+        variant("relay --tee", Kind::Relay, &["tee", TEE_ARG]),
     ];
     t
 }
