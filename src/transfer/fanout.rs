@@ -10,6 +10,12 @@
 //!    if it has room for at least half of it; with less room it takes step 1 this round. If
 //!    it takes only part anyway, the rest goes through its private pipe: a full copy of the
 //!    round, whose first part is thrown away.
+//!
+//!    The usual case, one `--tee` pipe and nothing to count, skips all that: its description
+//!    is made blocking again, and one `tee(2)` straight into it takes what it has room for
+//!    (waiting while it is full) and decides the round. Each round is then one `tee` and one
+//!    `splice`, the fewest calls a fan-out can make; the room check would take the pipe's
+//!    lock while its reader drains it.
 //! 3. `splice(2)` moves the same bytes out of the input pipe into the main output.
 //! 4. Each private pipe is spliced into its output, as far as the output takes it now.
 //!
@@ -21,8 +27,9 @@
 //! Slow outputs: rpv never waits for an output that has room. It waits for a `--tee` output
 //! only when the next round needs its private pipe empty, so each output may lag the others
 //! by one chunk in its private pipe plus its own pipe buffer (rpv grows a pipe output to
-//! 1 MiB). Beyond that the slowest output sets the pace, because every output gets every byte:
-//! a bigger buffer would only postpone that, at the cost of memory.
+//! 1 MiB). A lone `--tee` pipe has no private pipe in use: the main output may run ahead of it
+//! by its pipe buffer. Beyond that the slowest output sets the pace, because every output
+//! gets every byte: a bigger buffer would only postpone that, at the cost of memory.
 //!
 //! Failures: a splice into a `--tee` output that the kernel refuses (a device without splice,
 //! an `O_APPEND` file) switches that output to `read` + `write` out of its private pipe, and
@@ -76,6 +83,9 @@ pub(super) struct Tee<'a> {
     copy: bool,
     /// A pipe whose file description is rpv's own, made non-blocking.
     nonblocking: bool,
+    /// That description is blocking for now: the only output, tee'd straight into
+    /// ([`Engine::fan_ready`]).
+    blocking: bool,
     /// Tees go straight into the output in this round (see [`Engine::fan_ready`]).
     direct: bool,
     /// The kernel refused a tee straight into it: never again.
@@ -116,6 +126,7 @@ impl<'a> Tee<'a> {
             teed: 0,
             copy: false,
             nonblocking,
+            blocking: false,
             direct: false,
             no_direct: false,
             out_cap: if pipe {
@@ -289,6 +300,24 @@ impl Engine<'_> {
             // which must then take all the input pipe can hold.
             tee.direct = tee.nonblocking && !tee.copy && !tee.no_direct && p.cap >= in_cap;
         }
+        // The only output that takes tees straight waits in the tee while it is full, like
+        // a blocking relay; with more outputs (or a private pipe) each call returns at once.
+        let single = self.only_direct(counting);
+        let mut waits = None;
+        for (i, tee) in self.tees.iter_mut().enumerate() {
+            let blocking = single == Some(i);
+            if tee.live
+                && tee.nonblocking
+                && tee.blocking != blocking
+                && sys::set_nonblocking(tee.fd, !blocking).is_ok()
+            {
+                tee.blocking = blocking;
+                waits = waits.or(blocking.then_some(tee.name));
+            }
+        }
+        if let Some(name) = waits {
+            self.trace(|| format!("trace: --tee {name}: straight, waited for when full"));
+        }
         if counting {
             if self.fan.count.is_none() {
                 self.fan.count = Private::new(None);
@@ -313,6 +342,22 @@ impl Engine<'_> {
     fn tee_round(&mut self, fd: BorrowedFd<'_>, len: usize, counting: bool) -> Result<usize, Step> {
         let mut want = len;
         let mut known = false;
+        if let Some(i) = self.only_direct(counting) {
+            // The usual `--tee >(cmd)`: the tee takes what the output has room for, and that
+            // is the round. No room check first (it takes the output pipe's lock, which its
+            // reader holds while it drains the pipe).
+            match self.tee_direct(fd, i, want, true)? {
+                Direct::Took(took) => {
+                    self.tees[i].delivered(took);
+                    return Ok(took);
+                }
+                Direct::End => return Ok(0),
+                // Nothing moved out of the input: the next step goes on without it.
+                Direct::Failed => return Err(Step::Continue),
+                // Refused: it takes the private pipe below from now on.
+                Direct::Nothing => {}
+            }
+        }
         // An output that has room for at least half the round gets it straight (the round
         // cut to its room); one with less room gets it through its private pipe this time.
         for tee in self.tees.iter_mut().filter(|t| t.live && t.direct) {
@@ -382,6 +427,16 @@ impl Engine<'_> {
         Ok(want)
     }
 
+    /// The one live `--tee` output, if there is just one, it takes tees straight, and no
+    /// counting pipe needs the same bytes.
+    fn only_direct(&self, counting: bool) -> Option<usize> {
+        let mut live = self.tees.iter().enumerate().filter(|(_, t)| t.live);
+        match (live.next(), live.next()) {
+            (Some((i, tee)), None) if tee.direct && !counting => Some(i),
+            _ => None,
+        }
+    }
+
     /// Tees up to `want` bytes into a private pipe (`Some(i)`: tee `i`'s, `None`: the counting
     /// pipe) and records how many in its `teed`. `first`: nothing was tee'd in this round yet.
     fn tee_private(
@@ -449,12 +504,22 @@ impl Engine<'_> {
                 Ok(0) => Ok(Direct::End),
                 Ok(t) => Ok(Direct::Took(t)),
                 Err(e) => match e.raw_os_error() {
+                    // (Only a run on the main thread sees this: data threads block those
+                    // signals.)
+                    Some(libc::EINTR) if crate::signals::exit_requested() => {
+                        Err(self.interrupted())
+                    }
                     Some(libc::EINTR) => continue,
-                    // The output had room (tee_round checked), so (O_NONBLOCK counts for
-                    // both sides) the input is empty: wait for it, unless the round is
+                    // O_NONBLOCK counts for both sides: the output is full or the input is
+                    // empty. Wait for the one that is not ready, unless the round is
                     // already decided (then the input is not empty: the output filled up).
                     Some(libc::EAGAIN) if first => {
-                        let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                        let out = sys::poll_one(tee.fd, libc::POLLOUT, 0);
+                        if out.is_ok_and(|r| r == 0) {
+                            let _ = sys::poll_one(tee.fd, libc::POLLOUT, 100);
+                        } else {
+                            let _ = sys::poll_one(fd, libc::POLLIN, 100);
+                        }
                         Err(Step::Continue)
                     }
                     Some(libc::EAGAIN) => Ok(Direct::Nothing),

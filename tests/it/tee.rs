@@ -8,7 +8,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -386,6 +386,18 @@ fn strace_works() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// `rpv ARGS` under strace, which makes tee or splice calls fail as `inject` says
+/// (`tee:error=EINVAL:when=2`); the trace is on.
+fn strace_rpv(inject: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-o", "/dev/null", "-e", "trace=tee,splice", "-e"])
+        .arg(format!("inject={inject}"))
+        .arg(env!("CARGO_BIN_EXE_rpv"))
+        .args(args)
+        .env("RPV_TEST_TRACE", "1");
+    cmd
+}
+
 #[test]
 fn syscall_failures_injected_by_strace_are_exact() {
     if !strace_works() {
@@ -403,17 +415,44 @@ fn syscall_failures_injected_by_strace_are_exact() {
         "splice:error=EINVAL:when=6",
         "splice:error=EIO:when=4",
     ] {
-        let mut cmd = Command::new("strace");
-        cmd.args(["-f", "-o", "/dev/null", "-e", "trace=tee,splice", "-e"])
-            .arg(format!("inject={inject}"))
-            .arg(env!("CARGO_BIN_EXE_rpv"))
-            .args(["-q", "--tee", s(&tee_path)])
-            .env("RPV_TEST_TRACE", "1");
+        let cmd = strace_rpv(inject, &["-q", "--tee", s(&tee_path)]);
         let o = crate::util::run_with_input(cmd, &bytes);
         assert!(o.status.success(), "{inject}: {}", err(&o));
         assert!(err(&o).contains("ReadWrite"), "{inject}: {}", err(&o));
         assert_same(&o.stdout, &bytes, &format!("{inject}: main"));
         assert_same(&std::fs::read(&tee_path).unwrap(), &bytes, inject);
+    }
+}
+
+#[test]
+fn syscall_failures_injected_by_strace_are_exact_with_a_lone_tee_pipe() {
+    if !strace_works() {
+        eprintln!("strace missing or not permitted: syscall injection skipped");
+        return;
+    }
+    let bytes = data((9 << 20) + 13, 12);
+    for inject in [
+        "tee:error=EINVAL:when=1",
+        "tee:error=EINVAL:when=3",
+        "splice:error=EINVAL:when=1",
+        "splice:error=EINVAL:when=4",
+        "splice:error=EIO:when=2",
+    ] {
+        let mut cmd = strace_rpv(inject, &["-q", "--tee", &format!("/dev/fd/{TEE_FD}")]);
+        let (r, w) = pipe();
+        pass_fd(&mut cmd, &w, TEE_FD);
+        let tee = reader(r, None);
+        let o = crate::util::run_with_input(cmd, &bytes);
+        drop(w);
+        let e = err(&o);
+        assert!(o.status.success(), "{inject}: {e}");
+        assert!(e.contains(LONE), "{inject}: {e}");
+        assert_same(&o.stdout, &bytes, &format!("{inject}: main"));
+        assert_same(
+            &tee.join().unwrap(),
+            &bytes,
+            &format!("{inject}: --tee pipe"),
+        );
     }
 }
 
@@ -479,11 +518,15 @@ fn a_tee_reader_that_exits_early_gets_a_prefix_and_the_others_everything() {
         ("warn-nopipe", 0, false),
         ("exit-nopipe", 0, false),
     ] {
-        for extra in [&[][..], &["-C"][..]] {
-            let mut args = vec!["-q", "--tee-error", mode, "--tee", &fd, "--tee", s(&t)];
+        // With the file, and alone (then a tee straight into the pipe decides each round).
+        for (extra, alone) in [(&[][..], false), (&["-C"][..], false), (&[][..], true)] {
+            let mut args = vec!["-q", "--tee-error", mode, "--tee", &fd];
+            if !alone {
+                args.extend(["--tee", s(&t)]);
+            }
             args.extend_from_slice(extra);
             let (o, got) = run_failing(&bytes, &args, Some(100_000));
-            let what = format!("{mode} {extra:?}");
+            let what = format!("{mode} {extra:?} alone: {alone}");
             assert_eq!(o.status.code(), Some(status), "{what}: {}", err(&o));
             let expected_err = if reported {
                 format!("rpv: --tee {fd}: write failed: Broken pipe (no more data goes to it)")
@@ -493,11 +536,13 @@ fn a_tee_reader_that_exits_early_gets_a_prefix_and_the_others_everything() {
             assert_eq!(err(&o).trim_end(), expected_err, "{what}");
             assert_same(&got.unwrap(), &bytes[..100_000], &what);
             assert_same(&o.stdout, &bytes, &format!("{what}: main"));
-            assert_same(
-                &std::fs::read(&t).unwrap(),
-                &bytes,
-                &format!("{what}: file"),
-            );
+            if !alone {
+                assert_same(
+                    &std::fs::read(&t).unwrap(),
+                    &bytes,
+                    &format!("{what}: file"),
+                );
+            }
         }
     }
 }
@@ -719,6 +764,48 @@ fn interrupt_leaves_a_prefix_of_the_stream_in_every_output() {
     }
 }
 
+/// Starts `rpv -q --tee /dev/fd/7` writing into `main`, fed `bytes` by a thread; the
+/// `--tee` pipe's read end is returned unread.
+fn spawn_with_unread_tee(bytes: &[u8], main: OwnedFd) -> (Child, OwnedFd, JoinHandle<()>) {
+    let mut cmd = rpv(&["-q", "--tee", &format!("/dev/fd/{TEE_FD}")]);
+    let (tee_r, tee_w) = pipe();
+    pass_fd(&mut cmd, &tee_w, TEE_FD);
+    cmd.stdout(main).stdin(Stdio::piped()).stderr(Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd); // our copies of the pipes' write ends
+    drop(tee_w);
+    let mut stdin = child.stdin.take().unwrap();
+    let input = bytes.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    (child, tee_r, writer)
+}
+
+#[test]
+fn interrupt_ends_a_run_blocked_on_a_full_lone_tee_pipe() {
+    // A lone --tee pipe whose reader does not read: rpv waits in the tee straight into it.
+    // Ctrl-C still ends the run at once, and each output holds a prefix of the stream.
+    let bytes = data(16 << 20, 18);
+    let (r, w) = pipe();
+    let main = reader(r, None);
+    let (mut child, tee_r, writer) = spawn_with_unread_tee(&bytes, w);
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(child.try_wait().unwrap().is_none(), "rpv did not wait");
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("kill");
+    let status = wait_within(&mut child, 5.0, "rpv");
+    assert_eq!(status.code(), Some(32));
+    writer.join().unwrap();
+    let tee = reader(tee_r, None).join().unwrap();
+    let main = main.join().unwrap();
+    for (out, name) in [(&main, "main"), (&tee, "--tee pipe")] {
+        assert!(!out.is_empty(), "{name} got nothing");
+        assert!(out.len() < bytes.len(), "{name} got everything");
+        assert_same(out, &bytes[..out.len()], name);
+    }
+}
+
 #[test]
 fn an_input_that_is_a_tee_file_is_skipped_and_left_intact() {
     let dir = Dir::new();
@@ -787,27 +874,14 @@ fn store_and_forward_tees_the_forwarded_output() {
 #[test]
 fn a_paused_tee_reader_holds_the_main_output_back_by_a_bounded_amount_only() {
     // The --tee pipe's reader waits; the main output's reader reads all it can. rpv moves
-    // at least a chunk ahead on the main output (it never waits for an output that has
-    // room), and at most a few MiB (the private pipe, the --tee pipe): then it waits, and
+    // ahead on the main output by what the --tee pipe holds (it never waits for an output
+    // that has room; it grows the pipe to 1 MiB), and at most a few MiB: then it waits, and
     // when the reader comes back every output gets everything.
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     let bytes = data(24 << 20, 21);
-    let mut cmd = rpv(&["-q", "--tee", &format!("/dev/fd/{TEE_FD}")]);
-    let (tee_r, tee_w) = pipe();
-    pass_fd(&mut cmd, &tee_w, TEE_FD);
     let (main_r, main_w) = pipe();
-    cmd.stdout(main_w)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    drop(cmd);
-    drop(tee_w);
-    let mut stdin = child.stdin.take().unwrap();
-    let input = bytes.clone();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
+    let (mut child, tee_r, writer) = spawn_with_unread_tee(&bytes, main_w);
     let count = Arc::new(AtomicU64::new(0));
     let seen = Arc::clone(&count);
     let main = std::thread::spawn(move || {
@@ -886,6 +960,76 @@ fn neighbours_that_set_o_nonblock_are_waited_for_without_loss() {
     }
 }
 
+/// What the trace says when a lone `--tee` pipe takes each round's tee straight.
+const LONE: &str = "straight, waited for when full";
+
+/// Runs `rpv -q --tee /dev/fd/7 ARGS` with the trace on, from a pipe into a pipe; returns
+/// the run and what the `--tee` pipe got.
+fn run_lone(bytes: &[u8], env: &[(&str, &str)], args: &[&str]) -> (Output, Vec<u8>) {
+    let fd = format!("/dev/fd/{TEE_FD}");
+    let mut all = vec!["-q", "--tee", &fd];
+    all.extend_from_slice(args);
+    let mut cmd = rpv(&all);
+    cmd.env("RPV_TEST_TRACE", "1").envs(env.iter().copied());
+    let (r, w) = pipe();
+    pass_fd(&mut cmd, &w, TEE_FD);
+    let tee = reader(r, None);
+    let o = crate::util::run_with_input(cmd, bytes);
+    drop(w);
+    (o, tee.join().unwrap())
+}
+
+#[test]
+fn a_lone_tee_pipe_gets_every_byte_at_size_boundaries() {
+    // One --tee pipe and nothing to count: a tee straight into it decides each round, with
+    // no room check and no private pipe.
+    for (i, &size) in SIZES.iter().enumerate() {
+        let bytes = data(size, i as u64 + 30);
+        let what = format!("size {size}");
+        let (o, tee) = run_lone(&bytes, &[], &[]);
+        let e = err(&o);
+        assert!(o.status.success(), "{what}: {e}");
+        assert_same(&o.stdout, &bytes, &format!("{what}: main"));
+        assert_same(&tee, &bytes, &format!("{what}: --tee pipe"));
+        assert!(
+            e.contains("(stdin): Fanout") && e.contains(LONE),
+            "{what}: {e}"
+        );
+        assert!(
+            !e.contains("private pipe") && !e.contains("after"),
+            "{what}: {e}"
+        );
+    }
+    // Counting lines needs one more copy of the same bytes: the general way.
+    let bytes = text(60_000);
+    let (o, tee) = run_lone(&bytes, &[], &["-l"]);
+    assert!(o.status.success() && !err(&o).contains(LONE), "{}", err(&o));
+    assert_same(&o.stdout, &bytes, "-l: main");
+    assert_same(&tee, &bytes, "-l: --tee pipe");
+}
+
+#[test]
+fn a_lone_tee_pipe_through_forced_fallbacks_gets_every_byte() {
+    // A refused tee straight into it sends it through its private pipe from then on; a
+    // refused splice into the main output moves the input to read/write. Either way, in
+    // the first round or later, every byte arrives once.
+    let bytes = data((5 << 20) + 3, 31);
+    for (var, at, trace) in [
+        ("RPV_TEST_FAIL_TEE_AT", "1", "--tee /dev/fd/7: private pipe"),
+        ("RPV_TEST_FAIL_TEE_AT", "3", "--tee /dev/fd/7: private pipe"),
+        ("RPV_TEST_FAIL_AT", "1", "ReadWrite after 1 zero-copy calls"),
+        ("RPV_TEST_FAIL_AT", "3", "ReadWrite after 3 zero-copy calls"),
+    ] {
+        let what = format!("{var}={at}");
+        let (o, tee) = run_lone(&bytes, &[(var, at)], &[]);
+        let e = err(&o);
+        assert!(o.status.success(), "{what}: {e}");
+        assert!(e.contains(trace), "{what}: expected {trace:?} in {e}");
+        assert_same(&o.stdout, &bytes, &format!("{what}: main"));
+        assert_same(&tee, &bytes, &format!("{what}: --tee pipe"));
+    }
+}
+
 #[test]
 fn a_slow_tee_reader_in_small_pieces_gets_every_byte() {
     // The --tee pipe is read 4 KiB at a time with pauses: tees straight into it come up
@@ -893,9 +1037,13 @@ fn a_slow_tee_reader_in_small_pieces_gets_every_byte() {
     let dir = Dir::new();
     let t = dir.path("t");
     let bytes = data((8 << 20) + 77, 23);
-    for extra in [&[][..], &["-l"][..]] {
+    // With a file beside it, and alone: then the tee straight into it waits while it is full.
+    for (extra, alone) in [(&[][..], false), (&["-l"][..], false), (&[][..], true)] {
         let fd = format!("/dev/fd/{TEE_FD}");
-        let mut args = vec!["-q", "--tee", &fd, "--tee", s(&t)];
+        let mut args = vec!["-q", "--tee", &fd];
+        if !alone {
+            args.extend(["--tee", s(&t)]);
+        }
         args.extend_from_slice(extra);
         let mut cmd = rpv(&args);
         cmd.env("RPV_TEST_TRACE", "1");
@@ -919,12 +1067,15 @@ fn a_slow_tee_reader_in_small_pieces_gets_every_byte() {
         drop(w);
         assert!(o.status.success(), "{extra:?}: {}", err(&o));
         assert!(err(&o).contains("(stdin): Fanout"), "{}", err(&o));
+        assert_eq!(err(&o).contains(LONE), alone, "{extra:?}: {}", err(&o));
         assert_same(&o.stdout, &bytes, &format!("{extra:?} main"));
-        assert_same(
-            &std::fs::read(&t).unwrap(),
-            &bytes,
-            &format!("{extra:?} file"),
-        );
+        if !alone {
+            assert_same(
+                &std::fs::read(&t).unwrap(),
+                &bytes,
+                &format!("{extra:?} file"),
+            );
+        }
         assert_same(
             &slow.join().unwrap(),
             &bytes,
