@@ -42,6 +42,9 @@ impl Rng {
 
 /// Stands for the run's `--tee` file of an instance in a plan (`@tee@N`).
 const TEE: &str = "@tee@";
+/// Stands for a FIFO that a thread reads into the run's `--tee` file (`@fifo@N`): alone, it
+/// is the `--tee` pipe that takes each round's tee straight.
+const FIFO: &str = "@fifo@";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Source {
@@ -116,7 +119,8 @@ fn plan(rng: &mut Rng) -> Plan {
         }
         if rng.chance(15) {
             // A copy of the stream; `run` checks it byte for byte.
-            o.extend(["--tee".into(), format!("{TEE}{i}")]);
+            let to = if rng.chance(50) { FIFO } else { TEE };
+            o.extend(["--tee".into(), format!("{to}{i}")]);
         }
         if rng.chance(5) {
             o.push("--pipeline".into());
@@ -167,7 +171,10 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
     let _ = std::fs::remove_file(&out_path);
     for i in 0..plan.stages.len() {
         let _ = std::fs::remove_file(dir.path(&format!("tee{i}")));
+        let _ = std::fs::remove_file(dir.path(&format!("fifo{i}")));
     }
+    // Each FIFO's reader: (FIFO, the file its bytes go to, the thread).
+    let mut fifos = Vec::new();
     let mut children: Vec<Child> = Vec::new();
     let mut feeder = None;
     let last = plan.stages.len() - 1;
@@ -175,9 +182,17 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
         // `--tee` names are placeholders until here: the run's own directory.
         let options: Vec<String> = options
             .iter()
-            .map(|o| match o.strip_prefix(TEE) {
-                Some(n) => dir.path(&format!("tee{n}")).to_string_lossy().into_owned(),
-                None => o.clone(),
+            .map(|o| {
+                if let Some(n) = o.strip_prefix(FIFO) {
+                    let fifo = dir.path(&format!("fifo{n}"));
+                    let reader = crate::tee::fifo_reader(&fifo);
+                    fifos.push((fifo.clone(), dir.path(&format!("tee{n}")), reader));
+                    return fifo.to_string_lossy().into_owned();
+                }
+                match o.strip_prefix(TEE) {
+                    Some(n) => dir.path(&format!("tee{n}")).to_string_lossy().into_owned(),
+                    None => o.clone(),
+                }
             })
             .collect();
         let mut cmd = rpv(&options.iter().map(String::as_str).collect::<Vec<_>>());
@@ -320,6 +335,10 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
         None => std::fs::read(&out_path).unwrap_or_default(),
     };
     let stderr: Vec<String> = drains.into_iter().map(|d| d.join().unwrap()).collect();
+    for (fifo, file, reader) in fifos {
+        crate::tee::release_fifo(&fifo);
+        std::fs::write(file, reader.join().unwrap()).unwrap();
+    }
     let _ = rng.next();
     for (i, status) in statuses.iter().enumerate() {
         if !status.success() {
@@ -345,7 +364,10 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
         ));
     }
     for (i, options) in plan.stages.iter().enumerate() {
-        if let Some(n) = options.iter().find_map(|o| o.strip_prefix(TEE)) {
+        let tee = options
+            .iter()
+            .find_map(|o| o.strip_prefix(TEE).or_else(|| o.strip_prefix(FIFO)));
+        if let Some(n) = tee {
             let copy = std::fs::read(dir.path(&format!("tee{n}"))).unwrap_or_default();
             if copy != expected {
                 let first = copy.iter().zip(&expected).position(|(a, b)| a != b);

@@ -61,7 +61,7 @@ fn reader(fd: OwnedFd, limit: Option<usize>) -> JoinHandle<Vec<u8>> {
 }
 
 /// A FIFO at `path` and a thread that reads it to the end.
-fn fifo_reader(path: &Path) -> JoinHandle<Vec<u8>> {
+pub(crate) fn fifo_reader(path: &Path) -> JoinHandle<Vec<u8>> {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: a valid C string.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -70,7 +70,7 @@ fn fifo_reader(path: &Path) -> JoinHandle<Vec<u8>> {
 }
 
 /// Unblocks a FIFO reader still waiting in open (rpv failed before opening the FIFO).
-fn release_fifo(path: &Path) {
+pub(crate) fn release_fifo(path: &Path) {
     let _ = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NONBLOCK)
