@@ -7,7 +7,7 @@
 
 use rpv::sys::{self, ConstBuf};
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 /// The byte every generated data stream is made of.
 pub const FILL: u8 = b'r';
@@ -148,12 +148,12 @@ fn relay(args: &[String]) -> Result<(), String> {
     grow_pipe(sys::stdin_fd(), RELAY_CHUNK);
     grow_pipe(sys::stdout_fd(), RELAY_CHUNK);
     if let Some(f) = &side {
-        grow_pipe(std::os::fd::AsFd::as_fd(f), RELAY_CHUNK);
+        grow_pipe(f.as_fd(), RELAY_CHUNK);
     }
     loop {
         let n = match &side {
             None => RELAY_CHUNK,
-            Some(f) => match sys::tee(sys::stdin_fd(), std::os::fd::AsFd::as_fd(f), RELAY_CHUNK) {
+            Some(f) => match sys::tee(sys::stdin_fd(), f.as_fd(), RELAY_CHUNK) {
                 Ok(0) => return Ok(()),
                 Ok(n) => n,
                 Err(e) => {
