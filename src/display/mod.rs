@@ -6,11 +6,13 @@
 
 mod bar;
 mod clock;
+mod escape;
 mod format;
 mod render;
 mod width;
 
 pub use clock::local_time_text;
+pub use escape::printable;
 pub use format::{default_format, DisplaySwitches, Format, Segment};
 pub use render::{eta_seconds, render};
 pub use width::display_width;
