@@ -211,6 +211,10 @@ impl<'a> Session<'a> {
             }
             let timeout_ms = (wait_ns / 1_000_000 + 1).min(i32::MAX as u64) as i32;
             signals::wait(timeout_ms);
+            let now = sys::monotonic_ns();
+            for source in &mut self.sources {
+                source.tick(now);
+            }
             self.serve_control(&mut next_due);
             self.pass_events();
             if signals::exit_requested() {

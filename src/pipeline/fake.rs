@@ -15,6 +15,9 @@ pub struct FakeTask {
     pub state: char,
     pub wchan: String,
     pub ticks: u64,
+    /// `schedstat`: nanoseconds on a CPU and waiting for one.
+    pub run_ns: u64,
+    pub delay_ns: u64,
 }
 
 /// One process.
@@ -73,6 +76,8 @@ impl FakeProc {
                     state: 'R',
                     wchan: "0".into(),
                     ticks: 0,
+                    run_ns: 0,
+                    delay_ns: 0,
                 }],
                 stdin,
                 stdout,
@@ -103,13 +108,19 @@ impl FakeProc {
         });
     }
 
-    /// Adds CPU ticks and bytes read and written.
+    /// Adds CPU ticks (and as much time on a CPU) and bytes read and written.
     pub fn work(&self, pid: u32, ticks: u64, read: u64, written: u64) {
         self.with(pid, |p| {
             p.tasks[0].ticks += ticks;
+            p.tasks[0].run_ns += ticks * 10_000_000;
             p.io.rchar += read;
             p.io.wchar += written;
         });
+    }
+
+    /// Adds time waiting for a CPU to a process's first thread.
+    pub fn starve(&self, pid: u32, ns: u64) {
+        self.with(pid, |p| p.tasks[0].delay_ns += ns);
     }
 
     /// Sets how full a pipe is.
@@ -169,6 +180,10 @@ impl Proc for FakeProc {
                 .map(|(c, _)| format!("{c} "))
                 .collect(),
             ProcFile::TaskStat(tid) => Self::stat_text(tid, p, Some(task(tid)?)),
+            ProcFile::TaskSchedstat(tid) => {
+                let t = task(tid)?;
+                format!("{} {} 1\n", t.run_ns, t.delay_ns)
+            }
             _ if p.hidden => return Err(denied()),
             ProcFile::Io => format!(
                 "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",

@@ -3,21 +3,25 @@
 //!
 //! Owns: finding the processes chained by pipes through their standard input and output
 //! ([`discover`]), sampling them ([`Watcher`]: CPU, state per thread, bytes in and out, the
-//! fill of each pipe), the bottleneck rule ([`classify`]) and the text of the view
-//! ([`render`]). Must not: depend on a display loop. [`Watcher::sample`] takes the time and
-//! returns a [`View`]; whoever runs the loop draws it (the display loop, through
-//! `source::pipeline` and `sink::stages`).
+//! fill of each pipe, where each stage's time goes — [`member`], [`timeshare`]), the
+//! bottleneck rule ([`classify`]) and the text of the view ([`render`]). Must not: depend
+//! on a display loop. [`Watcher::sample`] takes the time and returns a [`View`], and
+//! [`Watcher::tick`] samples wait states between two of them; whoever runs the loop calls
+//! both and draws the view (the display loop, through `source::pipeline` and
+//! `sink::stages`).
 //!
 //! The view reads only: `/proc/PID/{stat,io,wchan,cmdline}`, the same files of each thread
-//! under `task/`, the `fd/0` and `fd/1` links, and a pipe's fill through a descriptor opened
-//! from `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
+//! under `task/` and its `schedstat`, the `fd/0` and `fd/1` links, and a pipe's fill
+//! through a descriptor opened from `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
 //! their control channel (splice does not show in `/proc/PID/io`).
 
 pub mod classify;
 pub mod control;
 pub mod discover;
+pub mod member;
 pub mod procfs;
 pub mod render;
+pub mod timeshare;
 pub mod watch;
 
 #[cfg(test)]

@@ -115,6 +115,28 @@ impl Io {
     }
 }
 
+/// The two times of `/proc/PID/task/TID/schedstat`, in nanoseconds since the thread
+/// started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Schedstat {
+    /// Time on a CPU.
+    pub run_ns: u64,
+    /// Time runnable but waiting for a CPU (the run delay).
+    pub delay_ns: u64,
+}
+
+impl Schedstat {
+    /// Parses the text of a `schedstat` file (`run delay timeslices`); `None` if it is not
+    /// in that format.
+    pub fn parse(text: &str) -> Option<Schedstat> {
+        let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+        Some(Schedstat {
+            run_ns: fields.next()??,
+            delay_ns: fields.next()??,
+        })
+    }
+}
+
 /// The inode of a pipe from an fd link's text (`pipe:[12345]`), `None` for anything else.
 pub fn pipe_inode(link: &str) -> Option<u64> {
     link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
@@ -177,6 +199,8 @@ pub enum ProcFile {
     TaskWchan(u32),
     /// `task/TID/children`: the PIDs of the children of thread TID.
     Children(u32),
+    /// `task/TID/schedstat`: time on a CPU and time waiting for one.
+    TaskSchedstat(u32),
 }
 
 impl ProcFile {
@@ -189,6 +213,7 @@ impl ProcFile {
             ProcFile::TaskStat(tid) => format!("/proc/{pid}/task/{tid}/stat"),
             ProcFile::TaskWchan(tid) => format!("/proc/{pid}/task/{tid}/wchan"),
             ProcFile::Children(tid) => format!("/proc/{pid}/task/{tid}/children"),
+            ProcFile::TaskSchedstat(tid) => format!("/proc/{pid}/task/{tid}/schedstat"),
         }
     }
 }
@@ -466,6 +491,20 @@ mod tests {
         );
         assert_eq!(Io::parse("rchar: 1\n"), None);
         assert_eq!(Io::parse(""), None);
+    }
+
+    #[test]
+    fn schedstat_times() {
+        assert_eq!(
+            Schedstat::parse("193871891 9906388 379\n"),
+            Some(Schedstat {
+                run_ns: 193_871_891,
+                delay_ns: 9_906_388
+            })
+        );
+        assert_eq!(Schedstat::parse("12\n"), None);
+        assert_eq!(Schedstat::parse("x 1 2"), None);
+        assert_eq!(Schedstat::parse(""), None);
     }
 
     #[test]

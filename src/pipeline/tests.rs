@@ -4,6 +4,7 @@
 use super::classify::{Activity, Sleep};
 use super::discover::End;
 use super::fake::{FakeProc, FakeTask};
+use super::timeshare::Part;
 use super::watch::{View, WatchError, Watcher};
 
 const SEC: u64 = 1_000_000_000;
@@ -166,7 +167,8 @@ fn producer_bound() {
 
 #[test]
 fn consumer_bound_and_a_consumer_sleeping_between_reads() {
-    for (state, wchan) in [('R', "0"), ('S', "hrtimer_nanosleep")] {
+    // The consumer busy on a CPU, or sleeping on a timer after each read.
+    for (state, wchan, ticks) in [('R', "0", 99), ('S', "hrtimer_nanosleep", 1)] {
         let fake = three();
         let mut w = watch(&fake, 102);
         w.sample(0);
@@ -175,6 +177,7 @@ fn consumer_bound_and_a_consumer_sleeping_between_reads() {
             fake.state(101, 'S', "anon_pipe_write");
             fake.state(102, 'S', "anon_pipe_write");
             fake.state(103, state, wchan);
+            fake.work(103, ticks, 1_000_000, 1_000_000);
             fake.fill(1, CAP, CAP);
             fake.fill(2, CAP - 100, CAP);
             view = w.sample(k * SEC);
@@ -201,18 +204,24 @@ fn a_rate_limited_rpv_in_the_middle() {
                 state: 'S',
                 wchan: "poll_schedule_timeout.constprop.0".into(),
                 ticks: 1,
+                run_ns: 10000000,
+                delay_ns: 0,
             },
             FakeTask {
                 tid: 104,
                 state: 'S',
                 wchan: "hrtimer_nanosleep".into(),
                 ticks: 20,
+                run_ns: 200000000,
+                delay_ns: 0,
             },
             FakeTask {
                 tid: 105,
                 state: 'S',
                 wchan: "__skb_wait_for_more_packets".into(),
                 ticks: 0,
+                run_ns: 0,
+                delay_ns: 0,
             },
         ];
     });
@@ -222,14 +231,26 @@ fn a_rate_limited_rpv_in_the_middle() {
     for k in 1..=4 {
         fake.state(101, 'S', "anon_pipe_write");
         fake.work(101, 1, 20_000_000, 20_000_000);
-        fake.with(102, |p| p.rpv = Some(p.rpv.unwrap() + 20_000_000));
-        // sha256sum caught hashing the last chunk, with a little of it still queued.
+        fake.with(102, |p| {
+            p.rpv = Some(p.rpv.unwrap() + 20_000_000);
+            p.tasks[1].ticks += 2;
+            p.tasks[1].run_ns += 20_000_000;
+        });
+        fake.fill(1, CAP, CAP);
+        // Between readings sha256sum waits for its input; at each reading it happens to be
+        // caught hashing the last chunk, with a little of it still queued.
+        fake.state(103, 'S', "anon_pipe_read");
+        fake.fill(2, 0, CAP);
+        for tenth in 1..10 {
+            w.tick((k - 1) * SEC + tenth * SEC / 10);
+        }
         fake.state(103, 'R', "0");
         fake.work(103, 6, 20_000_000, 0);
-        fake.fill(1, CAP, CAP);
         fake.fill(2, 4096, CAP);
         view = w.sample(k * SEC);
     }
+    let sha = &view.stages[2];
+    assert_eq!(sha.activity, Activity::WaitInput, "{sha:?}");
     let rpv = &view.stages[1];
     assert_eq!(rpv.activity, Activity::Sleeping(Sleep::Timer));
     assert_eq!(rpv.rate_in, Some(20e6));
@@ -431,4 +452,72 @@ fn an_rpv_that_misses_an_answer_is_counted_by_its_next_one() {
             assert_eq!(view.stages[1].rate_out, Some(expected), "second {k}");
         }
     }
+}
+
+/// `yes | head -c 8G | sha256sum` on two cores: sha256sum is on a CPU 97 % of the time, yet
+/// it empties its input at once each time head writes, so nearly every look at it finds
+/// it waiting for its input; head, on a CPU a quarter of the time, is often caught running.
+/// The shares over the interval name sha256sum all the same, and its row says `running`.
+#[test]
+fn a_hash_using_a_whole_core_is_found_though_always_caught_waiting() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "yes", TTY, pipe(1));
+    fake.add(102, 100, "head -c 8G", pipe(1), pipe(2));
+    fake.add(103, 100, "sha256sum", pipe(2), TTY);
+    fake.fill(1, CAP, CAP);
+    fake.fill(2, 0, CAP);
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 2, 0, 500_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 26, 500_000_000, 500_000_000);
+        fake.state(103, 'S', "anon_pipe_read");
+        fake.work(103, 97, 500_000_000, 0);
+        for tenth in 1..=10 {
+            w.tick((k - 1) * SEC + tenth * SEC / 10);
+        }
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["sha256sum"], "{view:?}");
+    assert_eq!(view.stages[2].activity, Activity::Running);
+    let time = view.stages[2].time.expect("shares");
+    assert!((time.get(Part::Busy) - 0.97).abs() < 1e-6, "{time:?}");
+    assert!((time.get(Part::Input) - 0.03).abs() < 1e-6, "{time:?}");
+    // head, caught running at every look, was blocked 74 % of the time where it was last
+    // seen blocked (never, here: "other"), so it is not blamed for a pipe it waits on.
+    assert_eq!(w.summary()[0].command, "sha256sum");
+}
+
+/// The same pipeline beside busy loops: every stage waits for a CPU; sha256sum waits more
+/// than it runs, and its row says `starved`.
+#[test]
+fn a_stage_waiting_for_a_cpu_more_than_it_runs_reads_starved() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "head -c 8G /dev/zero", TTY, pipe(1));
+    fake.add(102, 100, "sha256sum", pipe(1), TTY);
+    fake.fill(1, CAP, CAP);
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 5, 0, 100_000_000);
+        fake.starve(101, 150_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 40, 100_000_000, 0);
+        fake.starve(102, 550_000_000);
+        for tenth in 1..=10 {
+            w.tick((k - 1) * SEC + tenth * SEC / 10);
+        }
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["sha256sum"]);
+    assert_eq!(view.stages[1].activity, Activity::Starved);
+    assert_eq!(view.stages[1].activity.label(), "starved");
+    assert_eq!(view.stages[0].activity, Activity::WaitOutput);
 }

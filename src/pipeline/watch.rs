@@ -1,8 +1,9 @@
 //! The watcher: the stages of one pipeline over time.
 //!
 //! Owns: the list of stages in pipeline order (ended ones keep their row and their final
-//! figures), when to scan `/proc` again, per-stage counters and rates, the fill of each pipe,
-//! the bottleneck of each sample and each stage's share of the time as the bottleneck.
+//! figures), when to scan `/proc` again, per-stage counters, rates and time split (over
+//! the same window as the rates), the fill of each pipe, the bottleneck of each sample and
+//! each stage's share of the time as the bottleneck.
 //! Must not: draw anything or sleep: [`Watcher::sample`] is called by whoever runs the
 //! display loop, with the time.
 //!
@@ -16,7 +17,9 @@ use std::io;
 
 use super::classify::{self, Activity, StageState};
 use super::discover::{self, DiscoverError, Segment, StageSpec, Table};
-use super::procfs::{self, Fill, Io, Proc, ProcFile, Stat, SysProc};
+use super::member::{Member, Pipes};
+use super::procfs::{self, Fill, Proc, ProcFile, Stat, SysProc};
+use super::timeshare::{self, Split};
 
 /// Rates and CPU use are averaged over at least this long, in nanoseconds (tick-based CPU
 /// times are too coarse for a tenth of a second).
@@ -25,9 +28,12 @@ const MIN_WINDOW_NS: u64 = 1_000_000_000;
 const MARK_TAU_NS: f64 = 2e9;
 /// Score above which the row is marked.
 const MARK_THRESHOLD: f64 = 0.3;
-/// Threads of one process read at most (a stage with thousands of threads would cost too
-/// much per sample; the first ones are the main thread and those started early).
-const MAX_TASKS: usize = 64;
+/// Least time between two samples of the stages' wait states, in nanoseconds (the display
+/// loop calls [`Watcher::tick`] every [`TICK_NS`]; other wake-ups come in between).
+const MIN_TICK_NS: u64 = TICK_NS / 2;
+/// How often the wait states of the stages are sampled between two readings, in
+/// nanoseconds.
+pub const TICK_NS: u64 = 20_000_000;
 /// Longest wait between looks at an open end, in nanoseconds.
 const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
 /// A counter that moves less than this fraction of its neighbour's is taken as not counting
@@ -68,8 +74,12 @@ pub struct StageView {
     pub pid: u32,
     /// Its command line.
     pub command: String,
-    /// What it is doing.
+    /// What it spent the most time on over the last second (or the interval if longer);
+    /// what it is doing now before that is known.
     pub activity: Activity,
+    /// Where its time went over the same window, as fractions of it (busy, starved,
+    /// waiting for its input, its output, …); `None` before two readings.
+    pub time: Option<Split>,
     /// CPU use, percent of one core (over the last second, or the interval if longer).
     pub cpu: Option<f64>,
     /// Bytes per second read.
@@ -104,48 +114,8 @@ struct Totals {
     ticks: u64,
     bytes_in: u64,
     bytes_out: u64,
-}
-
-/// One reading of a member process.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Reading {
-    ticks: u64,
-    io: Option<Io>,
-    rpv: Option<u64>,
-    activity: Activity,
-}
-
-impl Reading {
-    /// Bytes (in, out): the rpv's own count, or `/proc/PID/io`.
-    fn bytes(&self) -> Option<(u64, u64)> {
-        match (self.rpv, self.io) {
-            (Some(b), _) => Some((b, b)),
-            (None, Some(io)) => Some((io.rchar, io.wchar)),
-            (None, None) => None,
-        }
-    }
-}
-
-/// A process of a stage.
-#[derive(Debug)]
-struct Member {
-    pid: u32,
-    start: u64,
-    session: u32,
-    /// Its name in `stat` when `command` was read.
-    comm: String,
-    command: String,
-    /// The threads read, listed when the process had `threads` of them.
-    tasks: Vec<u32>,
-    threads: u32,
-    last: Option<Reading>,
-    /// The last count an rpv member gave over its control channel.
-    last_rpv: Option<u64>,
-    /// Started after the stage was first seen: everything it counted is recent.
-    fresh: bool,
-    /// Bytes moved in the last sample (for choosing which member to show).
-    moved: u64,
-    used: u64,
+    /// Where the stage's time went, in nanoseconds.
+    time: Split,
 }
 
 /// A stage over time.
@@ -164,7 +134,19 @@ struct Stage {
     matched: bool,
     bottleneck_ns: u64,
     score: f64,
+    /// What it was doing at the last sample (its shown member's state, settled with the
+    /// fills of its pipes).
+    now: Activity,
     view: StageView,
+}
+
+impl Stage {
+    fn pipes(&self) -> Pipes {
+        Pipes {
+            input: self.spec.input,
+            output: self.spec.output,
+        }
+    }
 }
 
 /// Watches the pipeline a process belongs to.
@@ -175,6 +157,8 @@ pub struct Watcher {
     session: u32,
     window_ns: u64,
     last_ns: Option<u64>,
+    /// When the wait states were last sampled.
+    ticked_ns: Option<u64>,
     observed_ns: u64,
     open_ends: bool,
     next_open_scan_ns: u64,
@@ -201,20 +185,20 @@ fn parents(table: &Table, spec: &StageSpec) -> Vec<(u32, Vec<u32>)> {
         .collect()
 }
 
+/// True if the stage's row says it waits for a neighbour (or a child).
+fn waits_for_neighbour(stage: &Stage) -> bool {
+    matches!(
+        stage.view.activity,
+        Activity::WaitInput | Activity::WaitOutput | Activity::WaitChild
+    )
+}
+
 /// True if the pipe after one stage is the one before the next (as far as is known).
 fn connected(output: Option<u64>, input: Option<u64>) -> bool {
     match (output, input) {
         (Some(a), Some(b)) => a == b,
         (a, b) => a.or(b).is_some(),
     }
-}
-
-/// The command line of `pid` for display, or `[comm]` if it has none.
-fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
-    proc.read(pid, ProcFile::Cmdline, false)
-        .ok()
-        .and_then(|c| procfs::command_text(&c))
-        .unwrap_or_else(|| format!("[{comm}]"))
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -249,6 +233,7 @@ impl Watcher {
             session: stat.session,
             window_ns: MIN_WINDOW_NS,
             last_ns: None,
+            ticked_ns: None,
             observed_ns: 0,
             open_ends: false,
             next_open_scan_ns: 0,
@@ -301,7 +286,7 @@ impl Watcher {
         let mut rescan = false;
         for i in 0..self.stages.len() {
             if !self.stages[i].ended {
-                rescan |= self.sample_stage(i);
+                rescan |= self.sample_stage(i, now_ns);
             }
         }
         let open_due = self.open_ends && now_ns >= self.next_open_scan_ns;
@@ -309,7 +294,7 @@ impl Watcher {
             self.rescan_now(open_due);
             for i in 0..self.stages.len() {
                 if !self.stages[i].ended {
-                    self.baseline_new_members(i);
+                    self.baseline_new_members(i, now_ns);
                 }
             }
             if self.open_ends {
@@ -321,111 +306,54 @@ impl Watcher {
         }
         let dt = self.last_ns.map_or(0, |last| now_ns.saturating_sub(last));
         self.last_ns = Some(now_ns);
+        self.ticked_ns = Some(now_ns);
         let fills = self.fills();
         self.update_views(now_ns, &fills);
         self.derive_rates();
-        self.mark_bottleneck(dt, &fills);
+        self.mark_bottleneck(dt);
         View {
             stages: self.stages.iter().map(|s| s.view.clone()).collect(),
         }
     }
 
-    /// Reads one member; `None` if it has ended.
-    fn read_member(proc: &mut dyn Proc, m: &mut Member, permitted: bool) -> Option<Reading> {
-        let stat = Stat::parse(&text(&proc.read(m.pid, ProcFile::Stat, true).ok()?))?;
-        if stat.start != m.start || matches!(stat.state, 'Z' | 'X') {
-            return None;
+    /// Samples what every running stage is doing (between two readings: several times per
+    /// interval, cheaply). Calls closer together than half of [`TICK_NS`] do nothing.
+    pub fn tick(&mut self, now_ns: u64) {
+        if self.ticked_ns.is_some_and(|t| now_ns < t + MIN_TICK_NS) {
+            return;
         }
-        if stat.comm != m.comm {
-            // It has run a new program since it was found (a shell's child, found between
-            // its fork and its exec).
-            m.command = command_of(proc, m.pid, &stat.comm);
-            m.comm = stat.comm.clone();
-        }
-        if !permitted {
-            return Some(Reading {
-                ticks: stat.cpu_ticks,
-                io: None,
-                rpv: None,
-                activity: Activity::Unknown,
-            });
-        }
-        let activity = if stat.threads > 1 {
-            Self::threads_activity(proc, m, &stat)
-        } else {
-            let wchan = if stat.state == 'S' {
-                proc.read(m.pid, ProcFile::Wchan, true)
-                    .map(|t| text(&t))
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            };
-            classify::task_activity(stat.state, &wchan)
-        };
-        let io = proc
-            .read(m.pid, ProcFile::Io, true)
-            .ok()
-            .and_then(|t| Io::parse(&text(&t)));
-        Some(Reading {
-            ticks: stat.cpu_ticks,
-            io,
-            rpv: proc.rpv_bytes(m.pid),
-            activity,
-        })
-    }
-
-    /// A multi-threaded process: every task's state, combined.
-    fn threads_activity(proc: &mut dyn Proc, m: &mut Member, stat: &Stat) -> Activity {
-        if m.tasks.is_empty() || m.threads != stat.threads {
-            m.tasks = proc.tasks(m.pid).unwrap_or_default();
-            m.tasks.truncate(MAX_TASKS);
-            m.threads = stat.threads;
-        }
-        let mut tasks = Vec::with_capacity(m.tasks.len());
-        let mut lost = false;
-        for &tid in &m.tasks {
-            let Some(task) = proc
-                .read(m.pid, ProcFile::TaskStat(tid), true)
-                .ok()
-                .and_then(|t| Stat::parse(&text(&t)))
-            else {
-                lost = true;
+        self.ticked_ns = Some(now_ns);
+        for stage in self.stages.iter_mut() {
+            if stage.ended || !stage.spec.permitted {
                 continue;
-            };
-            let wchan = if task.state == 'S' {
-                proc.read(m.pid, ProcFile::TaskWchan(tid), true)
-                    .map(|t| text(&t))
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            };
-            tasks.push((classify::task_activity(task.state, &wchan), task.cpu_ticks));
+            }
+            let pipes = stage.pipes();
+            for m in stage.members.iter_mut().filter(|m| m.last.is_some()) {
+                m.sample_states(self.proc.as_mut(), pipes, now_ns);
+            }
         }
-        if lost {
-            m.tasks.clear();
-        }
-        if tasks.is_empty() {
-            return classify::task_activity(stat.state, "");
-        }
-        classify::process_activity(&tasks)
     }
 
     /// Samples stage `i`'s members and adds what they did to its totals. Returns true if
     /// `/proc` must be scanned again.
-    fn sample_stage(&mut self, i: usize) -> bool {
+    fn sample_stage(&mut self, i: usize, now_ns: u64) -> bool {
         let stage = &mut self.stages[i];
         let permitted = stage.spec.permitted;
+        let pipes = stage.pipes();
         let mut rescan = false;
         let mut known_in = false;
         let mut known_out = false;
+        let mut splits = Vec::with_capacity(stage.members.len());
         for m in &mut stage.members {
-            let Some(reading) = Self::read_member(self.proc.as_mut(), m, permitted) else {
+            let Some((reading, split)) = m.read(self.proc.as_mut(), permitted, pipes, now_ns)
+            else {
                 rescan = true;
                 m.last = None;
                 m.moved = 0;
                 m.used = 0;
                 continue;
             };
+            splits.extend(split);
             let before = match m.last {
                 Some(last) => last,
                 None => reading,
@@ -458,11 +386,16 @@ impl Watcher {
         }
         stage.known_in |= known_in;
         stage.known_out |= known_out;
+        // Of several members at once (`{ a & b; }`), the one most engaged speaks for the
+        // stage's time, as a thread does for its process.
+        if let Some(lead) = timeshare::lead(&splits) {
+            stage.totals.time.plus(&splits[lead]);
+        }
         // A shell holding the pipe end that got a new child: it may be the next member.
         let waiting_shells = stage
             .members
             .iter()
-            .filter(|m| m.last.is_some_and(|r| r.activity == Activity::WaitChild))
+            .filter(|m| m.last.is_some() && m.activity == Activity::WaitChild)
             .map(|m| m.pid);
         let watch: Vec<u32> = stage
             .spec
@@ -491,11 +424,12 @@ impl Watcher {
 
     /// The first reading of members found by the last scan. A member that started after
     /// its stage was first seen counts everything it did (it is all recent).
-    fn baseline_new_members(&mut self, i: usize) {
+    fn baseline_new_members(&mut self, i: usize, now_ns: u64) {
         let stage = &mut self.stages[i];
         let permitted = stage.spec.permitted;
+        let pipes = stage.pipes();
         for m in stage.members.iter_mut().filter(|m| m.last.is_none()) {
-            let Some(reading) = Self::read_member(self.proc.as_mut(), m, permitted) else {
+            let Some((reading, _)) = m.read(self.proc.as_mut(), permitted, pipes, now_ns) else {
                 continue;
             };
             if m.fresh {
@@ -600,20 +534,7 @@ impl Watcher {
             .get(pid)
             .map(|p| (p.stat.start, p.stat.session, p.stat.comm.clone()))
             .unwrap_or_default();
-        Member {
-            pid,
-            start,
-            session,
-            command: command_of(self.proc.as_mut(), pid, &comm),
-            comm,
-            tasks: Vec::new(),
-            threads: 0,
-            last: None,
-            last_rpv: None,
-            fresh,
-            moved: 0,
-            used: 0,
-        }
+        Member::new(self.proc.as_mut(), pid, start, session, comm, fresh)
     }
 
     fn new_stage(&mut self, table: &Table, spec: &StageSpec, later: bool) -> Stage {
@@ -634,6 +555,7 @@ impl Watcher {
             } else {
                 Activity::Unknown
             },
+            time: None,
             cpu: None,
             rate_in: None,
             rate_out: None,
@@ -641,6 +563,7 @@ impl Watcher {
             bottleneck: false,
         };
         Stage {
+            now: view.activity,
             parents: parents(table, spec),
             spec: spec.clone(),
             members,
@@ -747,6 +670,7 @@ impl Watcher {
             let rate =
                 |a: u64, b: u64| (seconds > 0.0).then(|| a.saturating_sub(b) as f64 / seconds);
             let totals = stage.totals;
+            stage.view.time = totals.time.since(&first.time).shares();
             stage.view.cpu = rate(totals.ticks, first.ticks)
                 .map(|t| t * 100.0 / procfs::TICKS_PER_SECOND as f64);
             stage.view.rate_in = rate(totals.bytes_in, first.bytes_in).filter(|_| stage.known_in);
@@ -771,8 +695,13 @@ impl Watcher {
                 stage.view.command.clone_from(&m.command);
                 let input = if i > 0 { fills[i - 1] } else { None };
                 let output = fills.get(i).copied().flatten();
-                let activity = m.last.map_or(Activity::Ended, |r| r.activity);
-                stage.view.activity = classify::resolve(activity, input, output);
+                let activity = if m.last.is_some() {
+                    m.activity
+                } else {
+                    Activity::Ended
+                };
+                stage.now = classify::resolve(activity, input, output);
+                stage.view.activity = classify::state(stage.view.time, stage.now);
             }
         }
     }
@@ -800,21 +729,15 @@ impl Watcher {
     }
 
     /// Decides this sample's bottleneck, adds `dt` to its share, and marks the row of the
-    /// stage that has been the bottleneck most over the last few seconds.
-    fn mark_bottleneck(&mut self, dt: u64, fills: &[Option<Fill>]) {
+    /// stage that has been the bottleneck most over the last few seconds (unless its row
+    /// says it waits for a neighbour: a pipeline whose bottleneck has just moved).
+    fn mark_bottleneck(&mut self, dt: u64) {
         let states: Vec<StageState> = self
             .stages
             .iter()
-            .enumerate()
-            .map(|(i, s)| StageState {
-                activity: if s.ended {
-                    Activity::Ended
-                } else {
-                    s.view.activity
-                },
-                cpu: s.view.cpu,
-                input: if i > 0 { fills[i - 1] } else { None },
-                output: fills.get(i).copied().flatten(),
+            .map(|s| StageState {
+                activity: if s.ended { Activity::Ended } else { s.now },
+                time: s.view.time,
             })
             .collect();
         let now = classify::bottleneck(&states);
@@ -833,7 +756,7 @@ impl Watcher {
             .stages
             .iter()
             .enumerate()
-            .filter(|(_, s)| !s.ended && s.score >= MARK_THRESHOLD)
+            .filter(|(_, s)| !s.ended && s.score >= MARK_THRESHOLD && !waits_for_neighbour(s))
             .max_by(|a, b| a.1.score.total_cmp(&b.1.score))
             .map(|(i, _)| i);
         for (i, stage) in self.stages.iter_mut().enumerate() {

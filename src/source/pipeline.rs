@@ -34,10 +34,13 @@ impl PipelineSource {
         let mut watcher = Watcher::new(pid)
             .map_err(|e| Error::other(status::ACCESS, format!("--pipeline: {e}")))?;
         watcher.set_interval(interval);
+        // The first reading now: the first update then has an interval to show.
+        let start_ns = sys::monotonic_ns();
+        watcher.sample(start_ns);
         Ok(PipelineSource {
             watcher,
             inline: false,
-            start_ns: sys::monotonic_ns(),
+            start_ns,
         })
     }
 
@@ -49,10 +52,12 @@ impl PipelineSource {
         let mut watcher = Watcher::with_proc(Box::new(proc), std::process::id())
             .map_err(|e| Error::other(0, format!("--pipeline: {e}")))?;
         watcher.set_interval(interval);
+        let start_ns = sys::monotonic_ns();
+        watcher.sample(start_ns);
         Ok(PipelineSource {
             watcher,
             inline: true,
-            start_ns: sys::monotonic_ns(),
+            start_ns,
         })
     }
 }
@@ -81,6 +86,14 @@ impl Source for PipelineSource {
 
     fn finished(&mut self) -> bool {
         self.inline || self.watcher.finished()
+    }
+
+    fn poll_period_ns(&self) -> Option<u64> {
+        Some(crate::pipeline::watch::TICK_NS)
+    }
+
+    fn tick(&mut self, now_ns: u64) {
+        self.watcher.tick(now_ns);
     }
 
     fn status(&self) -> u8 {
