@@ -114,12 +114,13 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The command line of `pid` for display, or `[comm]` if it has none.
+/// The command line of `pid` for display, or `[comm]` if it has none (a process may set
+/// its name to anything, so it is escaped like the command line).
 pub fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
     proc.read(pid, ProcFile::Cmdline, false)
         .ok()
         .and_then(|c| procfs::command_text(&c))
-        .unwrap_or_else(|| format!("[{comm}]"))
+        .unwrap_or_else(|| format!("[{}]", crate::display::printable(comm)))
 }
 
 impl Member {

@@ -151,7 +151,8 @@ pub fn parse_pids(text: &str) -> Vec<u32> {
 
 /// A command line for display: the NUL-separated arguments of `/proc/PID/cmdline` joined
 /// by spaces, the program by its file name only (`/usr/bin/gzip -9` is `gzip -9`), control
-/// characters shown as `?`; `None` if it is empty (a zombie, a kernel thread).
+/// characters escaped as everywhere rpv shows a name ([`crate::display::printable`]);
+/// `None` if it is empty (a zombie, a kernel thread).
 pub fn command_text(cmdline: &[u8]) -> Option<String> {
     let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
     if trimmed.is_empty() {
@@ -170,16 +171,8 @@ pub fn command_text(cmdline: &[u8]) -> Option<String> {
     } else {
         name_start
     };
-    let text = String::from_utf8_lossy(&trimmed[name_start..]);
-    Some(
-        text.chars()
-            .map(|c| match c {
-                '\0' => ' ',
-                c if c.is_control() => '?',
-                c => c,
-            })
-            .collect(),
-    )
+    let text = String::from_utf8_lossy(&trimmed[name_start..]).replace('\0', " ");
+    Some(crate::display::printable(&text).into_owned())
 }
 
 /// A file of a process (or of one of its threads) under `/proc/PID`.
@@ -532,7 +525,11 @@ mod tests {
         assert_eq!(command_text(b"/\0").as_deref(), Some("/"));
         assert_eq!(
             command_text(b"sh\0-c\0a\nb\0").as_deref(),
-            Some("sh -c a?b")
+            Some("sh -c a\\nb")
+        );
+        assert_eq!(
+            command_text(b"x\0\x1b]0;owned\x07\x1b[2J\0").as_deref(),
+            Some("x \\e]0;owned\\x07\\e[2J")
         );
         assert_eq!(command_text(b"x\xff\0").as_deref(), Some("x\u{fffd}"));
         assert_eq!(command_text(b""), None);

@@ -521,3 +521,21 @@ fn a_stage_waiting_for_a_cpu_more_than_it_runs_reads_starved() {
     assert_eq!(view.stages[1].activity.label(), "starved");
     assert_eq!(view.stages[0].activity, Activity::WaitOutput);
 }
+
+/// A process chooses its own name (`prctl(PR_SET_NAME)`, `/proc/self/comm`) and may have
+/// no command line: the `[comm]` shown instead is escaped like a command line, so a name
+/// made of escape sequences cannot retitle or clear the watcher's terminal.
+#[test]
+fn a_process_name_with_escape_sequences_is_shown_escaped() {
+    let fake = three();
+    fake.with(102, |p| {
+        p.comm = "\x1b]0;owned\x07\x1b[2J".into();
+        p.cmdline = String::new();
+    });
+    fake.with(103, |p| p.cmdline = "cat\n\x1b[1A".into());
+    let view = watch(&fake, 101).sample(0);
+    assert_eq!(
+        commands(&view),
+        ["cat big", "[\\e]0;owned\\x07\\e[2J]", "cat\\n\\e[1A"]
+    );
+}
