@@ -496,6 +496,21 @@ fn errors() {
     let out = rpv(&["--pipeline=x"]).output().unwrap();
     assert_eq!(err(&out), "rpv: --pipeline: x: invalid process ID\n");
     assert_eq!(out.status.code(), Some(64));
+    // Options that do not apply to watching are refused before anything is watched.
+    for (args, name) in [
+        (&["-L", "1M"][..], "-L"),
+        (&["--each"], "--each"),
+        (&["-n"], "-n"),
+    ] {
+        let mut line = args.to_vec();
+        line.push("--pipeline=1");
+        let out = rpv(&line).output().unwrap();
+        assert_eq!(
+            err(&out),
+            format!("rpv: {name}: cannot be used with --pipeline=PID\n")
+        );
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+    }
 }
 
 /// `--pipeline` without a PID, inside a pipeline: the data goes through unchanged, and the
