@@ -107,6 +107,19 @@ fn errors_name_the_reason() {
     fake.add(200, 1, "sleep 100", TTY, TTY);
     let err = |pid| Watcher::with_proc(Box::new(fake.clone()), pid).unwrap_err();
     assert!(matches!(err(999), WatchError::NoSuchProcess(999)));
+    // A zombie and a kernel thread are named as such, not as missing.
+    fake.add(201, 1, "gzip", End::Closed, End::Closed);
+    fake.state(201, 'Z', "0");
+    assert_eq!(
+        err(201).to_string(),
+        "pid 201: a zombie (it has ended; its parent has not collected it), not in a pipeline"
+    );
+    fake.add(2, 0, "kthreadd", End::Closed, End::Closed);
+    fake.with(2, |p| p.kernel = true);
+    assert_eq!(
+        err(2).to_string(),
+        "pid 2: a kernel thread (kthreadd), not in a pipeline"
+    );
     assert!(matches!(err(200), WatchError::NotInPipeline(200)));
     fake.with(200, |p| {
         p.hidden = true;

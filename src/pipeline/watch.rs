@@ -45,6 +45,11 @@ const NOT_COUNTING: f64 = 1.0 / 64.0;
 pub enum WatchError {
     /// The process does not exist.
     NoSuchProcess(u32),
+    /// The process has ended and waits for its parent to collect its status: it has no
+    /// descriptors left.
+    Zombie(u32),
+    /// A kernel thread: no descriptors, never in a pipeline.
+    KernelThread(u32, String),
     /// Its descriptors may not be read.
     NotPermitted(u32),
     /// Neither it nor a child of it has a pipe on standard input or output.
@@ -57,6 +62,16 @@ impl std::fmt::Display for WatchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WatchError::NoSuchProcess(pid) => write!(f, "pid {pid}: No such process"),
+            WatchError::Zombie(pid) => write!(
+                f,
+                "pid {pid}: a zombie (it has ended; its parent has not collected it), not in \
+                 a pipeline"
+            ),
+            WatchError::KernelThread(pid, name) => write!(
+                f,
+                "pid {pid}: a kernel thread ({}), not in a pipeline",
+                crate::display::printable(name)
+            ),
             WatchError::NotPermitted(pid) => write!(f, "pid {pid}: Permission denied"),
             WatchError::NotInPipeline(pid) => write!(
                 f,
@@ -218,6 +233,12 @@ impl Watcher {
             .ok()
             .and_then(|t| Stat::parse(&text(&t)))
             .ok_or(WatchError::NoSuchProcess(pid))?;
+        if stat.kernel_thread {
+            return Err(WatchError::KernelThread(pid, stat.comm));
+        }
+        if matches!(stat.state, 'Z' | 'X') {
+            return Err(WatchError::Zombie(pid));
+        }
         let table =
             discover::scan(proc.as_mut(), Some(&[stat.session])).map_err(WatchError::Proc)?;
         let seeds = discover::start_points(&table, pid).map_err(|e| match e {

@@ -599,3 +599,57 @@ fn bottleneck_sequence_names_the_side_an_rpv_waits_on() {
         "{slow_writer:?}"
     );
 }
+
+/// A zombie or a kernel thread is described as such, not as "No such process".
+#[test]
+fn a_zombie_and_a_kernel_thread_are_named() {
+    // A child that has ended and is not waited for yet: a zombie.
+    let mut child = Command::new("true").spawn().unwrap();
+    let stat = format!("/proc/{}/stat", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&stat).is_ok_and(|t| {
+        t.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    }) {
+        assert!(Instant::now() < deadline, "no zombie");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = rpv(&[&format!("--pipeline={}", child.id())])
+        .output()
+        .unwrap();
+    let _ = child.wait();
+    assert_eq!(
+        err(&out),
+        format!(
+            "rpv: --pipeline: pid {}: a zombie (it has ended; its parent has not collected \
+             it), not in a pipeline\n",
+            child.id()
+        )
+    );
+    assert_eq!(out.status.code(), Some(2));
+    // A kernel thread (flag PF_KTHREAD in its stat), if this machine shows one (a container
+    // may not).
+    let kernel = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find_map(|pid| {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (head, rest) = text.rsplit_once(')')?;
+            let flags: u64 = rest.split_whitespace().nth(6)?.parse().ok()?;
+            let name = head.split_once('(')?.1.to_string();
+            (flags & 0x0020_0000 != 0).then_some((pid, name))
+        });
+    let Some((pid, name)) = kernel else {
+        eprintln!("skipped: no kernel thread visible");
+        return;
+    };
+    let out = rpv(&[&format!("--pipeline={pid}")]).output().unwrap();
+    assert_eq!(
+        err(&out),
+        format!("rpv: --pipeline: pid {pid}: a kernel thread ({name}), not in a pipeline\n")
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
