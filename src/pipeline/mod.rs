@@ -18,6 +18,7 @@
 pub mod classify;
 pub mod control;
 pub mod discover;
+pub mod figures;
 pub mod member;
 pub mod procfs;
 pub mod render;

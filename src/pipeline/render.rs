@@ -170,6 +170,9 @@ mod tests {
             cpu: Some(99.4),
             rate_in: Some(203.0 * 1048576.0),
             rate_out: Some(68.1 * 1048576.0),
+            bytes_in: None,
+            bytes_out: None,
+            amount: None,
             fill: Some(Fill {
                 queued: 100,
                 capacity: 65536,
@@ -204,6 +207,9 @@ mod tests {
             cpu: None,
             rate_in: None,
             rate_out: None,
+            bytes_in: None,
+            bytes_out: None,
+            amount: None,
             fill: None,
             bottleneck: false,
         };

@@ -154,6 +154,10 @@ fn rates_cpu_fills_and_states_of_a_middle_stage_bound_pipeline() {
     assert_eq!(view.stages[1].fill.map(|f| f.queued), Some(0));
     assert_eq!(view.stages[2].fill, None);
     assert_eq!(marked(&view), ["gzip -9"]);
+    // Cumulative bytes since the first reading.
+    assert_eq!(gzip.bytes_in, Some(400_000_000));
+    assert_eq!(gzip.bytes_out, Some(120_000_000));
+    assert_eq!(gzip.amount, Some(400_000_000));
     let summary = w.summary();
     assert_eq!(summary.len(), 1);
     assert_eq!(summary[0].command, "gzip -9");
@@ -287,6 +291,35 @@ fn a_splice_user_gets_its_rates_from_its_neighbours() {
     }
     assert_eq!(view.stages[1].rate_in, Some(50e6));
     assert_eq!(view.stages[1].rate_out, Some(49e6));
+    // Its totals too: what went through since the watch began.
+    assert_eq!(view.stages[1].bytes_in, Some(100_000_000));
+    assert_eq!(view.stages[1].bytes_out, Some(98_000_000));
+    assert_eq!(view.stages[1].amount, Some(100_000_000));
+    // The first stage reads no pipe: its amount is what it wrote.
+    assert_eq!(view.stages[0].amount, Some(100_000_000));
+}
+
+/// pv with a rate limit reads a little with read(2) and splices the rest: its own counts
+/// are a tenth of what goes through it, on both sides. Its figures are its neighbours'.
+#[test]
+fn a_relay_counting_a_tenth_of_its_bytes_gets_its_neighbours_figures() {
+    let fake = three();
+    fake.with(102, |p| p.cmdline = "pv -qL 10M".into());
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        fake.work(101, 1, 10_000_000, 10_000_000);
+        fake.work(102, 1, 1_000_000, 900_000);
+        fake.work(103, 1, 10_000_000, 10_000_000);
+        view = w.sample(k * SEC);
+    }
+    let pv = &view.stages[1];
+    assert_eq!((pv.rate_in, pv.rate_out), (Some(10e6), Some(10e6)));
+    assert_eq!(
+        (pv.bytes_in, pv.bytes_out),
+        (Some(30_000_000), Some(30_000_000))
+    );
 }
 
 #[test]

@@ -17,6 +17,7 @@ use std::io;
 
 use super::classify::{self, Activity, StageState};
 use super::discover::{self, DiscoverError, Segment, StageSpec, Table};
+use super::figures::{self, Counted, Side};
 use super::member::{Member, Pipes};
 use super::procfs::{self, Fill, Proc, ProcFile, Stat, SysProc};
 use super::timeshare::{self, Split};
@@ -36,9 +37,6 @@ const MIN_TICK_NS: u64 = TICK_NS / 2;
 pub const TICK_NS: u64 = 20_000_000;
 /// Longest wait between looks at an open end, in nanoseconds.
 const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
-/// A counter that moves less than this fraction of its neighbour's is taken as not counting
-/// (splice does not show in `/proc/PID/io`).
-const NOT_COUNTING: f64 = 1.0 / 64.0;
 
 /// Why a pipeline cannot be watched.
 #[derive(Debug)]
@@ -101,6 +99,13 @@ pub struct StageView {
     pub rate_in: Option<f64>,
     /// Bytes per second written.
     pub rate_out: Option<f64>,
+    /// Bytes read since the watch began (its neighbour's count when it cannot count).
+    pub bytes_in: Option<u64>,
+    /// Bytes written since the watch began (likewise).
+    pub bytes_out: Option<u64>,
+    /// The bytes that have come through it since the watch began: what it read from the
+    /// pipe before it, or for a stage that reads no pipe, what it wrote.
+    pub amount: Option<u64>,
     /// The pipe to the next stage.
     pub fill: Option<Fill>,
     /// This stage holds the pipeline back (over the last few seconds).
@@ -141,8 +146,14 @@ struct Stage {
     /// Shells whose children are watched for new members: (pid, children last seen).
     parents: Vec<(u32, Vec<u32>)>,
     totals: Totals,
-    known_in: bool,
-    known_out: bool,
+    /// When the stage's own byte counts began (its own rates need a whole window of them;
+    /// until then they are its neighbours').
+    counted_since: Option<u64>,
+    /// What it moved in the last sample by its own count (read, written).
+    moved: Option<(u64, u64)>,
+    /// What it has moved since the watch began as shown: its own counts, or its
+    /// neighbours' where it cannot count, added sample by sample so they never go back.
+    shown_bytes: (Option<u64>, Option<u64>),
     history: VecDeque<(u64, Totals)>,
     shown: Option<u32>,
     ended: bool,
@@ -330,7 +341,7 @@ impl Watcher {
         self.ticked_ns = Some(now_ns);
         let fills = self.fills();
         self.update_views(now_ns, &fills);
-        self.derive_rates();
+        self.derive_figures();
         self.mark_bottleneck(dt);
         View {
             stages: self.stages.iter().map(|s| s.view.clone()).collect(),
@@ -362,8 +373,8 @@ impl Watcher {
         let permitted = stage.spec.permitted;
         let pipes = stage.pipes();
         let mut rescan = false;
-        let mut known_in = false;
-        let mut known_out = false;
+        let mut counted = false;
+        let before_bytes = (stage.totals.bytes_in, stage.totals.bytes_out);
         let mut splits = Vec::with_capacity(stage.members.len());
         for m in &mut stage.members {
             let Some((reading, split)) = m.read(self.proc.as_mut(), permitted, pipes, now_ns)
@@ -397,16 +408,26 @@ impl Watcher {
                 stage.totals.bytes_in += dr;
                 stage.totals.bytes_out += dw;
                 m.moved = dr + dw;
-                known_in = true;
-                known_out = true;
+                counted = true;
             }
+            let first_answer = reading.rpv.is_some() && m.last_rpv.is_none();
             if reading.rpv.is_some() {
                 m.last_rpv = reading.rpv;
             }
+            if first_answer || stage.counted_since.is_none() && reading.bytes().is_some() {
+                // Its first count, or an rpv's first answer (its count from now on, not
+                // its /proc/PID/io): the start of its own figures.
+                stage.counted_since = Some(now_ns);
+            }
             m.last = Some(reading);
         }
-        stage.known_in |= known_in;
-        stage.known_out |= known_out;
+        // What it moved in this sample, by its own count (`None`: no count this time).
+        stage.moved = counted.then(|| {
+            (
+                stage.totals.bytes_in - before_bytes.0,
+                stage.totals.bytes_out - before_bytes.1,
+            )
+        });
         // Of several members at once (`{ a & b; }`), the one most engaged speaks for the
         // stage's time, as a thread does for its process.
         if let Some(lead) = timeshare::lead(&splits) {
@@ -580,6 +601,9 @@ impl Watcher {
             cpu: None,
             rate_in: None,
             rate_out: None,
+            bytes_in: None,
+            bytes_out: None,
+            amount: None,
             fill: None,
             bottleneck: false,
         };
@@ -589,8 +613,9 @@ impl Watcher {
             spec: spec.clone(),
             members,
             totals: Totals::default(),
-            known_in: false,
-            known_out: false,
+            counted_since: None,
+            moved: None,
+            shown_bytes: (None, None),
             history: VecDeque::new(),
             shown,
             ended: false,
@@ -694,9 +719,9 @@ impl Watcher {
             stage.view.time = totals.time.since(&first.time).shares();
             stage.view.cpu = rate(totals.ticks, first.ticks)
                 .map(|t| t * 100.0 / procfs::TICKS_PER_SECOND as f64);
-            stage.view.rate_in = rate(totals.bytes_in, first.bytes_in).filter(|_| stage.known_in);
-            stage.view.rate_out =
-                rate(totals.bytes_out, first.bytes_out).filter(|_| stage.known_out);
+            let whole_window = stage.counted_since.is_some_and(|since| since <= t0);
+            stage.view.rate_in = rate(totals.bytes_in, first.bytes_in).filter(|_| whole_window);
+            stage.view.rate_out = rate(totals.bytes_out, first.bytes_out).filter(|_| whole_window);
             // The member shown: the one that moved the most data, else used the most CPU.
             let current = stage.members.iter().filter(|m| m.last.is_some());
             let busiest = current
@@ -727,25 +752,50 @@ impl Watcher {
         }
     }
 
-    /// Rates a stage cannot count itself (splice does not show in `/proc/PID/io`) are
-    /// taken from the neighbour on the other side of the pipe.
-    fn derive_rates(&mut self) {
-        let quiet = |own: Option<f64>, other: Option<f64>| match (own, other) {
-            (_, None) => false,
-            (None, Some(_)) => true,
-            (Some(o), Some(n)) => n > 65536.0 && o < n * NOT_COUNTING,
-        };
-        for i in 1..self.stages.len() {
-            if !connected(self.stages[i - 1].spec.output, self.stages[i].spec.input) {
+    /// Figures a stage cannot count itself (splice does not show in `/proc/PID/io`; another
+    /// user's process) are taken from the other ends of its pipes (see `figures`).
+    fn derive_figures(&mut self) {
+        let mut counted: Vec<Counted> = self
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Counted {
+                input: Side {
+                    rate: s.view.rate_in,
+                    moved: s.moved.map(|m| m.0),
+                },
+                output: Side {
+                    rate: s.view.rate_out,
+                    moved: s.moved.map(|m| m.1),
+                },
+                live: !s.ended,
+                linked: self
+                    .stages
+                    .get(i + 1)
+                    .is_some_and(|next| connected(s.spec.output, next.spec.input)),
+            })
+            .collect();
+        figures::derive(&mut counted);
+        for (stage, c) in self.stages.iter_mut().zip(counted) {
+            if stage.ended {
                 continue;
             }
-            let out = self.stages[i - 1].view.rate_out;
-            let inp = self.stages[i].view.rate_in;
-            if !self.stages[i - 1].ended && quiet(out, inp) {
-                self.stages[i - 1].view.rate_out = inp;
-            } else if !self.stages[i].ended && quiet(inp, out) {
-                self.stages[i].view.rate_in = out;
-            }
+            let add = |total: Option<u64>, moved: Option<u64>| match (total, moved) {
+                (None, None) => None,
+                (t, m) => Some(t.unwrap_or(0) + m.unwrap_or(0)),
+            };
+            stage.shown_bytes = (
+                add(stage.shown_bytes.0, c.input.moved),
+                add(stage.shown_bytes.1, c.output.moved),
+            );
+            stage.view.rate_in = c.input.rate;
+            stage.view.rate_out = c.output.rate;
+            (stage.view.bytes_in, stage.view.bytes_out) = stage.shown_bytes;
+            stage.view.amount = if stage.spec.input.is_some() {
+                stage.view.bytes_in
+            } else {
+                stage.view.bytes_out
+            };
         }
     }
 

@@ -32,6 +32,8 @@ pub struct Start {
 #[derive(Debug)]
 pub struct Json {
     start: Option<Start>,
+    /// The run's mode (`start`'s `mode`).
+    mode: &'static str,
     /// The status of the `finished` event, for `end`.
     status: u8,
 }
@@ -40,6 +42,7 @@ impl Json {
     /// A sink that starts with `start`.
     pub fn new(start: Start) -> Json {
         Json {
+            mode: start.mode,
             start: Some(start),
             status: 0,
         }
@@ -105,6 +108,15 @@ fn number(x: f64) -> Value {
     }
 }
 
+/// A pipeline stage's time split: each part's fraction of the window.
+fn time_shares(time: &crate::pipeline::timeshare::Split) -> Value {
+    let parts: Map<String, Value> = crate::pipeline::timeshare::Part::ALL
+        .iter()
+        .map(|p| (p.key().to_string(), number(time.get(*p))))
+        .collect();
+    Value::Object(parts)
+}
+
 /// The figures of one meter, as in `progress` objects.
 fn figures(r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
     let m = r.meter;
@@ -130,7 +142,10 @@ fn figures(r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
                     "cpu": st.cpu.map_or(Value::Null, number),
                     "rate_in": st.rate_in.map_or(Value::Null, number),
                     "rate_out": st.rate_out.map_or(Value::Null, number),
+                    "bytes_in": st.bytes_in,
+                    "bytes_out": st.bytes_out,
                     "pipe": st.fill.map(|f| json!({"queued": f.queued, "capacity": f.capacity})),
+                    "time": st.time.map(|t| time_shares(&t)),
                     "bottleneck": st.bottleneck,
                 })),
             ),
@@ -314,6 +329,16 @@ impl Sink for Json {
                     end.insert(key.into(), v.clone());
                 }
             }
+        }
+        // Watching a pipeline: the watch's own time, that of the stage that ran longest (a
+        // stage's clock stops when it ends; they all start with the watch).
+        if self.mode == "pipeline" {
+            let longest = snapshot
+                .readings
+                .iter()
+                .map(|r| r.elapsed)
+                .fold(0.0, f64::max);
+            end.insert("elapsed".into(), number(longest));
         }
         end.insert("inputs".into(), json!(inputs(config, snapshot)));
         end.insert("outputs".into(), json!(outputs(config, snapshot)));

@@ -5,7 +5,8 @@
 //! (`2026-11-23 18:40:01`), then the usual fields (the display's format, without colour
 //! and without `\r` or escape sequences); nothing for a meter that did not move during an
 //! update, except a heartbeat once a minute; always a final line; messages as timestamped
-//! `rpv: ...` lines. Must not: write carriage returns or escape sequences.
+//! `rpv: ...` lines. The stages of `--pipeline` are a table written at every update (a
+//! header, then a row per stage), and the pipeline's summary comes last. Must not: write carriage returns or escape sequences.
 
 use std::collections::HashMap;
 
@@ -24,6 +25,8 @@ pub struct Log {
     formats: Formats,
     /// Per meter: the amount and the time (ns) of its last line.
     last: HashMap<MeterId, (u64, u64)>,
+    /// The pipeline view's summary, written after the final rows.
+    summary: Option<String>,
 }
 
 impl Log {
@@ -33,6 +36,7 @@ impl Log {
             prog: prog.to_string(),
             formats: Formats::default(),
             last: HashMap::new(),
+            summary: None,
         }
     }
 
@@ -51,6 +55,7 @@ impl Log {
         let mut config = config.clone();
         config.style.colour = false;
         let mut out = String::new();
+        let mut header = false;
         for r in &snapshot.readings {
             if matches!(r.meter.role, Role::Input(_) | Role::Output(_)) && !config.each {
                 continue;
@@ -64,8 +69,18 @@ impl Log {
                 .last
                 .get(&id)
                 .map_or(u64::MAX, |&(_, at)| now.saturating_sub(at));
-            if !all && !moved && quiet_for < HEARTBEAT * 1_000_000_000 {
+            // The stages of a pipeline are written at every update, as a table: a stage
+            // waiting for a neighbour is news too.
+            let stage = r.meter.stage.is_some();
+            if !all && !stage && !moved && quiet_for < HEARTBEAT * 1_000_000_000 {
                 continue;
+            }
+            if stage && !header {
+                header = true;
+                out.push_str(&stamp);
+                out.push(' ');
+                out.push_str(crate::pipeline::render::header(config.width).trim());
+                out.push('\n');
             }
             self.last.insert(id, (r.meter.amount, now));
             let line = match (&r.meter.note, &r.meter.stage) {
@@ -93,7 +108,8 @@ pub fn timestamp((now, offset): (i64, i32)) -> String {
 impl Sink for Log {
     fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
         if let Event::Summary { text, .. } = event {
-            term.raw(&format!("{} {text}\n", timestamp(sys::wall_clock())));
+            // After the final rows (`finish`).
+            self.summary = Some(text.clone());
             return;
         }
         if let Some(text) = event.message(config.trace) {
@@ -111,6 +127,11 @@ impl Sink for Log {
 
     fn finish(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         self.lines(snapshot, config, term, true);
+        if let Some(text) = self.summary.take() {
+            let stamp = timestamp(sys::wall_clock());
+            let lines: String = text.lines().map(|l| format!("{stamp} {l}\n")).collect();
+            term.raw(&lines);
+        }
     }
 
     fn reconfigure(&mut self, _config: &DisplayConfig) {

@@ -1,7 +1,9 @@
 //! `--pipeline`: every stage of a shell pipeline, as meters.
 //!
 //! Owns: running the pipeline view's [`Watcher`] at each update and turning its rows into
-//! one meter per stage (the row's figures ride along in [`MeterState::stage`]), and the
+//! one meter per stage (its amount: the bytes that came through it since the watch began,
+//! so rates, averages and stalls are a stage's own; the row's figures ride along in
+//! [`MeterState::stage`]), sampling wait states between updates ([`Source::tick`]), and the
 //! summary at the end (each stage's share of the time as the bottleneck). Watching another
 //! pipeline (`--pipeline=PID`) the source ends when every stage has ended; inside a
 //! transfer (`--pipeline`) it ends with the transfer. Must not: draw.
@@ -66,10 +68,13 @@ impl Source for PipelineSource {
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
         let view = self.watcher.sample(now_ns);
         for (index, stage) in view.stages.into_iter().enumerate() {
+            let amount = stage.amount.unwrap_or(0);
             out.push(MeterState {
                 id: FIRST_ID + index as u64,
                 role: Role::Stage,
                 label: Label::Text(stage.command.clone()),
+                amount,
+                moved: amount,
                 started_ns: Some(self.start_ns),
                 phase: if stage.activity == Activity::Ended {
                     Phase::Ended

@@ -54,6 +54,28 @@ impl Pipeline {
         }
     }
 
+    /// The PID of the process of the pipeline whose command line is `cmdline` (arguments
+    /// joined by spaces; waits for it to start).
+    fn find_command(&self, cmdline: &str) -> u32 {
+        let start = Instant::now();
+        loop {
+            if let Some(pid) = descendants(self.shell.id()).into_iter().find(|&p| {
+                std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| {
+                    c.split(|&b| b == 0)
+                        .filter(|a| !a.is_empty())
+                        .eq(cmdline.split(' ').map(str::as_bytes))
+                })
+            }) {
+                return pid;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{cmdline} never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn stop(&mut self) {
         let group = format!("-{}", self.shell.id());
         let _ = Command::new("kill")
@@ -341,7 +363,9 @@ fn found_from_any_stage_and_from_the_shell() {
 #[test]
 fn stages_end_one_by_one_and_the_watch_ends_with_them() {
     let mut pipeline = Pipeline::start("sleep 1 | sleep 2 | sleep 3");
-    let pid = pipeline.find("sleep");
+    // From the stage that lasts longest (on a loaded machine the first may end before the
+    // watcher has read it).
+    let pid = pipeline.find_command("sleep 3");
     let mut child = watcher(pid, &[]);
     let status = wait_within(&mut child, 15.0, "the watcher");
     let text = crate::util::stderr_of(&mut child);
@@ -652,4 +676,135 @@ fn a_zombie_and_a_kernel_thread_are_named() {
         format!("rpv: --pipeline: pid {pid}: a kernel thread ({name}), not in a pipeline\n")
     );
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A watcher of `pid` with `args`, interrupted after `secs` seconds; its stderr.
+fn watch_with(pid: u32, args: &[&str], secs: f64) -> String {
+    let target = format!("--pipeline={pid}");
+    let mut line = vec![target.as_str()];
+    line.extend_from_slice(args);
+    let mut child = rpv(&line)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rpv");
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    interrupt(&mut child)
+}
+
+/// `--json` with `--pipeline=PID`: the stage meters carry real amounts, rates and stall
+/// state (issue 18 item 6: they said `bytes: 0, rate: 0, stalled: true` while data
+/// flowed), and their shares of the time; every object follows the schema.
+#[test]
+fn json_stage_meters_count_what_goes_through() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let pipeline = Pipeline::start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pid = pipeline.find("rpv");
+    let text = watch_with(pid, &["--json", "-i", "0.5"], 3.2);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let stages: Vec<&serde_json::Value> = crate::json::of_type(&objects, "progress")
+        .into_iter()
+        .filter(|p| p["meter"] == "stage")
+        .collect();
+    let rpv_rows: Vec<&&serde_json::Value> = stages
+        .iter()
+        .filter(|s| s["command"] == "rpv -q -L 4M")
+        .collect();
+    assert!(rpv_rows.len() >= 5, "{text}");
+    let bytes: Vec<u64> = rpv_rows
+        .iter()
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .collect();
+    assert!(bytes.windows(2).all(|w| w[0] <= w[1]), "{bytes:?}");
+    for s in rpv_rows.iter().skip(2) {
+        let rate = s["rate"].as_f64().unwrap();
+        assert!((3.0e6..5.6e6).contains(&rate), "{s}");
+    }
+    // After the first second: every stage moving at the limit (what goes through each,
+    // over the last second: a stage writing into a pipe of 1 MiB does it in bursts), not
+    // stalled, with the time split given.
+    for s in stages.iter().skip(6) {
+        assert!(s["rate"].as_f64().unwrap() > 0.0, "{s}");
+        let through = if s["command"] == "head -c 2G /dev/zero" {
+            s["rate_out"].as_f64().unwrap()
+        } else {
+            s["rate_in"].as_f64().unwrap()
+        };
+        assert!((3.0e6..5.6e6).contains(&through), "{s}");
+        assert_eq!(s["stalled"], false, "{s}");
+        let time = &s["time"];
+        let sum: f64 = [
+            "busy",
+            "starved",
+            "wait_input",
+            "wait_output",
+            "timer",
+            "disk",
+        ]
+        .iter()
+        .chain(&["network", "child", "other", "unknown"])
+        .map(|k| time[*k].as_f64().unwrap())
+        .sum();
+        assert!((sum - 1.0).abs() < 1e-6, "{s}");
+        assert!(s["bytes_in"].is_u64() || s["bytes_out"].is_u64(), "{s}");
+    }
+    let end = objects.last().unwrap();
+    let elapsed = end["elapsed"].as_f64().unwrap();
+    assert!((3.0..6.0).contains(&elapsed), "{end}");
+    for meter in end["meters"].as_array().unwrap() {
+        assert!(meter["bytes"].as_u64().unwrap() > 4_000_000, "{meter}");
+        let avg = meter["rate_stats"]["avg"].as_f64().unwrap();
+        assert!((2.0e6..6.0e6).contains(&avg), "{meter}");
+    }
+}
+
+/// The `end` elapsed is the watch's own, not that of the first stage (which ended first).
+#[test]
+fn json_end_elapsed_is_the_watchs_own() {
+    let pipeline = Pipeline::start("sleep 1 | sleep 3");
+    let pid = pipeline.find_command("sleep 3");
+    let mut child = rpv(&[&format!("--pipeline={pid}"), "--json", "-i", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rpv");
+    let status = wait_within(&mut child, 15.0, "the watcher");
+    let text = crate::util::stderr_of(&mut child);
+    assert_eq!(status.code(), Some(0), "{text}");
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let end = objects.last().unwrap();
+    let elapsed = end["elapsed"].as_f64().unwrap();
+    assert!(elapsed > 1.8, "{end}");
+    let first = &end["meters"][0];
+    assert!(first["elapsed"].as_f64().unwrap() < elapsed - 0.5, "{end}");
+}
+
+/// `--log` with `--pipeline=PID`: a header and a row per stage at every update (a stage
+/// that waits is news too), the summary last.
+#[test]
+fn log_writes_the_table_at_every_update_and_the_summary_last() {
+    let pipeline = Pipeline::start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pid = pipeline.find("rpv");
+    let text = watch_with(pid, &["--log", "-i", "0.5", "-w", "100"], 3.2);
+    let lines: Vec<&str> = text.lines().collect();
+    let headers: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains(" PID COMMAND "))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(headers.len() >= 5, "{text}");
+    for &h in &headers {
+        let rows: Vec<&str> = lines[h + 1..h + 4].to_vec();
+        assert!(
+            rows[0].contains(" head -c 2G /dev/zero "),
+            "{rows:?}\n{text}"
+        );
+        assert!(rows[1].contains(" rpv -q -L 4M "), "{rows:?}\n{text}");
+        assert!(rows[2].contains(" cat "), "{rows:?}\n{text}");
+    }
+    let last = lines.last().unwrap();
+    assert!(last.contains(" bottleneck: rpv -q -L 4M ("), "{text}");
 }
