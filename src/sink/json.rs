@@ -11,7 +11,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{DisplayConfig, Reading, Sink, Snapshot};
-use crate::error::Error;
+use crate::error::{Error, Side, Stall};
 use crate::meter::{Event, Label, Phase, Role, Unit};
 use crate::term::Term;
 
@@ -34,6 +34,8 @@ pub struct Json {
     start: Option<Start>,
     /// The status of the `finished` event, for `end`.
     status: u8,
+    /// What the stall watchdog found, if it ended the run (for `end`).
+    stall: Option<Stall>,
 }
 
 impl Json {
@@ -42,6 +44,7 @@ impl Json {
         Json {
             start: Some(start),
             status: 0,
+            stall: None,
         }
     }
 
@@ -214,7 +217,12 @@ impl Sink for Json {
     fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
         self.started(config, term);
         let value = match event {
-            Event::Error(e) => message(e, None),
+            Event::Error(e) => {
+                if let Error::Stalled(stall) = e {
+                    self.stall = Some(stall.clone());
+                }
+                message(e, None)
+            }
             Event::InputFailed { input, error } => message(error, Some(*input)),
             Event::ReadErrorSkipped { name, from, to, .. } => json!({
                 "type": "message",
@@ -307,6 +315,18 @@ impl Sink for Json {
             "interrupted".into(),
             json!(self.status & crate::error::status::SIGNAL != 0),
         );
+        if let Some(stall) = &self.stall {
+            let (pid, command) = stall.peer.clone().unzip();
+            end.insert(
+                "stall".into(),
+                json!({
+                    "timeout": stall.timeout,
+                    "side": stall.side.map(Side::name),
+                    "pid": pid,
+                    "command": command,
+                }),
+            );
+        }
         // The first meter's totals at the top level: the transfer (or -Q's target).
         if let Some(Value::Object(first)) = meters.first() {
             for key in ["elapsed", "bytes", "lines", "size", "average_rate"] {
