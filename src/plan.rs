@@ -477,14 +477,15 @@ fn open_for_writing(path: &Path) -> io::Result<File> {
 /// `--metrics-file`: the first version of the file (nothing moved yet, not done), which
 /// also tells at once whether its directory takes files.
 fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
+    let pid = std::process::id();
     let state = sink::metrics::State {
-        pid: std::process::id(),
+        pid,
         now: sys::wall_clock().0,
         done: false,
         exit: None,
     };
     let text = sink::metrics::render(None, o.name.as_deref().unwrap_or(""), state);
-    sink::metrics::write_atomically(path, &text).map_err(|err| {
+    sink::metrics::write_atomically(path, &text, pid).map_err(|err| {
         Error::other(
             status::REMOTE_OR_PID,
             format!(

@@ -31,9 +31,10 @@ pub fn temp_path(path: &Path, pid: u32) -> PathBuf {
     path.with_file_name(format!(".{name}.{pid}.tmp"))
 }
 
-/// Writes `text` to `path` atomically: a new file beside it, renamed over it.
-pub fn write_atomically(path: &Path, text: &str) -> io::Result<()> {
-    let temp = temp_path(path, std::process::id());
+/// Writes `text` to `path` atomically: a new file beside it (named after `pid`, rpv's),
+/// renamed over it.
+pub fn write_atomically(path: &Path, text: &str, pid: u32) -> io::Result<()> {
+    let temp = temp_path(path, pid);
     let result = OpenOptions::new()
         .write(true)
         .create(true)
@@ -186,6 +187,8 @@ pub fn render(r: Option<&Reading<'_>>, name: &str, state: State) -> String {
 #[derive(Debug)]
 pub struct Metrics {
     path: PathBuf,
+    /// rpv's PID (read once).
+    pid: u32,
     /// The exit status, from the `Finished` event.
     status: u8,
     /// A failed write was reported (once per run).
@@ -197,6 +200,7 @@ impl Metrics {
     pub fn new(path: PathBuf) -> Metrics {
         Metrics {
             path,
+            pid: std::process::id(),
             status: 0,
             warned: false,
         }
@@ -219,13 +223,13 @@ impl Metrics {
             .or_else(|| config.name.clone())
             .unwrap_or_default();
         let state = State {
-            pid: std::process::id(),
+            pid: self.pid,
             now: snapshot.wall_clock().0,
             done,
             exit: done.then_some(self.status),
         };
         let text = render(r, &name, state);
-        if let Err(e) = write_atomically(&self.path, &text) {
+        if let Err(e) = write_atomically(&self.path, &text, self.pid) {
             if !std::mem::replace(&mut self.warned, true) {
                 let text = format!(
                     "--metrics-file: {}: {}",
@@ -381,8 +385,8 @@ mod tests {
     fn writes_replace_the_file_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rpv.prom");
-        write_atomically(&path, "first\n").unwrap();
-        write_atomically(&path, "second\n").unwrap();
+        write_atomically(&path, "first\n", 7).unwrap();
+        write_atomically(&path, "second\n", 7).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "second\n");
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -395,6 +399,6 @@ mod tests {
             "not *.prom"
         );
         let missing = dir.path().join("no/such/dir/rpv.prom");
-        assert!(write_atomically(&missing, "x").is_err());
+        assert!(write_atomically(&missing, "x", 7).is_err());
     }
 }
