@@ -253,6 +253,7 @@ fn transfers(
         .collect();
     std::thread::scope(|scope| {
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        let mut first_input = 0;
         for (plan, progress) in plans.into_iter().zip(&progresses) {
             let TransferPlan {
                 settings,
@@ -263,6 +264,7 @@ fn transfers(
                 .inputs
                 .iter()
                 .any(|i| matches!(i.source, InputSource::Stdin));
+            let inputs = settings.inputs.len();
             let engine_output = output.clone();
             scope.spawn(move || {
                 signals::block_in_this_thread();
@@ -270,6 +272,8 @@ fn transfers(
             });
             let reads_stdin = settings_reads_stdin;
             let mut source = EngineSource::new(progress, output, meter);
+            source.number_inputs_from(first_input);
+            first_input += inputs;
             if reads_stdin {
                 source.watch_stdin();
             }

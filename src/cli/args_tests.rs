@@ -1264,7 +1264,8 @@ fn the_voice_is_found_past_usage_errors() {
         Voice::Json,
         "a prefix, and a value missing"
     );
-    assert_eq!(voice(&["-pZ", "--json"]), Voice::Json);
+    assert_eq!(voice(&["-p%q", "--json"]), Voice::Json);
+    assert_eq!(voice(&["-pZ", "--json"]), Voice::Display, "the value of -Z");
     assert_eq!(voice(&["--json", "--log", "--nope"]), Voice::Log);
     assert_eq!(voice(&["--log", "-ä", "--json"]), Voice::Json);
     assert_eq!(voice(&["-N", "--json", "x"]), Voice::Display, "a value");
