@@ -13,7 +13,7 @@ use crate::util::{data, rpv, s, text, Dir};
 const SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/json.schema.json");
 
 /// A Python with the `jsonschema` package (Debian's python3-jsonschema; CI installs it).
-fn python_with_jsonschema() -> Option<&'static str> {
+pub fn python_with_jsonschema() -> Option<&'static str> {
     static FOUND: OnceLock<Option<&'static str>> = OnceLock::new();
     *FOUND.get_or_init(|| {
         ["/usr/bin/python3", "python3"].into_iter().find(|python| {
@@ -28,7 +28,7 @@ fn python_with_jsonschema() -> Option<&'static str> {
 
 /// Validates every line of `ndjson` against the schema with Python's `jsonschema`
 /// (Draft 2020-12); the errors, one line each, or nothing.
-fn schema_errors(ndjson: &str) -> Vec<String> {
+pub fn schema_errors(ndjson: &str) -> Vec<String> {
     let Some(python) = python_with_jsonschema() else {
         eprintln!("json: no Python jsonschema module (apt-get install python3-jsonschema): schema not checked");
         return Vec::new();
@@ -331,7 +331,7 @@ fn log_lines_are_plain_and_skip_idle_intervals() {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS+HH:MM` (or `-HH:MM`): ISO 8601 local time with its UTC offset.
-fn iso8601_with_offset(text: &str) -> bool {
+pub fn iso8601_with_offset(text: &str) -> bool {
     let b = text.as_bytes();
     let digits = |range: std::ops::Range<usize>| range.into_iter().all(|i| b[i].is_ascii_digit());
     b.len() == 25
