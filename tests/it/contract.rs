@@ -466,3 +466,35 @@ fn every_object_carries_the_wall_clock_time() {
         assert!(time.ends_with('Z') && time.len() == 24, "{time}");
     }
 }
+
+/// A pipe copied to `--tee` outputs takes the fan-out path, and the test hooks' `trace`
+/// objects (here: the output's first splice is refused, so it falls back to read/write):
+/// both are values the schema lists.
+#[test]
+fn the_fanout_path_and_trace_objects_are_in_the_schema() {
+    let dir = Dir::new();
+    let bytes = data(300_000, 59);
+    let copy = dir.path("copy");
+    let mut cmd = rpv(&["--json", "--tee", s(&copy)]);
+    cmd.env("RPV_TEST_TRACE", "1")
+        .env("RPV_TEST_FAIL_TEE_AT", "1");
+    let out = crate::util::run_with_input(cmd, &bytes);
+    assert!(out.status.success(), "{}", crate::util::err(&out));
+    assert_eq!(out.stdout, bytes);
+    assert_eq!(std::fs::read(&copy).unwrap(), bytes);
+    let objects = objects("fan-out", &out.stderr, out.status.code());
+    assert!(
+        of_type(&objects, "input")
+            .iter()
+            .any(|o| o["event"] == "path" && o["path"] == "Fanout"),
+        "{objects:#?}"
+    );
+    let fell_back = format!("trace: --tee {}: ReadWrite", s(&copy));
+    assert!(
+        of_type(&objects, "trace")
+            .iter()
+            .any(|o| o["text"] == fell_back.as_str()),
+        "{objects:#?}"
+    );
+    validate_all(&[("fan-out".into(), String::from_utf8(out.stderr).unwrap())]);
+}
