@@ -3,10 +3,13 @@
 //! docs/json.schema.json.
 //!
 //! Owns: the objects `start` (once, first), `progress` (every update, one per meter that
-//! has a line: the transfer with its per-input figures, each side of `-M both`, each watched
-//! descriptor), `input` (opened, path chosen, fallback, done), `message` (what is otherwise
-//! printed as `rpv: ...`), `output` (the reader went away) and `end` (once, last: exact
-//! totals and the exit status). Must not: write anything but whole JSON lines.
+//! has a line: the transfer with its per-input and per-output figures, each side of `-M
+//! both`, each watched descriptor), `input` (opened, path chosen, fallback, done),
+//! `message` (what is otherwise printed as `rpv: ...`), `output` (the reader went away),
+//! `trace` (a test hook's notes), `summary`, `phase_end` and `end` (once, last: exact
+//! totals and the exit status, written through the [`Ledger`] once the status is known);
+//! the `time` of every object; names as given, kept exactly when they are not UTF-8. Must
+//! not: write anything but whole JSON lines.
 
 use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
