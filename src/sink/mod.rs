@@ -16,6 +16,7 @@ pub mod log;
 pub mod messages;
 pub mod multi;
 pub mod numeric;
+pub mod report;
 pub mod screen;
 pub mod stages;
 pub mod stats;
