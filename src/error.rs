@@ -114,6 +114,16 @@ pub enum Error {
         /// Why.
         err: io::Error,
     },
+    /// A write to a `--tee` output failed: `--tee NAME: write failed: ERROR`, and ` (no more
+    /// data goes to it)` when the run goes on without it.
+    TeeWrite {
+        /// The `--tee` path as given.
+        name: String,
+        /// Why.
+        err: io::Error,
+        /// The run goes on with the other outputs.
+        goes_on: bool,
+    },
     /// The output could not be opened (`PATH: ERROR`) or examined (`failed to stat output
     /// file: ERROR`).
     Output {
@@ -175,7 +185,7 @@ impl Error {
         match self {
             Error::OpenInput { .. } | Error::Output { .. } => status::ACCESS,
             Error::InputIsOutput { .. } => status::OUROBOROS,
-            Error::Read { .. } | Error::Write { .. } => status::TRANSFER,
+            Error::Read { .. } | Error::Write { .. } | Error::TeeWrite { .. } => status::TRANSFER,
             Error::OwnFile { .. } | Error::Remote { .. } => status::REMOTE_OR_PID,
             Error::Command { err, .. } if err.kind() == io::ErrorKind::NotFound => 127,
             Error::Command { .. } => 126,
@@ -191,7 +201,7 @@ impl Error {
             Error::OpenInput { .. } => "open_input",
             Error::InputIsOutput { .. } => "input_is_output",
             Error::Read { .. } => "read",
-            Error::Write { .. } => "write",
+            Error::Write { .. } | Error::TeeWrite { .. } => "write",
             Error::Output { .. } => "output",
             Error::OwnFile { .. } => "file",
             Error::Remote { .. } => "remote",
@@ -209,6 +219,7 @@ impl Error {
             Error::OpenInput { err, .. }
             | Error::Read { err, .. }
             | Error::Write { err, .. }
+            | Error::TeeWrite { err, .. }
             | Error::Output { err, .. }
             | Error::OwnFile { err, .. }
             | Error::Command { err, .. } => err.raw_os_error(),
@@ -230,6 +241,14 @@ impl fmt::Display for Error {
                 output: Some(name),
                 err,
             } => write!(f, "{name}: write failed: {}", e(err)),
+            Error::TeeWrite { name, err, goes_on } => {
+                let rest = if *goes_on {
+                    " (no more data goes to it)"
+                } else {
+                    ""
+                };
+                write!(f, "--tee {name}: write failed: {}{rest}", e(err))
+            }
             Error::Output { path: Some(p), err } => write!(f, "{}: {}", p.display(), e(err)),
             Error::Output { path: None, err } => {
                 write!(f, "failed to stat output file: {}", e(err))
@@ -322,6 +341,15 @@ mod tests {
                 },
                 "nope: No such file or directory",
                 127,
+            ),
+            (
+                Error::TeeWrite {
+                    name: "copy".into(),
+                    err: io(libc::ENOSPC),
+                    goes_on: true,
+                },
+                "--tee copy: write failed: No space left on device (no more data goes to it)",
+                status::TRANSFER,
             ),
             (Error::other(0, "a warning"), "a warning", 0),
             (

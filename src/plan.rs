@@ -447,6 +447,7 @@ fn open_tees(o: &Options, inputs: &[InputSpec]) -> Result<Vec<TeeOutput>, Error>
         Ok(TeeOutput {
             file,
             name: path.to_string_lossy().into_owned(),
+            path: path.clone(),
             meter: Arc::new(OutputMeter::default()),
             shared,
         })

@@ -206,6 +206,24 @@ pub(crate) fn parse_with(argv0: &str, args: &[OsString], posix: bool) -> Parsed 
     }
 }
 
+/// The voice a command line asks for (the later of `--json` and `--log`), found as
+/// [`parse`] finds options but going on past every error, so that even a usage error is
+/// reported the way the user asked: `--json` as an option counts, `--json` as the value of
+/// another option (`-N --json`) or after `--` does not.
+pub fn voice_of(args: &[OsString]) -> super::Voice {
+    let posix = std::env::var_os("POSIXLY_CORRECT").is_some();
+    let mut scanner = Scanner::new("rpv", args, posix);
+    let mut voice = super::Voice::Display;
+    loop {
+        match scanner.next_option() {
+            Ok(Some(found)) if found.short == JSON => voice = super::Voice::Json,
+            Ok(Some(found)) if found.short == LOG => voice = super::Voice::Log,
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => return voice,
+        }
+    }
+}
+
 /// The last path component of `argv0`, as pv's messages show it.
 fn basename(argv0: &str) -> &str {
     argv0.rsplit('/').next().unwrap_or(argv0)

@@ -1314,3 +1314,27 @@ fn integration_messages() {
         format!("rpv: option '--metrics-file' requires an argument\n{TRY}")
     );
 }
+
+#[test]
+fn the_voice_is_found_past_usage_errors() {
+    use crate::cli::{voice_of, Voice};
+    let voice = |args: &[&str]| voice_of(&strings(args));
+    assert_eq!(voice(&["--json", "-A1e3", "x"]), Voice::Json);
+    assert_eq!(voice(&["-A1e3", "--bogus", "--json"]), Voice::Json);
+    assert_eq!(
+        voice(&["--js", "-Q"]),
+        Voice::Json,
+        "a prefix, and a value missing"
+    );
+    assert_eq!(voice(&["-p%q", "--json"]), Voice::Json);
+    assert_eq!(voice(&["-pZ", "--json"]), Voice::Display, "the value of -Z");
+    assert_eq!(voice(&["--json", "--log", "--nope"]), Voice::Log);
+    assert_eq!(voice(&["--log", "-ä", "--json"]), Voice::Json);
+    assert_eq!(voice(&["-N", "--json", "x"]), Voice::Display, "a value");
+    assert_eq!(voice(&["--", "--json"]), Voice::Display, "an operand");
+    assert_eq!(voice(&["-M", "out", "--", "cmd", "--json"]), Voice::Display);
+    assert_eq!(voice(&[]), Voice::Display);
+    // Where the command line parses, the voice is the options'.
+    assert_eq!(run(&["--log", "--json", "-q"]).voice(), Voice::Json);
+    assert_eq!(run(&["--json", "--log"]).voice(), Voice::Log);
+}

@@ -476,7 +476,8 @@ fn push_wrapped(out: &mut String, text: &str, col: usize, margin: usize) {
         if i > 0 {
             out.push_str(&" ".repeat(col));
         }
-        out.push_str(line);
+        // The space a line was broken at stays behind: no line ends in a space.
+        out.push_str(line.trim_end_matches(' '));
         out.push('\n');
     }
 }
@@ -818,6 +819,15 @@ mod tests {
             let help = help_text(width);
             for line in help.lines() {
                 assert!(line.len() <= width - 3, "width {width}: {line:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_line_ends_in_a_space() {
+        for width in [0, 20, 40, 43, 60, 80, 100, 132, 200] {
+            for line in help_text(width).lines() {
+                assert!(!line.ends_with([' ', '\t']), "width {width}: {line:?}");
             }
         }
     }

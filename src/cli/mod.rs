@@ -14,7 +14,7 @@ mod complete;
 mod help;
 pub mod number;
 
-pub use args::parse;
+pub use args::{parse, voice_of};
 pub use complete::{completion_script, Shell};
 pub use help::{help_text, version_text};
 
@@ -286,6 +286,32 @@ impl Options {
     /// count under their letter). `-L 0` is given; an absent `-L` is not.
     pub fn given(&self, short: char) -> bool {
         self.given_letters.contains(short)
+    }
+}
+
+/// How rpv speaks on standard error: its usual display and `rpv: …` messages, NDJSON
+/// (`--json`) or time-stamped lines (`--log`). The later of `--json` and `--log` wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Voice {
+    /// The display, and messages as `rpv: …` lines.
+    #[default]
+    Display,
+    /// `--json`: every line is a JSON object.
+    Json,
+    /// `--log`: every line starts with a time stamp.
+    Log,
+}
+
+impl Options {
+    /// The voice these options ask for.
+    pub fn voice(&self) -> Voice {
+        if self.json {
+            Voice::Json
+        } else if self.log {
+            Voice::Log
+        } else {
+            Voice::Display
+        }
     }
 }
 

@@ -187,6 +187,8 @@ pub fn render(r: Option<&Reading<'_>>, name: &str, state: State) -> String {
 #[derive(Debug)]
 pub struct Metrics {
     path: PathBuf,
+    /// The program name, for `--log` warnings.
+    prog: String,
     /// rpv's PID (read once).
     pid: u32,
     /// The exit status, from the `Finished` event.
@@ -196,10 +198,11 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// A sink writing `path`.
-    pub fn new(path: PathBuf) -> Metrics {
+    /// A sink writing `path`; `prog` starts its warnings.
+    pub fn new(path: PathBuf, prog: &str) -> Metrics {
         Metrics {
             path,
+            prog: prog.to_string(),
             pid: std::process::id(),
             status: 0,
             warned: false,
@@ -236,24 +239,25 @@ impl Metrics {
                     self.path.display(),
                     sys::strerror(&e)
                 );
-                warn(config, term, &text, e.raw_os_error());
+                warn(config, term, &self.prog, &text, e.raw_os_error());
             }
         }
     }
 }
 
-/// A warning on standard error, as a `message` object under `--json`.
-fn warn(config: &DisplayConfig, term: &mut Term, text: &str, errno: Option<i32>) {
+/// A warning on standard error in the voice of the run: an `rpv: …` line, a time-stamped
+/// line with `--log`, a `message` object (a `warning`, with its `errno`) with `--json`.
+fn warn(config: &DisplayConfig, term: &mut Term, prog: &str, text: &str, errno: Option<i32>) {
     if config.json {
-        let line = serde_json::json!({
-            "type": "message",
-            "level": "warning",
-            "kind": "file",
-            "text": text,
-            "errno": errno,
-            "input": null,
-        });
-        term.raw(&format!("{line}\n"));
+        let mut message = super::json::message(&crate::error::Error::other(0, text), None);
+        message["errno"] = errno.into();
+        super::json::write(term, &message);
+    } else if config.log {
+        let stamp = super::log::timestamp(sys::wall_clock());
+        term.raw(&format!(
+            "{stamp} {prog}: {}\n",
+            crate::display::printable(text)
+        ));
     } else {
         term.message(text);
     }

@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod multi;
 pub mod notify;
 pub mod numeric;
+pub mod report;
 pub mod screen;
 pub mod stages;
 pub mod stats;

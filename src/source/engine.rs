@@ -74,6 +74,9 @@ pub struct EngineSource<'a> {
     mirror: Option<Arc<AtomicU64>>,
     /// Capacity of standard input when it is a pipe and an input (for `%{bottleneck}`).
     in_pipe: usize,
+    /// Added to the engine's input indexes, so that the inputs of the two sides of `-M both`
+    /// have distinct indexes in events and meters.
+    first_input: usize,
 }
 
 impl<'a> EngineSource<'a> {
@@ -94,7 +97,14 @@ impl<'a> EngineSource<'a> {
             done: (0, 0),
             mirror: None,
             in_pipe: 0,
+            first_input: 0,
         }
+    }
+
+    /// Numbers this transfer's inputs from `first` on (the output side of `-M both`, after
+    /// the input side's).
+    pub fn number_inputs_from(&mut self, first: usize) {
+        self.first_input = first;
     }
 
     /// Keeps `mirror` up to date with the bytes written (read by the pipeline view).
@@ -231,7 +241,7 @@ impl<'a> EngineSource<'a> {
             let ended = r.done.is_some() || r.error.is_some();
             out.push(MeterState {
                 id: self.input_id(index),
-                role: Role::Input(index),
+                role: Role::Input(self.first_input + index),
                 label: crate::meter::Label::Text(r.name.clone()),
                 unit: self.meter.unit,
                 amount,
@@ -352,8 +362,16 @@ impl Source for EngineSource<'_> {
     }
 
     fn events(&mut self, out: &mut Vec<Event>) {
-        for event in self.progress.take_events() {
+        for mut event in self.progress.take_events() {
             self.note(&event);
+            if let Event::InputOpened { input, .. }
+            | Event::InputFailed { input, .. }
+            | Event::PathChosen { input, .. }
+            | Event::Fallback { input, .. }
+            | Event::InputDone { input, .. } = &mut event
+            {
+                *input += self.first_input;
+            }
             out.push(event);
         }
     }

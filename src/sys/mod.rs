@@ -35,7 +35,7 @@ mod term;
 #[allow(unsafe_code)]
 mod title;
 
-pub use clock::{monotonic_ns, strerror, wall_clock};
+pub use clock::{monotonic_ns, strerror, unix_time_ms, wall_clock};
 pub use filemap::{FileMap, MAP_SLOTS};
 pub use fs::{
     advise_sequential, fdatasync, file_version, flock, fstat, ftruncate, is_dev_zero, lseek, pread,

@@ -11,7 +11,7 @@ pub mod title;
 
 use std::os::fd::BorrowedFd;
 
-use crate::display::display_width;
+use crate::display::{display_width, printable};
 use crate::sys;
 
 pub use title::ExtraSpec;
@@ -159,9 +159,22 @@ impl Term {
         self.write(out.as_bytes());
     }
 
+    /// Standard error is a terminal.
+    pub fn is_terminal(&self) -> bool {
+        sys::isatty(self.fd)
+    }
+
     /// Writes an error message: `prog: message\n`, starting on a new line if a progress line
-    /// is on the screen.
+    /// is on the screen. On a terminal, control characters in it (from a file name) are
+    /// shown escaped.
     pub fn message(&mut self, message: &str) {
+        let escaped;
+        let message = if self.is_terminal() {
+            escaped = printable(message);
+            &*escaped
+        } else {
+            message
+        };
         if let Some(c) = self.cursor.as_mut() {
             // Under the lock, on a row of its own below the progress lines.
             if c.place(self.fd, &format!("{}: {message}", self.prog), self.height) {

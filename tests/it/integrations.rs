@@ -663,6 +663,62 @@ fn a_metrics_file_that_cannot_be_written_is_an_error_before_the_transfer() {
     assert!(out.stdout.is_empty());
 }
 
+#[test]
+fn a_metrics_file_that_fails_later_is_reported_once_and_the_transfer_goes_on() {
+    for json in [false, true] {
+        let dir = Dir::new();
+        let metrics_dir = dir.path("metrics");
+        std::fs::create_dir(&metrics_dir).unwrap();
+        let path = metrics_dir.join("rpv.prom");
+        let input = data(300_000, 8);
+        let file = dir.file("in", &input);
+        let mut cmd = rpv(&["-q", "-L", "300k", "-i", "0.05"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let mut child = cmd
+            .arg("--metrics-file")
+            .arg(&path)
+            .arg(&file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            stdout.read_to_end(&mut out).unwrap();
+            out
+        });
+        wait_until("the first version", || path.exists());
+        std::fs::remove_dir_all(&metrics_dir).unwrap();
+        assert!(wait(&mut child).success(), "json: {json}");
+        assert_eq!(reader.join().unwrap(), input, "the data went through whole");
+        let mut stderr = Vec::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_end(&mut stderr)
+            .unwrap();
+        let text = format!(
+            "--metrics-file: {}: No such file or directory",
+            path.display()
+        );
+        if json {
+            let objects = crate::json::parse_ndjson(&stderr);
+            let warnings: Vec<_> = objects.iter().filter(|o| o["type"] == "message").collect();
+            assert_eq!(warnings.len(), 1, "{objects:#?}");
+            assert_eq!(warnings[0]["level"], "warning");
+            assert_eq!(warnings[0]["text"], text.as_str());
+            assert_eq!(warnings[0]["errno"], libc::ENOENT);
+            assert_eq!(objects.last().unwrap()["status"], 0);
+        } else {
+            assert_eq!(String::from_utf8_lossy(&stderr), format!("rpv: {text}\n"));
+        }
+    }
+}
+
 /// The node_exporter binary (Debian's name first), if installed.
 fn node_exporter() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

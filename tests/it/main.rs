@@ -1,5 +1,6 @@
 //! Integration tests: they spawn the real `rpv` binary.
 
+mod contract;
 mod cursor;
 mod display;
 mod docs;
