@@ -147,7 +147,8 @@ fn session<'a>(
 /// The sinks for these settings. `--json` and `--log` replace the display (they carry the
 /// messages themselves); otherwise: messages, then the line, numeric output or the
 /// multi-line screen (watched descriptors, `--each`), then titles and statistics when
-/// asked for.
+/// asked for; then, whatever the display, the terminal's progress indicator, systemd's
+/// status and the metrics file when they are on.
 fn sinks<'a>(
     display: &DisplayConfig,
     start: json::Start,
@@ -179,6 +180,18 @@ fn sinks<'a>(
         if display.stats && !display.json {
             sinks.push(Box::new(sink::stats::Stats));
         }
+    }
+    if display.term_progress {
+        sinks.push(Box::new(sink::term_progress::TermProgress::default()));
+    }
+    if let Some(notifier) = &display.notify {
+        sinks.push(Box::new(sink::notify::Notify::new(Arc::clone(notifier))));
+    }
+    if let Some(path) = &display.metrics_file {
+        sinks.push(Box::new(sink::metrics::Metrics::new(
+            path.clone(),
+            report.prog(),
+        )));
     }
     sinks
 }
@@ -286,8 +299,9 @@ fn transfers(
             sources.push(Box::new(pipeline));
         }
         let (end, status) = session(sources, display, start, report);
-        if end == End::Interrupted {
-            // A data thread may sit in a blocking call: do not wait for it.
+        if end != End::Finished {
+            // Interrupted or stalled: a data thread may sit in a blocking call, so do not
+            // wait for it.
             report.close(status);
             cleanup::exit(status);
         }

@@ -86,6 +86,36 @@ impl TeeErrorMode {
     }
 }
 
+/// `--term-progress WHEN`: when to show progress in the terminal's own indicator (the
+/// `OSC 9;4` sequence: a taskbar or tab progress bar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TermProgress {
+    /// Only on a terminal known to support it, from one rpv per terminal (the default).
+    #[default]
+    Auto,
+    /// Whatever the terminal (for one rpv detection cannot recognise, such as over ssh).
+    Always,
+    /// Never.
+    Never,
+}
+
+impl TermProgress {
+    /// Every setting by its option value.
+    pub const NAMES: [(&'static str, TermProgress); 3] = [
+        ("auto", TermProgress::Auto),
+        ("always", TermProgress::Always),
+        ("never", TermProgress::Never),
+    ];
+
+    /// The setting named `name` (exact match).
+    pub fn from_name(name: &str) -> Option<TermProgress> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, when)| when)
+    }
+}
+
 /// The operating mode; the last mode-selecting option wins.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Action {
@@ -233,6 +263,13 @@ pub struct Options {
     pub tees: Vec<PathBuf>,
     /// `--tee-error MODE`: what a failing output does.
     pub tee_error: TeeErrorMode,
+    /// `--term-progress WHEN`.
+    pub term_progress: TermProgress,
+    /// `--metrics-file PATH`: Prometheus text format, rewritten at each update.
+    pub metrics_file: Option<PathBuf>,
+    /// `--stall-timeout DURATION`, seconds: end the transfer when nothing moved for that
+    /// long (`None`, or `0` given, = never).
+    pub stall_timeout: Option<f64>,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given; 0 turns on `-p -t -e -r -b`.

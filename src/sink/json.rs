@@ -20,7 +20,7 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use super::{DisplayConfig, Reading, Sink, Snapshot};
-use crate::error::Error;
+use crate::error::{Error, Side, Stall};
 use crate::meter::{Event, Label, Phase, Role, Unit};
 use crate::sys;
 use crate::term::Term;
@@ -158,6 +158,8 @@ pub struct Json {
     sizes: Vec<Option<u64>>,
     /// The status of the `finished` event, for `end`.
     status: u8,
+    /// What the stall watchdog found, if it ended the run (for `end`).
+    stall: Option<Stall>,
     ledger: SharedLedger,
 }
 
@@ -170,6 +172,7 @@ impl Json {
             sizes: start.inputs.iter().map(|&(_, size)| size).collect(),
             start: Some(start),
             status: 0,
+            stall: None,
             ledger,
         }
     }
@@ -385,7 +388,12 @@ impl Json {
     /// The object for `event`, if it is written (with `-q`, only messages are).
     fn object(&mut self, event: &Event, config: &DisplayConfig) -> Option<Value> {
         let value = match event {
-            Event::Error(e) => message(e, None),
+            Event::Error(e) => {
+                if let Error::Stalled(stall) = e {
+                    self.stall = Some(stall.clone());
+                }
+                message(e, None)
+            }
             Event::InputFailed { input, error } => message(error, Some(*input)),
             Event::ReadErrorSkipped { name, from, to, .. } => json!({
                 "type": "message",
@@ -522,6 +530,18 @@ impl Sink for Json {
             "interrupted".into(),
             json!(self.status & crate::error::status::SIGNAL != 0),
         );
+        if let Some(stall) = &self.stall {
+            let (pid, command) = stall.peer.clone().unzip();
+            end.insert(
+                "stall".into(),
+                json!({
+                    "timeout": stall.timeout,
+                    "side": stall.side.map(Side::name),
+                    "pid": pid,
+                    "command": command,
+                }),
+            );
+        }
         // The first meter's totals at the top level: the transfer (or -Q's target).
         if let Some(Value::Object(first)) = meters.first() {
             for key in ["elapsed", "bytes", "lines", "size", "average_rate"] {

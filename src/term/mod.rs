@@ -2,10 +2,11 @@
 //!
 //! Owns: the only writes to standard error, the `\r`/`\n` protocol of normal and numeric
 //! mode, padding when a line gets shorter, cursor mode ([`cursor`]), the extra display
-//! ([`title`]), and terminal size detection. Only the display thread uses it, so a blocked
+//! ([`title`]), the terminal's progress indicator ([`progress`]), and terminal size detection. Only the display thread uses it, so a blocked
 //! terminal (Ctrl-S, a full pipe) stalls only the display.
 
 pub mod cursor;
+pub mod progress;
 pub mod title;
 
 use std::os::fd::BorrowedFd;

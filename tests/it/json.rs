@@ -63,7 +63,7 @@ pub fn schema_errors(ndjson: &str) -> Vec<String> {
 
 /// Parses NDJSON, validating every object against the schema; checks start first, end last.
 #[track_caller]
-fn parse_ndjson(stderr: &[u8]) -> Vec<Value> {
+pub(crate) fn parse_ndjson(stderr: &[u8]) -> Vec<Value> {
     let text = String::from_utf8(stderr.to_vec()).expect("UTF-8");
     assert!(text.ends_with('\n'), "whole lines: {text:?}");
     let objects: Vec<Value> = text
