@@ -733,7 +733,7 @@ fn json_stage_meters_count_what_goes_through() {
         };
         assert!((3.0e6..5.6e6).contains(&through), "{s}");
         assert_eq!(s["stalled"], false, "{s}");
-        let time = &s["time"];
+        let time = &s["time_shares"];
         let sum: f64 = [
             "busy",
             "starved",
