@@ -6,7 +6,7 @@ use std::io;
 use std::rc::Rc;
 
 use super::discover::End;
-use super::procfs::{Fill, Io, Proc, ProcFile};
+use super::procfs::{CpuTimes, Fill, Io, Proc, ProcFile};
 
 /// One thread.
 #[derive(Debug, Clone)]
@@ -45,6 +45,10 @@ pub struct FakeTable {
     pub pipes: HashMap<u64, Fill>,
     /// Full listings of `/proc` (one per scan).
     pub scans: usize,
+    /// The machine's CPU times (`/proc/stat`).
+    pub cpu: Option<CpuTimes>,
+    /// Cores the watcher may use (2 unless set).
+    pub cores: Option<usize>,
 }
 
 /// A [`Proc`] over a [`FakeTable`].
@@ -134,6 +138,18 @@ impl FakeProc {
     /// Removes a process (it exited and was reaped).
     pub fn remove(&self, pid: u32) {
         self.0.borrow_mut().procs.remove(&pid);
+    }
+
+    /// Adds idle and busy CPU time to the machine (ticks, all CPUs together).
+    pub fn machine(&self, idle: u64, busy: u64) {
+        let mut table = self.0.borrow_mut();
+        let cpu = table.cpu.get_or_insert(CpuTimes {
+            idle: 0,
+            total: 0,
+            cpus: 2,
+        });
+        cpu.idle += idle;
+        cpu.total += idle + busy;
     }
 
     /// Scans made so far.
@@ -236,5 +252,13 @@ impl Proc for FakeProc {
 
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
         self.0.borrow().procs.get(&pid)?.rpv
+    }
+
+    fn cpu_times(&mut self) -> Option<CpuTimes> {
+        self.0.borrow().cpu
+    }
+
+    fn cores(&self) -> usize {
+        self.0.borrow().cores.unwrap_or(2)
     }
 }

@@ -15,6 +15,7 @@
 //! through a descriptor opened from `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
 //! their control channel (splice does not show in `/proc/PID/io`).
 
+pub mod advice;
 pub mod classify;
 pub mod control;
 pub mod discover;

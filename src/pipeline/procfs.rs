@@ -137,6 +137,44 @@ impl Schedstat {
     }
 }
 
+/// The whole machine's CPU time from the first lines of `/proc/stat`, in clock ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// Idle (and waiting for I/O), all CPUs together.
+    pub idle: u64,
+    /// Everything, all CPUs together.
+    pub total: u64,
+    /// CPUs online (the `cpuN` lines).
+    pub cpus: u32,
+}
+
+impl CpuTimes {
+    /// Parses the text of `/proc/stat`; `None` if its first line is not the `cpu` total.
+    pub fn parse(text: &str) -> Option<CpuTimes> {
+        let mut lines = text.lines();
+        let first = lines.next()?.strip_prefix("cpu ")?;
+        let fields: Vec<u64> = first
+            .split_ascii_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
+        // user nice system idle iowait irq softirq steal (guest times are in user).
+        let total = fields.iter().take(8).sum();
+        let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+        let cpus = lines
+            .take_while(|l| l.starts_with("cpu"))
+            .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .count() as u32;
+        Some(CpuTimes { idle, total, cpus })
+    }
+
+    /// Cores idle between `earlier` and `self`, on average.
+    pub fn idle_cores_since(&self, earlier: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total).filter(|t| *t > 0)?;
+        let idle = self.idle.saturating_sub(earlier.idle);
+        Some(idle as f64 / total as f64 * f64::from(self.cpus.max(1)))
+    }
+}
+
 /// The inode of a pipe from an fd link's text (`pipe:[12345]`), `None` for anything else.
 pub fn pipe_inode(link: &str) -> Option<u64> {
     link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
@@ -242,6 +280,10 @@ pub trait Proc {
     /// Bytes moved so far by `pid` if it is an rpv that tells (its control channel), in
     /// bytes; `None` otherwise.
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64>;
+    /// The whole machine's CPU times (`/proc/stat`).
+    fn cpu_times(&mut self) -> Option<CpuTimes>;
+    /// The cores this process (and so a pipeline it watches, as a rule) may run on.
+    fn cores(&self) -> usize;
 }
 
 /// The pipe handle kept for fill readings: an `O_PATH` descriptor, which refers to the pipe
@@ -258,6 +300,8 @@ pub struct SysProc {
     pipes: HashMap<u64, PipeRef>,
     rpv: HashMap<u32, crate::pipeline::control::RpvLink>,
     own_bytes: Option<Box<dyn FnMut() -> u64>>,
+    /// `/proc/stat`, kept open.
+    stat: Option<File>,
 }
 
 impl std::fmt::Debug for SysProc {
@@ -284,6 +328,7 @@ impl SysProc {
             pipes: HashMap::new(),
             rpv: HashMap::new(),
             own_bytes: None,
+            stat: None,
         }
     }
 
@@ -399,6 +444,19 @@ impl Proc for SysProc {
         self.pipes.retain(|inode, _| keep.contains(inode));
     }
 
+    fn cpu_times(&mut self) -> Option<CpuTimes> {
+        let file = match &self.stat {
+            Some(file) => file,
+            None => self.stat.insert(File::open("/proc/stat").ok()?),
+        };
+        let text = read_from_start(file).ok()?;
+        CpuTimes::parse(&String::from_utf8_lossy(&text))
+    }
+
+    fn cores(&self) -> usize {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    }
+
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
         if pid == self.me {
             return self.own_bytes.as_mut().map(|count| count());
@@ -498,6 +556,31 @@ mod tests {
         assert_eq!(Schedstat::parse("12\n"), None);
         assert_eq!(Schedstat::parse("x 1 2"), None);
         assert_eq!(Schedstat::parse(""), None);
+    }
+
+    #[test]
+    fn machine_cpu_times() {
+        let text = "cpu  100 5 50 800 45 0 0 0 0 0\ncpu0 50 2 25 400 20 0 0 0 0 0\n\
+                    cpu1 50 3 25 400 25 0 0 0 0 0\nintr 1 2 3\n";
+        let t = CpuTimes::parse(text).unwrap();
+        assert_eq!(
+            t,
+            CpuTimes {
+                idle: 845,
+                total: 1000,
+                cpus: 2
+            }
+        );
+        let later = CpuTimes {
+            idle: 845 + 150,
+            total: 1000 + 200,
+            cpus: 2,
+        };
+        assert_eq!(later.idle_cores_since(&t), Some(1.5));
+        assert_eq!(t.idle_cores_since(&t), None);
+        assert_eq!(CpuTimes::parse("intr 1\n"), None);
+        let real = SysProc::new().cpu_times().unwrap();
+        assert!(real.cpus >= 1 && real.total > 0);
     }
 
     #[test]

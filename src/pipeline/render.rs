@@ -17,7 +17,8 @@
 
 use unicode_width::UnicodeWidthChar;
 
-use super::watch::{Share, StageView, View};
+use super::timeshare::{Part, Split};
+use super::watch::{Report, Share, StageView, View};
 use crate::display::display_width;
 use crate::units::{describe_amount, CountKind};
 
@@ -136,13 +137,56 @@ pub fn lines(view: &View, width: usize, kind: CountKind) -> Vec<String> {
     out
 }
 
-/// `bottleneck: gzip -9 (92% of the time), cat (3%)`; shares under 1% are left out.
-pub fn summary(shares: &[Share]) -> String {
-    let named: Vec<&Share> = shares.iter().filter(|s| s.share >= 0.005).collect();
-    if named.is_empty() {
-        return format!("{MARK}: none found");
+/// The short name of a part of a stage's time in the summary.
+fn part_label(part: Part) -> &'static str {
+    match part {
+        Part::Busy => "busy",
+        Part::Starved => "starved",
+        Part::Input => "waits in",
+        Part::Output => "waits out",
+        Part::Timer => "timer",
+        Part::Disk => "disk",
+        Part::Network => "network",
+        Part::Child => "child",
+        Part::Other => "other",
+        Part::Unknown => "unknown",
     }
+}
+
+/// A stage's time split in words, parts of at least 1% in a fixed order:
+/// `busy 97%, starved 2%, waits in 1%`.
+pub fn split_text(time: &Split) -> String {
+    let parts: Vec<String> = Part::ALL
+        .iter()
+        .map(|p| (p, (time.get(*p) * 100.0).round()))
+        .filter(|(_, percent)| *percent >= 1.0)
+        .map(|(p, percent)| format!("{} {percent:.0}%", part_label(*p)))
+        .collect();
+    if parts.is_empty() {
+        "-".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The summary at the end of a watch:
+///
+/// ```text
+/// bottleneck: gzip -9 (92% of the time), cat (3%)
+///   cat big   busy 3%, waits out 96%, starved 1%
+///   gzip -9   busy 97%, starved 2%, waits in 1%
+///   cat       busy 1%, waits in 99%
+/// advice: gzip -9 uses a whole core while 1 of 2 cores is idle: pigz would use them
+/// ```
+///
+/// Shares under 1% are left out of the first line; each stage's time is over the whole
+/// watch.
+pub fn summary(report: &Report) -> String {
+    let named: Vec<&Share> = report.shares.iter().filter(|s| s.share >= 0.005).collect();
     let mut out = format!("{MARK}: ");
+    if named.is_empty() {
+        out.push_str("none found");
+    }
     for (i, s) in named.iter().enumerate() {
         let percent = (s.share * 100.0).round().min(100.0);
         let command = cut(&s.command, 40);
@@ -151,6 +195,19 @@ pub fn summary(shares: &[Share]) -> String {
         } else {
             out.push_str(&format!(", {command} ({percent:.0}%)"));
         }
+    }
+    let width = report
+        .stages
+        .iter()
+        .map(|(command, _)| display_width(&cut(command, 40)))
+        .max()
+        .unwrap_or(0);
+    for (command, time) in &report.stages {
+        let split = time.as_ref().map_or_else(|| "-".to_string(), split_text);
+        out.push_str(&format!("\n  {}  {split}", fit(command, width)));
+    }
+    if let Some(advice) = &report.advice {
+        out.push_str(&format!("\nadvice: {advice}"));
     }
     out
 }
@@ -178,6 +235,8 @@ mod tests {
                 capacity: 65536,
             }),
             bottleneck: false,
+            job: 0,
+            group: 0,
         }
     }
 
@@ -212,6 +271,8 @@ mod tests {
             amount: None,
             fill: None,
             bottleneck: false,
+            job: 0,
+            group: 0,
         };
         let line = row(&s, 80, CountKind::BinaryBytes);
         assert_eq!(
@@ -269,9 +330,17 @@ mod tests {
         );
     }
 
+    fn split(parts: &[(Part, f64)]) -> Split {
+        let mut t = Split::default();
+        for (p, v) in parts {
+            t.add(*p, *v);
+        }
+        t.shares().unwrap()
+    }
+
     #[test]
     fn summary_lines() {
-        let shares = [
+        let shares = vec![
             Share {
                 command: "gzip -9".into(),
                 share: 0.92,
@@ -285,10 +354,54 @@ mod tests {
                 share: 0.001,
             },
         ];
+        let report = Report {
+            shares,
+            stages: vec![
+                (
+                    "cat big".into(),
+                    Some(split(&[
+                        (Part::Busy, 3.0),
+                        (Part::Output, 96.0),
+                        (Part::Starved, 1.0),
+                    ])),
+                ),
+                (
+                    "gzip -9".into(),
+                    Some(split(&[
+                        (Part::Busy, 97.0),
+                        (Part::Starved, 2.0),
+                        (Part::Input, 1.0),
+                    ])),
+                ),
+                (
+                    "cat".into(),
+                    Some(split(&[(Part::Busy, 0.4), (Part::Input, 99.6)])),
+                ),
+                ("sha256sum".into(), None),
+            ],
+            advice: Some("try pigz".into()),
+        };
         assert_eq!(
-            summary(&shares),
-            "bottleneck: gzip -9 (92% of the time), cat (3%)"
+            summary(&report),
+            "bottleneck: gzip -9 (92% of the time), cat (3%)\n\
+             \x20 cat big    busy 3%, starved 1%, waits out 96%\n\
+             \x20 gzip -9    busy 97%, starved 2%, waits in 1%\n\
+             \x20 cat        waits in 100%\n\
+             \x20 sha256sum  -\n\
+             advice: try pigz"
         );
-        assert_eq!(summary(&[]), "bottleneck: none found");
+        assert_eq!(summary(&Report::default()), "bottleneck: none found");
+        let times = split(&[
+            (Part::Timer, 50.0),
+            (Part::Disk, 20.0),
+            (Part::Network, 10.0),
+            (Part::Child, 10.0),
+            (Part::Other, 5.0),
+            (Part::Unknown, 5.0),
+        ]);
+        assert_eq!(
+            split_text(&times),
+            "timer 50%, disk 20%, network 10%, child 10%, other 5%, unknown 5%"
+        );
     }
 }

@@ -585,3 +585,133 @@ fn a_process_name_with_escape_sequences_is_shown_escaped() {
         ["cat big", "[\\e]0;owned\\x07\\e[2J]", "cat\\n\\e[1A"]
     );
 }
+
+/// The advice follows the marked stage: gzip on a whole core with a core idle gets pigz
+/// (when installed), and the report at the end says where each stage's time went.
+#[test]
+fn advice_and_the_report_follow_the_bottleneck() {
+    let fake = three();
+    let mut w = watch(&fake, 101);
+    w.set_tools(super::advice::Tools::of(&["pigz"]));
+    fake.machine(0, 0);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        gzip_bound_second(&fake);
+        // Two cores: gzip's and a little for the cats busy, about one idle.
+        fake.machine(95, 105);
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["gzip -9"]);
+    assert!(!view.short_of_cpu);
+    assert_eq!(
+        view.advice.as_deref(),
+        Some("gzip -9 uses a whole core while 1 of 2 cores is idle: pigz would use them")
+    );
+    let report = w.report();
+    assert_eq!(report.advice, view.advice);
+    let names: Vec<&str> = report.stages.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(names, ["cat big", "gzip -9", "cat"]);
+    let gzip = report.stages[1].1.expect("measured");
+    assert!((gzip.get(Part::Busy) - 0.99).abs() < 1e-6, "{gzip:?}");
+    // Without pigz installed: no advice (only installed tools are named).
+    w.set_tools(super::advice::Tools::default());
+    gzip_bound_second(&fake);
+    fake.machine(95, 105);
+    assert_eq!(w.sample(4 * SEC).advice, None);
+}
+
+/// A stage whose member is replaced keeps its credit, under the name it had when it was
+/// the bottleneck: `cat big | gzip -1 | (sleep 5; cat)` credits `sleep 5`, not `cat`.
+#[test]
+fn the_summary_credits_the_command_shown_while_it_was_the_bottleneck() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "cat big", TTY, pipe(1));
+    fake.add(102, 100, "gzip -1", pipe(1), pipe(2));
+    fake.add(103, 100, "sh", pipe(2), TTY);
+    fake.state(103, 'S', "do_wait");
+    fake.add(110, 103, "sleep 5", pipe(2), TTY);
+    fake.state(110, 'S', "hrtimer_nanosleep");
+    fake.fill(1, CAP, CAP);
+    fake.fill(2, CAP, CAP);
+    let mut w = watch(&fake, 101);
+    w.sample(0);
+    for k in 1..=5 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.state(102, 'S', "anon_pipe_write");
+        let view = w.sample(k * SEC);
+        assert_eq!(commands(&view)[2], "sleep 5");
+    }
+    // sleep ends, cat takes its place and is not the bottleneck: gzip is.
+    fake.remove(110);
+    fake.add(111, 103, "cat", pipe(2), TTY);
+    fake.fill(2, 0, CAP);
+    for k in 6..=7 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 2, 10_000_000, 10_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 98, 10_000_000, 5_000_000);
+        fake.state(111, 'S', "anon_pipe_read");
+        fake.work(111, 1, 5_000_000, 5_000_000);
+        let view = w.sample(k * SEC);
+        assert_eq!(commands(&view)[2], "cat");
+    }
+    let summary = w.summary();
+    assert_eq!(summary[0].command, "sleep 5", "{summary:?}");
+    assert!(summary.iter().all(|s| s.command != "cat"), "{summary:?}");
+    assert_eq!(w.report().stages[2].0, "sleep 5");
+}
+
+/// A shell running two pipelines: each is watched on its own, with its own bottleneck,
+/// never one merged table. Given a stage's PID, only its own pipeline.
+#[test]
+fn a_shells_pipelines_are_watched_apart() {
+    let fake = FakeProc::default();
+    fake.add(90, 1, "bash", TTY, TTY);
+    fake.state(90, 'S', "do_wait");
+    // Job 1: yes | rpv -qL 1m | cat (process group 101).
+    fake.add(101, 90, "yes", TTY, pipe(1));
+    fake.add(102, 90, "rpv -qL 1m", pipe(1), pipe(2));
+    fake.add(103, 90, "cat", pipe(2), TTY);
+    // Job 2, inside a subshell: ( cat big | gzip -9 | wc -c ) (process group 110).
+    fake.add(110, 90, "bash", TTY, TTY);
+    fake.state(110, 'S', "do_wait");
+    fake.add(111, 110, "cat big", TTY, pipe(3));
+    fake.add(112, 110, "gzip -9", pipe(3), pipe(4));
+    fake.add(113, 110, "wc -c", pipe(4), TTY);
+    for pid in [110, 111, 112, 113] {
+        fake.with(pid, |p| p.start += 1);
+    }
+    let make = || -> Box<dyn super::procfs::Proc> { Box::new(fake.clone()) };
+    let mut jobs = Watcher::jobs(make, 90).expect("two jobs");
+    assert_eq!(jobs.len(), 2);
+    for job in &mut jobs {
+        job.sample(0);
+    }
+    let mut views = vec![View::default(), View::default()];
+    for k in 1..=3 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.state(102, 'S', "hrtimer_nanosleep");
+        fake.state(103, 'S', "anon_pipe_read");
+        fake.state(111, 'S', "anon_pipe_write");
+        fake.state(112, 'R', "0");
+        fake.work(112, 99, 1_000_000, 100_000);
+        fake.state(113, 'S', "anon_pipe_read");
+        for (job, view) in jobs.iter_mut().zip(&mut views) {
+            *view = job.sample(k * SEC);
+        }
+    }
+    assert_eq!(commands(&views[0]), ["yes", "rpv -qL 1m", "cat"]);
+    assert_eq!(commands(&views[1]), ["cat big", "gzip -9", "wc -c"]);
+    assert_eq!(marked(&views[0]), ["rpv -qL 1m"]);
+    assert_eq!(marked(&views[1]), ["gzip -9"]);
+    // From a stage: its own pipeline only.
+    let own = Watcher::jobs(make, 112).expect("a pipeline");
+    assert_eq!(own.len(), 1);
+    let mut own = own.into_iter().next().unwrap();
+    assert_eq!(
+        commands(&own.sample(4 * SEC)),
+        ["cat big", "gzip -9", "wc -c"]
+    );
+}

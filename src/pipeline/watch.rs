@@ -15,12 +15,14 @@
 use std::collections::VecDeque;
 use std::io;
 
+use super::advice::{self, Position, Situation, Tools};
 use super::classify::{self, Activity, StageState};
-use super::discover::{self, DiscoverError, Segment, StageSpec, Table};
+use super::discover::{self, DiscoverError, End, Segment, StageSpec, Table};
 use super::figures::{self, Counted, Side};
 use super::member::{Member, Pipes};
+use super::procfs::CpuTimes;
 use super::procfs::{self, Fill, Proc, ProcFile, Stat, SysProc};
-use super::timeshare::{self, Split};
+use super::timeshare::{self, Part, Split};
 
 /// Rates and CPU use are averaged over at least this long, in nanoseconds (tick-based CPU
 /// times are too coarse for a tenth of a second).
@@ -110,6 +112,11 @@ pub struct StageView {
     pub fill: Option<Fill>,
     /// This stage holds the pipeline back (over the last few seconds).
     pub bottleneck: bool,
+    /// Which of the pipelines watched it belongs to, from 1 (set by whoever runs several
+    /// watchers, to tell their tables apart; 0 otherwise).
+    pub job: u32,
+    /// The process group of its pipeline when it was found (likewise).
+    pub group: u32,
 }
 
 /// One sample of the whole pipeline.
@@ -117,6 +124,24 @@ pub struct StageView {
 pub struct View {
     /// The stages in pipeline order.
     pub stages: Vec<StageView>,
+    /// The stages together waited for a CPU longer than they ran over the last window:
+    /// the machine is short of CPU.
+    pub short_of_cpu: bool,
+    /// What to try about the stage marked as the bottleneck, when the cause is clear.
+    pub advice: Option<String>,
+}
+
+/// The end of a watch: who held the pipeline back and for how long, where each stage's
+/// time went, and what to try.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Report {
+    /// Each stage's share of the watched time as the bottleneck, largest first.
+    pub shares: Vec<Share>,
+    /// Each stage (by the command it showed most while it was the bottleneck, else its
+    /// last) and where its time went over the whole watch.
+    pub stages: Vec<(String, Option<Split>)>,
+    /// What to try about the stage that was the bottleneck most.
+    pub advice: Option<String>,
 }
 
 /// A stage's share of the time as the bottleneck.
@@ -159,6 +184,9 @@ struct Stage {
     ended: bool,
     matched: bool,
     bottleneck_ns: u64,
+    /// The bottleneck time by the command shown at the time (a stage whose member is
+    /// replaced keeps its credit, under the name it had then).
+    credit: Vec<(String, u64)>,
     score: f64,
     /// What it was doing at the last sample (its shown member's state, settled with the
     /// fills of its pipes).
@@ -167,6 +195,14 @@ struct Stage {
 }
 
 impl Stage {
+    /// The command the stage showed most while it was the bottleneck, else its current one.
+    fn credited_name(&self) -> &str {
+        self.credit
+            .iter()
+            .max_by_key(|(_, ns)| *ns)
+            .map_or(&self.view.command, |(name, _)| name)
+    }
+
     fn pipes(&self) -> Pipes {
         Pipes {
             input: self.spec.input,
@@ -180,6 +216,7 @@ pub struct Watcher {
     proc: Box<dyn Proc>,
     stages: Vec<Stage>,
     seed: u32,
+    group: u32,
     session: u32,
     window_ns: u64,
     last_ns: Option<u64>,
@@ -190,6 +227,14 @@ pub struct Watcher {
     next_open_scan_ns: u64,
     open_backoff_ns: u64,
     scans: u64,
+    /// Programs advice may name that are installed.
+    tools: Tools,
+    /// The machine's CPU times over the window (for idle cores), and at the first sample.
+    machine: VecDeque<(u64, CpuTimes)>,
+    machine_first: Option<CpuTimes>,
+    /// The last view's advice-worthy facts.
+    short_of_cpu: bool,
+    advice: Option<String>,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -231,38 +276,104 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The process `pid` and the pipelines found from it: its `stat`, the process table of its
+/// session, and the segments reachable from its start points.
+fn locate(proc: &mut dyn Proc, pid: u32) -> Result<(Stat, Table, Vec<Segment>), WatchError> {
+    let stat = proc
+        .read(pid, ProcFile::Stat, false)
+        .ok()
+        .and_then(|t| Stat::parse(&text(&t)))
+        .ok_or(WatchError::NoSuchProcess(pid))?;
+    if stat.kernel_thread {
+        return Err(WatchError::KernelThread(pid, stat.comm));
+    }
+    if matches!(stat.state, 'Z' | 'X') {
+        return Err(WatchError::Zombie(pid));
+    }
+    let table = discover::scan(proc, Some(&[stat.session])).map_err(WatchError::Proc)?;
+    let seeds = discover::start_points(&table, pid).map_err(|e| match e {
+        DiscoverError::NoSuchProcess => WatchError::NoSuchProcess(pid),
+        DiscoverError::NotPermitted => WatchError::NotPermitted(pid),
+        DiscoverError::NotInPipeline => WatchError::NotInPipeline(pid),
+    })?;
+    let segments = discover::discover(&table, &seeds);
+    Ok((stat, table, segments))
+}
+
 impl Watcher {
     /// Watches the pipeline of `pid` through the real `/proc`.
     pub fn new(pid: u32) -> Result<Watcher, WatchError> {
         Watcher::with_proc(Box::new(SysProc::new()), pid)
     }
 
-    /// Watches the pipeline of `pid` through `proc`.
+    /// Sets the programs advice may name (those installed: [`Tools::from_path`]).
+    pub fn set_tools(&mut self, tools: Tools) {
+        self.tools = tools;
+    }
+
+    /// Watches the pipeline of `pid` through `proc`: its own if it is a stage, else every
+    /// pipeline it runs, in one list (see [`Watcher::jobs`] for one each).
     pub fn with_proc(mut proc: Box<dyn Proc>, pid: u32) -> Result<Watcher, WatchError> {
-        let stat = proc
-            .read(pid, ProcFile::Stat, false)
-            .ok()
-            .and_then(|t| Stat::parse(&text(&t)))
-            .ok_or(WatchError::NoSuchProcess(pid))?;
-        if stat.kernel_thread {
-            return Err(WatchError::KernelThread(pid, stat.comm));
+        let (stat, table, segments) = locate(proc.as_mut(), pid)?;
+        Watcher::from_segments(proc, &table, &segments, pid, stat.session)
+            .ok_or(WatchError::NotInPipeline(pid))
+    }
+
+    /// The pipelines of `pid`, each watched on its own (through a `Proc` from
+    /// `make_proc`): if `pid` is a stage, its own pipeline; if it is a shell, each pipeline
+    /// it runs (a job: a run of stages connected by pipes), so that each gets its own
+    /// table and its own bottleneck.
+    pub fn jobs(
+        mut make_proc: impl FnMut() -> Box<dyn Proc>,
+        pid: u32,
+    ) -> Result<Vec<Watcher>, WatchError> {
+        let mut proc = make_proc();
+        let (stat, table, segments) = locate(proc.as_mut(), pid)?;
+        let in_pipeline = table
+            .get(pid)
+            .is_some_and(|p| matches!(p.stdin, End::Pipe(_)) || matches!(p.stdout, End::Pipe(_)));
+        let watchers: Vec<Watcher> = if in_pipeline {
+            Watcher::from_segments(proc, &table, &segments, pid, stat.session)
+                .into_iter()
+                .collect()
+        } else {
+            let mut procs = std::iter::once(proc).chain(std::iter::repeat_with(make_proc));
+            segments
+                .iter()
+                .filter_map(|segment| {
+                    let seed = segment.stages.first()?.members.first().copied()?;
+                    let session = table.get(seed).map_or(stat.session, |p| p.stat.session);
+                    let proc = procs.next()?;
+                    Watcher::from_segments(
+                        proc,
+                        &table,
+                        std::slice::from_ref(segment),
+                        seed,
+                        session,
+                    )
+                })
+                .collect()
+        };
+        if watchers.is_empty() {
+            return Err(WatchError::NotInPipeline(pid));
         }
-        if matches!(stat.state, 'Z' | 'X') {
-            return Err(WatchError::Zombie(pid));
-        }
-        let table =
-            discover::scan(proc.as_mut(), Some(&[stat.session])).map_err(WatchError::Proc)?;
-        let seeds = discover::start_points(&table, pid).map_err(|e| match e {
-            DiscoverError::NoSuchProcess => WatchError::NoSuchProcess(pid),
-            DiscoverError::NotPermitted => WatchError::NotPermitted(pid),
-            DiscoverError::NotInPipeline => WatchError::NotInPipeline(pid),
-        })?;
-        let segments = discover::discover(&table, &seeds);
+        Ok(watchers)
+    }
+
+    /// A watcher of `segments` found by a scan, rescanning from `seed` and the stages.
+    fn from_segments(
+        proc: Box<dyn Proc>,
+        table: &Table,
+        segments: &[Segment],
+        seed: u32,
+        session: u32,
+    ) -> Option<Watcher> {
         let mut watcher = Watcher {
             proc,
             stages: Vec::new(),
-            seed: pid,
-            session: stat.session,
+            seed,
+            group: table.get(seed).map_or(0, |p| p.stat.pgrp),
+            session,
             window_ns: MIN_WINDOW_NS,
             last_ns: None,
             ticked_ns: None,
@@ -271,12 +382,20 @@ impl Watcher {
             next_open_scan_ns: 0,
             open_backoff_ns: 1_000_000_000,
             scans: 1,
+            tools: Tools::default(),
+            machine: VecDeque::new(),
+            machine_first: None,
+            short_of_cpu: false,
+            advice: None,
         };
-        watcher.merge(&table, &segments, false);
-        if watcher.stages.is_empty() {
-            return Err(WatchError::NotInPipeline(pid));
-        }
-        Ok(watcher)
+        watcher.merge(table, segments, false);
+        (!watcher.stages.is_empty()).then_some(watcher)
+    }
+
+    /// The process group of the pipeline when it was found (a job of an interactive
+    /// shell has its own).
+    pub fn group(&self) -> u32 {
+        self.group
     }
 
     /// Sets the display interval: figures are averaged over it (at least one second).
@@ -305,12 +424,43 @@ impl Watcher {
             .iter()
             .filter(|s| s.bottleneck_ns > 0)
             .map(|s| Share {
-                command: s.view.command.clone(),
+                command: s.credited_name().to_string(),
                 share: s.bottleneck_ns as f64 / self.observed_ns as f64,
             })
             .collect();
         shares.sort_by(|a, b| b.share.total_cmp(&a.share));
         shares
+    }
+
+    /// The end of the watch: [`Watcher::summary`], each stage's time over the whole watch,
+    /// and what to try about the stage that was the bottleneck most.
+    pub fn report(&self) -> Report {
+        let shares = self.summary();
+        let whole: Vec<Option<Split>> =
+            self.stages.iter().map(|s| s.totals.time.shares()).collect();
+        let stages = self
+            .stages
+            .iter()
+            .zip(&whole)
+            .map(|(s, t)| (s.credited_name().to_string(), *t))
+            .collect();
+        let top = self
+            .stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.bottleneck_ns > 0)
+            .max_by_key(|(_, s)| s.bottleneck_ns)
+            .map(|(i, _)| i);
+        let idle = match (self.machine.back(), self.machine_first) {
+            (Some((_, last)), Some(first)) => last.idle_cores_since(&first),
+            _ => None,
+        };
+        let advice = top.and_then(|i| self.advise(i, &whole, idle));
+        Report {
+            shares,
+            stages,
+            advice,
+        }
     }
 
     /// Samples every stage at `now_ns` (monotonic nanoseconds) and returns the rows.
@@ -343,8 +493,11 @@ impl Watcher {
         self.update_views(now_ns, &fills);
         self.derive_figures();
         self.mark_bottleneck(dt);
+        self.review(now_ns);
         View {
             stages: self.stages.iter().map(|s| s.view.clone()).collect(),
+            short_of_cpu: self.short_of_cpu,
+            advice: self.advice.clone(),
         }
     }
 
@@ -606,6 +759,8 @@ impl Watcher {
             amount: None,
             fill: None,
             bottleneck: false,
+            job: 0,
+            group: 0,
         };
         Stage {
             now: view.activity,
@@ -621,6 +776,7 @@ impl Watcher {
             ended: false,
             matched: true,
             bottleneck_ns: 0,
+            credit: Vec::new(),
             score: 0.0,
             view,
         }
@@ -820,6 +976,14 @@ impl Watcher {
                 stage.score = stage.score * keep + if hit { 1.0 - keep } else { 0.0 };
                 if hit {
                     stage.bottleneck_ns += dt;
+                    match stage
+                        .credit
+                        .iter_mut()
+                        .find(|(c, _)| *c == stage.view.command)
+                    {
+                        Some((_, ns)) => *ns += dt,
+                        None => stage.credit.push((stage.view.command.clone(), dt)),
+                    }
                 }
             }
         }
@@ -834,4 +998,64 @@ impl Watcher {
             stage.view.bottleneck = Some(i) == top;
         }
     }
+
+    /// The machine's idle cores over the window, the "short of CPU" flag, and the advice
+    /// about the marked stage.
+    fn review(&mut self, now_ns: u64) {
+        if let Some(times) = self.proc.cpu_times() {
+            self.machine_first.get_or_insert(times);
+            self.machine.push_back((now_ns, times));
+            while self.machine.len() > 2 && self.machine[1].0 + self.window_ns <= now_ns {
+                self.machine.pop_front();
+            }
+        }
+        let idle = match (self.machine.front(), self.machine.back()) {
+            (Some((_, first)), Some((_, last))) => last.idle_cores_since(first),
+            _ => None,
+        };
+        let times: Vec<Option<Split>> = self
+            .stages
+            .iter()
+            .map(|s| s.view.time.filter(|_| !s.ended))
+            .collect();
+        self.short_of_cpu = short_of_cpu(&times);
+        let marked = self.stages.iter().position(|s| s.view.bottleneck);
+        self.advice = marked.and_then(|i| self.advise(i, &times, idle));
+    }
+
+    /// The advice about stage `i`, with every stage's time split as `times`.
+    fn advise(&self, i: usize, times: &[Option<Split>], idle: Option<f64>) -> Option<String> {
+        let stage = &self.stages[i];
+        let time = times.get(i).copied().flatten()?;
+        let before = i > 0 && connected(self.stages[i - 1].spec.output, stage.spec.input);
+        let after = self
+            .stages
+            .get(i + 1)
+            .is_some_and(|next| connected(stage.spec.output, next.spec.input));
+        let position = match (before, after) {
+            (false, true) => Position::First,
+            (true, false) => Position::Last,
+            (true, true) => Position::Middle,
+            (false, false) => Position::Only,
+        };
+        let situation = Situation {
+            command: stage.credited_name(),
+            position,
+            time,
+            cores: self.proc.cores(),
+            idle_cores: idle,
+            busy_stages: times.iter().flatten().filter(|t| t.cpu() >= 0.5).count(),
+            short_of_cpu: short_of_cpu(times),
+        };
+        advice::advise(&situation, &self.tools)
+    }
+}
+
+/// True if the stages together waited for a CPU longer than they ran (and long enough to
+/// matter: a fifth of a core).
+fn short_of_cpu(times: &[Option<Split>]) -> bool {
+    let (busy, starved) = times.iter().flatten().fold((0.0, 0.0), |(b, s), t| {
+        (b + t.get(Part::Busy), s + t.get(Part::Starved))
+    });
+    starved > busy && starved >= 0.2
 }

@@ -322,6 +322,8 @@ fn figures(
                     "pipe": st.fill.map(|f| json!({"queued": f.queued, "capacity": f.capacity})),
                     "time_shares": st.time.map(|t| time_shares(&t)),
                     "bottleneck": st.bottleneck,
+                    "job": st.job,
+                    "group": st.group,
                 })),
             ),
             None => ("stage", None),
@@ -465,12 +467,25 @@ impl Json {
             Event::OutputGone => json!({"type": "output", "event": "reader_gone"}),
             Event::Trace(text) if config.trace => json!({"type": "trace", "text": text}),
             Event::Trace(_) => return None,
-            Event::Summary { text, shares } => {
+            Event::Summary {
+                text,
+                job,
+                shares,
+                stages,
+                advice,
+            } => {
                 let shares: Vec<Value> = shares
                     .iter()
                     .map(|(command, share)| json!({"command": command, "share": number(*share)}))
                     .collect();
-                json!({"type": "summary", "text": text, "bottleneck": shares})
+                let stages: Vec<Value> = stages
+                    .iter()
+                    .map(|(command, time)| {
+                        json!({"command": command, "time_shares": time.map(|t| time_shares(&t))})
+                    })
+                    .collect();
+                json!({"type": "summary", "text": text, "job": job, "bottleneck": shares,
+                       "stages": stages, "advice": advice})
             }
         };
         Some(value)

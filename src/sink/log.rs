@@ -27,8 +27,8 @@ pub struct Log {
     formats: Formats,
     /// Per meter: the amount and the time (ns) of its last line.
     last: HashMap<MeterId, (u64, u64)>,
-    /// The pipeline view's summary, written after the final rows.
-    summary: Option<String>,
+    /// The pipeline view's summaries (one per pipeline), written after the final rows.
+    summary: Vec<String>,
 }
 
 impl Log {
@@ -38,7 +38,7 @@ impl Log {
             prog: prog.to_string(),
             formats: Formats::default(),
             last: HashMap::new(),
-            summary: None,
+            summary: Vec::new(),
         }
     }
 
@@ -112,7 +112,7 @@ impl Sink for Log {
     fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
         if let Event::Summary { text, .. } = event {
             // After the final rows (`finish`).
-            self.summary = Some(text.clone());
+            self.summary.push(text.clone());
             return;
         }
         if let Some(text) = event.message(config.trace) {
@@ -131,7 +131,7 @@ impl Sink for Log {
 
     fn finish(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         self.lines(snapshot, config, term, true);
-        if let Some(text) = self.summary.take() {
+        for text in std::mem::take(&mut self.summary) {
             let stamp = timestamp(sys::wall_clock());
             let lines: String = text.lines().map(|l| format!("{stamp} {l}\n")).collect();
             term.raw(&lines);

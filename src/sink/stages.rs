@@ -18,13 +18,14 @@ use crate::term::Term;
 pub struct Stages {
     formats: Formats,
     screen: Screen,
-    summary: Option<String>,
+    /// The summaries (one per pipeline watched), printed at the end.
+    summary: Vec<String>,
 }
 
 impl Sink for Stages {
     fn event(&mut self, event: &Event, _config: &DisplayConfig, _term: &mut Term) {
         if let Event::Summary { text, .. } = event {
-            self.summary = Some(text.clone());
+            self.summary.push(text.clone());
         }
     }
 
@@ -38,7 +39,15 @@ impl Sink for Stages {
             .readings
             .iter()
             .filter_map(|r| r.meter.stage.as_ref());
-        lines.extend(stages.map(|stage| render::row(stage, config.width, kind)));
+        let mut job = None;
+        for stage in stages {
+            // Each pipeline a shell runs is a table of its own, under its own header.
+            if job.is_some_and(|j| j != stage.job) {
+                lines.push(render::header(config.width));
+            }
+            job = Some(stage.job);
+            lines.push(render::row(stage, config.width, kind));
+        }
         // Inside a transfer, its own line below the stages.
         for r in snapshot.readings.iter().filter(|r| is_line(r.meter.role)) {
             lines.push(render_line(&mut self.formats, config, r, snapshot));
@@ -57,7 +66,7 @@ impl Sink for Stages {
         term.raw(&text);
         term.screen_rows = 0;
         if config.enabled || config.stats {
-            if let Some(summary) = self.summary.take() {
+            for summary in std::mem::take(&mut self.summary) {
                 term.raw(&format!("{summary}\n"));
             }
         }

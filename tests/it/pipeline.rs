@@ -246,11 +246,19 @@ fn bottleneck_is(script: &str, comm: &str, command: &str) {
         marked[0].command.starts_with(command),
         "{command} expected as the bottleneck: {frame:?}\n{text}"
     );
-    let summary = text.lines().last().unwrap_or_default();
+    let summary = summary_line(&text);
     assert!(
         summary.starts_with(&format!("bottleneck: {command}")) && summary.contains("% of the time"),
         "{summary:?}\n{text}"
     );
+}
+
+/// The first line of the summary printed at the end.
+fn summary_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| l.starts_with("bottleneck: "))
+        .unwrap_or_default()
 }
 
 #[test]
@@ -482,11 +490,25 @@ fn quiet_shows_only_the_summary_with_stats() {
     wait_within(&mut stats, 10.0, "-q -v");
     assert_eq!(crate::util::stderr_of(&mut quiet), "");
     let text = crate::util::stderr_of(&mut stats);
+    // The bottleneck, each stage's time over the watch, and the advice.
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text:?}");
     assert!(
-        text.starts_with("bottleneck: rpv -q -L 2M (") && text.ends_with("% of the time)\n"),
+        lines[0].starts_with("bottleneck: rpv -q -L 2M (") && lines[0].ends_with("% of the time)"),
         "{text:?}"
     );
-    assert_eq!(text.lines().count(), 1);
+    assert!(
+        lines[1].starts_with("  cat /dev/zero  ") && lines[1].contains("waits out"),
+        "{text:?}"
+    );
+    assert!(
+        lines[2].starts_with("  rpv -q -L 2M   ") && lines[2].contains("timer"),
+        "{text:?}"
+    );
+    assert_eq!(
+        lines[3],
+        "advice: rpv -q -L 2M is held back by its rate limit (-L 2M): raise it to go faster"
+    );
 }
 
 #[test]
@@ -573,7 +595,7 @@ fn inline_view_moves_the_data_and_shows_its_own_pipeline() {
     assert!(own.rate_out.contains("MiB/s"), "rpv's own rate: {own:?}");
     // The rate-limited rpv holds the pipeline back.
     assert!(own.marked, "{frame:?}\n{text}");
-    let summary = text.lines().last().unwrap_or_default();
+    let summary = summary_line(&text);
     assert!(
         summary.starts_with("bottleneck: rpv --pipeline"),
         "{summary:?}"
@@ -805,6 +827,64 @@ fn log_writes_the_table_at_every_update_and_the_summary_last() {
         assert!(rows[1].contains(" rpv -q -L 4M "), "{rows:?}\n{text}");
         assert!(rows[2].contains(" cat "), "{rows:?}\n{text}");
     }
-    let last = lines.last().unwrap();
-    assert!(last.contains(" bottleneck: rpv -q -L 4M ("), "{text}");
+    // The summary after the last table: the bottleneck, a line per stage, the advice.
+    let summary = lines
+        .iter()
+        .position(|l| l.contains(" bottleneck: rpv -q -L 4M ("))
+        .unwrap_or_else(|| panic!("no summary: {text}"));
+    assert!(summary > *headers.last().unwrap() + 3, "{text}");
+    assert_eq!(lines.len(), summary + 5, "{text}");
+    assert!(lines[summary + 4].contains(" advice: rpv -q -L 4M is held back by its rate limit"));
+}
+
+/// A shell running two pipelines, each inside a subshell (`( … ) &`): watched from the
+/// shell's PID, each is found (two generations below it) and is a table of its own with
+/// its own bottleneck and its own summary — never one merged table.
+#[test]
+fn a_shells_pipelines_are_tables_of_their_own() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let pipeline = Pipeline::start(
+        "(head -c 2G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null) & \
+         (cat /dev/zero | gzip -1 | \"$RPV\" -q -L 3M > /dev/null) & wait",
+    );
+    pipeline.find("gzip");
+    let shell = pipeline.shell.id();
+    let text = watch_with(shell, &["--json", "-i", "0.5"], 3.0);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let stages: Vec<&serde_json::Value> = crate::json::of_type(&objects, "progress")
+        .into_iter()
+        .filter(|p| p["meter"] == "stage")
+        .collect();
+    let commands = |job: u64| -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for s in stages.iter().filter(|s| s["job"] == job) {
+            let c = s["command"].as_str().unwrap().to_string();
+            if !seen.contains(&c) {
+                seen.push(c);
+            }
+        }
+        seen
+    };
+    let (first, second) = (commands(1), commands(2));
+    let (limited, gzip) = if first[0].starts_with("head") {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    assert_eq!(
+        limited,
+        ["head -c 2G /dev/zero", "rpv -q -L 2M", "cat"],
+        "{text}"
+    );
+    assert_eq!(gzip, ["cat /dev/zero", "gzip -1", "rpv -q -L 3M"], "{text}");
+    let summaries = crate::json::of_type(&objects, "summary");
+    assert_eq!(summaries.len(), 2, "{text}");
+    let mut named: Vec<&str> = summaries
+        .iter()
+        .map(|s| s["bottleneck"][0]["command"].as_str().unwrap_or(""))
+        .collect();
+    named.sort_unstable();
+    // Each pipeline has its own bottleneck: the rate limit, and gzip (its output, the
+    // second rpv's input, is a thousandth of what it reads).
+    assert_eq!(named, ["gzip -1", "rpv -q -L 2M"], "{text}");
 }
