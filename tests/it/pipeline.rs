@@ -600,6 +600,21 @@ fn inline_view_moves_the_data_and_shows_its_own_pipeline() {
         summary.starts_with("bottleneck: rpv --pipeline"),
         "{summary:?}"
     );
+    // The final frame: rpv's own row has ended with its transfer, and no row that waits
+    // for a neighbour is marked (first-use-2 item 10).
+    let last = frames(&text)
+        .into_iter()
+        .rev()
+        .find(|f| f.len() == 3)
+        .unwrap();
+    assert_eq!(last[1].state, "ended", "{last:?}\n{text}");
+    assert!(!last[1].marked, "{last:?}");
+    for row in &last {
+        assert!(
+            !(row.marked && row.state.starts_with("wait ")),
+            "{last:?}\n{text}"
+        );
+    }
 }
 
 /// `%{bottleneck}`: an rpv between a fast producer and a slow consumer waits for its
