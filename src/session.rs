@@ -211,6 +211,12 @@ impl<'a> Session<'a> {
             }
             let timeout_ms = (wait_ns / 1_000_000 + 1).min(i32::MAX as u64) as i32;
             signals::wait(timeout_ms);
+            if signals::take_stop() {
+                // Ctrl-Z: a multi-row view's rows are erased before the stop, so the shell's
+                // lines go where they were; after `fg` the rows are drawn again below them.
+                self.term.suspend();
+                signals::stop();
+            }
             self.serve_control(&mut next_due);
             self.pass_events();
             if signals::exit_requested() {
