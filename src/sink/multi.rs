@@ -259,7 +259,14 @@ fn part_cell<'a>(part: Part, segment: &Segment, frame: &Frame<'a>) -> Cell<'a> {
         let format = Format {
             segments: vec![segment],
         };
-        display::render(&format, frame, 1000).trim().to_string()
+        let text = display::render(&format, frame, 1000);
+        // Blanks around a figure are alignment (the ETA is blanked at the end); the last
+        // bytes written (`%A`) are shown as they are.
+        if part == Part::Last {
+            text
+        } else {
+            text.trim().to_string()
+        }
     };
     match part {
         Part::Bar => {

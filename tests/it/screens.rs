@@ -735,6 +735,46 @@ fn rows_never_wrap_in_an_emulator() {
     }
 }
 
+/// More `--each` rows than the terminal has lines (`-H 15`, 40 inputs): the total, the
+/// last inputs and a `+N more` row for the others are on the final screen (they were
+/// never shown before: the rows past the height were cut off).
+#[test]
+fn more_inputs_than_lines_keep_the_total_and_the_latest() {
+    let dir = Dir::new();
+    let names: Vec<String> = (1..=40).map(|i| format!("f{i:02}")).collect();
+    for name in &names {
+        dir.file(name, &data(2_000, 10));
+    }
+    let mut args = vec!["--each", "-f", "-H", "15", "-w", "100", "-i", "0.1"];
+    args.extend(names.iter().map(String::as_str));
+    let out = crate::util::rpv(&args)
+        .current_dir(dir.dir.path())
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut parser = vt100::Parser::new(15, 100, 0);
+    parser.process(&out.stderr);
+    let rows: Vec<String> = parser
+        .screen()
+        .rows(0, 100)
+        .map(|r| r.trim_end().to_string())
+        .collect();
+    // 14 rows: the 12 latest inputs, `+28 more`, the total.
+    assert_eq!(rows[12], "+28 more", "{rows:#?}");
+    assert!(rows[13].trim_start().starts_with("total:"), "{rows:#?}");
+    assert!(rows[13].contains("78.1KiB"), "{rows:#?}");
+    for (i, name) in names[28..].iter().enumerate() {
+        assert!(
+            rows[i].trim_start().starts_with(&format!("{name}:")),
+            "{rows:#?}"
+        );
+    }
+    for i in 0..14u16 {
+        assert!(!parser.screen().row_wrapped(i), "{rows:#?}");
+    }
+}
+
 /// A shell pipeline in its own process group, stopped when dropped.
 struct Pipeline {
     shell: std::process::Child,
