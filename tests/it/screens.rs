@@ -382,6 +382,16 @@ fn resizes_leave_no_debris_and_no_repeated_rows() {
         tmux.resize(w, h);
         tmux.wait_clean(&format!("clean at {w}x{h}"), &rows, w);
     }
+    // A terminal tells rpv its new size only after it has resized its own screen (tmux
+    // even a moment later): a frame drawn in between is cut at the new edge (never
+    // wrapped), and the next one fits. Before the run ends, wait for a frame drawn at the
+    // last size (f1's bar fills its row to the last column but one), so that the final
+    // frame is one too.
+    tmux.wait_for("a frame drawn at 70 columns", |lines| {
+        lines
+            .iter()
+            .any(|l| l.trim_start().starts_with("f1:") && l.chars().count() == 69)
+    });
     feed.close();
     tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
     tmux.wait_clean("the final screen", &rows, 70);
