@@ -4,8 +4,8 @@
 //! of every meter ([`RateTracker`] by meter id: elapsed time without stopped time, rates,
 //! frozen figures of meters that ended), handing snapshots and events to the sinks,
 //! answering `-R`/`-Q` between updates (the control socket opens at the first update, so a
-//! short run never pays for it), signals (exit, resize, continue), and the exit status of
-//! the display side. Must not: move data, or block a data thread in any way; it runs on the
+//! short run never pays for it), signals (exit, resize, continue), the stall watchdog
+//! (`--stall-timeout`, checked at each update), and the exit status of the display side. Must not: move data, or block a data thread in any way; it runs on the
 //! main thread and only reads counters.
 
 use std::collections::HashMap;
@@ -18,6 +18,7 @@ use crate::meter::{Event, MeterId, MeterState, Phase, Role};
 use crate::signals;
 use crate::sink::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::source::Source;
+use crate::stall::{self, Watchdog};
 use crate::stats::{RateTracker, Rates, StallWatch};
 use crate::sys;
 use crate::term::Term;
@@ -157,6 +158,8 @@ pub enum End {
     Finished,
     /// SIGINT, SIGHUP or SIGTERM: the sources were asked to stop.
     Interrupted,
+    /// `--stall-timeout`: nothing moved for that long; the sources were asked to stop.
+    Stalled,
 }
 
 /// One display loop over some sources and sinks.
@@ -172,6 +175,8 @@ pub struct Session<'a> {
     control_tried: bool,
     displayed: bool,
     status: u8,
+    /// `--stall-timeout`.
+    watchdog: Option<Watchdog>,
 }
 
 impl<'a> Session<'a> {
@@ -193,12 +198,17 @@ impl<'a> Session<'a> {
             control_tried: false,
             displayed: false,
             status: 0,
+            watchdog: None,
         }
     }
 
     /// Runs the loop until every source has finished or a signal ends it; returns how it
     /// ended and the exit-status bits of the sources and the display.
     pub fn run(mut self) -> (End, u8) {
+        self.watchdog = self
+            .config
+            .stall_timeout
+            .map(|timeout| Watchdog::new(timeout, sys::monotonic_ns(), signals::stopped_ns()));
         let first = self.config.delay_ns.max(self.config.interval_ns);
         let mut next_due = sys::monotonic_ns() + first;
         let end = loop {
@@ -233,9 +243,27 @@ impl<'a> Session<'a> {
                 if next_due < now {
                     next_due = now + self.config.interval_ns;
                 }
+                if self.stalled() {
+                    break End::Stalled;
+                }
             }
         };
         self.end(end)
+    }
+
+    /// Whether the stall watchdog fires: nothing the transfer moves (its meters, both sides
+    /// of `-M both`) has moved for the timeout.
+    fn stalled(&mut self) -> bool {
+        let Some(watchdog) = self.watchdog.as_mut() else {
+            return false;
+        };
+        let moved = self
+            .book
+            .meters
+            .iter()
+            .filter(|m| matches!(m.role, Role::Transfer | Role::MonitorIn | Role::MonitorOut))
+            .fold(0u64, |sum, m| sum.saturating_add(m.moved));
+        watchdog.expired(sys::monotonic_ns(), signals::stopped_ns(), moved)
     }
 
     fn all_finished(&mut self) -> bool {
@@ -244,6 +272,7 @@ impl<'a> Session<'a> {
 
     /// The end of the run: stop answering, last events, the final update, the sinks' end.
     fn end(mut self, end: End) -> (End, u8) {
+        let mut stall = None;
         if end == End::Interrupted {
             for source in &mut self.sources {
                 source.stop();
@@ -252,6 +281,16 @@ impl<'a> Session<'a> {
             if self.config.stderr_tty {
                 self.term.interrupted();
             }
+        }
+        if end == End::Stalled {
+            // Which side waits, asked before anything is stopped.
+            let blocked = self.sources.iter().find_map(|s| s.blocked());
+            let timeout = self.watchdog.as_ref().map_or(0.0, Watchdog::timeout);
+            stall = Some(stall::report(timeout, blocked));
+            for source in &mut self.sources {
+                source.stop();
+            }
+            self.status |= status::STALLED;
         }
         // Stop listening (and remove the socket) before anything that may exit; queriers get
         // the final numbers.
@@ -262,7 +301,7 @@ impl<'a> Session<'a> {
         }
         let aborted = self.sources.iter().any(|s| s.aborted());
         let wants_final = self.sources.iter().all(|s| s.final_update());
-        let final_update = if end == End::Interrupted {
+        let final_update = if end != End::Finished {
             // pv redraws the line as it stands, not as a final summary.
             Some(false)
         } else if !aborted && wants_final && (self.displayed || self.config.delay_ns < 1_000_000) {
@@ -290,7 +329,7 @@ impl<'a> Session<'a> {
             final_update: final_update == Some(true),
             clock: std::cell::OnceCell::new(),
         };
-        let mut closing = Vec::new();
+        let mut closing: Vec<Event> = stall.into_iter().map(Event::Error).collect();
         for source in &mut self.sources {
             source.end(&mut closing);
         }

@@ -13,7 +13,7 @@ pub mod pipeline;
 pub mod query;
 pub mod watch;
 
-use crate::meter::{Event, MeterState};
+use crate::meter::{Blocked, Event, MeterState};
 
 /// A producer of progress, polled by the display loop on its own thread.
 pub trait Source {
@@ -37,6 +37,12 @@ pub trait Source {
 
     /// The user interrupted: stop as soon as possible.
     fn stop(&mut self) {}
+
+    /// Which side a transfer that stopped moving waits on, if the source can tell (asked
+    /// once, when `--stall-timeout` ends the run).
+    fn blocked(&self) -> Option<Blocked> {
+        None
+    }
 
     /// `-R`: a new rate limit and/or buffer size.
     fn retune(&mut self, _rate_limit: Option<u64>, _buffer_size: Option<u64>) {}
