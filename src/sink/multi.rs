@@ -2,7 +2,7 @@
 //! with `--each` one row per input, one per `--tee` output and a total row below.
 //!
 //! Owns: what each row shows. With `--each` and the default format the rows are a table
-//! ([`each_table`]): the names in one column (cut with an ellipsis when the terminal is
+//! (`each_table`): the names in one column (cut with an ellipsis when the terminal is
 //! narrow), each figure in a column of its own, one bar width for all rows, an input that
 //! could not be read showing its reason in line with the others. With `-F` (or `-d`) each
 //! row is the format rendered at the width. The screen layer ([`crate::screen`]) fits,
