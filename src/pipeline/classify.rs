@@ -18,9 +18,10 @@ use super::procfs::Fill;
 use super::timeshare::{Part, Split};
 
 /// What a stage was doing when it was sampled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Activity {
     /// On a CPU, or ready to run.
+    #[default]
     Running,
     /// Ready to run but waiting for a CPU more than it runs (over a window, never an
     /// instant).

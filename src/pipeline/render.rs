@@ -1,7 +1,8 @@
 //! The pipeline view as text (pure).
 //!
-//! Owns: the header, one row per stage at a given width, and the summary line. Must not:
-//! write anything; the caller draws the lines.
+//! Owns: the table of stages (its columns, what each stage shows in them, how each column
+//! gives way on a narrow terminal) and the summary line. Must not: write anything; the
+//! screen layer ([`crate::screen`]) fits, chooses and draws the rows.
 //!
 //! ```text
 //!     PID COMMAND      CPU STATE              IN/s     OUT/s PIPE
@@ -10,84 +11,139 @@
 //!   13327 cat           1% wait input    68.1MiB/s 68.1MiB/s
 //! ```
 //!
-//! The command column takes the width the others leave (at least [`MIN_COMMAND`]
-//! columns); a row never exceeds the width, and where everything does not fit the bar is
-//! left out first so the marker stays. The bar is the fill of the pipe to the next stage,
-//! eight cells, at least one when anything is queued.
-
-use unicode_width::UnicodeWidthChar;
+//! The command column takes the width the others leave. As the terminal narrows, a long
+//! command is cut to 24 columns, then the pipe bar goes, then the command's arguments are
+//! cut (with an ellipsis), then the PID,
+//! the CPU and the state columns go; the rates (with their units) and the marker stay whole
+//! down to 40 columns. Below that (the minimal layout) the input rate goes, then the output
+//! rate, and the command is cut to a few columns: `gzip… bottleneck`.
+//!
+//! A new column is one entry in [`columns`]: its title, how it lines up, its priority, and
+//! what a stage shows in it.
 
 use super::timeshare::{Part, Split};
-use super::watch::{Report, Share, StageView, View};
-use crate::display::display_width;
+use super::watch::{Report, Share, StageView};
+use crate::screen::{Cell, Column, Row, Table};
 use crate::units::{describe_amount, CountKind};
 
-/// Columns of everything but the command, the marker included.
-const FIXED: usize = 7 + 1 + 1 + 4 + 1 + 13 + 1 + 9 + 1 + 9 + 1 + 10 + 11;
-/// Columns of the pipe bar and the space before it, left out on narrow terminals so that
-/// the marker stays visible.
-const BAR_COLUMNS: usize = 11;
-/// The command column is never narrower than this.
-pub const MIN_COMMAND: usize = 8;
 /// Cells of the pipe bar.
 const BAR_CELLS: u64 = 8;
+/// Cells of the time bar.
+const TIME_CELLS: usize = 8;
 /// The marker of the row holding the pipeline back.
 pub const MARK: &str = "bottleneck";
 
-/// Cuts `text` to at most `columns` display columns.
-fn cut(text: &str, columns: usize) -> String {
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w > columns {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out
-}
+/// What a stage shows in one column.
+type CellOf = fn(&StageView, CountKind) -> Cell<'static>;
 
-/// `text` cut or padded with spaces to exactly `columns` display columns.
-fn fit(text: &str, columns: usize) -> String {
-    let mut out = cut(text, columns);
-    let pad = columns.saturating_sub(display_width(&out));
-    out.extend(std::iter::repeat_n(' ', pad));
-    out
-}
-
-/// True if the pipe bar fits beside a command of [`MIN_COMMAND`] columns.
-fn with_bar(width: usize) -> bool {
-    width >= FIXED + MIN_COMMAND
-}
-
-fn command_width(width: usize) -> usize {
-    let fixed = if with_bar(width) {
-        FIXED
-    } else {
-        FIXED - BAR_COLUMNS
-    };
-    width.saturating_sub(fixed).max(MIN_COMMAND)
-}
-
-/// The column titles.
-pub fn header(width: usize) -> String {
-    let line = format!(
-        "{:>7} {} {:>4} {:<13} {:>9} {:>9}{}",
-        "PID",
-        fit("COMMAND", command_width(width)),
-        "CPU",
-        "STATE",
-        "IN/s",
-        "OUT/s",
-        if with_bar(width) { " PIPE" } else { "" }
-    );
-    cut(&line, width)
+/// The columns of the table, left to right, and what a stage shows in each. Priorities
+/// (lower gives way first): 5 a command longer than 24 columns is cut to 24; 10 the pipe
+/// bar; 20 the command's arguments (to 12 columns); 30 the time bar; 40 the PID; 45 the
+/// CPU; 55 the state; 60 the command to 8 columns; 90 and up, below 40 columns, the
+/// minimal layout.
+pub fn columns() -> Vec<(Column, CellOf)> {
+    vec![
+        (Column::new("PID").right().reserve(7).drop_at(40), |s, _| {
+            Cell::Text(s.pid.to_string())
+        }),
+        (
+            Column::new("COMMAND")
+                .grow()
+                .reserve(8)
+                .cut(5, 24)
+                .cut(20, 12)
+                .cut(60, 8)
+                .cut(93, 5),
+            |s, _| Cell::text(&s.command),
+        ),
+        (Column::new("CPU").right().reserve(4).drop_at(45), |s, _| {
+            Cell::Text(
+                s.cpu
+                    .map_or_else(|| "-".into(), |c| format!("{:.0}%", c.max(0.0))),
+            )
+        }),
+        (Column::new("STATE").reserve(13).drop_at(55), |s, _| {
+            Cell::Text(s.activity.label().into())
+        }),
+        (
+            Column::new("IN/s").right().reserve(9).drop_at(90),
+            |s, kind| Cell::Text(rate(s.rate_in, kind)),
+        ),
+        (
+            Column::new("OUT/s").right().reserve(9).drop_at(91),
+            |s, kind| Cell::Text(rate(s.rate_out, kind)),
+        ),
+        (
+            Column::new("TIME").reserve(TIME_CELLS).drop_at(30),
+            |s, _| s.time.map_or(Cell::Empty, |t| Cell::Text(time_bar(&t))),
+        ),
+        (
+            Column::new("PIPE").reserve(10).drop_at(10),
+            |s, _| match s.fill {
+                Some(f) => Cell::Text(bar(f.queued, f.capacity)),
+                None => Cell::Empty,
+            },
+        ),
+        (Column::new("").reserve(MARK.len()), |s, _| {
+            if s.bottleneck {
+                Cell::Text(MARK.into())
+            } else {
+                Cell::Empty
+            }
+        }),
+    ]
 }
 
 fn rate(value: Option<f64>, kind: CountKind) -> String {
     value.map_or_else(|| "-".to_string(), |v| describe_amount(v, kind, "B/s"))
+}
+
+/// The character of a part of a stage's time in the time bar: `#` busy, `+` waiting for a
+/// CPU, `<` waiting for its input, `>` waiting for its output, `.` anything else of its
+/// own (a timer, the disk, the network, a lock), a blank for time blocked on nothing known
+/// or waiting for a child.
+fn part_mark(part: Part) -> char {
+    match part {
+        Part::Busy => '#',
+        Part::Starved => '+',
+        Part::Input => '<',
+        Part::Output => '>',
+        Part::Timer | Part::Disk | Part::Network | Part::Other => '.',
+        Part::Child | Part::Unknown => ' ',
+    }
+}
+
+/// The time bar: where a stage's time went over the last window, eight cells in
+/// the order of [`Part::ALL`], each part its share of the cells (largest remainders get
+/// the cells left over): `######<<` is busy three quarters of the time and waiting for its
+/// input the rest.
+pub fn time_bar(time: &Split) -> String {
+    let total = time.total();
+    if total <= 0.0 {
+        return " ".repeat(TIME_CELLS);
+    }
+    let exact: Vec<f64> = Part::ALL
+        .iter()
+        .map(|p| time.get(*p) / total * TIME_CELLS as f64)
+        .collect();
+    let mut cells: Vec<usize> = exact.iter().map(|e| e.floor() as usize).collect();
+    let mut left = TIME_CELLS.saturating_sub(cells.iter().sum());
+    let mut order: Vec<usize> = (0..exact.len()).collect();
+    order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        if exact[i] > 0.0 {
+            cells[i] += 1;
+            left -= 1;
+        }
+    }
+    Part::ALL
+        .iter()
+        .zip(cells)
+        .flat_map(|(p, n)| std::iter::repeat_n(part_mark(*p), n))
+        .collect()
 }
 
 /// The fill bar: `[###     ]`.
@@ -105,36 +161,59 @@ fn bar(queued: u64, capacity: u64) -> String {
     )
 }
 
-/// One stage's row.
-pub fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
-    let cpu = stage
-        .cpu
-        .map_or_else(|| "-".to_string(), |c| format!("{:.0}%", c.max(0.0)));
-    let bar = match stage.fill {
-        Some(f) if with_bar(width) => format!(" {:<10}", bar(f.queued, f.capacity)),
-        _ if with_bar(width) => " ".repeat(BAR_COLUMNS),
-        _ => String::new(),
-    };
-    let mark = if stage.bottleneck { MARK } else { "" };
-    let line = format!(
-        "{:>7} {} {:>4} {:<13} {:>9} {:>9}{} {mark}",
-        stage.pid,
-        fit(&stage.command, command_width(width)),
-        cpu,
-        stage.activity.label(),
-        rate(stage.rate_in, kind),
-        rate(stage.rate_out, kind),
-        bar,
-    );
-    cut(line.trim_end(), width)
+/// The table of `stages`: a header row and one row per stage; the bottleneck's row is
+/// kept visible on a short terminal.
+pub fn table<'a>(stages: &[&StageView], kind: CountKind) -> Table<'a> {
+    let columns = columns();
+    let rows = stages
+        .iter()
+        .map(|s| {
+            Row::new(columns.iter().map(|(_, cell)| cell(s, kind)).collect()).keep(s.bottleneck)
+        })
+        .collect();
+    Table {
+        columns: columns.into_iter().map(|(c, _)| c).collect(),
+        header: true,
+        rows,
+    }
 }
 
-/// The header and every row.
-pub fn lines(view: &View, width: usize, kind: CountKind) -> Vec<String> {
-    let mut out = Vec::with_capacity(view.stages.len() + 1);
-    out.push(header(width));
-    out.extend(view.stages.iter().map(|s| row(s, width, kind)));
+/// The stages split by pipeline (a shell's pipelines are tables of their own), in order.
+pub fn jobs<'s, 'v>(stages: &'s [&'v StageView]) -> Vec<&'s [&'v StageView]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=stages.len() {
+        if i == stages.len() || stages[i].job != stages[start].job {
+            if i > start {
+                out.push(&stages[start..i]);
+            }
+            start = i;
+        }
+    }
     out
+}
+
+/// Each pipeline's table as lines at most `width` columns wide (header and rows, laid out
+/// together), for `--log`.
+pub fn table_lines(stages: &[&StageView], width: usize, kind: CountKind) -> Vec<String> {
+    let mut out = Vec::new();
+    for job in jobs(stages) {
+        let table = table(job, kind);
+        let layout = table.layout(width, false);
+        out.push(table.header_line(&layout));
+        out.extend(table.rows.iter().map(|r| table.row_line(r, &layout)));
+    }
+    out
+}
+
+/// One stage's row alone, at most `width` columns (for `--log`).
+pub fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
+    let table = Table {
+        header: false,
+        ..table(&[stage], kind)
+    };
+    let layout = table.layout(width, false);
+    table.row_line(&table.rows[0], &layout)
 }
 
 /// The short name of a part of a stage's time in the summary.
@@ -182,6 +261,7 @@ pub fn split_text(time: &Split) -> String {
 /// Shares under 1% are left out of the first line; each stage's time is over the whole
 /// watch.
 pub fn summary(report: &Report) -> String {
+    use crate::display::{cut_to_width, display_width};
     let named: Vec<&Share> = report.shares.iter().filter(|s| s.share >= 0.005).collect();
     let mut out = format!("{MARK}: ");
     if named.is_empty() {
@@ -189,22 +269,23 @@ pub fn summary(report: &Report) -> String {
     }
     for (i, s) in named.iter().enumerate() {
         let percent = (s.share * 100.0).round().min(100.0);
-        let command = cut(&s.command, 40);
+        let command = cut_to_width(&s.command, 40);
         if i == 0 {
             out.push_str(&format!("{command} ({percent:.0}% of the time)"));
         } else {
             out.push_str(&format!(", {command} ({percent:.0}%)"));
         }
     }
-    let width = report
+    let commands: Vec<String> = report
         .stages
         .iter()
-        .map(|(command, _)| display_width(&cut(command, 40)))
-        .max()
-        .unwrap_or(0);
-    for (command, time) in &report.stages {
+        .map(|(command, _)| cut_to_width(command, 40))
+        .collect();
+    let width = commands.iter().map(|c| display_width(c)).max().unwrap_or(0);
+    for (command, (_, time)) in commands.iter().zip(&report.stages) {
         let split = time.as_ref().map_or_else(|| "-".to_string(), split_text);
-        out.push_str(&format!("\n  {}  {split}", fit(command, width)));
+        let pad = " ".repeat(width - display_width(command));
+        out.push_str(&format!("\n  {command}{pad}  {split}"));
     }
     if let Some(advice) = &report.advice {
         out.push_str(&format!("\nadvice: {advice}"));
@@ -215,6 +296,7 @@ pub fn summary(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::display::display_width;
     use crate::pipeline::classify::{Activity, Sleep};
     use crate::pipeline::procfs::Fill;
 
@@ -223,88 +305,128 @@ mod tests {
             pid,
             command: command.into(),
             activity,
-            time: None,
             cpu: Some(99.4),
             rate_in: Some(203.0 * 1048576.0),
             rate_out: Some(68.1 * 1048576.0),
-            bytes_in: None,
-            bytes_out: None,
-            amount: None,
             fill: Some(Fill {
                 queued: 100,
                 capacity: 65536,
             }),
             bottleneck: false,
-            job: 0,
-            group: 0,
+            time: Some(split(&[(Part::Busy, 75.0), (Part::Input, 25.0)])),
+            ..StageView::default()
+        }
+    }
+
+    /// The view's rows on a terminal `width` columns wide.
+    fn lines(stages: &[StageView], width: usize) -> Vec<String> {
+        let refs: Vec<&StageView> = stages.iter().collect();
+        let view = crate::screen::View {
+            blocks: vec![crate::screen::Block::Table(table(
+                &refs,
+                CountKind::BinaryBytes,
+            ))],
+            utf8: true,
+        };
+        view.lines(width, 40)
+    }
+
+    #[test]
+    fn rows_at_eighty_columns() {
+        let mut s = stage(13326, "gzip -9", Activity::Running);
+        s.bottleneck = true;
+        let at90 = lines(
+            &[stage(13325, "cat big.bin", Activity::WaitOutput), s.clone()],
+            90,
+        );
+        assert_eq!(
+            at90,
+            [
+                "    PID COMMAND      CPU STATE              IN/s     OUT/s TIME     PIPE",
+                "  13325 cat big.bin  99% wait output    203MiB/s 68.1MiB/s ######<< [#       ]",
+                "  13326 gzip -9      99% running        203MiB/s 68.1MiB/s ######<< [#       ] \
+                 bottleneck",
+            ]
+        );
+        // Narrower: the pipe bar goes first; the time bar stays; the command takes what is
+        // left.
+        let at80 = lines(&[stage(13325, "cat big.bin", Activity::WaitOutput), s], 80);
+        assert_eq!(
+            at80[2],
+            "  13326 gzip -9       99% running        203MiB/s 68.1MiB/s ######<< bottleneck"
+        );
+        assert!(!at80[0].contains("PIPE") && at80[0].ends_with(" TIME"));
+        assert!(at80.iter().all(|l| display_width(l) <= 79));
+    }
+
+    #[test]
+    fn narrow_terminals_keep_the_rates_and_the_marker_whole() {
+        let mut marked = stage(
+            1234,
+            "tar cf - /very/long/directory/name",
+            Activity::Running,
+        );
+        marked.bottleneck = true;
+        let stages = [stage(1233, "cat", Activity::WaitOutput), marked];
+        // 60 columns: the PID and the CPU go; the command is cut with an ellipsis.
+        let at60 = lines(&stages, 60);
+        assert_eq!(at60[0], "COMMAND        STATE              IN/s     OUT/s");
+        assert_eq!(
+            at60[2],
+            "tar cf - /ver… running        203MiB/s 68.1MiB/s bottleneck"
+        );
+        // 40 columns: the state goes too; the rates keep their units, the marker is whole.
+        let at40 = lines(&stages, 40);
+        assert_eq!(at40[2], "tar cf…   203MiB/s 68.1MiB/s bottleneck");
+        assert_eq!(at40[1], "cat       203MiB/s 68.1MiB/s");
+        // Below 40: the minimal layout.
+        let at30 = lines(&stages, 30);
+        assert_eq!(at30[2], "tar cf…  68.1MiB/s bottleneck");
+        let at20 = lines(&stages, 20);
+        assert_eq!(at20[2], "tar cf…  bottleneck");
+        let at15 = lines(&stages, 15);
+        // Narrower than the minimal layout: cut at the edge.
+        assert_eq!(at15[2], "tar…  bottlen…");
+        for width in 1..200 {
+            for line in lines(&stages, width) {
+                assert!(display_width(&line) < width.max(2), "{width}: {line:?}");
+            }
         }
     }
 
     #[test]
-    fn a_row_at_eighty_columns() {
-        let mut s = stage(13326, "gzip -9", Activity::Running);
-        s.bottleneck = true;
-        let line = row(&s, 80, CountKind::BinaryBytes);
-        assert_eq!(
-            line,
-            "  13326 gzip -9      99% running        203MiB/s 68.1MiB/s [#       ] bottleneck"
-        );
-        assert_eq!(display_width(&line), 80);
-        assert_eq!(
-            header(80),
-            "    PID COMMAND      CPU STATE              IN/s     OUT/s PIPE"
-        );
-    }
-
-    #[test]
-    fn unknowns_long_commands_and_narrow_terminals() {
+    fn unknowns_wide_characters_and_escapes() {
         let s = StageView {
             pid: 7,
             command: "tar cf - /very/long/directory/name".into(),
             activity: Activity::Unknown,
-            time: None,
             cpu: None,
             rate_in: None,
             rate_out: None,
-            bytes_in: None,
-            bytes_out: None,
-            amount: None,
             fill: None,
             bottleneck: false,
-            job: 0,
-            group: 0,
+            ..StageView::default()
         };
-        let line = row(&s, 80, CountKind::BinaryBytes);
+        let at80 = lines(&[s], 80);
         assert_eq!(
-            line,
-            "      7 tar cf - /v    - not permitted         -         -"
+            at80[1],
+            "      7 tar cf - /v…    - not permitted         -         -"
         );
         for width in [10, 40, 69, 200] {
-            let line = row(
-                &stage(1, "日本語のコマンド", Activity::WaitInput),
-                width,
-                CountKind::BinaryBytes,
-            );
-            assert!(display_width(&line) <= width, "{width}: {line:?}");
-            assert!(display_width(&header(width)) <= width);
+            for line in lines(&[stage(1, "日本語のコマンド", Activity::WaitInput)], width) {
+                assert!(display_width(&line) < width, "{width}: {line:?}");
+            }
         }
-        // Narrower than the full row: the bar goes, the marker stays.
-        let mut marked = stage(1, "gzip -9", Activity::Running);
-        marked.bottleneck = true;
-        let line = row(&marked, 70, CountKind::BinaryBytes);
-        assert_eq!(
-            line,
-            "      1 gzip -9       99% running        203MiB/s 68.1MiB/s bottleneck"
+        // A process that names itself with escape sequences shows them escaped.
+        let evil = lines(&[stage(1, "[\x1b]0;owned\x07]", Activity::WaitInput)], 120);
+        assert!(
+            !evil[1].contains('\x1b') && !evil[1].contains('\x07'),
+            "{evil:?}"
         );
-        assert_eq!(display_width(&line), 70);
-        assert!(!header(70).contains("PIPE"));
+        assert!(evil[1].contains("[\\e]0;owned\\x07]"), "{evil:?}");
         // A wide terminal gives the command the room.
-        let wide = row(
-            &stage(1, &"x".repeat(60), Activity::WaitInput),
-            200,
-            CountKind::BinaryBytes,
-        );
-        assert!(wide.contains(&"x".repeat(60)));
+        let wide = lines(&[stage(1, &"x".repeat(60), Activity::WaitInput)], 200);
+        assert!(wide[1].contains(&"x".repeat(60)));
     }
 
     #[test]
@@ -323,7 +445,7 @@ mod tests {
         s.rate_in = Some(20e6);
         s.rate_out = Some(0.0);
         s.cpu = Some(2.0);
-        let line = row(&s, 80, CountKind::DecimalBytes);
+        let line = row(&s, 79, CountKind::DecimalBytes);
         assert!(
             line.contains("  2% sleep timer    20.0MB/s  0.00 B/s"),
             "{line:?}"
@@ -403,5 +525,39 @@ mod tests {
             split_text(&times),
             "timer 50%, disk 20%, network 10%, child 10%, other 5%, unknown 5%"
         );
+    }
+
+    #[test]
+    fn time_bars() {
+        assert_eq!(time_bar(&split(&[(Part::Busy, 100.0)])), "########");
+        assert_eq!(
+            time_bar(&split(&[(Part::Busy, 75.0), (Part::Input, 25.0)])),
+            "######<<"
+        );
+        assert_eq!(
+            time_bar(&split(&[
+                (Part::Busy, 3.0),
+                (Part::Output, 96.0),
+                (Part::Starved, 1.0)
+            ])),
+            ">>>>>>>>"
+        );
+        assert_eq!(
+            time_bar(&split(&[
+                (Part::Busy, 30.0),
+                (Part::Starved, 45.0),
+                (Part::Input, 25.0)
+            ])),
+            "##++++<<"
+        );
+        assert_eq!(
+            time_bar(&split(&[(Part::Timer, 95.0), (Part::Busy, 5.0)])),
+            "........"
+        );
+        assert_eq!(
+            time_bar(&split(&[(Part::Unknown, 50.0), (Part::Busy, 50.0)])),
+            "####    "
+        );
+        assert_eq!(time_bar(&Split::default()), "        ");
     }
 }

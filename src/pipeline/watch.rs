@@ -83,7 +83,7 @@ impl std::fmt::Display for WatchError {
 }
 
 /// One row of the pipeline view.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct StageView {
     /// The process shown (of a stage of several processes, the one moving data).
     pub pid: u32,
@@ -117,6 +117,9 @@ pub struct StageView {
     pub job: u32,
     /// The process group of its pipeline when it was found (likewise).
     pub group: u32,
+    /// What to try about it, when it is the bottleneck and the cause is clear (set by
+    /// whoever shows the view, from [`View::advice`]).
+    pub advice: Option<String>,
 }
 
 /// One sample of the whole pipeline.
@@ -761,6 +764,7 @@ impl Watcher {
             bottleneck: false,
             job: 0,
             group: 0,
+            advice: None,
         };
         Stage {
             now: view.activity,

@@ -324,6 +324,7 @@ fn figures(
                     "bottleneck": st.bottleneck,
                     "job": st.job,
                     "group": st.group,
+                    "advice": st.advice,
                 })),
             ),
             None => ("stage", None),

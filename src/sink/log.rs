@@ -57,7 +57,7 @@ impl Log {
         let mut config = config.clone();
         config.style.colour = false;
         let mut out = String::new();
-        let mut header = false;
+        let mut stages = Vec::new();
         for r in &snapshot.readings {
             if matches!(r.meter.role, Role::Input(_) | Role::Output(_)) && !config.each {
                 continue;
@@ -71,31 +71,31 @@ impl Log {
                 .last
                 .get(&id)
                 .map_or(u64::MAX, |&(_, at)| now.saturating_sub(at));
-            // The stages of a pipeline are written at every update, as a table: a stage
-            // waiting for a neighbour is news too.
-            let stage = r.meter.stage.is_some();
-            if !all && !stage && !moved && quiet_for < HEARTBEAT * 1_000_000_000 {
+            // The stages of a pipeline are written at every update, as a table (below): a
+            // stage waiting for a neighbour is news too.
+            if let (None, Some(stage)) = (&r.meter.note, &r.meter.stage) {
+                self.last.insert(id, (r.meter.amount, now));
+                stages.push(&**stage);
                 continue;
             }
-            if stage && !header {
-                header = true;
-                out.push_str(&stamp);
-                out.push(' ');
-                out.push_str(crate::pipeline::render::header(config.width).trim());
-                out.push('\n');
+            if !all && !moved && quiet_for < HEARTBEAT * 1_000_000_000 {
+                continue;
             }
             self.last.insert(id, (r.meter.amount, now));
-            let line = match (&r.meter.note, &r.meter.stage) {
-                (Some(note), _) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
-                (None, Some(stage)) => {
-                    let kind = config.style.kind(crate::meter::Unit::Bytes);
-                    crate::pipeline::render::row(stage, config.width, kind)
-                }
-                (None, None) => render_line(&mut self.formats, &config, r, snapshot),
+            let line = match &r.meter.note {
+                Some(note) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
+                None => render_line(&mut self.formats, &config, r, snapshot),
             };
             out.push_str(&stamp);
             out.push(' ');
             out.push_str(line.trim());
+            out.push('\n');
+        }
+        let kind = config.style.kind(crate::meter::Unit::Bytes);
+        for line in crate::pipeline::render::table_lines(&stages, config.width, kind) {
+            out.push_str(&stamp);
+            out.push(' ');
+            out.push_str(line.trim_end());
             out.push('\n');
         }
         term.raw(&out);

@@ -1,23 +1,25 @@
 //! The pipeline view (`--pipeline`): a header and one row per stage, redrawn in place, the
-//! stage that holds the pipeline back marked `bottleneck`; inside a transfer the transfer's
-//! own line below them; at the end, the summary of who was the bottleneck for how long.
+//! stage that holds the pipeline back marked `bottleneck`, and under the table one line of
+//! advice when the cause is clear; a table of its own for each pipeline a shell runs;
+//! inside a transfer the transfer's own line below them; at the end, the summary (who was
+//! the bottleneck for how long, where each stage's time went, what to try).
 //!
-//! Owns: the rows' layout (through `pipeline::render`) and the screen. Must not: print
-//! messages.
+//! Owns: which blocks the view has (each pipeline's table from `pipeline::render` and its
+//! advice, the transfer's line), and the summary after the rows. The screen layer fits,
+//! chooses and draws the rows. Must not: print messages.
 
 use super::line::is_line;
-use super::screen::Screen;
-use super::{render_line, DisplayConfig, Formats, Sink, Snapshot};
-use crate::display::display_width;
+use super::{render_row, DisplayConfig, Formats, Sink, Snapshot};
+use crate::display::printable;
 use crate::meter::{Event, Unit};
 use crate::pipeline::render;
+use crate::screen::{self, Block, View};
 use crate::term::Term;
 
 /// `--pipeline`.
 #[derive(Debug, Default)]
 pub struct Stages {
     formats: Formats,
-    screen: Screen,
     /// The summaries (one per pipeline watched), printed at the end.
     summary: Vec<String>,
 }
@@ -34,40 +36,43 @@ impl Sink for Stages {
             return;
         }
         let kind = config.style.kind(Unit::Bytes);
-        let mut lines = vec![render::header(config.width)];
-        let stages = snapshot
+        let stages: Vec<_> = snapshot
             .readings
             .iter()
-            .filter_map(|r| r.meter.stage.as_ref());
-        let mut job = None;
-        for stage in stages {
-            // Each pipeline a shell runs is a table of its own, under its own header.
-            if job.is_some_and(|j| j != stage.job) {
-                lines.push(render::header(config.width));
+            .filter_map(|r| r.meter.stage.as_deref())
+            .collect();
+        let mut blocks = Vec::new();
+        for job in render::jobs(&stages) {
+            blocks.push(Block::Table(render::table(job, kind)));
+            if let Some(advice) = job.iter().find_map(|s| s.advice.as_deref()) {
+                blocks.push(Block::text(&format!("advice: {advice}")));
             }
-            job = Some(stage.job);
-            lines.push(render::row(stage, config.width, kind));
         }
         // Inside a transfer, its own line below the stages.
+        let width = screen::usable_width(config.width);
         for r in snapshot.readings.iter().filter(|r| is_line(r.meter.role)) {
-            lines.push(render_line(&mut self.formats, config, r, snapshot));
+            let line = render_row(&mut self.formats, config, r, snapshot, width);
+            blocks.push(Block::rendered(line));
         }
-        lines.truncate(config.height.max(2) - 1);
-        self.screen.shift(std::mem::take(&mut term.screen_shift));
-        let text = self.screen.round(&lines, config.width);
-        term.raw(&text);
-        term.wrote_line = false;
-        term.screen_rows = self.screen.lines();
-        term.screen_first = lines.first().map_or(0, |l| display_width(l));
+        let view = View {
+            blocks,
+            utf8: config.style.utf8,
+        };
+        let rows = view.lines(config.width, config.height);
+        term.draw_screen(&rows, config.width);
     }
 
     fn finish(&mut self, _snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
-        let text = self.screen.finish();
-        term.raw(&text);
-        term.screen_rows = 0;
+        term.finish_screen();
         if config.enabled || config.stats {
             for summary in std::mem::take(&mut self.summary) {
-                term.raw(&format!("{summary}\n"));
+                // Several lines: each escaped on its own (a command chosen by a process
+                // cannot break them).
+                let lines: String = summary
+                    .lines()
+                    .map(|l| format!("{}\n", printable(l)))
+                    .collect();
+                term.raw(&lines);
             }
         }
     }

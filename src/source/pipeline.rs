@@ -104,6 +104,9 @@ impl Source for PipelineSource {
             for (index, mut stage) in view.stages.into_iter().enumerate() {
                 stage.job = job as u32 + 1;
                 stage.group = group;
+                if stage.bottleneck {
+                    stage.advice.clone_from(&view.advice);
+                }
                 if own_done && stage.pid == me {
                     // The transfer is over: its row says so, and it holds nothing back.
                     stage.activity = Activity::Ended;

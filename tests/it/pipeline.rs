@@ -12,9 +12,6 @@ use crate::util::{err, rpv, wait_within};
 /// each other nor the timing-sensitive tests running beside them.
 static BUSY: Mutex<()> = Mutex::new(());
 
-/// Columns of the command with `-w 100` (the width the other columns leave).
-const COMMAND: usize = 31;
-
 /// A shell pipeline in its own process group.
 struct Pipeline {
     shell: Child,
@@ -138,10 +135,39 @@ struct Row {
     state: String,
     rate_in: String,
     rate_out: String,
+    /// The time bar (`######<<`), empty when the column is not shown.
+    time: String,
     marked: bool,
 }
 
-fn parse_row(line: &str) -> Option<Row> {
+/// Where the columns of a table are, from its header row (the screen layer sizes them to
+/// the terminal).
+#[derive(Debug, Clone, Copy)]
+struct Columns {
+    command: (usize, usize),
+    state: usize,
+    rate_in: usize,
+    rate_out: usize,
+    time: Option<usize>,
+}
+
+impl Columns {
+    fn of(header: &str) -> Option<Columns> {
+        let at = |title: &str| header.find(title);
+        let command = at(" COMMAND")? + 1;
+        let cpu_end = at(" CPU")? + 4;
+        Some(Columns {
+            command: (command, cpu_end - 4 - 1 - command),
+            state: at(" STATE")? + 1,
+            // Right-aligned, 9 columns, ending with the title.
+            rate_in: at(" IN/s")? + 5 - 9,
+            rate_out: at(" OUT/s")? + 6 - 9,
+            time: at(" TIME").map(|t| t + 1),
+        })
+    }
+}
+
+fn parse_row(line: &str, columns: &Columns) -> Option<Row> {
     let chars: Vec<char> = line.chars().collect();
     let field = |from: usize, len: usize| -> String {
         chars
@@ -154,10 +180,13 @@ fn parse_row(line: &str) -> Option<Row> {
     };
     Some(Row {
         pid: field(0, 7).parse().ok()?,
-        command: field(8, COMMAND),
-        state: field(8 + COMMAND + 6, 13),
-        rate_in: field(8 + COMMAND + 20, 9),
-        rate_out: field(8 + COMMAND + 30, 9),
+        command: field(columns.command.0, columns.command.1),
+        state: field(columns.state, 13),
+        rate_in: field(columns.rate_in, 9),
+        rate_out: field(columns.rate_out, 9),
+        time: columns.time.map_or_else(String::new, |t| {
+            chars.iter().skip(t).take(8).collect::<String>()
+        }),
         marked: line.trim_end().ends_with("bottleneck"),
     })
 }
@@ -168,11 +197,21 @@ fn frames(stderr: &str) -> Vec<Vec<Row>> {
         .split("\x1b[A")
         .filter(|chunk| chunk.contains("    PID "))
         .map(|chunk| {
-            chunk
+            let lines: Vec<&str> = chunk
                 .split('\n')
                 .map(|l| l.trim_matches(['\r', '\n']))
-                .filter_map(parse_row)
-                .collect()
+                .collect();
+            let mut columns = None;
+            let mut rows = Vec::new();
+            for line in lines {
+                if let Some(at) = line.find("    PID ") {
+                    // (After the escapes that start a redraw.)
+                    columns = Columns::of(&line[at..]);
+                } else if let Some(c) = &columns {
+                    rows.extend(parse_row(line, c));
+                }
+            }
+            rows
         })
         .collect()
 }
@@ -232,9 +271,11 @@ fn interrupt(child: &mut Child) -> String {
 }
 
 /// The bottleneck of `script` is the stage running `comm`, with a command line starting
-/// with `command`: marked in the last live frame and named first by the summary.
+/// with `command`: marked in the last live frame, its time bar mostly its own time (on a
+/// CPU `#`, waiting for one `+`, or on something other than its pipes `.`), and named
+/// first by the summary. Returns the watcher's stderr.
 #[track_caller]
-fn bottleneck_is(script: &str, comm: &str, command: &str) {
+fn bottleneck_is(script: &str, comm: &str, command: &str) -> String {
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let pipeline = Pipeline::start(script);
     let pid = pipeline.find(comm);
@@ -246,11 +287,18 @@ fn bottleneck_is(script: &str, comm: &str, command: &str) {
         marked[0].command.starts_with(command),
         "{command} expected as the bottleneck: {frame:?}\n{text}"
     );
+    let own = marked[0]
+        .time
+        .chars()
+        .filter(|c| matches!(c, '#' | '+' | '.'))
+        .count();
+    assert!(own >= 4, "{frame:?}\n{text}");
     let summary = summary_line(&text);
     assert!(
         summary.starts_with(&format!("bottleneck: {command}")) && summary.contains("% of the time"),
         "{summary:?}\n{text}"
     );
+    text
 }
 
 /// The first line of the summary printed at the end.
@@ -273,11 +321,16 @@ fn cpu_bound_middle_stage() {
 #[test]
 fn rate_limited_rpv() {
     // A low limit, so that even a consumer starved of CPU by a busy machine keeps up.
-    bottleneck_is(
+    let text = bottleneck_is(
         "head -c 1G /dev/zero | \"$RPV\" -q -L 2M | sha256sum > /dev/null",
         "sha256sum",
         "rpv -q -L 2M",
     );
+    // Under the table, and at the end: what to try.
+    let advice = "advice: rpv -q -L 2M is held back by its rate limit (-L 2M): raise it to go \
+                  faster";
+    assert!(text.contains(&format!("{advice}\r")), "{text}");
+    assert!(text.ends_with(&format!("{advice}\n")), "{text}");
 }
 
 #[test]
@@ -371,8 +424,11 @@ fn found_from_any_stage_and_from_the_shell() {
 #[test]
 fn stages_end_one_by_one_and_the_watch_ends_with_them() {
     let mut pipeline = Pipeline::start("sleep 1 | sleep 2 | sleep 3");
-    // From the stage that lasts longest (on a loaded machine the first may end before the
-    // watcher has read it).
+    // Once every stage has started (the shell forks them one after the other), from the
+    // stage that lasts longest (on a loaded machine the first may end before the watcher
+    // has read it).
+    pipeline.find_command("sleep 1");
+    pipeline.find_command("sleep 2");
     let pid = pipeline.find_command("sleep 3");
     let mut child = watcher(pid, &[]);
     let status = wait_within(&mut child, 15.0, "the watcher");
