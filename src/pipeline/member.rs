@@ -110,8 +110,9 @@ pub struct Member {
     pub used: u64,
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// The text of a `/proc` file, borrowed when it is UTF-8 (always, but for a process name).
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
 }
 
 /// The command line of `pid` for display, or `[comm]` if it has none (a process may set
@@ -150,6 +151,11 @@ impl Member {
             moved: 0,
             used: 0,
         }
+    }
+
+    /// Threads sampled (at least one).
+    pub fn task_count(&self) -> usize {
+        self.tasks.len().max(1)
     }
 
     /// The files holding a thread's state and wait channel: the process's own for a
@@ -207,13 +213,11 @@ impl Member {
                 continue;
             };
             let wchan = if stat.state == 'S' {
-                proc.read(self.pid, wchan_file, true)
-                    .map(|t| text(&t))
-                    .unwrap_or_default()
+                proc.read(self.pid, wchan_file, true).unwrap_or_default()
             } else {
-                String::new()
+                Vec::new()
             };
-            let mut activity = classify::task_activity(stat.state, &wchan);
+            let mut activity = classify::task_activity(stat.state, &text(&wchan));
             if activity == Activity::Sleeping(Sleep::Poll) && i == self.lead {
                 let input = pipes.input.and_then(|p| proc.pipe_fill(p, self.pid, 0));
                 let output = pipes.output.and_then(|p| proc.pipe_fill(p, self.pid, 1));

@@ -64,13 +64,18 @@ impl Stat {
         let open = text.find('(')?;
         let close = text.rfind(')')?;
         let comm = text.get(open + 1..close)?.to_string();
-        let fields: Vec<&str> = text.get(close + 1..)?.split_ascii_whitespace().collect();
-        // `fields[0]` is field 3 (state), so field N is at index N - 3.
+        // Fields 3 to 22, without allocating (this is read for every stage many times a
+        // second); `fields[0]` is field 3 (state), so field N is at index N - 3.
+        let mut fields = [""; 20];
+        let mut words = text.get(close + 1..)?.split_ascii_whitespace();
+        for field in &mut fields {
+            *field = words.next()?;
+        }
         let number = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
         let small = |n: usize| number(n).and_then(|v| u32::try_from(v).ok());
         Some(Stat {
             comm,
-            state: fields.first()?.chars().next()?,
+            state: fields[0].chars().next()?,
             ppid: small(4)?,
             pgrp: small(5)?,
             session: small(6)?,
@@ -302,6 +307,8 @@ pub struct SysProc {
     own_bytes: Option<Box<dyn FnMut() -> u64>>,
     /// `/proc/stat`, kept open.
     stat: Option<File>,
+    /// The cores this process may run on, once asked.
+    cores: std::cell::OnceCell<usize>,
 }
 
 impl std::fmt::Debug for SysProc {
@@ -329,6 +336,7 @@ impl SysProc {
             rpv: HashMap::new(),
             own_bytes: None,
             stat: None,
+            cores: std::cell::OnceCell::new(),
         }
     }
 
@@ -454,7 +462,10 @@ impl Proc for SysProc {
     }
 
     fn cores(&self) -> usize {
-        std::thread::available_parallelism().map_or(1, usize::from)
+        // Asked once: the answer reads the process's cgroup files.
+        *self
+            .cores
+            .get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
     }
 
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {

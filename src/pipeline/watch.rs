@@ -31,12 +31,13 @@ const MIN_WINDOW_NS: u64 = 1_000_000_000;
 const MARK_TAU_NS: f64 = 2e9;
 /// Score above which the row is marked.
 const MARK_THRESHOLD: f64 = 0.3;
-/// Least time between two samples of the stages' wait states, in nanoseconds (the display
-/// loop calls [`Watcher::tick`] every [`TICK_NS`]; other wake-ups come in between).
-const MIN_TICK_NS: u64 = TICK_NS / 2;
-/// How often the wait states of the stages are sampled between two readings, in
-/// nanoseconds.
+/// How often the wait states of the stages are sampled between two readings, at most, in
+/// nanoseconds: 50 times a second.
 pub const TICK_NS: u64 = 20_000_000;
+/// The time between two samples grows by this much per thread sampled beyond ten, so that
+/// a long pipeline costs no more per second than a short one (a `stat` and a `wchan` per
+/// thread; 20 single-threaded stages are sampled 25 times a second).
+const TICK_PER_TASK_NS: u64 = 2_000_000;
 /// Longest wait between looks at an open end, in nanoseconds.
 const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
 
@@ -504,10 +505,27 @@ impl Watcher {
         }
     }
 
+    /// How often [`Watcher::tick`] should be called: every [`TICK_NS`], or less often for
+    /// a pipeline of many threads.
+    pub fn tick_period_ns(&self) -> u64 {
+        let tasks: usize = self
+            .stages
+            .iter()
+            .filter(|s| !s.ended)
+            .flat_map(|s| &s.members)
+            .map(Member::task_count)
+            .sum();
+        TICK_NS.max(tasks as u64 * TICK_PER_TASK_NS)
+    }
+
     /// Samples what every running stage is doing (between two readings: several times per
-    /// interval, cheaply). Calls closer together than half of [`TICK_NS`] do nothing.
+    /// interval, cheaply). Calls closer together than half of
+    /// [`Watcher::tick_period_ns`] do nothing.
     pub fn tick(&mut self, now_ns: u64) {
-        if self.ticked_ns.is_some_and(|t| now_ns < t + MIN_TICK_NS) {
+        if self
+            .ticked_ns
+            .is_some_and(|t| now_ns < t + self.tick_period_ns() / 2)
+        {
             return;
         }
         self.ticked_ns = Some(now_ns);

@@ -139,7 +139,7 @@ impl Source for PipelineSource {
     }
 
     fn poll_period_ns(&self) -> Option<u64> {
-        Some(crate::pipeline::watch::TICK_NS)
+        self.watchers.iter().map(Watcher::tick_period_ns).min()
     }
 
     fn tick(&mut self, now_ns: u64) {
