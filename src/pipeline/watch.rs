@@ -38,6 +38,8 @@ pub const TICK_NS: u64 = 20_000_000;
 /// a long pipeline costs no more per second than a short one (a `stat` and a `wchan` per
 /// thread; 20 single-threaded stages are sampled 25 times a second).
 const TICK_PER_TASK_NS: u64 = 2_000_000;
+/// Least time between two readings of the machine's CPU times, in nanoseconds.
+const MACHINE_EVERY_NS: u64 = 500_000_000;
 /// Longest wait between looks at an open end, in nanoseconds.
 const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
 
@@ -1024,7 +1026,13 @@ impl Watcher {
     /// The machine's idle cores over the window, the "short of CPU" flag, and the advice
     /// about the marked stage.
     fn review(&mut self, now_ns: u64) {
-        if let Some(times) = self.proc.cpu_times() {
+        // `/proc/stat` is long (every interrupt's count): read at most twice a second, the
+        // window being a second at least.
+        let due = self
+            .machine
+            .back()
+            .is_none_or(|(t, _)| now_ns >= t + MACHINE_EVERY_NS);
+        if let Some(times) = due.then(|| self.proc.cpu_times()).flatten() {
             self.machine_first.get_or_insert(times);
             self.machine.push_back((now_ns, times));
             while self.machine.len() > 2 && self.machine[1].0 + self.window_ns <= now_ns {

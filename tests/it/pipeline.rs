@@ -986,7 +986,11 @@ fn on_a_loaded_machine_the_bottleneck_is_still_found() {
     let _loops = BusyLoops::start();
     for (script, comm, expected) in [
         ("yes | head -c 1000G | sha256sum", "sha256sum", "sha256sum"),
-        ("cat /dev/zero | gzip -6 | cat > /dev/null", "gzip", "gzip -6"),
+        (
+            "cat /dev/zero | gzip -6 | cat > /dev/null",
+            "gzip",
+            "gzip -6",
+        ),
     ] {
         let pipeline = Pipeline::start(script);
         let pid = pipeline.find(comm);
