@@ -962,16 +962,19 @@ fn a_shells_pipelines_are_tables_of_their_own() {
 
 /// Busy loops beside the pipeline, as many as the cores (each in its own process group,
 /// niced as the pipelines are), stopped on drop.
-struct BusyLoops(Vec<Pipeline>);
+struct BusyLoops {
+    /// Held for their drop, which stops them.
+    _loops: Vec<Pipeline>,
+}
 
 impl BusyLoops {
     fn start() -> BusyLoops {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        BusyLoops(
-            (0..cores)
+        BusyLoops {
+            _loops: (0..cores)
                 .map(|_| Pipeline::start("while :; do :; done"))
                 .collect(),
-        )
+        }
     }
 }
 
