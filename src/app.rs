@@ -252,7 +252,7 @@ fn transfers(
                 .any(|i| matches!(i.source, InputSource::Stdin));
             let engine_output = output.clone();
             scope.spawn(move || {
-                signals::block_in_this_thread();
+                progress.set_data_thread(signals::data_thread());
                 run_engine(&settings, &engine_output, progress);
             });
             let reads_stdin = settings_reads_stdin;
@@ -434,8 +434,8 @@ fn query(o: &Options, display: DisplayConfig, pid: u32, prog: &str) -> u8 {
         return fail(prog, &e);
     }
     let not_received = Error::Remote { pid, err: None };
-    let Some(mut client) = Client::connect(pid) else {
-        return fail(prog, &not_received);
+    let Some(mut client) = Client::connect_waiting(pid, crate::control::CONNECT_WAIT) else {
+        return fail(prog, &client::not_reached(pid));
     };
     let Some(Reply::State {
         elapsed,

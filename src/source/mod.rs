@@ -35,8 +35,15 @@ pub trait Source {
         false
     }
 
-    /// The user interrupted: stop as soon as possible.
+    /// The user interrupted: stop as soon as possible. Called again (with a short wait in
+    /// between) until [`Source::stopped`] says so, or a deadline passed.
     fn stop(&mut self) {}
+
+    /// After [`Source::stop`]: nothing is in flight any more, so the figures are final (a
+    /// transfer's data thread has counted its last call).
+    fn stopped(&self) -> bool {
+        true
+    }
 
     /// `-R`: a new rate limit and/or buffer size.
     fn retune(&mut self, _rate_limit: Option<u64>, _buffer_size: Option<u64>) {}
