@@ -99,7 +99,7 @@ fn plan(rng: &mut Rng) -> Plan {
     let interrupt = rng.chance(30).then(|| {
         let which = rng.below(instances as u64) as usize;
         let signal = *rng.pick(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
-        (which, signal, 5 + rng.below(300))
+        (which, signal, 2 + rng.below(150))
     });
     let mut stages = Vec::new();
     for i in 0..instances {
