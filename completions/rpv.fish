@@ -71,4 +71,7 @@ complete -c rpv -l log -d 'write plain, timestamped lines for a log file instead
 complete -c rpv -l pipeline -d 'show every stage of the pipeline (PID\'s, or the one rpv copies in) and name the stage that holds it back'
 complete -c rpv -l tee -r -F -d 'copy the stream to FILE as well (repeatable; a file, FIFO, device or /dev/fd/N)'
 complete -c rpv -l tee-error -x -a 'warn warn-nopipe exit exit-nopipe' -d 'what a failing output does: warn (default), warn-nopipe, exit, exit-nopipe'
+complete -c rpv -l term-progress -x -a 'auto always never' -d 'show progress in the terminal\'s taskbar or tab indicator (OSC 9;4): auto (default: on terminals known to support it), always, never'
+complete -c rpv -l metrics-file -r -F -d 'keep FILE up to date with the progress in Prometheus text format (for node_exporter\'s textfile collector)'
+complete -c rpv -l stall-timeout -x -d 'end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, 1h30m), saying which side it waited on'
 complete -c rpv -l completions -x -a 'bash zsh fish' -d 'print the command-line completion script for SHELL (bash, zsh or fish) and exit'

@@ -16,6 +16,7 @@ use crate::error::{status, Error};
 use crate::meter::{Role, Unit};
 use crate::plan::{self, Job, MonitorPlan, Output, TransferPlan};
 use crate::session::{End, Session};
+use crate::sink::report::Report;
 use crate::sink::{self, json, DisplayConfig, Sink};
 use crate::source::engine::EngineSource;
 use crate::source::pipeline::PipelineSource;
@@ -35,19 +36,24 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     let prog = std::path::Path::new(&argv0)
         .file_name()
         .map_or_else(|| "rpv".into(), |s| s.to_string_lossy().into_owned());
-    match cli::parse(&argv0, &args[1.min(args.len())..]) {
+    let args = &args[1.min(args.len())..];
+    match cli::parse(&argv0, args) {
         cli::Parsed::Help => print_stdout(&cli::help_text(term::size(0, 0).0)),
         cli::Parsed::Version => print_stdout(&cli::version_text()),
         cli::Parsed::Completions(shell) => print_stdout(&cli::completion_script(shell)),
         cli::Parsed::Error(text) => {
-            Term::new(&prog).raw(&text);
+            let report = Report::new(&prog, cli::voice_of(args));
+            report.usage(&text, &argv0);
+            report.close(status::USAGE);
             status::USAGE.into()
         }
         cli::Parsed::Run(options) => {
-            let status = run(&options, &prog);
+            let report = Report::new(&prog, options.voice());
+            let status = run(&options, &report);
             for message in cleanup::remove_all() {
-                Term::new(&prog).message(&message);
+                report.error(&Error::other(0, message));
             }
+            report.close(status);
             status.into()
         }
     }
@@ -61,64 +67,64 @@ fn print_stdout(text: &str) -> i32 {
 }
 
 /// Reports `e` and returns its exit bits (an interrupted set-up step says nothing).
-fn fail(prog: &str, e: &Error) -> u8 {
+fn fail(report: &Report, e: &Error) -> u8 {
     if signals::exit_requested() {
         return status::SIGNAL;
     }
-    Term::new(prog).message(&e.to_string());
+    report.error(e);
     e.exit_bits()
 }
 
-fn run(o: &Options, prog: &str) -> u8 {
+fn run(o: &Options, report: &Report) -> u8 {
     signals::install();
     if let Err(e) = crate::stdio::check_output(o) {
-        return fail(prog, &e);
+        return fail(report, &e);
     }
     let plan = match plan::plan(o) {
         Ok(plan) => plan,
-        Err(e) => return fail(prog, &e),
+        Err(e) => return fail(report, &e),
     };
     let display = plan.display;
     match plan.job {
-        Job::Transfer(t) => transfers("transfer", vec![t], display, prog),
+        Job::Transfer(t) => transfers("transfer", vec![t], display, report),
         Job::Store(first, store) => {
             let phase1 = DisplayConfig {
                 name: Some("(input)".into()),
                 ..display.clone()
             };
-            let status = transfers("store", vec![first], phase1, prog);
+            let status = transfers("store", vec![first], phase1, report);
             if status != 0 {
                 return status;
             }
             match plan::second_phase(o, &display, store) {
-                Ok(second) => transfers("forward", vec![second], display, prog),
-                Err(e) => fail(prog, &e),
+                Ok(second) => transfers("forward", vec![second], display, report),
+                Err(e) => fail(report, &e),
             }
         }
-        Job::Monitor(m) => monitor(o, display, m, prog),
+        Job::Monitor(m) => monitor(o, display, m, report),
         Job::Watch(w) => {
             let source = WatchSource::new(w.targets, w.problems, w.size, display.interval_ns);
             let start = json::Start {
                 mode: "watch",
                 ..json::Start::default()
             };
-            session(vec![Box::new(source)], display, start, prog).1
+            session(vec![Box::new(source)], display, start, report).1
         }
-        Job::Query(pid) => query(o, display, pid, prog),
+        Job::Query(pid) => query(o, display, pid, report),
         Job::Pipeline(pid) => {
             let source = match PipelineSource::watch(pid, o.interval) {
                 Ok(source) => source,
-                Err(e) => return fail(prog, &e),
+                Err(e) => return fail(report, &e),
             };
             let start = json::Start {
                 mode: "pipeline",
                 ..json::Start::default()
             };
-            session(vec![Box::new(source)], display, start, prog).1
+            session(vec![Box::new(source)], display, start, report).1
         }
         Job::Remote(pid, changes) => match client::remote(pid, changes) {
             Ok(()) => 0,
-            Err(e) => fail(prog, &e),
+            Err(e) => fail(report, &e),
         },
     }
 }
@@ -128,32 +134,33 @@ fn session<'a>(
     sources: Vec<Box<dyn Source + 'a>>,
     display: DisplayConfig,
     start: json::Start,
-    prog: &str,
+    report: &Report,
 ) -> (End, u8) {
-    let mut term = Term::new(prog);
+    let mut term = Term::new(report.prog());
     if display.cursor && !display.json && !display.log {
         term.enable_cursor(display.height);
     }
-    let sinks = sinks(&display, start, prog, &sources);
+    let sinks = sinks(&display, start, report, &sources);
     Session::new(sources, sinks, display, term).run()
 }
 
 /// The sinks for these settings. `--json` and `--log` replace the display (they carry the
 /// messages themselves); otherwise: messages, then the line, numeric output or the
 /// multi-line screen (watched descriptors, `--each`), then titles and statistics when
-/// asked for.
+/// asked for; then, whatever the display, the terminal's progress indicator, systemd's
+/// status and the metrics file when they are on.
 fn sinks<'a>(
     display: &DisplayConfig,
     start: json::Start,
-    prog: &str,
+    report: &Report,
     sources: &[Box<dyn Source + 'a>],
 ) -> Vec<Box<dyn Sink + 'a>> {
     let watching = sources.iter().any(|s| !s.final_update());
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     if display.json {
-        sinks.push(Box::new(json::Json::new(start)));
+        sinks.push(Box::new(json::Json::new(start, report.ledger())));
     } else if display.log {
-        sinks.push(Box::new(sink::log::Log::new(prog)));
+        sinks.push(Box::new(sink::log::Log::new(report.prog())));
     } else {
         sinks.push(Box::new(sink::messages::Messages));
         if display.pipeline {
@@ -168,16 +175,29 @@ fn sinks<'a>(
     }
     if !watching {
         if display.extra.is_some() {
-            sinks.push(Box::new(sink::title::Title::new(prog)));
+            sinks.push(Box::new(sink::title::Title::new(report.prog())));
         }
         if display.stats && !display.json {
             sinks.push(Box::new(sink::stats::Stats));
         }
     }
+    if display.term_progress {
+        sinks.push(Box::new(sink::term_progress::TermProgress::default()));
+    }
+    if let Some(notifier) = &display.notify {
+        sinks.push(Box::new(sink::notify::Notify::new(Arc::clone(notifier))));
+    }
+    if let Some(path) = &display.metrics_file {
+        sinks.push(Box::new(sink::metrics::Metrics::new(
+            path.clone(),
+            report.prog(),
+        )));
+    }
     sinks
 }
 
-/// The `start` object of `--json` for these transfers.
+/// The `start` object of `--json` for these transfers: the inputs of all of them (the two
+/// sides of `-M both` number theirs one after the other), by the names they were given.
 fn start_of(mode: &'static str, plans: &[TransferPlan]) -> json::Start {
     let Some(first) = plans.first() else {
         return json::Start {
@@ -185,23 +205,29 @@ fn start_of(mode: &'static str, plans: &[TransferPlan]) -> json::Start {
             ..json::Start::default()
         };
     };
-    let inputs = first
-        .settings
-        .inputs
+    let inputs = plans
         .iter()
+        .flat_map(|p| &p.settings.inputs)
         .map(|i| {
             let size = i
                 .info()
                 .ok()
                 .filter(|info| info.kind == sys::FileKind::Regular)
                 .map(|info| info.size);
-            (i.name.clone(), size)
+            let name = match &i.source {
+                InputSource::Path(path) => path.as_os_str().to_owned(),
+                _ => i.name.clone().into(),
+            };
+            (name, size)
         })
         .collect();
     json::Start {
         mode,
         unit: first.meter.unit,
         inputs,
+        outputs: (first.settings.tees.iter())
+            .map(|t| t.path.clone().into_os_string())
+            .collect(),
         size: first.meter.size,
     }
 }
@@ -212,7 +238,7 @@ fn transfers(
     mode: &'static str,
     plans: Vec<TransferPlan>,
     mut display: DisplayConfig,
-    prog: &str,
+    report: &Report,
 ) -> u8 {
     let start = start_of(mode, &plans);
     // `--pipeline` inside a transfer: its own pipeline, its own stage counted by the engine.
@@ -224,14 +250,14 @@ fn transfers(
             Ok(source) => pipeline = Some(source),
             Err(e) => {
                 // Not in a pipeline (or not allowed to see it): the usual display.
-                Term::new(prog).message(&e.to_string());
+                report.error(&e);
                 display.pipeline = false;
             }
         }
     }
     if let [plan] = &plans[..] {
         if plan.is_small() && pipeline.is_none() {
-            return small_transfer(plans, display, start, prog);
+            return small_transfer(plans, display, start, report);
         }
     }
     let progresses: Vec<Progress> = plans
@@ -240,6 +266,7 @@ fn transfers(
         .collect();
     std::thread::scope(|scope| {
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        let mut first_input = 0;
         for (plan, progress) in plans.into_iter().zip(&progresses) {
             let TransferPlan {
                 settings,
@@ -250,6 +277,7 @@ fn transfers(
                 .inputs
                 .iter()
                 .any(|i| matches!(i.source, InputSource::Stdin));
+            let inputs = settings.inputs.len();
             let engine_output = output.clone();
             scope.spawn(move || {
                 progress.set_data_thread(signals::data_thread());
@@ -257,6 +285,8 @@ fn transfers(
             });
             let reads_stdin = settings_reads_stdin;
             let mut source = EngineSource::new(progress, output, meter);
+            source.number_inputs_from(first_input);
+            first_input += inputs;
             if reads_stdin {
                 source.watch_stdin();
             }
@@ -268,9 +298,11 @@ fn transfers(
         if let Some(pipeline) = pipeline.take() {
             sources.push(Box::new(pipeline));
         }
-        let (end, status) = session(sources, display, start, prog);
-        if end == End::Interrupted {
-            // A data thread may sit in a blocking call: do not wait for it.
+        let (end, status) = session(sources, display, start, report);
+        if end != End::Finished {
+            // Interrupted or stalled: a data thread may sit in a blocking call, so do not
+            // wait for it.
+            report.close(status);
             cleanup::exit(status);
         }
         status
@@ -284,7 +316,7 @@ fn small_transfer(
     plans: Vec<TransferPlan>,
     display: DisplayConfig,
     start: json::Start,
-    prog: &str,
+    report: &Report,
 ) -> u8 {
     let Some(TransferPlan {
         settings,
@@ -306,7 +338,7 @@ fn small_transfer(
     }
     run_engine(&settings, &output, &progress);
     drop(output);
-    session(vec![Box::new(source)], display, start, prog).1
+    session(vec![Box::new(source)], display, start, report).1
 }
 
 fn run_engine(settings: &crate::transfer::Settings, output: &Output, progress: &Progress) {
@@ -325,7 +357,7 @@ fn run_engine(settings: &crate::transfer::Settings, output: &Output, progress: &
 /// `-M SIDE -- COMMAND ARGS`: runs the command with pipes on the metered sides. The exit
 /// status is rpv's own if its transfer had a problem, otherwise the command's (128 + N if
 /// signal N killed it). A command that cannot be started: status 127 (not found) or 126.
-fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, prog: &str) -> u8 {
+fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report) -> u8 {
     let pipe = |wanted: bool| -> Result<Option<_>, Error> {
         if !wanted {
             return Ok(None);
@@ -343,7 +375,7 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, prog: &str) -> u
         pipe(m.side != MonitorSide::In),
     ) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return fail(prog, &e),
+        (Err(e), _) | (_, Err(e)) => return fail(report, &e),
     };
     let mut cmd = Command::new(&m.command);
     cmd.args(&m.args);
@@ -362,7 +394,7 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, prog: &str) -> u
             }
             Err(e) => {
                 let e = Error::other(status::REMOTE_OR_PID, sys::strerror(&e));
-                return fail(prog, &e);
+                return fail(report, &e);
             }
         },
         (None, _) => {}
@@ -371,7 +403,7 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, prog: &str) -> u
         Ok(child) => child,
         Err(err) => {
             let command = m.command.to_string_lossy().into_owned();
-            return fail(prog, &Error::Command { command, err });
+            return fail(report, &Error::Command { command, err });
         }
     };
     // The command holds its ends now; ours must close so EOF and EPIPE work.
@@ -386,7 +418,7 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, prog: &str) -> u
         let output = Output::Pipe(Arc::new(to_command));
         match plan::monitor_side(o, &display, InputSpec::operand("-".as_ref()), output, role) {
             Ok(p) => plans.push(p),
-            Err(e) => return fail(prog, &e),
+            Err(e) => return fail(report, &e),
         }
     }
     if let Some(from_command) = out_read {
@@ -398,15 +430,15 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, prog: &str) -> u
         let input = InputSpec::new(InputSource::Fd(from_command), "(pipe)".into());
         match plan::monitor_side(o, &display, input, m.output.clone(), role) {
             Ok(p) => plans.push(p),
-            Err(e) => return fail(prog, &e),
+            Err(e) => return fail(report, &e),
         }
     }
-    let own = transfers("monitor", plans, display, prog);
-    finish_command(prog, child, own)
+    let own = transfers("monitor", plans, display, report);
+    finish_command(report, child, own)
 }
 
 /// Waits for the command; the exit status is rpv's own if non-zero, else the command's.
-fn finish_command(prog: &str, mut child: Child, own: u8) -> u8 {
+fn finish_command(report: &Report, mut child: Child, own: u8) -> u8 {
     let command_code = match child.wait() {
         Ok(exit) => {
             use std::os::unix::process::ExitStatusExt;
@@ -417,7 +449,7 @@ fn finish_command(prog: &str, mut child: Child, own: u8) -> u8 {
             }
         }
         Err(e) => fail(
-            prog,
+            report,
             &Error::other(status::REMOTE_OR_PID, sys::strerror(&e)),
         ),
     };
@@ -429,13 +461,13 @@ fn finish_command(prog: &str, mut child: Child, own: u8) -> u8 {
 }
 
 /// `-Q PID`: shows another rpv's progress until it ends.
-fn query(o: &Options, display: DisplayConfig, pid: u32, prog: &str) -> u8 {
+fn query(o: &Options, display: DisplayConfig, pid: u32, report: &Report) -> u8 {
     if let Err(e) = client::check_target(pid) {
-        return fail(prog, &e);
+        return fail(report, &e);
     }
     let not_received = Error::Remote { pid, err: None };
     let Some(mut client) = Client::connect_waiting(pid, crate::control::CONNECT_WAIT) else {
-        return fail(prog, &client::not_reached(pid));
+        return fail(report, &client::not_reached(pid));
     };
     let Some(Reply::State {
         elapsed,
@@ -443,7 +475,7 @@ fn query(o: &Options, display: DisplayConfig, pid: u32, prog: &str) -> u8 {
         size,
     }) = client.ask(&Request::Query)
     else {
-        return fail(prog, &not_received);
+        return fail(report, &not_received);
     };
     let unit = if o.line_mode {
         Unit::Lines
@@ -457,5 +489,5 @@ fn query(o: &Options, display: DisplayConfig, pid: u32, prog: &str) -> u8 {
         size,
         ..json::Start::default()
     };
-    session(vec![Box::new(source)], display, start, prog).1
+    session(vec![Box::new(source)], display, start, report).1
 }

@@ -27,6 +27,60 @@ pub mod status {
     pub const SIGNAL: u8 = 32;
     /// Command-line errors (and, in pv, allocation failures).
     pub const USAGE: u8 = 64;
+    /// `--stall-timeout`: ended because no data moved for that long (beyond pv; the one bit
+    /// pv leaves free).
+    pub const STALLED: u8 = 128;
+}
+
+/// A side of a transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Reading the input.
+    Input,
+    /// Writing the output.
+    Output,
+}
+
+impl Side {
+    /// `input` or `output`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Input => "input",
+            Side::Output => "output",
+        }
+    }
+}
+
+/// What the stall watchdog (`--stall-timeout`) found when it ended a transfer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stall {
+    /// The timeout, in seconds.
+    pub timeout: f64,
+    /// The side rpv waited on, when it can tell.
+    pub side: Option<Side>,
+    /// The process at the other end of that side's pipe: PID and command line.
+    pub peer: Option<(u32, String)>,
+}
+
+/// A duration as people write it: `30s`, `5m`, `1h30m`, `0.5s`.
+pub fn duration_text(seconds: f64) -> String {
+    let whole = seconds.round();
+    if (seconds - whole).abs() > 1e-9 || whole < 60.0 {
+        let text = format!("{seconds:.3}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        return format!("{text}s");
+    }
+    let whole = whole as u64;
+    [
+        (whole / 86_400, "d"),
+        (whole / 3600 % 24, "h"),
+        (whole / 60 % 60, "m"),
+        (whole % 60, "s"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, unit)| format!("{n}{unit}"))
+    .collect()
 }
 
 /// Something that went wrong, with pv's text and exit bits.
@@ -59,6 +113,16 @@ pub enum Error {
         output: Option<String>,
         /// Why.
         err: io::Error,
+    },
+    /// A write to a `--tee` output failed: `--tee NAME: write failed: ERROR`, and ` (no more
+    /// data goes to it)` when the run goes on without it.
+    TeeWrite {
+        /// The `--tee` path as given.
+        name: String,
+        /// Why.
+        err: io::Error,
+        /// The run goes on with the other outputs.
+        goes_on: bool,
     },
     /// The output could not be opened (`PATH: ERROR`) or examined (`failed to stat output
     /// file: ERROR`).
@@ -95,6 +159,9 @@ pub enum Error {
     /// A problem with the command line found after parsing (for example `-s @PATH` naming a
     /// file that does not exist), with its complete text.
     Usage(String),
+    /// `--stall-timeout`: no data moved for that long: `no data moved for 30s (--stall-timeout):
+    /// waiting to read input from PID 123 (tar -cf - /srv)`.
+    Stalled(Stall),
     /// Any other message, with its exit bits (0 for a warning).
     Other {
         /// Exit bits to set.
@@ -118,11 +185,12 @@ impl Error {
         match self {
             Error::OpenInput { .. } | Error::Output { .. } => status::ACCESS,
             Error::InputIsOutput { .. } => status::OUROBOROS,
-            Error::Read { .. } | Error::Write { .. } => status::TRANSFER,
+            Error::Read { .. } | Error::Write { .. } | Error::TeeWrite { .. } => status::TRANSFER,
             Error::OwnFile { .. } | Error::Remote { .. } => status::REMOTE_OR_PID,
             Error::Command { err, .. } if err.kind() == io::ErrorKind::NotFound => 127,
             Error::Command { .. } => 126,
             Error::Usage(_) => status::USAGE,
+            Error::Stalled(_) => status::STALLED,
             Error::Other { bits, .. } => *bits,
         }
     }
@@ -133,12 +201,13 @@ impl Error {
             Error::OpenInput { .. } => "open_input",
             Error::InputIsOutput { .. } => "input_is_output",
             Error::Read { .. } => "read",
-            Error::Write { .. } => "write",
+            Error::Write { .. } | Error::TeeWrite { .. } => "write",
             Error::Output { .. } => "output",
             Error::OwnFile { .. } => "file",
             Error::Remote { .. } => "remote",
             Error::Command { .. } => "command",
             Error::Usage(_) => "usage",
+            Error::Stalled(_) => "stalled",
             Error::Other { bits: 0, .. } => "warning",
             Error::Other { .. } => "error",
         }
@@ -150,6 +219,7 @@ impl Error {
             Error::OpenInput { err, .. }
             | Error::Read { err, .. }
             | Error::Write { err, .. }
+            | Error::TeeWrite { err, .. }
             | Error::Output { err, .. }
             | Error::OwnFile { err, .. }
             | Error::Command { err, .. } => err.raw_os_error(),
@@ -171,6 +241,14 @@ impl fmt::Display for Error {
                 output: Some(name),
                 err,
             } => write!(f, "{name}: write failed: {}", e(err)),
+            Error::TeeWrite { name, err, goes_on } => {
+                let rest = if *goes_on {
+                    " (no more data goes to it)"
+                } else {
+                    ""
+                };
+                write!(f, "--tee {name}: write failed: {}{rest}", e(err))
+            }
             Error::Output { path: Some(p), err } => write!(f, "{}: {}", p.display(), e(err)),
             Error::Output { path: None, err } => {
                 write!(f, "failed to stat output file: {}", e(err))
@@ -182,6 +260,20 @@ impl fmt::Display for Error {
             } => write!(f, "{pid}: {}", e(err)),
             Error::Remote { pid, err: None } => write!(f, "{pid}: message not received"),
             Error::Command { command, err } => write!(f, "{command}: {}", e(err)),
+            Error::Stalled(stall) => {
+                let time = duration_text(stall.timeout);
+                write!(f, "no data moved for {time} (--stall-timeout)")?;
+                let (waiting, towards) = match stall.side {
+                    Some(Side::Input) => ("waiting to read input", "from"),
+                    Some(Side::Output) => ("waiting to write output", "to"),
+                    None => return Ok(()),
+                };
+                write!(f, ": {waiting}")?;
+                match &stall.peer {
+                    Some((pid, command)) => write!(f, " {towards} PID {pid} ({command})"),
+                    None => Ok(()),
+                }
+            }
             Error::Usage(text) | Error::Other { text, .. } => f.write_str(text),
         }
     }
@@ -250,11 +342,66 @@ mod tests {
                 "nope: No such file or directory",
                 127,
             ),
+            (
+                Error::TeeWrite {
+                    name: "copy".into(),
+                    err: io(libc::ENOSPC),
+                    goes_on: true,
+                },
+                "--tee copy: write failed: No space left on device (no more data goes to it)",
+                status::TRANSFER,
+            ),
             (Error::other(0, "a warning"), "a warning", 0),
+            (
+                Error::Stalled(Stall {
+                    timeout: 30.0,
+                    side: Some(Side::Input),
+                    peer: Some((123, "tar -cf - /srv".into())),
+                }),
+                "no data moved for 30s (--stall-timeout): waiting to read input from PID 123 \
+                 (tar -cf - /srv)",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 5400.0,
+                    side: Some(Side::Output),
+                    peer: None,
+                }),
+                "no data moved for 1h30m (--stall-timeout): waiting to write output",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 0.5,
+                    side: None,
+                    peer: None,
+                }),
+                "no data moved for 0.5s (--stall-timeout)",
+                status::STALLED,
+            ),
         ];
         for (error, text, bits) in cases {
             assert_eq!(error.to_string(), text);
             assert_eq!(error.exit_bits(), bits, "{text}");
+        }
+    }
+
+    #[test]
+    fn durations_read_as_typed() {
+        for (seconds, text) in [
+            (30.0, "30s"),
+            (0.5, "0.5s"),
+            (59.9, "59.9s"),
+            (60.0, "1m"),
+            (90.0, "1m30s"),
+            (300.0, "5m"),
+            (3600.0, "1h"),
+            (5400.0, "1h30m"),
+            (86_400.0 + 61.0, "1d1m1s"),
+            (0.25, "0.25s"),
+        ] {
+            assert_eq!(duration_text(seconds), text, "{seconds}");
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod session;
 pub mod signals;
 pub mod sink;
 pub mod source;
+pub mod stall;
 pub mod stats;
 pub mod stdio;
 pub mod sys;

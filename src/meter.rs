@@ -12,7 +12,7 @@
 //! which source produced them.
 
 use crate::display::{BufferFill, Waiting};
-use crate::error::Error;
+use crate::error::{Error, Side};
 use crate::pipeline::StageView;
 
 /// Identifies a meter for the whole run (the display keeps its rate history by it).
@@ -59,6 +59,15 @@ pub enum Phase {
     /// Finished: its figures are final and stay as they are (a watched descriptor that was
     /// closed, an input that has been read to its end).
     Ended,
+}
+
+/// Which side a transfer that does not move waits on (for the stall watchdog's message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blocked {
+    /// Reading the input, or writing the output.
+    pub side: Side,
+    /// The inode of the pipe on that side, when it is a pipe (its other end is a process).
+    pub pipe: Option<u64>,
 }
 
 /// The name of a meter, when it has one of its own.

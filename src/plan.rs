@@ -17,7 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cli::{Action, MonitorSide, Options, SizeArg};
+use crate::cli::{Action, MonitorSide, Options, SizeArg, TermProgress};
 use crate::control::Changes;
 use crate::display::{BarStyle, DisplaySwitches};
 use crate::error::{status, Error};
@@ -132,6 +132,11 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
     if let Some(path) = &o.pidfile {
         check_pidfile(o, path)?;
         write_pidfile(path)?;
+    }
+    if !matches!(o.action, Action::Remote(_)) {
+        if let Some(path) = &o.metrics_file {
+            start_metrics(path, o)?;
+        }
     }
     let display = display(o);
     let job = match &o.action {
@@ -442,6 +447,7 @@ fn open_tees(o: &Options, inputs: &[InputSpec]) -> Result<Vec<TeeOutput>, Error>
         Ok(TeeOutput {
             file,
             name: path.to_string_lossy().into_owned(),
+            path: path.clone(),
             meter: Arc::new(OutputMeter::default()),
             shared,
         })
@@ -622,6 +628,29 @@ fn same_entry(a: &Path, b: &Path) -> bool {
 /// Writes `"<pid>\n"` to `path` atomically (a temporary file in the same directory, mode
 /// 0644, renamed over it) and registers it for removal at exit. Only a regular file (or
 /// nothing) is ever replaced: pv would rename over a device node.
+/// `--metrics-file`: the first version of the file (nothing moved yet, not done), which
+/// also tells at once whether its directory takes files.
+fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
+    let pid = std::process::id();
+    let state = sink::metrics::State {
+        pid,
+        now: sys::wall_clock().0,
+        done: false,
+        exit: None,
+    };
+    let text = sink::metrics::render(None, o.name.as_deref().unwrap_or(""), state);
+    sink::metrics::write_atomically(path, &text, pid).map_err(|err| {
+        Error::other(
+            status::REMOTE_OR_PID,
+            format!(
+                "--metrics-file: {}: {}",
+                path.display(),
+                sys::strerror(&err)
+            ),
+        )
+    })
+}
+
 fn write_pidfile(path: &Path) -> Result<(), Error> {
     use std::io::Write;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -712,6 +741,26 @@ pub fn display(o: &Options) -> DisplayConfig {
         log: o.log,
         quiet: o.quiet,
         pipeline: matches!(o.action, Action::Pipeline(_)),
+        term_progress: match o.term_progress {
+            TermProgress::Never => false,
+            // Into a pipe or file too, but never between the lines of --json or --log.
+            TermProgress::Always => stderr_tty || !(o.json || o.log),
+            TermProgress::Auto => {
+                stderr_tty && !o.quiet && term::progress::supported(&|k| std::env::var(k).ok())
+            }
+        },
+        notify: sink::notify::Notifier::from_env().map(Arc::new),
+        metrics_file: o.metrics_file.clone(),
+        // A transfer's watchdog: watching (-d, -Q, --pipeline=PID) moves nothing of rpv's.
+        stall_timeout: o.stall_timeout.filter(|_| {
+            matches!(
+                o.action,
+                Action::Transfer
+                    | Action::StoreAndForward(_)
+                    | Action::Monitor(_)
+                    | Action::Pipeline(None)
+            )
+        }),
     };
     if o.log && !o.given('i') {
         // A log gets a line every 10 seconds unless -i says otherwise.

@@ -5,8 +5,9 @@
 //! frozen figures of meters that ended), handing snapshots and events to the sinks,
 //! answering `-R`/`-Q` between updates (the control socket opens 20 ms into the run, so a
 //! run that ends at once never pays for it), signals (exit, resize, continue, and on exit
-//! waiting for the data threads to count their last call), and the exit status of the
-//! display side. Must not: move data, or block a data thread in any way; it runs on the
+//! waiting for the data threads to count their last call), the stall watchdog
+//! (`--stall-timeout`, checked at each update), and the exit status of the display side.
+//! Must not: move data, or block a data thread in any way; it runs on the
 //! main thread and only reads counters.
 
 use std::collections::HashMap;
@@ -19,6 +20,7 @@ use crate::meter::{Event, MeterId, MeterState, Phase, Role};
 use crate::signals;
 use crate::sink::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::source::Source;
+use crate::stall::{self, Watchdog};
 use crate::stats::{RateTracker, Rates, StallWatch};
 use crate::sys;
 use crate::term::Term;
@@ -170,6 +172,8 @@ pub enum End {
     Finished,
     /// SIGINT, SIGHUP or SIGTERM: the sources were asked to stop.
     Interrupted,
+    /// `--stall-timeout`: nothing moved for that long; the sources were asked to stop.
+    Stalled,
 }
 
 /// One display loop over some sources and sinks.
@@ -187,6 +191,8 @@ pub struct Session<'a> {
     listen_at: u64,
     displayed: bool,
     status: u8,
+    /// `--stall-timeout`.
+    watchdog: Option<Watchdog>,
 }
 
 impl<'a> Session<'a> {
@@ -209,12 +215,17 @@ impl<'a> Session<'a> {
             listen_at: 0,
             displayed: false,
             status: 0,
+            watchdog: None,
         }
     }
 
     /// Runs the loop until every source has finished or a signal ends it; returns how it
     /// ended and the exit-status bits of the sources and the display.
     pub fn run(mut self) -> (End, u8) {
+        self.watchdog = self
+            .config
+            .stall_timeout
+            .map(|timeout| Watchdog::new(timeout, sys::monotonic_ns(), signals::stopped_ns()));
         let first = self.config.delay_ns.max(self.config.interval_ns);
         let start = sys::monotonic_ns();
         let mut next_due = start + first;
@@ -253,6 +264,9 @@ impl<'a> Session<'a> {
                 if next_due < now {
                     next_due = now + self.config.interval_ns;
                 }
+                if self.stalled() {
+                    break End::Stalled;
+                }
             }
         };
         self.end(end)
@@ -275,18 +289,44 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Whether the stall watchdog fires: nothing the transfer moves (its meters, both sides
+    /// of `-M both`) has moved for the timeout.
+    fn stalled(&mut self) -> bool {
+        let Some(watchdog) = self.watchdog.as_mut() else {
+            return false;
+        };
+        let moved = self
+            .book
+            .meters
+            .iter()
+            .filter(|m| matches!(m.role, Role::Transfer | Role::MonitorIn | Role::MonitorOut))
+            .fold(0u64, |sum, m| sum.saturating_add(m.moved));
+        watchdog.expired(sys::monotonic_ns(), signals::stopped_ns(), moved)
+    }
+
     fn all_finished(&mut self) -> bool {
         self.sources.iter_mut().all(|s| s.finished())
     }
 
     /// The end of the run: stop answering, last events, the final update, the sinks' end.
     fn end(mut self, end: End) -> (End, u8) {
+        let mut stall = None;
         if end == End::Interrupted {
             self.settle();
             self.status |= status::SIGNAL;
             if self.config.stderr_tty {
                 self.term.interrupted();
             }
+        }
+        if end == End::Stalled {
+            // Which side waits, asked before anything is stopped.
+            let blocked = self.sources.iter().find_map(|s| s.blocked());
+            let timeout = self.watchdog.as_ref().map_or(0.0, Watchdog::timeout);
+            stall = Some(stall::report(timeout, blocked));
+            for source in &mut self.sources {
+                source.stop();
+            }
+            self.status |= status::STALLED;
         }
         // Stop listening (and remove the socket) before anything that may exit; queriers get
         // the final numbers.
@@ -297,7 +337,7 @@ impl<'a> Session<'a> {
         }
         let aborted = self.sources.iter().any(|s| s.aborted());
         let wants_final = self.sources.iter().all(|s| s.final_update());
-        let final_update = if end == End::Interrupted {
+        let final_update = if end != End::Finished {
             // pv redraws the line as it stands, not as a final summary.
             Some(false)
         } else if !aborted && wants_final && (self.displayed || self.config.delay_ns < 1_000_000) {
@@ -321,7 +361,7 @@ impl<'a> Session<'a> {
             final_update: final_update == Some(true),
             clock: std::cell::OnceCell::new(),
         };
-        let mut closing = Vec::new();
+        let mut closing: Vec<Event> = stall.into_iter().map(Event::Error).collect();
         for source in &mut self.sources {
             source.end(&mut closing);
         }

@@ -9,7 +9,11 @@
 //!   a write to a blocked terminal) returns EINTR and rpv exits promptly; other threads
 //!   block these signals.
 //! - SIGTSTP: note the time and stop with SIGSTOP; SIGCONT adds the stopped time to a total
-//!   that elapsed time excludes, and asks for a redraw.
+//!   that elapsed time excludes, and asks for a redraw. While the terminal's progress
+//!   indicator (`--term-progress`) is shown, the handler first writes the sequence that
+//!   clears it ([`write_on_stop`]): one `write(2)` of a fixed buffer to a non-blocking
+//!   descriptor, async-signal-safe, the one thing a handler does beyond flags and the wake
+//!   pipe. The next update after SIGCONT sets it again.
 //! - SIGWINCH: re-read the terminal size at the next update.
 //! - SIGUSR1, SIGUSR2, SIGALRM: never end a transfer. pv uses the first two for its own
 //!   remote control (`pv -R`/`pv -Q` send them to "the pv process"); rpv says once that it
@@ -50,6 +54,11 @@ static STOPPED_TOTAL: AtomicU64 = AtomicU64::new(0);
 static FOREIGN: AtomicU32 = AtomicU32::new(0);
 /// Bits already reported (each is reported once per run).
 static REPORTED: AtomicU32 = AtomicU32::new(0);
+/// What SIGTSTP writes before stopping, and where (set once: the terminal progress
+/// indicator's clear).
+static ON_STOP: OnceLock<(OwnedFd, &'static [u8])> = OnceLock::new();
+/// Whether SIGTSTP writes [`ON_STOP`] (the indicator is shown now).
+static ON_STOP_ARMED: AtomicBool = AtomicBool::new(false);
 
 /// The signal that interrupts a data thread's blocking call.
 const KICK: libc::c_int = libc::SIGURG;
@@ -79,6 +88,11 @@ extern "C" fn on_exit_signal(_: libc::c_int) {
 }
 
 extern "C" fn on_tstp(_: libc::c_int) {
+    if ON_STOP_ARMED.swap(false, Ordering::Relaxed) {
+        if let Some((fd, bytes)) = ON_STOP.get() {
+            let _ = sys::write(fd.as_fd(), bytes);
+        }
+    }
     let now = sys::monotonic_ns();
     STOPPED_AT.store(now, Ordering::Relaxed);
     LAST_STOP.store(now, Ordering::Relaxed);
@@ -234,6 +248,19 @@ pub fn last_stop_ns() -> u64 {
 /// Nanoseconds spent stopped (Ctrl-Z) so far.
 pub fn stopped_ns() -> u64 {
     STOPPED_TOTAL.load(Ordering::Relaxed)
+}
+
+/// Has SIGTSTP write `bytes` to `fd` before rpv stops, whenever [`arm_on_stop`] armed it
+/// (`fd` should be non-blocking: a handler must not wait). Set once per process; false if it
+/// was already set.
+pub fn write_on_stop(fd: OwnedFd, bytes: &'static [u8]) -> bool {
+    ON_STOP.set((fd, bytes)).is_ok()
+}
+
+/// Arms (or disarms) the write of [`write_on_stop`] at the next SIGTSTP; the handler
+/// disarms it when it writes.
+pub fn arm_on_stop(armed: bool) {
+    ON_STOP_ARMED.store(armed, Ordering::Relaxed);
 }
 
 /// A note for the user after SIGUSR1/SIGUSR2 (pv's own remote control), once per signal.

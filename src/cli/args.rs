@@ -11,8 +11,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use super::complete::Shell;
-use super::number::{is_valid_double, is_valid_integer, is_valid_size, parse_interval, parse_size};
-use super::{Action, MonitorSide, Options, Parsed, SizeArg, TeeErrorMode};
+use super::number::{
+    is_valid_double, is_valid_integer, is_valid_size, parse_duration, parse_interval, parse_size,
+};
+use super::{Action, MonitorSide, Options, Parsed, SizeArg, TeeErrorMode, TermProgress};
 
 /// One row of the option table: a short letter and a long name for the same option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +75,12 @@ pub(crate) const PIPELINE: char = '\u{E004}';
 pub(crate) const TEE: char = '\u{E005}';
 /// The identity of `--tee-error MODE`.
 pub(crate) const TEE_ERROR: char = '\u{E006}';
+/// The identity of `--term-progress WHEN`.
+pub(crate) const TERM_PROGRESS: char = '\u{E010}';
+/// The identity of `--metrics-file PATH`.
+pub(crate) const METRICS_FILE: char = '\u{E011}';
+/// The identity of `--stall-timeout DURATION`.
+pub(crate) const STALL_TIMEOUT: char = '\u{E012}';
 
 /// True for the identity of an option that has only a long name (see [`COMPLETIONS`]).
 pub(crate) fn long_only(identity: char) -> bool {
@@ -140,6 +148,9 @@ pub(crate) const FLAGS: &[Flag] = &[
     optional(PIPELINE, "pipeline"),
     valued(TEE, "tee"),
     valued(TEE_ERROR, "tee-error"),
+    valued(TERM_PROGRESS, "term-progress"),
+    valued(METRICS_FILE, "metrics-file"),
+    valued(STALL_TIMEOUT, "stall-timeout"),
     valued(COMPLETIONS, "completions"),
 ];
 
@@ -192,6 +203,24 @@ pub(crate) fn parse_with(argv0: &str, args: &[OsString], posix: bool) -> Parsed 
     match state.finish(scanner.operands) {
         Ok(options) => Parsed::Run(Box::new(options)),
         Err(message) => Parsed::Error(message),
+    }
+}
+
+/// The voice a command line asks for (the later of `--json` and `--log`), found as
+/// [`parse`] finds options but going on past every error, so that even a usage error is
+/// reported the way the user asked: `--json` as an option counts, `--json` as the value of
+/// another option (`-N --json`) or after `--` does not.
+pub fn voice_of(args: &[OsString]) -> super::Voice {
+    let posix = std::env::var_os("POSIXLY_CORRECT").is_some();
+    let mut scanner = Scanner::new("rpv", args, posix);
+    let mut voice = super::Voice::Display;
+    loop {
+        match scanner.next_option() {
+            Ok(Some(found)) if found.short == JSON => voice = super::Voice::Json,
+            Ok(Some(found)) if found.short == LOG => voice = super::Voice::Log,
+            Ok(Some(_)) | Err(_) => {}
+            Ok(None) => return voice,
+        }
     }
 }
 
@@ -524,6 +553,7 @@ impl<'a> State<'a> {
             'o' => o.output = Some(PathBuf::from(value)),
             'P' => o.pidfile = Some(PathBuf::from(value)),
             TEE => o.tees.push(PathBuf::from(value)),
+            METRICS_FILE => o.metrics_file = Some(PathBuf::from(value)),
             'U' => {
                 self.store_file = PathBuf::from(value);
                 self.store_given = true;
@@ -594,6 +624,8 @@ impl<'a> State<'a> {
     fn apply_valued(&mut self, short: char, value: &str) -> Result<(), String> {
         match short {
             TEE_ERROR => self.apply_tee_error(value),
+            TERM_PROGRESS => self.apply_term_progress(value),
+            STALL_TIMEOUT => self.apply_stall_timeout(value),
             'A' | 'w' | 'H' | 'm' | 'R' | 'Q' => self.apply_integer(short, value),
             'L' | 'B' | 'Z' => self.apply_size(short, value),
             'i' | 'D' => self.apply_double(short, value),
@@ -751,6 +783,29 @@ impl<'a> State<'a> {
             )));
         };
         self.opts.tee_error = mode;
+        Ok(())
+    }
+
+    /// `--term-progress WHEN`: `auto`, `always` or `never`.
+    fn apply_term_progress(&mut self, value: &str) -> Result<(), String> {
+        let Some(when) = TermProgress::from_name(value) else {
+            return Err(self.fail(&format!(
+                "--term-progress: {value}: invalid value (one of: auto, always, never)"
+            )));
+        };
+        self.opts.term_progress = when;
+        Ok(())
+    }
+
+    /// `--stall-timeout DURATION`: seconds, or numbers with units; 0 turns it off.
+    fn apply_stall_timeout(&mut self, value: &str) -> Result<(), String> {
+        let Some(seconds) = parse_duration(value) else {
+            return Err(self.fail(&format!(
+                "--stall-timeout: {value}: invalid duration (seconds, or numbers with a unit: \
+                 ms, s, m, h, d; for example 30, 90s, 1.5m, 1h30m)"
+            )));
+        };
+        self.opts.stall_timeout = (seconds > 0.0).then_some(seconds);
         Ok(())
     }
 

@@ -1220,7 +1220,10 @@ fn tee_messages() {
     );
     assert_eq!(
         err(&["--te", "x"]),
-        format!("rpv: option '--te' is ambiguous; possibilities: '--tee' '--tee-error'\n{TRY}")
+        format!(
+            "rpv: option '--te' is ambiguous; possibilities: '--tee' '--tee-error' \
+             '--term-progress'\n{TRY}"
+        )
     );
     for (args, message) in [
         (
@@ -1251,4 +1254,87 @@ fn tee_messages() {
         assert_eq!(err(args), format!("rpv: {message}\n"), "{args:?}");
     }
     assert_eq!(run(&["--tee", "-", "-o", "f"]).tees, [Path::new("-")]);
+}
+
+#[test]
+fn integration_options() {
+    let o = run(&[]);
+    assert_eq!(o.term_progress, TermProgress::Auto);
+    assert_eq!(o.metrics_file, None);
+    assert_eq!(o.stall_timeout, None);
+    for (name, when) in TermProgress::NAMES {
+        assert_eq!(run(&["--term-progress", name]).term_progress, when);
+    }
+    assert_eq!(
+        run(&["--term-progress=never", "--term-progress=always"]).term_progress,
+        TermProgress::Always,
+        "the later one wins"
+    );
+    let o = run(&[
+        "--metrics-file",
+        "/var/lib/x/rpv.prom",
+        "--stall-timeout=1h30m",
+        "in",
+    ]);
+    assert_eq!(
+        o.metrics_file.as_deref(),
+        Some(Path::new("/var/lib/x/rpv.prom"))
+    );
+    assert_eq!(o.stall_timeout, Some(5400.0));
+    assert_eq!(o.files, ["in"]);
+    assert_eq!(run(&["--stall-timeout", "0.5"]).stall_timeout, Some(0.5));
+    assert_eq!(
+        run(&["--stall-timeout", "5m", "--stall-timeout", "0"]).stall_timeout,
+        None,
+        "0 turns an earlier timeout off"
+    );
+    // Unique prefixes of rpv's own names work; pv's prefixes keep their meaning.
+    assert_eq!(run(&["--stall", "3"]).stall_timeout, Some(3.0));
+    assert!(run(&["--m", "out", "cmd"]).action == Action::Monitor(MonitorSide::Out));
+}
+
+#[test]
+fn integration_messages() {
+    assert_eq!(
+        err(&["--term-progress", "yes"]),
+        "rpv: --term-progress: yes: invalid value (one of: auto, always, never)\n"
+    );
+    for bad in ["", "5x", "-1", "1h30", "soon"] {
+        assert_eq!(
+            err(&["--stall-timeout", bad]),
+            format!(
+                "rpv: --stall-timeout: {bad}: invalid duration (seconds, or numbers with a \
+                 unit: ms, s, m, h, d; for example 30, 90s, 1.5m, 1h30m)\n"
+            ),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        err(&["--metrics-file"]),
+        format!("rpv: option '--metrics-file' requires an argument\n{TRY}")
+    );
+}
+
+#[test]
+fn the_voice_is_found_past_usage_errors() {
+    use crate::cli::{voice_of, Voice};
+    let voice = |args: &[&str]| voice_of(&strings(args));
+    assert_eq!(voice(&["--json", "-A1e3", "x"]), Voice::Json);
+    assert_eq!(voice(&["-A1e3", "--bogus", "--json"]), Voice::Json);
+    assert_eq!(
+        voice(&["--js", "-Q"]),
+        Voice::Json,
+        "a prefix, and a value missing"
+    );
+    assert_eq!(voice(&["-p%q", "--json"]), Voice::Json);
+    assert_eq!(voice(&["-pZ", "--json"]), Voice::Display, "the value of -Z");
+    assert_eq!(voice(&["--json", "--log", "--nope"]), Voice::Log);
+    assert_eq!(voice(&["--log", "-ä", "--json"]), Voice::Json);
+    assert_eq!(voice(&["-N", "--json", "x"]), Voice::Display, "a value");
+    assert_eq!(voice(&["--", "--json"]), Voice::Display, "an operand");
+    assert_eq!(voice(&["-M", "out", "--", "cmd", "--json"]), Voice::Display);
+    assert_eq!(voice(&[]), Voice::Display);
+    // Where the command line parses, the voice is the options'.
+    assert_eq!(run(&["--log", "--json", "-q"]).voice(), Voice::Json);
+    assert_eq!(run(&["--json", "--log"]).voice(), Voice::Log);
 }

@@ -595,7 +595,9 @@ mod tests {
         assert!(fish.contains("complete -c rpv -l completions -x -a 'bash zsh fish'"));
         assert!(fish.contains("complete -c rpv -s p -l progress -d 'show a progress bar'"));
         let bash = completion_script(Shell::Bash);
-        assert!(bash.contains("            output|store-and-forward|pidfile|tee) _rpv_files ;;"));
+        assert!(bash.contains(
+            "            output|store-and-forward|pidfile|tee|metrics-file) _rpv_files ;;"
+        ));
         assert!(bash.contains("remote|query) mapfile"));
         assert!(bash.contains("        R) echo remote ;;"));
         assert!(bash.contains(r#"valued_letters="AFDsimwHNuxoLBZUdRQMP""#));

@@ -354,6 +354,30 @@ const RPV_OWN: &[Row] = &[
         "what a failing output does: warn (default), warn-nopipe, exit, exit-nopipe",
     ),
     valued(
+        super::args::TERM_PROGRESS,
+        "term-progress",
+        "WHEN",
+        Words(&["auto", "always", "never"]),
+        "show progress in the terminal's taskbar or tab indicator (OSC 9;4): auto (default: \
+         on terminals known to support it), always, never",
+    ),
+    valued(
+        super::args::METRICS_FILE,
+        "metrics-file",
+        "FILE",
+        File,
+        "keep FILE up to date with the progress in Prometheus text format (for \
+         node_exporter's textfile collector)",
+    ),
+    valued(
+        super::args::STALL_TIMEOUT,
+        "stall-timeout",
+        "DURATION",
+        Free,
+        "end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, \
+         1h30m), saying which side it waited on",
+    ),
+    valued(
         super::args::COMPLETIONS,
         "completions",
         "SHELL",
@@ -381,6 +405,11 @@ pub(crate) fn rows() -> impl Iterator<Item = &'static Row> {
 }
 
 const DESCRIPTION: &str = "Copy FILEs, or standard input, to standard output, showing progress.";
+
+/// The one integration without an option: what rpv does in a systemd service.
+const SYSTEMD_NOTE: &str = "In a systemd service (NOTIFY_SOCKET set), rpv also reports its \
+     progress as the service's status, shown by systemctl status (the service needs \
+     NotifyAccess=all).";
 
 /// The format sequences `-F` understands, as the help lists them.
 pub(crate) const FORMAT_SEQUENCES: &str = "%p %{progress} %{progress-amount-only} \
@@ -447,7 +476,8 @@ fn push_wrapped(out: &mut String, text: &str, col: usize, margin: usize) {
         if i > 0 {
             out.push_str(&" ".repeat(col));
         }
-        out.push_str(line);
+        // The space a line was broken at stays behind: no line ends in a space.
+        out.push_str(line.trim_end_matches(' '));
         out.push('\n');
     }
 }
@@ -501,6 +531,8 @@ pub fn help_text(width: usize) -> String {
     }
     out.push_str("\nSupported format sequences:\n\n  ");
     push_wrapped(&mut out, FORMAT_SEQUENCES, 2, margin);
+    out.push('\n');
+    push_wrapped(&mut out, SYSTEMD_NOTE, 0, margin);
     out.push('\n');
     push_wrapped(&mut out, &bug_report_line(), 0, margin);
     out
@@ -615,7 +647,8 @@ mod tests {
         assert_eq!(lines[at - 1], "");
         assert_eq!(lines[at + 1], "");
         assert!(lines[at + 2].starts_with("  %p %{progress} "));
-        assert!(help.contains("%{sgr:colour,...}\n\nPlease"));
+        assert!(help.contains("%{sgr:colour,...}\n\nIn a systemd service"));
+        assert!(help.contains("NotifyAccess=all).\n\nPlease"));
     }
 
     #[test]
@@ -786,6 +819,15 @@ mod tests {
             let help = help_text(width);
             for line in help.lines() {
                 assert!(line.len() <= width - 3, "width {width}: {line:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_line_ends_in_a_space() {
+        for width in [0, 20, 40, 43, 60, 80, 100, 132, 200] {
+            for line in help_text(width).lines() {
+                assert!(!line.ends_with([' ', '\t']), "width {width}: {line:?}");
             }
         }
     }

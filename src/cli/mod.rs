@@ -14,7 +14,7 @@ mod complete;
 mod help;
 pub mod number;
 
-pub use args::parse;
+pub use args::{parse, voice_of};
 pub use complete::{completion_script, Shell};
 pub use help::{help_text, version_text};
 
@@ -83,6 +83,36 @@ impl TeeErrorMode {
     /// still open (otherwise they get the rest of the input).
     pub fn main_gone_ends_run(self) -> bool {
         self == TeeErrorMode::Exit
+    }
+}
+
+/// `--term-progress WHEN`: when to show progress in the terminal's own indicator (the
+/// `OSC 9;4` sequence: a taskbar or tab progress bar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TermProgress {
+    /// Only on a terminal known to support it, from one rpv per terminal (the default).
+    #[default]
+    Auto,
+    /// Whatever the terminal (for one rpv detection cannot recognise, such as over ssh).
+    Always,
+    /// Never.
+    Never,
+}
+
+impl TermProgress {
+    /// Every setting by its option value.
+    pub const NAMES: [(&'static str, TermProgress); 3] = [
+        ("auto", TermProgress::Auto),
+        ("always", TermProgress::Always),
+        ("never", TermProgress::Never),
+    ];
+
+    /// The setting named `name` (exact match).
+    pub fn from_name(name: &str) -> Option<TermProgress> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, when)| when)
     }
 }
 
@@ -233,6 +263,13 @@ pub struct Options {
     pub tees: Vec<PathBuf>,
     /// `--tee-error MODE`: what a failing output does.
     pub tee_error: TeeErrorMode,
+    /// `--term-progress WHEN`.
+    pub term_progress: TermProgress,
+    /// `--metrics-file PATH`: Prometheus text format, rewritten at each update.
+    pub metrics_file: Option<PathBuf>,
+    /// `--stall-timeout DURATION`, seconds: end the transfer when nothing moved for that
+    /// long (`None`, or `0` given, = never).
+    pub stall_timeout: Option<f64>,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given; 0 turns on `-p -t -e -r -b`.
@@ -249,6 +286,32 @@ impl Options {
     /// count under their letter). `-L 0` is given; an absent `-L` is not.
     pub fn given(&self, short: char) -> bool {
         self.given_letters.contains(short)
+    }
+}
+
+/// How rpv speaks on standard error: its usual display and `rpv: …` messages, NDJSON
+/// (`--json`) or time-stamped lines (`--log`). The later of `--json` and `--log` wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Voice {
+    /// The display, and messages as `rpv: …` lines.
+    #[default]
+    Display,
+    /// `--json`: every line is a JSON object.
+    Json,
+    /// `--log`: every line starts with a time stamp.
+    Log,
+}
+
+impl Options {
+    /// The voice these options ask for.
+    pub fn voice(&self) -> Voice {
+        if self.json {
+            Voice::Json
+        } else if self.log {
+            Voice::Log
+        } else {
+            Voice::Display
+        }
     }
 }
 

@@ -144,9 +144,79 @@ pub fn parse_interval(s: &str) -> f64 {
     integer + fraction
 }
 
+/// Longest duration accepted: about 11 years (as `-D`).
+const MAX_DURATION: f64 = 360_000_000.0;
+
+/// A duration in seconds (`--stall-timeout`): a bare number of seconds (`30`, `0.5`), or
+/// numbers each followed by a unit, `ms`, `s`, `m`, `h` or `d` (`30s`, `1.5m`, `1h30m`).
+/// The decimal mark is `.` or `,`; spaces around the value are ignored. `None` for anything
+/// else; values beyond about 11 years are that.
+pub fn parse_duration(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let mut rest = s;
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 {
+            return None;
+        }
+        let after = skip_fraction(&rest[digits..]);
+        let number: f64 = rest[..rest.len() - after.len()]
+            .replace(',', ".")
+            .trim_end_matches('.')
+            .parse()
+            .ok()?;
+        let unit_len = after.len()
+            - after
+                .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+                .len();
+        let scale = match &after[..unit_len] {
+            // A bare number only on its own: `1h30` is more likely a mistake than seconds.
+            "" if rest.len() == s.len() => 1.0,
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
+            _ => return None,
+        };
+        total += number * scale;
+        rest = &after[unit_len..];
+    }
+    (!s.is_empty() && total.is_finite()).then_some(total.min(MAX_DURATION))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        let cases = [
+            ("30", 30.0),
+            ("0.5", 0.5),
+            ("1,5", 1.5),
+            ("30s", 30.0),
+            ("5m", 300.0),
+            ("1.5m", 90.0),
+            ("1h", 3600.0),
+            ("1h30m", 5400.0),
+            ("2d", 172_800.0),
+            ("250ms", 0.25),
+            (" 10s ", 10.0),
+            ("0", 0.0),
+            ("7.", 7.0),
+            ("99999999999d", MAX_DURATION),
+        ];
+        for (text, seconds) in cases {
+            assert_eq!(parse_duration(text), Some(seconds), "{text}");
+        }
+        for bad in [
+            "", " ", "s", "-5", "5x", "5 s", "1h30", "1.2.3", "5sec", "m5", ".5", "1e3", "inf",
+        ] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn size_validator() {

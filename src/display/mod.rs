@@ -11,7 +11,7 @@ mod format;
 mod render;
 mod width;
 
-pub use clock::local_time_text;
+pub use clock::{iso8601, local_time_text};
 pub use escape::printable;
 pub use format::{default_format, DisplaySwitches, Format, Segment};
 pub use render::{eta_seconds, render};

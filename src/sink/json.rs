@@ -3,67 +3,206 @@
 //! docs/json.schema.json.
 //!
 //! Owns: the objects `start` (once, first), `progress` (every update, one per meter that
-//! has a line: the transfer with its per-input figures, each side of `-M both`, each watched
-//! descriptor), `input` (opened, path chosen, fallback, done), `message` (what is otherwise
-//! printed as `rpv: ...`), `output` (the reader went away) and `end` (once, last: exact
-//! totals and the exit status). Must not: write anything but whole JSON lines.
+//! has a line: the transfer with its per-input and per-output figures, each side of `-M
+//! both`, each watched descriptor), `input` (opened, path chosen, fallback, done),
+//! `message` (what is otherwise printed as `rpv: ...`), `output` (the reader went away),
+//! `trace` (a test hook's notes), `summary`, `phase_end` and `end` (once, last: exact
+//! totals and the exit status, written through the [`Ledger`] once the status is known);
+//! the `time` of every object; names as given, kept exactly when they are not UTF-8. Must
+//! not: write anything but whole JSON lines.
 
+use std::cell::RefCell;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::rc::Rc;
+
+use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use super::{DisplayConfig, Reading, Sink, Snapshot};
-use crate::error::Error;
+use crate::error::{Error, Side, Stall};
 use crate::meter::{Event, Label, Phase, Role, Unit};
+use crate::sys;
 use crate::term::Term;
 
 /// What is known before the run starts (the `start` object).
 #[derive(Debug, Clone, Default)]
 pub struct Start {
-    /// `transfer`, `store`, `monitor`, `watch` or `query`.
+    /// `transfer`, `store`, `forward`, `monitor`, `watch`, `query` or `pipeline`.
     pub mode: &'static str,
     /// What the amounts count.
     pub unit: Unit,
-    /// The inputs: name and size in bytes, if known.
-    pub inputs: Vec<(String, Option<u64>)>,
+    /// The inputs, by index: the name as given (bytes, so a name that is not UTF-8 is kept
+    /// exactly) and the size in bytes of a regular file.
+    pub inputs: Vec<(OsString, Option<u64>)>,
+    /// The `--tee` outputs, by index: the path as given.
+    pub outputs: Vec<OsString>,
     /// The total size in the unit, 0 = unknown.
     pub size: u64,
+}
+
+/// What the `--json` objects of one rpv process share between its display loops (`-U` has
+/// two) and the set-up around them ([`super::report::Report`]): whether a `start` was
+/// written, the messages that came before it, and the closing object of the last loop,
+/// which is written as `end` only when rpv knows the status it exits with.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// A `start` object has been written.
+    started: bool,
+    /// Messages of the set-up, held until the `start` (or the `end`) is written.
+    held: Vec<Value>,
+    /// The closing object of the last display loop, without its status yet.
+    end: Option<Map<String, Value>>,
+}
+
+/// A shared [`Ledger`].
+pub type SharedLedger = Rc<RefCell<Ledger>>;
+
+impl Ledger {
+    /// Writes `message` now if a `start` was written, else holds it until one is (or until
+    /// the end).
+    pub fn message(&mut self, message: Value, term: &mut Term) {
+        if self.started {
+            write(term, &message);
+        } else {
+            self.held.push(message);
+        }
+    }
+
+    /// Writes what is held and then the one `end` object, with `status` (the exit status)
+    /// and `interrupted`: the last display loop's closing object, or, when the run ended
+    /// before any display loop (a usage or set-up error, `-R`), one without figures.
+    pub fn close(&mut self, status: u8, interrupted: bool, term: &mut Term) {
+        for message in std::mem::take(&mut self.held) {
+            write(term, &message);
+        }
+        let mut end = self.end.take().unwrap_or_else(|| {
+            let mut end = Map::new();
+            end.insert("type".into(), json!("end"));
+            end.insert("interrupted".into(), json!(interrupted));
+            for key in ["inputs", "outputs", "meters"] {
+                end.insert(key.into(), json!([]));
+            }
+            end
+        });
+        end.insert("status".into(), json!(status));
+        end.insert("time".into(), json!(now()));
+        write(term, &Value::Object(end));
+    }
+}
+
+/// Now, as the `time` of every object: RFC 3339, UTC, milliseconds.
+pub fn now() -> String {
+    let (secs, millis) = sys::unix_time_ms();
+    crate::display::iso8601(secs, Some(millis), None)
+}
+
+/// Writes one object as a line (with its `time`, if it has none yet).
+pub fn write(term: &mut Term, value: &Value) {
+    let mut line = match value {
+        Value::Object(o) if !o.contains_key("time") => {
+            let mut o = o.clone();
+            o.insert("time".into(), json!(now()));
+            Value::Object(o).to_string()
+        }
+        _ => value.to_string(),
+    };
+    line.push('\n');
+    term.raw(&line);
+}
+
+/// Puts a name as rpv was given it under `field`: the text if it is UTF-8; otherwise the
+/// text with U+FFFD in place of the bytes that are not, and the exact bytes in standard
+/// base64 under `FIELD_base64` (`jq -j .name_base64 | base64 -d` gives them back).
+pub fn put_name(o: &mut Map<String, Value>, field: &str, raw: &OsStr) {
+    let bytes = raw.as_bytes();
+    match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            o.insert(field.into(), json!(text));
+        }
+        Err(_) => {
+            o.insert(field.into(), json!(String::from_utf8_lossy(bytes)));
+            let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+            o.insert(format!("{field}_base64"), json!(encoded));
+        }
+    }
+}
+
+/// The `message` object of an error, stamped now.
+pub fn message(error: &Error, input: Option<usize>) -> Value {
+    let level = if error.exit_bits() == 0 {
+        "warning"
+    } else {
+        "error"
+    };
+    json!({
+        "type": "message",
+        "time": now(),
+        "level": level,
+        "kind": error.kind(),
+        "text": error.to_string(),
+        "errno": error.errno(),
+        "input": input,
+    })
 }
 
 /// `--json`.
 #[derive(Debug)]
 pub struct Json {
     start: Option<Start>,
+    /// The inputs' names as given, by index.
+    inputs: Vec<OsString>,
+    /// The `--tee` outputs' paths as given, by index.
+    outputs: Vec<OsString>,
+    /// The inputs' sizes when the run started, by index (`Some` for regular files).
+    sizes: Vec<Option<u64>>,
     /// The status of the `finished` event, for `end`.
     status: u8,
+    /// What the stall watchdog found, if it ended the run (for `end`).
+    stall: Option<Stall>,
+    ledger: SharedLedger,
 }
 
 impl Json {
-    /// A sink that starts with `start`.
-    pub fn new(start: Start) -> Json {
+    /// A sink that starts with `start` and shares `ledger` with the rest of the run.
+    pub fn new(start: Start, ledger: SharedLedger) -> Json {
         Json {
+            inputs: start.inputs.iter().map(|(name, _)| name.clone()).collect(),
+            outputs: start.outputs.clone(),
+            sizes: start.inputs.iter().map(|&(_, size)| size).collect(),
             start: Some(start),
             status: 0,
+            stall: None,
+            ledger,
         }
     }
 
-    /// Writes one object as a line.
-    fn write(term: &mut Term, value: &Value) {
-        let mut line = value.to_string();
-        line.push('\n');
-        term.raw(&line);
-    }
-
-    /// The `start` object, before anything else.
+    /// The `start` object, before anything else. A display loop before this one (the store
+    /// phase of `-U`) closed with an object that becomes its `phase_end`.
     fn started(&mut self, config: &DisplayConfig, term: &mut Term) {
         let Some(start) = self.start.take() else {
             return;
         };
+        let mut ledger = self.ledger.borrow_mut();
+        if let Some(mut previous) = ledger.end.take() {
+            previous.insert("type".into(), json!("phase_end"));
+            previous.remove("status");
+            previous.remove("interrupted");
+            write(term, &Value::Object(previous));
+        }
         let inputs: Vec<Value> = start
             .inputs
             .iter()
             .enumerate()
-            .map(|(i, (name, size))| json!({"index": i, "name": name, "size": size}))
+            .map(|(i, (name, size))| {
+                let mut o = Map::new();
+                o.insert("index".into(), json!(i));
+                put_name(&mut o, "name", name);
+                o.insert("size".into(), json!(size));
+                Value::Object(o)
+            })
             .collect();
-        Self::write(
+        write(
             term,
             &json!({
                 "type": "start",
@@ -72,11 +211,42 @@ impl Json {
                 "pid": std::process::id(),
                 "mode": start.mode,
                 "unit": unit_name(start.unit),
-                "size": known(start.size),
+                "size": self.start_size(start.size),
                 "interval": config.interval_ns as f64 / 1e9,
                 "inputs": inputs,
             }),
         );
+        ledger.started = true;
+        for message in std::mem::take(&mut ledger.held) {
+            write(term, &message);
+        }
+    }
+
+    /// Whether a meter of `role` whose size is 0 (unknown, in the meter model) has a size
+    /// known to be 0: an empty regular file, or a transfer of nothing but those.
+    fn known_empty(&self, role: Role) -> bool {
+        match role {
+            Role::Input(i) => self.sizes.get(i) == Some(&Some(0)),
+            Role::Transfer => {
+                !self.sizes.is_empty() && self.sizes.iter().all(|size| *size == Some(0))
+            }
+            _ => false,
+        }
+    }
+
+    /// The total size for the `start` object: as [`known`], but 0 for a transfer of empty
+    /// files only.
+    fn start_size(&self, size: u64) -> Value {
+        if size == 0 && self.known_empty(Role::Transfer) {
+            json!(0)
+        } else {
+            known(size)
+        }
+    }
+
+    /// The name of input `index` as given, when known.
+    fn input_name(&self, index: usize) -> Option<&OsStr> {
+        self.inputs.get(index).map(OsString::as_os_str)
     }
 }
 
@@ -105,8 +275,13 @@ fn number(x: f64) -> Value {
     }
 }
 
-/// The figures of one meter, as in `progress` objects.
-fn figures(r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
+/// The figures of one meter, as in `progress` objects; `names` gives the name as given of
+/// an input or output meter.
+fn figures(
+    r: &Reading<'_>,
+    config: &DisplayConfig,
+    names: impl Fn(Role) -> Option<OsString>,
+) -> Map<String, Value> {
     let m = r.meter;
     let mut o = Map::new();
     let (role, extra): (&str, Option<Value>) = match (m.role, &m.label) {
@@ -141,12 +316,17 @@ fn figures(r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
     if let Some(Value::Object(extra)) = extra {
         o.extend(extra);
     }
-    let name = match &m.label {
-        Label::Text(text) => Some(text.clone()),
-        Label::None => config.name_for(m.role).map(str::to_string),
-        Label::Descriptor { .. } => None,
-    };
-    o.insert("name".into(), json!(name));
+    match names(m.role) {
+        Some(raw) => put_name(&mut o, "name", &raw),
+        None => {
+            let name = match &m.label {
+                Label::Text(text) => Some(text.clone()),
+                Label::None => config.name_for(m.role).map(str::to_string),
+                Label::Descriptor { .. } => None,
+            };
+            o.insert("name".into(), json!(name));
+        }
+    }
     o.insert("elapsed".into(), number(r.elapsed));
     o.insert(unit_name(m.unit).into(), json!(m.amount));
     o.insert("size".into(), known(m.size));
@@ -173,48 +353,47 @@ fn figures(r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
     o
 }
 
-/// The per-input figures of a transfer (from its input meters).
-fn inputs(config: &DisplayConfig, snapshot: &Snapshot<'_>) -> Vec<Value> {
-    snapshot
-        .readings
-        .iter()
-        .filter(|r| matches!(r.meter.role, Role::Input(_)))
-        .map(|r| Value::Object(figures(r, config)))
-        .collect()
-}
+impl Json {
+    /// The figures of one meter, with the names as given of inputs and outputs.
+    fn figures(&self, r: &Reading<'_>, config: &DisplayConfig) -> Map<String, Value> {
+        let mut o = figures(r, config, |role| match role {
+            Role::Input(i) => self.inputs.get(i).cloned(),
+            Role::Output(i) => self.outputs.get(i).cloned(),
+            _ => None,
+        });
+        if r.meter.size == 0 && self.known_empty(r.meter.role) {
+            // Nothing to move: the size is 0, and all of it has moved.
+            o.insert("size".into(), json!(0));
+            o.insert("percent".into(), json!(100.0));
+        }
+        o
+    }
 
-/// The per-output figures of a transfer (its `--tee` outputs).
-fn outputs(config: &DisplayConfig, snapshot: &Snapshot<'_>) -> Vec<Value> {
-    snapshot
-        .readings
-        .iter()
-        .filter(|r| matches!(r.meter.role, Role::Output(_)))
-        .map(|r| Value::Object(figures(r, config)))
-        .collect()
-}
+    /// The figures of the meters with one of the roles `which` picks (the per-input or
+    /// per-output figures of a transfer).
+    fn part(
+        &self,
+        config: &DisplayConfig,
+        snapshot: &Snapshot<'_>,
+        which: fn(Role) -> bool,
+    ) -> Vec<Value> {
+        snapshot
+            .readings
+            .iter()
+            .filter(|r| which(r.meter.role))
+            .map(|r| Value::Object(self.figures(r, config)))
+            .collect()
+    }
 
-/// The `message` object of an error.
-fn message(error: &Error, input: Option<usize>) -> Value {
-    let level = if error.exit_bits() == 0 {
-        "warning"
-    } else {
-        "error"
-    };
-    json!({
-        "type": "message",
-        "level": level,
-        "kind": error.kind(),
-        "text": error.to_string(),
-        "errno": error.errno(),
-        "input": input,
-    })
-}
-
-impl Sink for Json {
-    fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
-        self.started(config, term);
+    /// The object for `event`, if it is written (with `-q`, only messages are).
+    fn object(&mut self, event: &Event, config: &DisplayConfig) -> Option<Value> {
         let value = match event {
-            Event::Error(e) => message(e, None),
+            Event::Error(e) => {
+                if let Error::Stalled(stall) = e {
+                    self.stall = Some(stall.clone());
+                }
+                message(e, None)
+            }
             Event::InputFailed { input, error } => message(error, Some(*input)),
             Event::ReadErrorSkipped { name, from, to, .. } => json!({
                 "type": "message",
@@ -226,10 +405,31 @@ impl Sink for Json {
                 "from": from,
                 "to": to,
             }),
+            Event::Finished { status } => {
+                self.status = *status;
+                return None;
+            }
+            _ if config.quiet => return None,
             Event::InputOpened {
                 input, name, size, ..
             } => {
-                json!({"type": "input", "event": "opened", "index": input, "name": name, "size": known(*size)})
+                let mut o = Map::new();
+                o.insert("type".into(), json!("input"));
+                o.insert("event".into(), json!("opened"));
+                o.insert("index".into(), json!(input));
+                match self.input_name(*input) {
+                    Some(raw) => put_name(&mut o, "name", raw),
+                    None => {
+                        o.insert("name".into(), json!(name));
+                    }
+                }
+                let size = if *size == 0 && self.known_empty(Role::Input(*input)) {
+                    json!(0)
+                } else {
+                    known(*size)
+                };
+                o.insert("size".into(), size);
+                Value::Object(o)
             }
             Event::PathChosen { input, path, .. } => {
                 json!({"type": "input", "event": "path", "index": input, "path": path})
@@ -249,7 +449,7 @@ impl Sink for Json {
             }
             Event::OutputGone => json!({"type": "output", "event": "reader_gone"}),
             Event::Trace(text) if config.trace => json!({"type": "trace", "text": text}),
-            Event::Trace(_) => return,
+            Event::Trace(_) => return None,
             Event::Summary { text, shares } => {
                 let shares: Vec<Value> = shares
                     .iter()
@@ -257,12 +457,25 @@ impl Sink for Json {
                     .collect();
                 json!({"type": "summary", "text": text, "bottleneck": shares})
             }
-            Event::Finished { status } => {
-                self.status = *status;
-                return;
-            }
         };
-        Self::write(term, &value);
+        Some(value)
+    }
+}
+
+fn is_input(role: Role) -> bool {
+    matches!(role, Role::Input(_))
+}
+
+fn is_output(role: Role) -> bool {
+    matches!(role, Role::Output(_))
+}
+
+impl Sink for Json {
+    fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
+        self.started(config, term);
+        if let Some(value) = self.object(event, config) {
+            write(term, &value);
+        }
     }
 
     fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
@@ -276,15 +489,24 @@ impl Sink for Json {
             }
             let mut o = Map::new();
             o.insert("type".into(), json!("progress"));
-            o.extend(figures(r, config));
+            o.extend(self.figures(r, config));
             if r.meter.role == Role::Transfer {
-                o.insert("inputs".into(), json!(inputs(config, snapshot)));
-                o.insert("outputs".into(), json!(outputs(config, snapshot)));
+                o.insert(
+                    "inputs".into(),
+                    json!(self.part(config, snapshot, is_input)),
+                );
+                o.insert(
+                    "outputs".into(),
+                    json!(self.part(config, snapshot, is_output)),
+                );
             }
-            Self::write(term, &Value::Object(o));
+            write(term, &Value::Object(o));
         }
     }
 
+    /// The closing object, handed to the ledger: it is written as `end` once rpv knows the
+    /// status it exits with (after a `-M` command has ended, and after the set-up's files
+    /// are removed), or as `phase_end` when another display loop follows (`-U`).
     fn finish(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         self.started(config, term);
         let meters: Vec<Value> = snapshot
@@ -292,7 +514,9 @@ impl Sink for Json {
             .iter()
             .filter(|r| !matches!(r.meter.role, Role::Input(_) | Role::Output(_)))
             .map(|r| {
-                let mut o = figures(r, config);
+                let mut o = self.figures(r, config);
+                // The run is over: every meter's figures are final.
+                o.insert("done".into(), json!(true));
                 let stats = r.tracker.rate_stats().map(|(min, avg, max, mdev)| {
                     json!({"min": number(min), "avg": number(avg), "max": number(max), "mdev": number(mdev)})
                 });
@@ -302,11 +526,22 @@ impl Sink for Json {
             .collect();
         let mut end = Map::new();
         end.insert("type".into(), json!("end"));
-        end.insert("status".into(), json!(self.status));
         end.insert(
             "interrupted".into(),
             json!(self.status & crate::error::status::SIGNAL != 0),
         );
+        if let Some(stall) = &self.stall {
+            let (pid, command) = stall.peer.clone().unzip();
+            end.insert(
+                "stall".into(),
+                json!({
+                    "timeout": stall.timeout,
+                    "side": stall.side.map(Side::name),
+                    "pid": pid,
+                    "command": command,
+                }),
+            );
+        }
         // The first meter's totals at the top level: the transfer (or -Q's target).
         if let Some(Value::Object(first)) = meters.first() {
             for key in ["elapsed", "bytes", "lines", "size", "average_rate"] {
@@ -315,9 +550,15 @@ impl Sink for Json {
                 }
             }
         }
-        end.insert("inputs".into(), json!(inputs(config, snapshot)));
-        end.insert("outputs".into(), json!(outputs(config, snapshot)));
+        end.insert(
+            "inputs".into(),
+            json!(self.part(config, snapshot, is_input)),
+        );
+        end.insert(
+            "outputs".into(),
+            json!(self.part(config, snapshot, is_output)),
+        );
         end.insert("meters".into(), json!(meters));
-        Self::write(term, &Value::Object(end));
+        self.ledger.borrow_mut().end = Some(end);
     }
 }

@@ -1,11 +1,12 @@
 //! The log sink (`--log`): plain lines for standard error when it is a file, a pipe or a
 //! journal.
 //!
-//! Owns: one newline-terminated line per meter and update, starting with the local time
-//! (`2026-11-23 18:40:01`), then the usual fields (the display's format, without colour
+//! Owns: one newline-terminated line per meter and update, starting with the local time in
+//! ISO 8601 with its UTC offset (`2026-11-23T18:40:01+01:00`), then the usual fields (the display's format, without colour
 //! and without `\r` or escape sequences); nothing for a meter that did not move during an
 //! update, except a heartbeat once a minute; always a final line; messages as timestamped
-//! `rpv: ...` lines. Must not: write carriage returns or escape sequences.
+//! `rpv: ...` lines (control characters in them, from a file name, escaped: one line each).
+//! Must not: write carriage returns or escape sequences.
 
 use std::collections::HashMap;
 
@@ -85,9 +86,10 @@ impl Log {
     }
 }
 
-/// Local time as `YYYY-MM-DD HH:MM:SS` from (seconds since the epoch, UTC offset).
+/// Local time in ISO 8601 with its UTC offset, `YYYY-MM-DDTHH:MM:SS+HH:MM`, from (seconds
+/// since the epoch, UTC offset in seconds).
 pub fn timestamp((now, offset): (i64, i32)) -> String {
-    crate::display::local_time_text(now, offset, true)
+    crate::display::iso8601(now, None, Some(offset))
 }
 
 impl Sink for Log {
@@ -98,6 +100,7 @@ impl Sink for Log {
         }
         if let Some(text) = event.message(config.trace) {
             let stamp = timestamp(sys::wall_clock());
+            let text = crate::display::printable(&text);
             term.raw(&format!("{stamp} {}: {text}\n", self.prog));
         }
     }
@@ -123,11 +126,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timestamps_are_local_calendar_times() {
-        assert_eq!(timestamp((0, 0)), "1970-01-01 00:00:00");
-        assert_eq!(timestamp((1_795_460_401, 0)), "2026-11-23 19:00:01");
-        assert_eq!(timestamp((1_795_460_401, 3600)), "2026-11-23 20:00:01");
-        assert_eq!(timestamp((951_782_400, 0)), "2000-02-29 00:00:00");
-        assert_eq!(timestamp((-1, 0)), "1969-12-31 23:59:59");
+    fn timestamps_are_local_times_with_their_utc_offset() {
+        assert_eq!(timestamp((0, 0)), "1970-01-01T00:00:00+00:00");
+        assert_eq!(timestamp((1_795_460_401, 0)), "2026-11-23T19:00:01+00:00");
+        assert_eq!(
+            timestamp((1_795_460_401, 3600)),
+            "2026-11-23T20:00:01+01:00"
+        );
+        assert_eq!(
+            timestamp((1_795_460_401, -18000)),
+            "2026-11-23T14:00:01-05:00"
+        );
+        assert_eq!(timestamp((951_782_400, 0)), "2000-02-29T00:00:00+00:00");
+        assert_eq!(timestamp((-1, 0)), "1969-12-31T23:59:59+00:00");
     }
 }

@@ -5,7 +5,10 @@
 //! may change during a run), and the choice of format per meter. The sinks: [`messages`]
 //! (`rpv: …` lines), [`line`](mod@line) (the `\r` line, and `-c` cursor rows), [`numeric`] (`-n`),
 //! [`multi`] (the multi-line screen of `-d` and `--each`), [`stages`] (`--pipeline`),
-//! [`json`] (`--json`), [`log`](mod@log) (`--log`), [`title`] (`-x`), [`stats`] (`--stats`).
+//! [`json`] (`--json`), [`log`](mod@log) (`--log`), [`title`] (`-x`), [`stats`] (`--stats`),
+//! and the integrations: [`term_progress`] (`--term-progress`, the terminal's own progress
+//! indicator), [`notify`] (systemd's service status) and [`metrics`] (`--metrics-file`,
+//! Prometheus).
 //!
 //! Must not: know where progress comes from (sources), or move data. A new form of output
 //! is a new `Sink`; the sources and the other sinks do not change.
@@ -14,11 +17,15 @@ pub mod json;
 pub mod line;
 pub mod log;
 pub mod messages;
+pub mod metrics;
 pub mod multi;
+pub mod notify;
 pub mod numeric;
+pub mod report;
 pub mod screen;
 pub mod stages;
 pub mod stats;
+pub mod term_progress;
 pub mod title;
 
 use crate::display::{self, BarStyle, DisplaySwitches, Format, Frame, Segment};
@@ -176,6 +183,16 @@ pub struct DisplayConfig {
     pub quiet: bool,
     /// `--pipeline`: the pipeline view instead of the line.
     pub pipeline: bool,
+    /// `--term-progress`, decided: the terminal's progress indicator is shown (auto's
+    /// detection done by the plan).
+    pub term_progress: bool,
+    /// `NOTIFY_SOCKET` (read once by the plan): the progress is also the systemd service's
+    /// status.
+    pub notify: Option<std::sync::Arc<notify::Notifier>>,
+    /// `--metrics-file`.
+    pub metrics_file: Option<std::path::PathBuf>,
+    /// `--stall-timeout`, seconds (transfers only).
+    pub stall_timeout: Option<f64>,
 }
 
 impl DisplayConfig {

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use super::Source;
 use crate::display::{BufferFill, Waiting};
-use crate::meter::{Event, MeterId, MeterState, Phase, Role, Tail, Unit};
+use crate::error::Side;
+use crate::meter::{Blocked, Event, MeterId, MeterState, Phase, Role, Tail, Unit};
 use crate::sys::{self, FileKind};
 use crate::transfer::output::Output;
 use crate::transfer::outputs::{OutputMeter, OutputState};
@@ -76,6 +77,9 @@ pub struct EngineSource<'a> {
     /// The user interrupted: rpv leaves without waiting for the reader, so what is in the
     /// output pipe has gone through (the reader gets it after rpv is gone).
     stopped: bool,
+    /// Added to the engine's input indexes, so that the inputs of the two sides of `-M both`
+    /// have distinct indexes in events and meters.
+    first_input: usize,
 }
 
 impl<'a> EngineSource<'a> {
@@ -97,7 +101,14 @@ impl<'a> EngineSource<'a> {
             mirror: None,
             in_pipe: 0,
             stopped: false,
+            first_input: 0,
         }
+    }
+
+    /// Numbers this transfer's inputs from `first` on (the output side of `-M both`, after
+    /// the input side's).
+    pub fn number_inputs_from(&mut self, first: usize) {
+        self.first_input = first;
     }
 
     /// Keeps `mirror` up to date with the bytes written (read by the pipeline view).
@@ -234,7 +245,7 @@ impl<'a> EngineSource<'a> {
             let ended = r.done.is_some() || r.error.is_some();
             out.push(MeterState {
                 id: self.input_id(index),
-                role: Role::Input(index),
+                role: Role::Input(self.first_input + index),
                 label: crate::meter::Label::Text(r.name.clone()),
                 unit: self.meter.unit,
                 amount,
@@ -359,8 +370,16 @@ impl Source for EngineSource<'_> {
     }
 
     fn events(&mut self, out: &mut Vec<Event>) {
-        for event in self.progress.take_events() {
+        for mut event in self.progress.take_events() {
             self.note(&event);
+            if let Event::InputOpened { input, .. }
+            | Event::InputFailed { input, .. }
+            | Event::PathChosen { input, .. }
+            | Event::Fallback { input, .. }
+            | Event::InputDone { input, .. } = &mut event
+            {
+                *input += self.first_input;
+            }
             out.push(event);
         }
     }
@@ -393,6 +412,46 @@ impl Source for EngineSource<'_> {
 
     fn retune(&mut self, rate_limit: Option<u64>, buffer_size: Option<u64>) {
         self.progress.control.retune(rate_limit, buffer_size);
+    }
+
+    /// From the pipes' fill first (a full output pipe: its reader; an empty input pipe: its
+    /// writer), then from where the data is: input waiting in its pipe means the writing
+    /// waits (a `--tee` output, a file, a device); on the read/write path, bytes in rpv's
+    /// buffer mean the write waits and an empty buffer the read; on a zero-copy path into a
+    /// pipe with room, the input (a file, a device, a socket) does not deliver.
+    fn blocked(&self) -> Option<Blocked> {
+        let pipe_of = |fd| {
+            sys::fstat(fd)
+                .ok()
+                .filter(|i| i.kind == FileKind::Pipe)
+                .map(|i| i.ino)
+        };
+        let out_pipe = || self.out.as_ref().and_then(|o| pipe_of(o.fd()));
+        let unread = self.unread();
+        let blocked = |side, pipe| Some(Blocked { side, pipe });
+        if self.out_pipe > 0 && unread * 10 >= self.out_pipe as u64 * 9 {
+            return blocked(Side::Output, out_pipe());
+        }
+        if self.in_pipe > 0 {
+            let queued = sys::unread_bytes(sys::stdin_fd()).unwrap_or(0) as u64;
+            return if queued * 10 <= self.in_pipe as u64 {
+                blocked(Side::Input, pipe_of(sys::stdin_fd()))
+            } else {
+                blocked(Side::Output, None)
+            };
+        }
+        let c = &self.progress.counters;
+        if !c.zero_copy.load(Ordering::Relaxed) && c.buffer_capacity.load(Ordering::Relaxed) > 0 {
+            return if c.buffered.load(Ordering::Relaxed) > 0 {
+                blocked(Side::Output, out_pipe())
+            } else {
+                blocked(Side::Input, None)
+            };
+        }
+        if self.out_pipe > 0 {
+            return blocked(Side::Input, None);
+        }
+        None
     }
 
     fn poll_period_ns(&self) -> Option<u64> {

@@ -13,7 +13,7 @@ pub mod pipeline;
 pub mod query;
 pub mod watch;
 
-use crate::meter::{Event, MeterState};
+use crate::meter::{Blocked, Event, MeterState};
 
 /// A producer of progress, polled by the display loop on its own thread.
 pub trait Source {
@@ -43,6 +43,12 @@ pub trait Source {
     /// transfer's data thread has counted its last call).
     fn stopped(&self) -> bool {
         true
+    }
+
+    /// Which side a transfer that stopped moving waits on, if the source can tell (asked
+    /// once, when `--stall-timeout` ends the run).
+    fn blocked(&self) -> Option<Blocked> {
+        None
     }
 
     /// `-R`: a new rate limit and/or buffer size.

@@ -42,6 +42,17 @@ pub fn wall_clock() -> (i64, i32) {
     (now, utc_offset(now))
 }
 
+/// Wall clock in UTC: (seconds since the epoch, milliseconds), for time stamps.
+pub fn unix_time_ms() -> (i64, u32) {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (
+        i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+        since.subsec_millis(),
+    )
+}
+
 /// The local UTC offset at `now` (0 if the C library cannot tell).
 fn utc_offset(now: i64) -> i32 {
     // time_t is i64 on 64-bit targets (the pattern cannot fail there), i32 on some others.

@@ -191,6 +191,16 @@ pub fn flock(fd: BorrowedFd<'_>, exclusive: bool) -> io::Result<()> {
     Ok(rustix::fs::flock(fd, op)?)
 }
 
+/// `flock(2)` with `LOCK_EX | LOCK_NB`: true if this open file now holds the lock, false if
+/// another open file of the same inode holds it.
+pub fn try_flock(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    match rustix::fs::flock(fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// `F_GETFL`: the file status flags (`O_NONBLOCK`, `O_APPEND`, …) as the C flag bits.
 pub fn status_flags(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
     let flags = rustix::fs::fcntl_getfl(fd)?;
@@ -220,6 +230,21 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::fd::AsFd;
+
+    #[test]
+    fn try_flock_is_held_by_one_open_file_at_a_time() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let first = std::fs::File::open(file.path()).unwrap();
+        let second = std::fs::File::open(file.path()).unwrap();
+        assert!(try_flock(first.as_fd()).unwrap());
+        assert!(!try_flock(second.as_fd()).unwrap(), "held by the first");
+        assert!(
+            try_flock(first.as_fd()).unwrap(),
+            "the holder may take it again"
+        );
+        drop(first);
+        assert!(try_flock(second.as_fd()).unwrap(), "released when closed");
+    }
 
     #[test]
     fn fstat_and_file_version_describe_the_same_file() {

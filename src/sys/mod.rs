@@ -35,12 +35,12 @@ mod term;
 #[allow(unsafe_code)]
 mod title;
 
-pub use clock::{monotonic_ns, strerror, wall_clock};
+pub use clock::{monotonic_ns, strerror, unix_time_ms, wall_clock};
 pub use filemap::{FileMap, MAP_SLOTS};
 pub use fs::{
     advise_sequential, fdatasync, file_version, flock, fstat, ftruncate, is_dev_zero, lseek, pread,
-    read, readable, set_nonblocking, set_status_flag, stat, status_flags, write, FileInfo,
-    FileKind, FileVersion,
+    read, readable, set_nonblocking, set_status_flag, stat, status_flags, try_flock, write,
+    FileInfo, FileKind, FileVersion,
 };
 pub use pipe::{
     constant_buffer, copy_file_range, pipe, pipe_size, poll_one, set_pipe_size, splice, tee,

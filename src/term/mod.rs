@@ -2,16 +2,17 @@
 //!
 //! Owns: the only writes to standard error, the `\r`/`\n` protocol of normal and numeric
 //! mode, padding when a line gets shorter, cursor mode ([`cursor`]), the extra display
-//! ([`title`]), and terminal size detection. Only the display thread uses it, so a blocked
+//! ([`title`]), the terminal's progress indicator ([`progress`]), and terminal size detection. Only the display thread uses it, so a blocked
 //! terminal (Ctrl-S, a full pipe) stalls only the display.
 
 pub mod cursor;
+pub mod progress;
 pub mod title;
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::display::display_width;
+use crate::display::{display_width, printable};
 use crate::{signals, sys};
 
 pub use title::ExtraSpec;
@@ -159,9 +160,22 @@ impl Term {
         self.write(out.as_bytes());
     }
 
+    /// Standard error is a terminal.
+    pub fn is_terminal(&self) -> bool {
+        sys::isatty(self.fd)
+    }
+
     /// Writes an error message: `prog: message\n`, starting on a new line if a progress line
-    /// is on the screen.
+    /// is on the screen. On a terminal, control characters in it (from a file name) are
+    /// shown escaped.
     pub fn message(&mut self, message: &str) {
+        let escaped;
+        let message = if self.is_terminal() {
+            escaped = printable(message);
+            &*escaped
+        } else {
+            message
+        };
         if let Some(c) = self.cursor.as_mut() {
             // Under the lock, on a row of its own below the progress lines.
             if c.place(self.fd, &format!("{}: {message}", self.prog), self.height) {

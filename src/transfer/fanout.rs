@@ -50,7 +50,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use super::output::{Modifiers, Writer};
 use super::outputs::{OutputMeter, OutputState, TeeOutput};
 use super::{grow_pipe, Engine, Path, Step};
-use crate::error::{status, Error};
+use crate::error::Error;
 use crate::meter::Event;
 use crate::sys::{self, FileInfo, FileKind};
 
@@ -935,19 +935,14 @@ impl Engine<'_> {
         });
         let fatal = mode.ends_run(broken);
         if mode.reports(broken) {
-            let rest = if fatal {
-                ""
-            } else {
-                " (no more data goes to it)"
-            };
-            self.progress.emit(Event::Error(Error::other(
-                status::TRANSFER,
-                format!(
-                    "--tee {}: write failed: {}{rest}",
-                    tee.name,
-                    sys::strerror(e)
+            self.progress.emit(Event::Error(Error::TeeWrite {
+                name: tee.name.to_string(),
+                err: e.raw_os_error().map_or_else(
+                    || io::Error::new(e.kind(), e.to_string()),
+                    io::Error::from_raw_os_error,
                 ),
-            )));
+                goes_on: !fatal,
+            }));
         }
         if fatal {
             self.progress

@@ -6,7 +6,7 @@
 //! exactly). The engine waits until a quantum (1/100 s of the rate, at least one unit) is
 //! available, so there are about 100 wakeups a second. The bucket
 //! keeps at most 1/10 s worth, which absorbs late wakeups without loss while bounding what
-//! moves at once after a stall (pv keeps up to 5 s worth: spec 3.7). Pure: callers pass
+//! moves at once after a stall (pv keeps up to 5 s worth). Pure: callers pass
 //! `now` in nanoseconds.
 
 /// Token bucket over units (bytes, or lines in line mode) per second.

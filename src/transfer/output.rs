@@ -1,4 +1,4 @@
-//! Writing to the output on the read/write path, with the transfer modifiers of spec 3.12:
+//! Writing to the output on the read/write path, with pv's transfer modifiers:
 //! `-X` (discard), `-O` (sparse), `-Y` (sync) and `-K` (direct I/O).
 //!
 //! Differences from pv, on purpose: `-O` turns every all-zero 4 KiB block into a hole, not

@@ -64,6 +64,9 @@ pub struct TeeOutput {
     pub file: File,
     /// The path as given, for messages and the display.
     pub name: String,
+    /// The path as given, byte for byte (for `--json`, which keeps names that are not
+    /// UTF-8).
+    pub path: std::path::PathBuf,
     /// Its figures; clone the `Arc` to read them from another thread.
     pub meter: Arc<OutputMeter>,
     /// The descriptor's file description is shared with other processes (`-`, a copy of

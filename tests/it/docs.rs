@@ -622,3 +622,111 @@ fn compatibility_doc_lists_every_rpv_own_option() {
         );
     }
 }
+
+/// The licence files the crate declares (`MIT OR Apache-2.0`) are at the root.
+#[test]
+fn the_declared_licences_are_at_the_root() {
+    let manifest = read_project_file("Cargo.toml");
+    assert!(manifest.contains("license = \"MIT OR Apache-2.0\""));
+    let mit = read_project_file("LICENSE-MIT");
+    assert!(mit.starts_with("MIT License\n"), "{mit}");
+    assert!(mit.contains("Copyright (c) 2026 The rpv developers"));
+    assert!(mit.contains("THE SOFTWARE IS PROVIDED \"AS IS\""));
+    let apache = read_project_file("LICENSE-APACHE");
+    assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+}
+
+/// Every file under /usr/share the man page names is one the package installs (a
+/// `[package.metadata.deb]` asset), and the NDJSON description and schema are among them.
+#[test]
+fn the_man_page_names_installed_files_only() {
+    let manifest = read_project_file("Cargo.toml");
+    let assets: Vec<(String, String)> = manifest
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.trim().trim_start_matches('[').split('"').collect();
+            // ["src", "dest", "mode"] → fields 1 and 3.
+            (fields.len() >= 6).then(|| (fields[1].to_string(), fields[3].to_string()))
+        })
+        .collect();
+    let installed = |dest: &str| {
+        assets
+            .iter()
+            .find(|(_, to)| format!("/{to}") == dest)
+            .map(|(from, _)| from.clone())
+    };
+    let man = read_project_file(MAN_PAGE).replace("\\-", "-");
+    let mut named: Vec<&str> = man
+        .match_indices("/usr/share/")
+        .map(|(at, _)| {
+            let rest = &man[at..];
+            let end = rest
+                .find(|c: char| c.is_whitespace() || matches!(c, ')' | ',' | ';'))
+                .unwrap_or(rest.len());
+            rest[..end].trim_end_matches('.')
+        })
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    for doc in [
+        "/usr/share/doc/rpv/json.md",
+        "/usr/share/doc/rpv/json.schema.json",
+    ] {
+        assert!(named.contains(&doc), "the man page names {doc}: {named:?}");
+    }
+    for path in &named {
+        let from = installed(path).unwrap_or_else(|| panic!("{path} is not a .deb asset"));
+        assert!(project_file(&from).exists(), "{path}: {from} is missing");
+    }
+    assert_eq!(
+        installed("/usr/share/doc/rpv/json.md").as_deref(),
+        Some("docs/json.md")
+    );
+    assert_eq!(
+        installed("/usr/share/doc/rpv/json.schema.json").as_deref(),
+        Some("docs/json.schema.json")
+    );
+}
+
+/// `rpv --help`: no line ends in a space or a tab.
+#[test]
+fn help_lines_do_not_end_in_spaces() {
+    for line in help().lines() {
+        assert!(!line.ends_with([' ', '\t']), "{line:?}");
+    }
+}
+
+/// Code comments cite nothing outside the repository: no web addresses, and no section of
+/// the behaviour notes kept beside it (`spec 3.12`), which a reader of the repository
+/// cannot follow.
+#[test]
+fn comments_cite_nothing_outside_the_project() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&project_file("src"), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find("//") else { continue };
+            let comment = &line[at..];
+            let spec = comment
+                .match_indices("spec ")
+                .any(|(i, _)| comment[i + 5..].starts_with(|c: char| c.is_ascii_digit()));
+            if spec || comment.contains("http://") || comment.contains("https://") {
+                found.push(format!("{}:{}: {comment}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}

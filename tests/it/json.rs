@@ -13,7 +13,7 @@ use crate::util::{data, rpv, s, text, Dir};
 const SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/json.schema.json");
 
 /// A Python with the `jsonschema` package (Debian's python3-jsonschema; CI installs it).
-fn python_with_jsonschema() -> Option<&'static str> {
+pub fn python_with_jsonschema() -> Option<&'static str> {
     static FOUND: OnceLock<Option<&'static str>> = OnceLock::new();
     *FOUND.get_or_init(|| {
         ["/usr/bin/python3", "python3"].into_iter().find(|python| {
@@ -28,7 +28,7 @@ fn python_with_jsonschema() -> Option<&'static str> {
 
 /// Validates every line of `ndjson` against the schema with Python's `jsonschema`
 /// (Draft 2020-12); the errors, one line each, or nothing.
-fn schema_errors(ndjson: &str) -> Vec<String> {
+pub fn schema_errors(ndjson: &str) -> Vec<String> {
     let Some(python) = python_with_jsonschema() else {
         eprintln!("json: no Python jsonschema module (apt-get install python3-jsonschema): schema not checked");
         return Vec::new();
@@ -63,7 +63,7 @@ fn schema_errors(ndjson: &str) -> Vec<String> {
 
 /// Parses NDJSON, validating every object against the schema; checks start first, end last.
 #[track_caller]
-fn parse_ndjson(stderr: &[u8]) -> Vec<Value> {
+pub(crate) fn parse_ndjson(stderr: &[u8]) -> Vec<Value> {
     let text = String::from_utf8(stderr.to_vec()).expect("UTF-8");
     assert!(text.ends_with('\n'), "whole lines: {text:?}");
     let objects: Vec<Value> = text
@@ -305,13 +305,10 @@ fn log_lines_are_plain_and_skip_idle_intervals() {
     assert!(!text.contains('\r') && !text.contains('\x1b'), "{text:?}");
     let lines: Vec<&str> = text.lines().collect();
     for line in &lines {
-        let (date, rest) = line.split_at(19);
+        let (date, rest) = line.split_at(25);
         assert!(
-            date.len() == 19
-                && date.as_bytes()[4] == b'-'
-                && date.as_bytes()[10] == b' '
-                && date.as_bytes()[13] == b':',
-            "starts with the local time: {line:?}"
+            iso8601_with_offset(date),
+            "starts with the local time and its UTC offset: {line:?}"
         );
         assert!(rest.starts_with(' '), "{line:?}");
     }
@@ -331,6 +328,28 @@ fn log_lines_are_plain_and_skip_idle_intervals() {
         idle <= 1,
         "one line for 500 KiB, not one per idle update: {lines:#?}"
     );
+}
+
+/// `YYYY-MM-DDTHH:MM:SS+HH:MM` (or `-HH:MM`): ISO 8601 local time with its UTC offset.
+pub fn iso8601_with_offset(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| range.into_iter().all(|i| b[i].is_ascii_digit());
+    b.len() == 25
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && (b[19] == b'+' || b[19] == b'-')
+        && digits(20..22)
+        && b[22] == b':'
+        && digits(23..25)
 }
 
 #[test]
@@ -446,7 +465,16 @@ fn the_schema_check_catches_a_broken_object() {
         !errors.is_empty(),
         "an end without its fields and a status past 255"
     );
-    assert!(schema_errors("{\"type\": \"output\", \"event\": \"reader_gone\"}\n").is_empty());
+    let gone = "{\"type\": \"output\", \"event\": \"reader_gone\", \"time\": \"2026-11-24T10:08:05.123Z\"}\n";
+    assert!(schema_errors(gone).is_empty());
+    assert!(
+        !schema_errors(&gone.replace("\"time\"", "\"unknown\": 1, \"time\"")).is_empty(),
+        "a field the schema does not know"
+    );
+    assert!(
+        !schema_errors(&gone.replace("05.123Z", "05+01:00")).is_empty(),
+        "a time stamp that is not UTC with milliseconds"
+    );
 }
 
 /// `--tee` outputs have figures of their own: in `--json` (`outputs`) and as rows with

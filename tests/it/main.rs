@@ -1,10 +1,12 @@
 //! Integration tests: they spawn the real `rpv` binary.
 
+mod contract;
 mod cursor;
 mod display;
 mod docs;
 mod errors;
 mod faults;
+mod integrations;
 mod integrity;
 mod json;
 mod modifiers;

@@ -106,6 +106,11 @@ impl Terminal {
         }
     }
 
+    /// Every byte written to the terminal so far.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.screen.lock().unwrap().bytes.clone()
+    }
+
     /// The text on the screen now.
     pub fn contents(&self) -> String {
         self.screen.lock().unwrap().parser.screen().contents()
@@ -169,6 +174,10 @@ pub fn bash_on_terminal(
     cmd.env("RPV", env!("CARGO_BIN_EXE_rpv"))
         .env("LC_ALL", "C")
         .env("TERM", "xterm");
+    // The terminal the tests run in must not turn on --term-progress or systemd's status.
+    for var in crate::util::INTEGRATION_VARS {
+        cmd.env_remove(var);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -4,6 +4,20 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+/// The environment that turns on `--term-progress=auto` (the terminal's identity) or the
+/// systemd status (`NOTIFY_SOCKET`): removed from every test's rpv, so a test run inside
+/// such a terminal or service sees what CI sees.
+pub const INTEGRATION_VARS: [&str; 8] = [
+    "WT_SESSION",
+    "ConEmuANSI",
+    "TERM_PROGRAM",
+    "TERM_PROGRAM_VERSION",
+    "VTE_VERSION",
+    "TMUX",
+    "STY",
+    "NOTIFY_SOCKET",
+];
+
 /// A command for the rpv binary with a neutral environment (C locale, no test hooks).
 pub fn rpv(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rpv"));
@@ -24,6 +38,9 @@ pub fn rpv(args: &[&str]) -> Command {
         "RPV_TEST_CONTROL_UNCHECKED",
         "POSIXLY_CORRECT",
     ] {
+        cmd.env_remove(var);
+    }
+    for var in INTEGRATION_VARS {
         cmd.env_remove(var);
     }
     cmd
