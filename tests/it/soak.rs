@@ -197,6 +197,17 @@ fn kill(pid: u32, signal: libc::c_int) {
     }
 }
 
+/// True once process `pid` has a handler for `signal` (`SigCgt` in /proc/PID/status).
+fn catches(pid: u32, signal: libc::c_int) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
 /// Runs one plan; returns a description of what went wrong, if anything.
 fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
     let input = data(plan.len, plan.seed);
@@ -354,11 +365,15 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
         loop {
             // The interrupt, from this thread, which alone reaps the children: the target
             // is signalled only while it has not been reaped (its PID is still its own).
+            // Not before it has its handler: a signal that comes first ends any program
+            // (pv too) by the signal itself.
             if let Some((which, signal, after)) = interrupt {
-                if started.elapsed() >= Duration::from_millis(after) {
-                    if statuses.len() <= which {
-                        kill(children[which].id(), signal);
-                    }
+                if statuses.len() > which {
+                    interrupt = None;
+                } else if started.elapsed() >= Duration::from_millis(after)
+                    && catches(children[which].id(), signal)
+                {
+                    kill(children[which].id(), signal);
                     interrupt = None;
                 }
             }
