@@ -13,6 +13,7 @@ pub mod error;
 pub mod meter;
 pub mod pipeline;
 pub mod plan;
+pub mod screen;
 pub mod session;
 pub mod signals;
 pub mod sink;

@@ -143,8 +143,8 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
         // `--pipeline` without a PID: a transfer that also shows its own pipeline.
         Action::Transfer | Action::Pipeline(None) => {
             let inputs = operands(o);
-            let output = open_output(o.output.as_deref(), &inputs)?;
-            let tees = open_tees(o, &inputs)?;
+            let output = open_output(o.output.as_deref(), &inputs, notices(&display))?;
+            let tees = open_tees(o, &inputs, notices(&display))?;
             let sizing = Sizing::Inputs(&o.size);
             Job::Transfer(transfer(
                 o,
@@ -167,7 +167,7 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
                 (Store::Unnamed(file), Output::File(Arc::new(writer)))
             } else {
                 check_store(path)?;
-                let output = open_output(Some(path), &inputs)?;
+                let output = open_output(Some(path), &inputs, notices(&display))?;
                 (Store::Path(path.clone()), output)
             };
             // The tees get the forwarded data, in the second phase.
@@ -190,7 +190,7 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
                 ));
             };
             // An empty operand list is never the output, so -o is truncated as usual.
-            let output = open_output(o.output.as_deref(), &[])?;
+            let output = open_output(o.output.as_deref(), &[], notices(&display))?;
             Job::Monitor(MonitorPlan {
                 side: *side,
                 command: command.clone(),
@@ -226,8 +226,8 @@ pub fn second_phase(
         Store::Path(path) => InputSpec::operand(path.as_os_str()),
     };
     let inputs = vec![input];
-    let output = open_output(o.output.as_deref(), &inputs)?;
-    let tees = open_tees(o, &inputs)?;
+    let output = open_output(o.output.as_deref(), &inputs, notices(display))?;
+    let tees = open_tees(o, &inputs, notices(display))?;
     // The store's own size, whatever -s said about the input.
     let sizing = Sizing::Inputs(&SizeArg::Auto);
     transfer(o, display, inputs, output, Role::Transfer, sizing, tees)
@@ -402,22 +402,41 @@ fn detect_size(
 /// Opens `-o FILE` (`-` or none: standard output) without truncating it, and truncates it
 /// only if at least one input is not the output itself: `rpv -o x x` leaves `x` intact (pv
 /// empties it first). The open is not restarted after a signal, so a Ctrl-C while waiting
-/// for a FIFO's reader ends rpv at once.
-pub fn open_output(path: Option<&Path>, inputs: &[InputSpec]) -> Result<Output, Error> {
+/// for a FIFO's reader ends rpv at once. With `notice`, a FIFO without a reader is said to
+/// be waited for while the open waits.
+pub fn open_output(
+    path: Option<&Path>,
+    inputs: &[InputSpec],
+    notice: bool,
+) -> Result<Output, Error> {
     let Some(path) = path.filter(|p| p.as_os_str() != "-") else {
         return Ok(Output::Stdout);
     };
-    Ok(Output::File(Arc::new(open_file_output(path, inputs)?)))
+    let which = notice.then_some("-o");
+    Ok(Output::File(Arc::new(open_file_output(
+        path, inputs, which,
+    )?)))
+}
+
+/// Whether set-up may say on the terminal what it waits for (a FIFO's reader): the
+/// progress display is shown there.
+fn notices(display: &DisplayConfig) -> bool {
+    display.enabled && display.stderr_tty && !display.json && !display.log
 }
 
 /// Opens an output file (`-o`, `--tee`): created if missing, truncated only if some input
-/// is not that file.
-fn open_file_output(path: &Path, inputs: &[InputSpec]) -> Result<File, Error> {
+/// is not that file. `which` (the option) is named in the notice shown while a FIFO waits
+/// for its reader, if given.
+fn open_file_output(path: &Path, inputs: &[InputSpec], which: Option<&str>) -> Result<File, Error> {
     let failed = |err| Error::Output {
         path: Some(path.to_path_buf()),
         err,
     };
-    let file = open_for_writing(path).map_err(failed)?;
+    let file = match which {
+        Some(which) => open_fifo_saying_so(path, which),
+        None => open_for_writing(path),
+    }
+    .map_err(failed)?;
     let out_info = sys::fstat(file.as_fd()).map_err(failed)?;
     if out_info.kind == FileKind::Regular {
         let is_out = |i: &InputSpec| {
@@ -433,7 +452,7 @@ fn open_file_output(path: &Path, inputs: &[InputSpec]) -> Result<File, Error> {
 
 /// Opens every `--tee` path the way `-o` is opened (`-` is a second descriptor for standard
 /// output, for `-o FILE --tee -`).
-fn open_tees(o: &Options, inputs: &[InputSpec]) -> Result<Vec<TeeOutput>, Error> {
+fn open_tees(o: &Options, inputs: &[InputSpec], notice: bool) -> Result<Vec<TeeOutput>, Error> {
     let open = |path: &PathBuf| -> Result<TeeOutput, Error> {
         let shared = path.as_os_str() == "-";
         let file = if shared {
@@ -442,7 +461,7 @@ fn open_tees(o: &Options, inputs: &[InputSpec]) -> Result<Vec<TeeOutput>, Error>
                 .map(File::from)
                 .map_err(|err| Error::Output { path: None, err })?
         } else {
-            open_file_output(path, inputs)?
+            open_file_output(path, inputs, notice.then_some("--tee"))?
         };
         Ok(TeeOutput {
             file,
@@ -453,6 +472,44 @@ fn open_tees(o: &Options, inputs: &[InputSpec]) -> Result<Vec<TeeOutput>, Error>
         })
     };
     o.tees.iter().map(open).collect()
+}
+
+/// Like [`open_for_writing`]; but when `path` is a FIFO that no process reads yet (the open
+/// would wait for one), a line on the terminal says so (`rpv: waiting for a reader of
+/// PATH (--tee)`) until the reader comes, instead of a blank screen.
+fn open_fifo_saying_so(path: &Path, which: &str) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    if !sys::stat(path).is_ok_and(|i| i.kind == FileKind::Pipe) {
+        return open_for_writing(path);
+    }
+    // A writer's non-blocking open of a FIFO fails with ENXIO while it has no reader.
+    let flags = OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => {
+            let file = File::from(fd);
+            sys::set_nonblocking(file.as_fd(), false)?;
+            return Ok(file);
+        }
+        Err(rustix::io::Errno::NXIO) => {}
+        Err(_) => return open_for_writing(path),
+    }
+    let prog = std::env::args_os()
+        .next()
+        .and_then(|a| Some(Path::new(&a).file_name()?.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "rpv".into());
+    let text = format!(
+        "{prog}: waiting for a reader of {} ({which})",
+        crate::display::printable(&path.to_string_lossy())
+    );
+    let width = crate::screen::usable_width(crate::term::size(0, 0).0);
+    let text = crate::screen::cut(&text, width, crate::term::utf8_locale());
+    let mut term = crate::term::Term::new(&prog);
+    term.raw(&format!("{text}\r"));
+    let opened = open_for_writing(path);
+    // The notice goes once the reader came (or the wait ended): the display starts there.
+    let blank = " ".repeat(crate::display::display_width(&text));
+    term.raw(&format!("{blank}\r"));
+    opened
 }
 
 /// `open(path, O_WRONLY|O_CREAT|O_CLOEXEC, 0666)`, retried after a signal unless the user

@@ -243,16 +243,18 @@ impl<'a> Session<'a> {
             }
             let timeout_ms = (wait_ns / 1_000_000 + 1).min(i32::MAX as u64) as i32;
             signals::wait(timeout_ms);
+            if signals::take_stop() {
+                // Ctrl-Z: a multi-row view's rows are erased before the stop, so the shell's
+                // lines go where they were; after `fg` the rows are drawn again below them.
+                self.term.suspend();
+                signals::stop();
+            }
             self.serve_control(&mut next_due);
             self.pass_events();
             if signals::exit_requested() {
                 break End::Interrupted;
             }
-            if signals::take_resized() {
-                self.config.measure();
-                self.term.resized(self.config.height);
-                self.reconfigure();
-            }
+            self.follow_resize();
             if self.all_finished() {
                 break End::Finished;
             }
@@ -347,6 +349,10 @@ impl<'a> Session<'a> {
         };
         if let Some(final_update) = final_update {
             self.draw(final_update);
+            // Resized while the last frame was drawn: it is drawn again at the new size.
+            if self.follow_resize() {
+                self.draw(final_update);
+            }
         }
         let status = self
             .sources
@@ -425,8 +431,22 @@ impl<'a> Session<'a> {
         self.draw(final_update);
     }
 
-    /// Computes the figures of every meter and hands the snapshot to the sinks.
+    /// After SIGWINCH or SIGCONT: measures the terminal again and tells the sinks. True if
+    /// there was a resize to follow.
+    fn follow_resize(&mut self) -> bool {
+        if !signals::take_resized() {
+            return false;
+        }
+        self.config.measure();
+        self.term.resized(self.config.height);
+        self.reconfigure();
+        true
+    }
+
+    /// Computes the figures of every meter and hands the snapshot to the sinks (at the
+    /// terminal's size now: a resize since the loop last looked is followed first).
     fn draw(&mut self, final_update: bool) {
+        self.follow_resize();
         let stall_after = self.stall_after();
         let readings = self
             .book

@@ -14,6 +14,9 @@
 //!   clears it ([`write_on_stop`]): one `write(2)` of a fixed buffer to a non-blocking
 //!   descriptor, async-signal-safe, the one thing a handler does beyond flags and the wake
 //!   pipe. The next update after SIGCONT sets it again.
+//!   While the display loop waits (and only then), the stop is left to it ([`take_stop`],
+//!   [`stop`]): it first erases a multi-row view's rows, so the shell's job lines do not
+//!   land on them.
 //! - SIGWINCH: re-read the terminal size at the next update.
 //! - SIGUSR1, SIGUSR2, SIGALRM: never end a transfer. pv uses the first two for its own
 //!   remote control (`pv -R`/`pv -Q` send them to "the pv process"); rpv says once that it
@@ -50,6 +53,10 @@ static STOPPED_AT: AtomicU64 = AtomicU64::new(0);
 /// SIGCONT, for cursor mode to notice that the shell wrote to the terminal meanwhile.
 static LAST_STOP: AtomicU64 = AtomicU64::new(0);
 static STOPPED_TOTAL: AtomicU64 = AtomicU64::new(0);
+/// The display loop is waiting in [`wait`]: SIGTSTP leaves the stop to it.
+static STOP_DEFERRED: AtomicBool = AtomicBool::new(false);
+/// SIGTSTP arrived while the stop was deferred; the display loop stops when it sees this.
+static STOP_PENDING: AtomicBool = AtomicBool::new(false);
 /// Bits of the "foreign" signals seen and not yet reported: 1 = SIGUSR1, 2 = SIGUSR2.
 static FOREIGN: AtomicU32 = AtomicU32::new(0);
 /// Bits already reported (each is reported once per run).
@@ -88,6 +95,16 @@ extern "C" fn on_exit_signal(_: libc::c_int) {
 }
 
 extern "C" fn on_tstp(_: libc::c_int) {
+    if STOP_DEFERRED.load(Ordering::Relaxed) {
+        STOP_PENDING.store(true, Ordering::Relaxed);
+        poke();
+        return;
+    }
+    stop();
+}
+
+/// Stops the process now (SIGSTOP), noting the time; returns after SIGCONT.
+pub fn stop() {
     if ON_STOP_ARMED.swap(false, Ordering::Relaxed) {
         if let Some((fd, bytes)) = ON_STOP.get() {
             let _ = sys::write(fd.as_fd(), bytes);
@@ -97,6 +114,12 @@ extern "C" fn on_tstp(_: libc::c_int) {
     STOPPED_AT.store(now, Ordering::Relaxed);
     LAST_STOP.store(now, Ordering::Relaxed);
     sys::raise(libc::SIGSTOP);
+}
+
+/// True (once) when Ctrl-Z arrived while the display loop waited: it should make the
+/// terminal ready and call [`stop`].
+pub fn take_stop() -> bool {
+    STOP_PENDING.swap(false, Ordering::Relaxed)
 }
 
 extern "C" fn on_cont(_: libc::c_int) {
@@ -213,11 +236,13 @@ fn wake_fd() -> Option<BorrowedFd<'static>> {
 }
 
 /// Waits up to `timeout_ms` for a wake-up (a signal, an event, the end of the engine), then
-/// empties the wake pipe.
+/// empties the wake pipe. A Ctrl-Z meanwhile is left to the caller (see [`take_stop`]).
 pub fn wait(timeout_ms: i32) {
     match wake_fd() {
         Some(fd) => {
+            STOP_DEFERRED.store(true, Ordering::Relaxed);
             let _ = sys::poll_one(fd, libc::POLLIN, timeout_ms);
+            STOP_DEFERRED.store(false, Ordering::Relaxed);
             let mut buf = [0u8; 64];
             while matches!(sys::read(fd, &mut buf), Ok(n) if n > 0) {}
         }

@@ -1,7 +1,8 @@
 //! The pipeline view as text (pure).
 //!
-//! Owns: the header, one row per stage at a given width, and the summary line. Must not:
-//! write anything; the caller draws the lines.
+//! Owns: the table of stages (its columns, what each stage shows in them, how each column
+//! gives way on a narrow terminal) and the summary line. Must not: write anything; the
+//! screen layer ([`crate::screen`]) fits, chooses and draws the rows.
 //!
 //! ```text
 //!     PID COMMAND      CPU STATE              IN/s     OUT/s PIPE
@@ -10,79 +11,79 @@
 //!   13327 cat           1% wait input    68.1MiB/s 68.1MiB/s
 //! ```
 //!
-//! The command column takes the width the others leave (at least [`MIN_COMMAND`]
-//! columns); a row never exceeds the width, and where everything does not fit the bar is
-//! left out first so the marker stays. The bar is the fill of the pipe to the next stage,
-//! eight cells, at least one when anything is queued.
+//! The command column takes the width the others leave. As the terminal narrows, a long
+//! command is cut to 24 columns, then the pipe bar goes, then the command's arguments are
+//! cut (with an ellipsis), then the PID,
+//! the CPU and the state columns go; the rates (with their units) and the marker stay whole
+//! down to 40 columns. Below that (the minimal layout) the input rate goes, then the output
+//! rate, and the command is cut to a few columns: `gzip… bottleneck`.
+//!
+//! A new column is one entry in [`columns`]: its title, how it lines up, its priority, and
+//! what a stage shows in it.
 
-use unicode_width::UnicodeWidthChar;
-
-use super::watch::{Share, StageView, View};
-use crate::display::display_width;
+use super::watch::{Share, StageView};
+use crate::screen::{Cell, Column, Row, Table};
 use crate::units::{describe_amount, CountKind};
 
-/// Columns of everything but the command, the marker included.
-const FIXED: usize = 7 + 1 + 1 + 4 + 1 + 13 + 1 + 9 + 1 + 9 + 1 + 10 + 11;
-/// Columns of the pipe bar and the space before it, left out on narrow terminals so that
-/// the marker stays visible.
-const BAR_COLUMNS: usize = 11;
-/// The command column is never narrower than this.
-pub const MIN_COMMAND: usize = 8;
 /// Cells of the pipe bar.
 const BAR_CELLS: u64 = 8;
 /// The marker of the row holding the pipeline back.
 pub const MARK: &str = "bottleneck";
 
-/// Cuts `text` to at most `columns` display columns.
-fn cut(text: &str, columns: usize) -> String {
-    let mut out = String::new();
-    let mut used = 0;
-    for c in text.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w > columns {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out
-}
+/// What a stage shows in one column.
+type CellOf = fn(&StageView, CountKind) -> Cell<'static>;
 
-/// `text` cut or padded with spaces to exactly `columns` display columns.
-fn fit(text: &str, columns: usize) -> String {
-    let mut out = cut(text, columns);
-    let pad = columns.saturating_sub(display_width(&out));
-    out.extend(std::iter::repeat_n(' ', pad));
-    out
-}
-
-/// True if the pipe bar fits beside a command of [`MIN_COMMAND`] columns.
-fn with_bar(width: usize) -> bool {
-    width >= FIXED + MIN_COMMAND
-}
-
-fn command_width(width: usize) -> usize {
-    let fixed = if with_bar(width) {
-        FIXED
-    } else {
-        FIXED - BAR_COLUMNS
-    };
-    width.saturating_sub(fixed).max(MIN_COMMAND)
-}
-
-/// The column titles.
-pub fn header(width: usize) -> String {
-    let line = format!(
-        "{:>7} {} {:>4} {:<13} {:>9} {:>9}{}",
-        "PID",
-        fit("COMMAND", command_width(width)),
-        "CPU",
-        "STATE",
-        "IN/s",
-        "OUT/s",
-        if with_bar(width) { " PIPE" } else { "" }
-    );
-    cut(&line, width)
+/// The columns of the table, left to right, and what a stage shows in each. Priorities
+/// (lower gives way first): 5 a command longer than 24 columns is cut to 24; 10 the pipe
+/// bar; 20 the command's arguments (to 12 columns); 40 the PID; 45 the CPU; 55 the state;
+/// 60 the command to 8 columns; 90 and up, below 40 columns, the minimal layout.
+pub fn columns() -> Vec<(Column, CellOf)> {
+    vec![
+        (Column::new("PID").right().reserve(7).drop_at(40), |s, _| {
+            Cell::Text(s.pid.to_string())
+        }),
+        (
+            Column::new("COMMAND")
+                .grow()
+                .reserve(8)
+                .cut(5, 24)
+                .cut(20, 12)
+                .cut(60, 8)
+                .cut(93, 5),
+            |s, _| Cell::text(&s.command),
+        ),
+        (Column::new("CPU").right().reserve(4).drop_at(45), |s, _| {
+            Cell::Text(
+                s.cpu
+                    .map_or_else(|| "-".into(), |c| format!("{:.0}%", c.max(0.0))),
+            )
+        }),
+        (Column::new("STATE").reserve(13).drop_at(55), |s, _| {
+            Cell::Text(s.activity.label().into())
+        }),
+        (
+            Column::new("IN/s").right().reserve(9).drop_at(90),
+            |s, kind| Cell::Text(rate(s.rate_in, kind)),
+        ),
+        (
+            Column::new("OUT/s").right().reserve(9).drop_at(91),
+            |s, kind| Cell::Text(rate(s.rate_out, kind)),
+        ),
+        (
+            Column::new("PIPE").reserve(10).drop_at(10),
+            |s, _| match s.fill {
+                Some(f) => Cell::Text(bar(f.queued, f.capacity)),
+                None => Cell::Empty,
+            },
+        ),
+        (Column::new("").reserve(MARK.len()), |s, _| {
+            if s.bottleneck {
+                Cell::Text(MARK.into())
+            } else {
+                Cell::Empty
+            }
+        }),
+    ]
 }
 
 fn rate(value: Option<f64>, kind: CountKind) -> String {
@@ -104,36 +105,31 @@ fn bar(queued: u64, capacity: u64) -> String {
     )
 }
 
-/// One stage's row.
-pub fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
-    let cpu = stage
-        .cpu
-        .map_or_else(|| "-".to_string(), |c| format!("{:.0}%", c.max(0.0)));
-    let bar = match stage.fill {
-        Some(f) if with_bar(width) => format!(" {:<10}", bar(f.queued, f.capacity)),
-        _ if with_bar(width) => " ".repeat(BAR_COLUMNS),
-        _ => String::new(),
-    };
-    let mark = if stage.bottleneck { MARK } else { "" };
-    let line = format!(
-        "{:>7} {} {:>4} {:<13} {:>9} {:>9}{} {mark}",
-        stage.pid,
-        fit(&stage.command, command_width(width)),
-        cpu,
-        stage.activity.label(),
-        rate(stage.rate_in, kind),
-        rate(stage.rate_out, kind),
-        bar,
-    );
-    cut(line.trim_end(), width)
+/// The table of `stages`: a header row and one row per stage; the bottleneck's row is
+/// kept visible on a short terminal.
+pub fn table<'a>(stages: &[&StageView], kind: CountKind) -> Table<'a> {
+    let columns = columns();
+    let rows = stages
+        .iter()
+        .map(|s| {
+            Row::new(columns.iter().map(|(_, cell)| cell(s, kind)).collect()).keep(s.bottleneck)
+        })
+        .collect();
+    Table {
+        columns: columns.into_iter().map(|(c, _)| c).collect(),
+        header: true,
+        rows,
+    }
 }
 
-/// The header and every row.
-pub fn lines(view: &View, width: usize, kind: CountKind) -> Vec<String> {
-    let mut out = Vec::with_capacity(view.stages.len() + 1);
-    out.push(header(width));
-    out.extend(view.stages.iter().map(|s| row(s, width, kind)));
-    out
+/// One stage's row alone, at most `width` columns (for `--log`).
+pub fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
+    let table = Table {
+        header: false,
+        ..table(&[stage], kind)
+    };
+    let layout = table.layout(width, false);
+    table.row_line(&table.rows[0], &layout)
 }
 
 /// `bottleneck: gzip -9 (92% of the time), cat (3%)`; shares under 1% are left out.
@@ -145,7 +141,7 @@ pub fn summary(shares: &[Share]) -> String {
     let mut out = format!("{MARK}: ");
     for (i, s) in named.iter().enumerate() {
         let percent = (s.share * 100.0).round().min(100.0);
-        let command = cut(&s.command, 40);
+        let command = crate::display::cut_to_width(&s.command, 40);
         if i == 0 {
             out.push_str(&format!("{command} ({percent:.0}% of the time)"));
         } else {
@@ -158,6 +154,7 @@ pub fn summary(shares: &[Share]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::display::display_width;
     use crate::pipeline::classify::{Activity, Sleep};
     use crate::pipeline::procfs::Fill;
 
@@ -177,24 +174,82 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_row_at_eighty_columns() {
-        let mut s = stage(13326, "gzip -9", Activity::Running);
-        s.bottleneck = true;
-        let line = row(&s, 80, CountKind::BinaryBytes);
-        assert_eq!(
-            line,
-            "  13326 gzip -9      99% running        203MiB/s 68.1MiB/s [#       ] bottleneck"
-        );
-        assert_eq!(display_width(&line), 80);
-        assert_eq!(
-            header(80),
-            "    PID COMMAND      CPU STATE              IN/s     OUT/s PIPE"
-        );
+    /// The view's rows on a terminal `width` columns wide.
+    fn lines(stages: &[StageView], width: usize) -> Vec<String> {
+        let refs: Vec<&StageView> = stages.iter().collect();
+        let view = crate::screen::View {
+            blocks: vec![crate::screen::Block::Table(table(
+                &refs,
+                CountKind::BinaryBytes,
+            ))],
+            utf8: true,
+        };
+        view.lines(width, 40)
     }
 
     #[test]
-    fn unknowns_long_commands_and_narrow_terminals() {
+    fn rows_at_eighty_columns() {
+        let mut s = stage(13326, "gzip -9", Activity::Running);
+        s.bottleneck = true;
+        let at81 = lines(
+            &[stage(13325, "cat big.bin", Activity::WaitOutput), s.clone()],
+            81,
+        );
+        assert_eq!(
+            at81,
+            [
+                "    PID COMMAND      CPU STATE              IN/s     OUT/s PIPE",
+                "  13325 cat big.bin  99% wait output    203MiB/s 68.1MiB/s [#       ]",
+                "  13326 gzip -9      99% running        203MiB/s 68.1MiB/s [#       ] bottleneck",
+            ]
+        );
+        // One column less: the pipe bar goes first; the command takes what is left.
+        let at80 = lines(&[stage(13325, "cat big.bin", Activity::WaitOutput), s], 80);
+        assert_eq!(
+            at80[2],
+            "  13326 gzip -9                99% running        203MiB/s 68.1MiB/s bottleneck"
+        );
+        assert!(!at80[0].contains("PIPE"));
+        assert!(at80.iter().all(|l| display_width(l) <= 79));
+    }
+
+    #[test]
+    fn narrow_terminals_keep_the_rates_and_the_marker_whole() {
+        let mut marked = stage(
+            1234,
+            "tar cf - /very/long/directory/name",
+            Activity::Running,
+        );
+        marked.bottleneck = true;
+        let stages = [stage(1233, "cat", Activity::WaitOutput), marked];
+        // 60 columns: the PID and the CPU go; the command is cut with an ellipsis.
+        let at60 = lines(&stages, 60);
+        assert_eq!(at60[0], "COMMAND        STATE              IN/s     OUT/s");
+        assert_eq!(
+            at60[2],
+            "tar cf - /ver… running        203MiB/s 68.1MiB/s bottleneck"
+        );
+        // 40 columns: the state goes too; the rates keep their units, the marker is whole.
+        let at40 = lines(&stages, 40);
+        assert_eq!(at40[2], "tar cf…   203MiB/s 68.1MiB/s bottleneck");
+        assert_eq!(at40[1], "cat       203MiB/s 68.1MiB/s");
+        // Below 40: the minimal layout.
+        let at30 = lines(&stages, 30);
+        assert_eq!(at30[2], "tar cf…  68.1MiB/s bottleneck");
+        let at20 = lines(&stages, 20);
+        assert_eq!(at20[2], "tar cf…  bottleneck");
+        let at15 = lines(&stages, 15);
+        // Narrower than the minimal layout: cut at the edge.
+        assert_eq!(at15[2], "tar…  bottlen…");
+        for width in 1..200 {
+            for line in lines(&stages, width) {
+                assert!(display_width(&line) < width.max(2), "{width}: {line:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn unknowns_wide_characters_and_escapes() {
         let s = StageView {
             pid: 7,
             command: "tar cf - /very/long/directory/name".into(),
@@ -205,37 +260,26 @@ mod tests {
             fill: None,
             bottleneck: false,
         };
-        let line = row(&s, 80, CountKind::BinaryBytes);
+        let at80 = lines(&[s], 80);
         assert_eq!(
-            line,
-            "      7 tar cf - /v    - not permitted         -         -"
+            at80[1],
+            "      7 tar cf - /very/long/…    - not permitted         -         -"
         );
         for width in [10, 40, 69, 200] {
-            let line = row(
-                &stage(1, "日本語のコマンド", Activity::WaitInput),
-                width,
-                CountKind::BinaryBytes,
-            );
-            assert!(display_width(&line) <= width, "{width}: {line:?}");
-            assert!(display_width(&header(width)) <= width);
+            for line in lines(&[stage(1, "日本語のコマンド", Activity::WaitInput)], width) {
+                assert!(display_width(&line) < width, "{width}: {line:?}");
+            }
         }
-        // Narrower than the full row: the bar goes, the marker stays.
-        let mut marked = stage(1, "gzip -9", Activity::Running);
-        marked.bottleneck = true;
-        let line = row(&marked, 70, CountKind::BinaryBytes);
-        assert_eq!(
-            line,
-            "      1 gzip -9       99% running        203MiB/s 68.1MiB/s bottleneck"
+        // A process that names itself with escape sequences shows them escaped.
+        let evil = lines(&[stage(1, "[\x1b]0;owned\x07]", Activity::WaitInput)], 120);
+        assert!(
+            !evil[1].contains('\x1b') && !evil[1].contains('\x07'),
+            "{evil:?}"
         );
-        assert_eq!(display_width(&line), 70);
-        assert!(!header(70).contains("PIPE"));
+        assert!(evil[1].contains("[\\e]0;owned\\x07]"), "{evil:?}");
         // A wide terminal gives the command the room.
-        let wide = row(
-            &stage(1, &"x".repeat(60), Activity::WaitInput),
-            200,
-            CountKind::BinaryBytes,
-        );
-        assert!(wide.contains(&"x".repeat(60)));
+        let wide = lines(&[stage(1, &"x".repeat(60), Activity::WaitInput)], 200);
+        assert!(wide[1].contains(&"x".repeat(60)));
     }
 
     #[test]
@@ -254,7 +298,7 @@ mod tests {
         s.rate_in = Some(20e6);
         s.rate_out = Some(0.0);
         s.cpu = Some(2.0);
-        let line = row(&s, 80, CountKind::DecimalBytes);
+        let line = row(&s, 79, CountKind::DecimalBytes);
         assert!(
             line.contains("  2% sleep timer    20.0MB/s  0.00 B/s"),
             "{line:?}"

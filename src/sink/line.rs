@@ -4,9 +4,10 @@
 //! Owns: which meters get a line (transfers and the two sides of `-M both`), and ending the
 //! run with a newline. Must not: print messages or statistics.
 
-use super::{render_line, DisplayConfig, Formats, Sink, Snapshot};
+use super::{render_row, DisplayConfig, Formats, Sink, Snapshot};
 use crate::display::display_width;
 use crate::meter::Role;
+use crate::screen;
 use crate::term::Term;
 
 /// The `\r` progress line (or cursor rows).
@@ -25,12 +26,19 @@ impl Sink for Line {
         if !config.visible() {
             return;
         }
+        // Cursor rows never use the last column (a `^C` echoed after a full row would wrap
+        // and push the rows below it down); pv's `\r` line keeps the whole width.
+        let width = if term.cursor_rows() {
+            screen::usable_width(config.width)
+        } else {
+            config.width
+        };
         let lines: Vec<(String, usize)> = snapshot
             .readings
             .iter()
             .filter(|r| is_line(r.meter.role))
             .map(|r| {
-                let line = render_line(&mut self.formats, config, r, snapshot);
+                let line = render_row(&mut self.formats, config, r, snapshot, width);
                 let columns = display_width(&line);
                 (line, columns)
             })

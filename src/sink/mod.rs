@@ -4,7 +4,7 @@
 //! its state, elapsed time and rates), the display settings ([`DisplayConfig`], which `-R`
 //! may change during a run), and the choice of format per meter. The sinks: [`messages`]
 //! (`rpv: …` lines), [`line`](mod@line) (the `\r` line, and `-c` cursor rows), [`numeric`] (`-n`),
-//! [`multi`] (the multi-line screen of `-d` and `--each`), [`stages`] (`--pipeline`),
+//! [`multi`] (the rows of `-d` and `--each`), [`stages`] (`--pipeline`),
 //! [`json`] (`--json`), [`log`](mod@log) (`--log`), [`title`] (`-x`), [`stats`] (`--stats`),
 //! and the integrations: [`term_progress`] (`--term-progress`, the terminal's own progress
 //! indicator), [`notify`] (systemd's service status) and [`metrics`] (`--metrics-file`,
@@ -22,7 +22,6 @@ pub mod multi;
 pub mod notify;
 pub mod numeric;
 pub mod report;
-pub mod screen;
 pub mod stages;
 pub mod stats;
 pub mod term_progress;
@@ -262,7 +261,9 @@ impl DisplayConfig {
                 note,
                 with_pid,
                 ..
-            } => Some(screen::name(*pid, *fd, path, note, *with_pid, self.width)),
+            } => Some(crate::screen::names::name(
+                *pid, *fd, path, note, *with_pid, self.width,
+            )),
         }
     }
 
@@ -372,6 +373,22 @@ pub fn render_line(
     let name = config.label(r.meter);
     let frame = config.frame(r, name.as_deref(), snapshot);
     display::render(formats.get(&text), &frame, config.width)
+}
+
+/// Renders meter `r` as one row of a view, `width` columns at most: like [`render_line`],
+/// with control characters in its name shown escaped.
+pub fn render_row(
+    formats: &mut Formats,
+    config: &DisplayConfig,
+    r: &Reading<'_>,
+    snapshot: &Snapshot<'_>,
+    width: usize,
+) -> String {
+    let text = config.format_text(r.meter);
+    let name = config.label(r.meter);
+    let name = name.as_deref().map(display::printable);
+    let frame = config.frame(r, name.as_deref(), snapshot);
+    display::render(formats.get(&text), &frame, width)
 }
 
 /// True if a format text shows `%A` or `%L` (the engine then keeps the tail of the data).

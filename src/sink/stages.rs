@@ -2,22 +2,22 @@
 //! stage that holds the pipeline back marked `bottleneck`; inside a transfer the transfer's
 //! own line below them; at the end, the summary of who was the bottleneck for how long.
 //!
-//! Owns: the rows' layout (through `pipeline::render`) and the screen. Must not: print
-//! messages.
+//! Owns: which blocks the view has (the stages' table from `pipeline::render`, the
+//! transfer's line), and the summary after the rows. The screen layer fits, chooses and
+//! draws the rows. Must not: print messages.
 
 use super::line::is_line;
-use super::screen::Screen;
-use super::{render_line, DisplayConfig, Formats, Sink, Snapshot};
-use crate::display::display_width;
+use super::{render_row, DisplayConfig, Formats, Sink, Snapshot};
+use crate::display::printable;
 use crate::meter::{Event, Unit};
 use crate::pipeline::render;
+use crate::screen::{self, Block, View};
 use crate::term::Term;
 
 /// `--pipeline`.
 #[derive(Debug, Default)]
 pub struct Stages {
     formats: Formats,
-    screen: Screen,
     summary: Option<String>,
 }
 
@@ -33,32 +33,31 @@ impl Sink for Stages {
             return;
         }
         let kind = config.style.kind(Unit::Bytes);
-        let mut lines = vec![render::header(config.width)];
-        let stages = snapshot
+        let stages: Vec<_> = snapshot
             .readings
             .iter()
-            .filter_map(|r| r.meter.stage.as_ref());
-        lines.extend(stages.map(|stage| render::row(stage, config.width, kind)));
+            .filter_map(|r| r.meter.stage.as_deref())
+            .collect();
+        let mut blocks = vec![Block::Table(render::table(&stages, kind))];
         // Inside a transfer, its own line below the stages.
+        let width = screen::usable_width(config.width);
         for r in snapshot.readings.iter().filter(|r| is_line(r.meter.role)) {
-            lines.push(render_line(&mut self.formats, config, r, snapshot));
+            let line = render_row(&mut self.formats, config, r, snapshot, width);
+            blocks.push(Block::rendered(line));
         }
-        lines.truncate(config.height.max(2) - 1);
-        self.screen.shift(std::mem::take(&mut term.screen_shift));
-        let text = self.screen.round(&lines, config.width);
-        term.raw(&text);
-        term.wrote_line = false;
-        term.screen_rows = self.screen.lines();
-        term.screen_first = lines.first().map_or(0, |l| display_width(l));
+        let view = View {
+            blocks,
+            utf8: config.style.utf8,
+        };
+        let rows = view.lines(config.width, config.height);
+        term.draw_screen(&rows, config.width);
     }
 
     fn finish(&mut self, _snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
-        let text = self.screen.finish();
-        term.raw(&text);
-        term.screen_rows = 0;
+        term.finish_screen();
         if config.enabled || config.stats {
             if let Some(summary) = self.summary.take() {
-                term.raw(&format!("{summary}\n"));
+                term.raw(&format!("{}\n", printable(&summary)));
             }
         }
     }

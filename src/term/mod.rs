@@ -1,8 +1,10 @@
 //! The terminal side: where progress lines and messages are written.
 //!
 //! Owns: the only writes to standard error, the `\r`/`\n` protocol of normal and numeric
-//! mode, padding when a line gets shorter, cursor mode ([`cursor`]), the extra display
-//! ([`title`]), the terminal's progress indicator ([`progress`]), and terminal size detection. Only the display thread uses it, so a blocked
+//! mode, padding when a line gets shorter, the rows of a multi-row view on the terminal
+//! (their bytes come from [`crate::screen::Screen`]), cursor mode ([`cursor`]), the extra
+//! display ([`title`]), the terminal's progress indicator ([`progress`]), and terminal
+//! size detection. Only the display thread uses it, so a blocked
 //! terminal (Ctrl-S, a full pipe) stalls only the display.
 
 pub mod cursor;
@@ -13,6 +15,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::display::{display_width, printable};
+use crate::screen::Screen;
 use crate::{signals, sys};
 
 pub use title::ExtraSpec;
@@ -51,14 +54,11 @@ pub struct Term {
     /// A normal (`\r`) progress line has been written: messages start with `\n`, and the
     /// run ends with `\n`.
     pub wrote_line: bool,
-    /// Rows of a multi-line screen from the cursor down (the cursor waits at the start of
-    /// its first row), and the width of that row: a message replaces the first row, and the
-    /// screen goes on one row lower.
-    pub screen_rows: usize,
-    /// Columns of the screen's first row.
-    pub screen_first: usize,
-    /// Messages written over the multi-line screen's first rows since its last round.
-    pub screen_shift: usize,
+    /// The rows of a multi-row view on the terminal (the cursor waits at the start of the
+    /// first): a message is written over the first row and the rows are drawn again below.
+    screen: Screen,
+    /// Terminal width the screen's rows were drawn at.
+    screen_width: usize,
     /// Cursor mode (`-c`), when it is usable on this terminal.
     cursor: Option<cursor::Cursor>,
     /// Terminal height (for cursor mode).
@@ -76,9 +76,8 @@ impl Term {
             prev_columns: 0,
             prev_term_width: 0,
             wrote_line: false,
-            screen_rows: 0,
-            screen_first: 0,
-            screen_shift: 0,
+            screen: Screen::default(),
+            screen_width: 80,
             cursor: None,
             height: 25,
             restart_line: false,
@@ -182,14 +181,11 @@ impl Term {
                 return;
             }
         }
-        if self.screen_rows > 0 {
-            // Over the first row of the multi-line screen, which moves down one row.
+        if self.screen.active() {
+            // Over the first row of the view, which is drawn again below it.
             let text = format!("{}: {message}", self.prog);
-            let pad = self.screen_first.saturating_sub(display_width(&text));
-            self.write(format!("{text}{}\n", " ".repeat(pad)).as_bytes());
-            self.screen_rows -= 1;
-            self.screen_first = 0;
-            self.screen_shift += 1;
+            let bytes = self.screen.over(&text, self.screen_width);
+            self.write(bytes.as_bytes());
             return;
         }
         let lead = if self.wrote_line { "\n" } else { "" };
@@ -209,8 +205,42 @@ impl Term {
         }
     }
 
+    /// Draws the rows of a multi-row view (each fitted by [`crate::screen::View`] to the
+    /// width) in place of the rows drawn before.
+    pub fn draw_screen(&mut self, rows: &[String], term_width: usize) {
+        let bytes = self.screen.round(rows, term_width);
+        self.screen_width = term_width;
+        self.wrote_line = false;
+        self.write(bytes.as_bytes());
+    }
+
+    /// Ends a multi-row view: its rows stay, the cursor goes below them.
+    pub fn finish_screen(&mut self) {
+        let bytes = self.screen.finish();
+        self.write(bytes.as_bytes());
+    }
+
+    /// The process is about to stop (Ctrl-Z): a multi-row view's rows are erased, so the
+    /// shell's lines go where they were and the rows start again below them after `fg`.
+    pub fn suspend(&mut self) {
+        let bytes = self.screen.erase();
+        self.write(bytes.as_bytes());
+    }
+
+    /// Cursor mode (`-c`) is on: progress lines are rows of their own.
+    pub fn cursor_rows(&self) -> bool {
+        self.cursor.is_some()
+    }
+
     /// Writes raw text (for `--stats`).
     pub fn raw(&mut self, text: &str) {
+        if self.screen.active() {
+            let bytes = self
+                .screen
+                .over(text.trim_end_matches('\n'), self.screen_width);
+            self.write(bytes.as_bytes());
+            return;
+        }
         if let Some(c) = self.cursor.as_mut() {
             if c.place(self.fd, text.trim_end_matches('\n'), self.height) {
                 return;

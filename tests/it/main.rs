@@ -18,6 +18,7 @@ mod pty;
 mod regression;
 mod reliability;
 mod remote;
+mod screens;
 mod signals;
 mod soak;
 mod tee;
