@@ -918,3 +918,44 @@ fn a_socket_directory_rpv_cannot_use_is_named_by_the_client() {
         let _ = target.wait();
     }
 }
+
+/// SIGURG is the signal that interrupts a data thread's blocking call after an exit signal;
+/// from anyone else it is only an EINTR, which every call retries: the transfer goes on,
+/// exact, with status 0.
+#[test]
+fn stray_sigurg_changes_nothing() {
+    let dir = Dir::new();
+    let bytes = data(3 << 20, 61);
+    let tee = dir.path("tee");
+    for args in [&[][..], &["-C"], &["--tee", s(&tee)], &["-l"]] {
+        let mut all = vec!["-q", "-L", "6M"];
+        all.extend_from_slice(args);
+        // From a pipe: the splice, fan-out and tee + splice line paths.
+        let mut child = rpv(&all)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let feed = bytes.clone();
+        let feeder = std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, &feed);
+        });
+        let (got, reader) = counting_reader(child.stdout.take().unwrap());
+        while child.try_wait().unwrap().is_none() {
+            if got.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+                signal(&child, libc::SIGURG);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        feeder.join().unwrap();
+        let status = wait_within(&mut child, 20.0, "rpv");
+        let stderr = crate::util::stderr_of(&mut child);
+        assert_eq!((status.code(), stderr.as_str()), (Some(0), ""), "{args:?}");
+        assert_same(&reader.join().unwrap(), &bytes, &format!("{args:?}"));
+        if args.contains(&"--tee") {
+            assert_same(&std::fs::read(&tee).unwrap(), &bytes, "--tee copy");
+        }
+    }
+}
