@@ -280,7 +280,7 @@ fn transfers(
             let inputs = settings.inputs.len();
             let engine_output = output.clone();
             scope.spawn(move || {
-                signals::block_in_this_thread();
+                progress.set_data_thread(signals::data_thread());
                 run_engine(&settings, &engine_output, progress);
             });
             let reads_stdin = settings_reads_stdin;
@@ -466,8 +466,8 @@ fn query(o: &Options, display: DisplayConfig, pid: u32, report: &Report) -> u8 {
         return fail(report, &e);
     }
     let not_received = Error::Remote { pid, err: None };
-    let Some(mut client) = Client::connect(pid) else {
-        return fail(report, &not_received);
+    let Some(mut client) = Client::connect_waiting(pid, crate::control::CONNECT_WAIT) else {
+        return fail(report, &client::not_reached(pid));
     };
     let Some(Reply::State {
         elapsed,

@@ -13,6 +13,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -129,6 +130,7 @@ pub struct Plan {
 /// Makes the plan for `o`. The pid file (`-P`) is written first, like pv.
 pub fn plan(o: &Options) -> Result<Plan, Error> {
     if let Some(path) = &o.pidfile {
+        check_pidfile(o, path)?;
         write_pidfile(path)?;
     }
     if !matches!(o.action, Action::Remote(_)) {
@@ -157,16 +159,14 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
         Action::StoreAndForward(path) => {
             let inputs = operands(o);
             let (store, output) = if path.as_os_str() == "-" {
-                let file = tempfile::tempfile().map_err(|err| Error::OwnFile {
-                    path: std::env::temp_dir(),
-                    err,
-                })?;
+                let file = tempfile::tempfile().map_err(temp_failed)?;
                 let writer = file.try_clone().map_err(|err| Error::OwnFile {
                     path: path.clone(),
                     err,
                 })?;
                 (Store::Unnamed(file), Output::File(Arc::new(writer)))
             } else {
+                check_store(path)?;
                 let output = open_output(Some(path), &inputs, notices(&display))?;
                 (Store::Path(path.clone()), output)
             };
@@ -529,6 +529,159 @@ fn open_for_writing(path: &Path) -> io::Result<File> {
     }
 }
 
+/// `-U -`: the temporary file could not be made; the message names the directory, and
+/// `TMPDIR` when that is where it came from.
+fn temp_failed(err: io::Error) -> Error {
+    let dir = std::env::temp_dir();
+    let from = if std::env::var_os("TMPDIR").is_some_and(|v| !v.is_empty()) {
+        " (TMPDIR)"
+    } else {
+        ""
+    };
+    Error::other(
+        status::REMOTE_OR_PID,
+        format!(
+            "-U -: cannot make a temporary file in {}{from}: {}",
+            dir.display(),
+            sys::strerror(&err)
+        ),
+    )
+}
+
+/// `-U FILE`: the store is written, then read back, so it must be a regular file (or not
+/// exist yet): `/dev/null` would lose the data, `/dev/zero` give zeros for ever, a FIFO
+/// wait for a reader that is rpv itself.
+fn check_store(path: &Path) -> Result<(), Error> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.file_type().is_file() => Err(Error::other(
+            status::REMOTE_OR_PID,
+            format!("-U {}: not a regular file", path.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a `-P` path that is also a file of the transfer (an input, the output, a
+/// `--tee` output or the `-U` store): the pid file replaces it, and is removed at the end,
+/// so its data would be lost. Status 4 and a message in the form of "input file is output
+/// file". Only a regular file (or nothing) may be replaced: anything else is refused too.
+fn check_pidfile(o: &Options, pidfile: &Path) -> Result<(), Error> {
+    let refused = |what: &str| {
+        Error::other(
+            status::REMOTE_OR_PID,
+            format!("-P {}: {what}", pidfile.display()),
+        )
+    };
+    let existing = std::fs::symlink_metadata(pidfile).ok();
+    match &existing {
+        Some(meta) if meta.file_type().is_dir() => {
+            return Err(Error::OwnFile {
+                path: pidfile.to_path_buf(),
+                err: io::Error::from_raw_os_error(libc::EISDIR),
+            })
+        }
+        Some(meta) if !meta.file_type().is_file() => return Err(refused("not a regular file")),
+        _ => {}
+    }
+    let existing = existing.map(|m| (m.dev(), m.ino()));
+    // The same file: the same directory entry, or (it exists) the same inode.
+    let same_path = |path: &Path| {
+        same_entry(pidfile, path)
+            || existing
+                .is_some_and(|id| std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == id))
+    };
+    let same_fd = |fd: BorrowedFd<'_>| {
+        existing.is_some_and(|id| sys::fstat(fd).is_ok_and(|i| (i.dev, i.ino) == id))
+    };
+    let transfers = match &o.action {
+        Action::Transfer | Action::Pipeline(None) | Action::StoreAndForward(_) => true,
+        Action::Monitor(side) => {
+            let reads_stdin = *side != MonitorSide::Out;
+            let stdout = o.output.as_deref().is_none_or(|p| p.as_os_str() == "-");
+            if reads_stdin && same_fd(sys::stdin_fd()) {
+                return Err(pid_clash("input", "(stdin)"));
+            }
+            if stdout && same_fd(sys::stdout_fd()) {
+                return Err(pid_clash("output", "(stdout)"));
+            }
+            if let Some(out) = o.output.as_deref().filter(|p| p.as_os_str() != "-") {
+                if same_path(out) {
+                    return Err(pid_clash("output", &out.to_string_lossy()));
+                }
+            }
+            false
+        }
+        _ => false,
+    };
+    if !transfers {
+        return Ok(());
+    }
+    let operands: Vec<&Path> = if o.files.is_empty() {
+        vec![Path::new("-")]
+    } else {
+        o.files.iter().map(Path::new).collect()
+    };
+    for input in operands {
+        let clash = if input.as_os_str() == "-" {
+            same_fd(sys::stdin_fd())
+        } else {
+            same_path(input)
+        };
+        if clash {
+            return Err(pid_clash("input", &stdio_name(input, "(stdin)")));
+        }
+    }
+    let mut outputs: Vec<(&str, &Path)> =
+        vec![("output", o.output.as_deref().unwrap_or("-".as_ref()))];
+    if let Action::StoreAndForward(store) = &o.action {
+        outputs.push(("-U", store));
+    }
+    outputs.extend(o.tees.iter().map(|t| ("--tee", t.as_path())));
+    for (role, out) in outputs {
+        let clash = if out.as_os_str() == "-" {
+            same_fd(sys::stdout_fd())
+        } else {
+            same_path(out)
+        };
+        if clash {
+            return Err(pid_clash(role, &stdio_name(out, "(stdout)")));
+        }
+    }
+    Ok(())
+}
+
+/// `path` as shown in a message: `stdio` for `-`.
+fn stdio_name(path: &Path, stdio: &str) -> String {
+    if path.as_os_str() == "-" {
+        stdio.to_string()
+    } else {
+        path.to_string_lossy().into_owned()
+    }
+}
+
+/// "input file is pid file: NAME" (status 4, like "input file is output file").
+fn pid_clash(role: &str, name: &str) -> Error {
+    Error::other(
+        status::OUROBOROS,
+        format!("{role} file is pid file: {name}"),
+    )
+}
+
+/// True if `a` and `b` name the same directory entry: the same directory (by device and
+/// inode) and the same last component, whether or not the file exists yet.
+fn same_entry(a: &Path, b: &Path) -> bool {
+    let parent_id = |p: &Path| {
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        std::fs::metadata(dir).ok().map(|m| (m.dev(), m.ino()))
+    };
+    a.file_name().is_some()
+        && a.file_name() == b.file_name()
+        && parent_id(a).is_some_and(|id| parent_id(b) == Some(id))
+}
+
 /// Writes `"<pid>\n"` to `path` atomically (a temporary file in the same directory, mode
 /// 0644, renamed over it) and registers it for removal at exit. Only a regular file (or
 /// nothing) is ever replaced: pv would rename over a device node.
@@ -562,15 +715,6 @@ fn write_pidfile(path: &Path) -> Result<(), Error> {
         path: path.to_path_buf(),
         err: os_error(err),
     };
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_dir() => {
-            return Err(failed(io::Error::from_raw_os_error(libc::EISDIR)))
-        }
-        Ok(meta) if !meta.file_type().is_file() => {
-            return Err(failed(io::Error::from_raw_os_error(libc::EEXIST)))
-        }
-        _ => {}
-    }
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),

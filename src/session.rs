@@ -3,9 +3,11 @@
 //! Owns: when to update (every `-i`, after `-D`, on SIGCONT, at the end), the rate history
 //! of every meter ([`RateTracker`] by meter id: elapsed time without stopped time, rates,
 //! frozen figures of meters that ended), handing snapshots and events to the sinks,
-//! answering `-R`/`-Q` between updates (the control socket opens at the first update, so a
-//! short run never pays for it), signals (exit, resize, continue), the stall watchdog
-//! (`--stall-timeout`, checked at each update), and the exit status of the display side. Must not: move data, or block a data thread in any way; it runs on the
+//! answering `-R`/`-Q` between updates (the control socket opens 20 ms into the run, so a
+//! run that ends at once never pays for it), signals (exit, resize, continue, and on exit
+//! waiting for the data threads to count their last call), the stall watchdog
+//! (`--stall-timeout`, checked at each update), and the exit status of the display side.
+//! Must not: move data, or block a data thread in any way; it runs on the
 //! main thread and only reads counters.
 
 use std::collections::HashMap;
@@ -22,6 +24,18 @@ use crate::stall::{self, Watchdog};
 use crate::stats::{RateTracker, Rates, StallWatch};
 use crate::sys;
 use crate::term::Term;
+
+/// After an exit signal, how long the display loop waits for the sources to stop (a data
+/// thread in a call the kick cannot interrupt, such as a disk write, finishes it first).
+const SETTLE_NS: u64 = 1_000_000_000;
+/// Time between kicks while it waits (milliseconds).
+const SETTLE_KICK_MS: i32 = 10;
+
+/// How long a run lasts before it opens its control socket for `-R`/`-Q`: long enough that
+/// a run that ends at once (most small copies) never pays for the socket and its thread,
+/// short enough that a client started with the run finds it (clients also wait a moment
+/// for the socket of a live process).
+const LISTEN_AFTER_NS: u64 = 20_000_000;
 
 /// The rate history of one meter.
 struct Track {
@@ -173,6 +187,8 @@ pub struct Session<'a> {
     size_override: Option<u64>,
     control: Option<Server>,
     control_tried: bool,
+    /// When the control socket opens (monotonic ns).
+    listen_at: u64,
     displayed: bool,
     status: u8,
     /// `--stall-timeout`.
@@ -196,6 +212,7 @@ impl<'a> Session<'a> {
             size_override: None,
             control: None,
             control_tried: false,
+            listen_at: 0,
             displayed: false,
             status: 0,
             watchdog: None,
@@ -210,10 +227,15 @@ impl<'a> Session<'a> {
             .stall_timeout
             .map(|timeout| Watchdog::new(timeout, sys::monotonic_ns(), signals::stopped_ns()));
         let first = self.config.delay_ns.max(self.config.interval_ns);
-        let mut next_due = sys::monotonic_ns() + first;
+        let start = sys::monotonic_ns();
+        let mut next_due = start + first;
+        self.listen_at = start + LISTEN_AFTER_NS;
         let end = loop {
             let now = sys::monotonic_ns();
             let mut wait_ns = next_due.saturating_sub(now);
+            if !self.control_tried {
+                wait_ns = wait_ns.min(self.listen_at.saturating_sub(now));
+            }
             for source in &self.sources {
                 if let Some(period) = source.poll_period_ns() {
                     wait_ns = wait_ns.min(period);
@@ -241,6 +263,7 @@ impl<'a> Session<'a> {
                 break End::Finished;
             }
             let now = sys::monotonic_ns();
+            self.listen(now);
             if signals::take_continued() || now >= next_due {
                 self.update(false);
                 next_due += self.config.interval_ns;
@@ -253,6 +276,23 @@ impl<'a> Session<'a> {
             }
         };
         self.end(end)
+    }
+
+    /// After an exit signal: asks every source to stop and waits until none has anything in
+    /// flight (a data thread's last call counted), at most [`SETTLE_NS`], so the final
+    /// figures are what reached the outputs. The kicks repeat: one that lands just before a
+    /// blocking call does not interrupt it.
+    fn settle(&mut self) {
+        let deadline = sys::monotonic_ns() + SETTLE_NS;
+        loop {
+            for source in &mut self.sources {
+                source.stop();
+            }
+            if self.sources.iter().all(|s| s.stopped()) || sys::monotonic_ns() >= deadline {
+                return;
+            }
+            signals::wait(SETTLE_KICK_MS);
+        }
     }
 
     /// Whether the stall watchdog fires: nothing the transfer moves (its meters, both sides
@@ -278,9 +318,7 @@ impl<'a> Session<'a> {
     fn end(mut self, end: End) -> (End, u8) {
         let mut stall = None;
         if end == End::Interrupted {
-            for source in &mut self.sources {
-                source.stop();
-            }
+            self.settle();
             self.status |= status::SIGNAL;
             if self.config.stderr_tty {
                 self.term.interrupted();
@@ -382,12 +420,17 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// A regular update: sample, then show. The control socket opens at the first one.
-    fn update(&mut self, final_update: bool) {
-        if !self.control_tried && self.config.control {
+    /// Opens the control socket once the run has lasted [`LISTEN_AFTER_NS`] (and has not
+    /// ended): a run that ends sooner never pays for it.
+    fn listen(&mut self, now: u64) {
+        if !self.control_tried && self.config.control && now >= self.listen_at {
             self.control_tried = true;
             self.control = Server::start(signals::waker());
         }
+    }
+
+    /// A regular update: sample, then show.
+    fn update(&mut self, final_update: bool) {
         self.sample();
         self.draw(final_update);
     }

@@ -24,6 +24,15 @@
 //! - SIGPIPE ignored (EPIPE is handled where it happens); SIGTTOU ignored, so a background
 //!   rpv never stops the pipeline. rpv never sets TOSTOP (pv does, and then shows nothing in
 //!   the background).
+//! - SIGURG (the "kick"): a handler that does nothing, so that a blocking call of the thread
+//!   it is sent to returns (EINTR, or the part it had done). After an exit signal the display
+//!   loop kicks each data thread until it has stopped, so its last call is counted
+//!   ([`Kick`]). Only data threads leave it unblocked; a stray SIGURG is only an EINTR, which
+//!   every call of theirs retries.
+//! - After an exit signal the main thread must not block for good (on a standard error that
+//!   nobody reads, say): [`bound_blocking_calls`] starts SIGALRM ticks, which interrupt any
+//!   blocking call of the main thread (the only thread that does not block SIGALRM), so the
+//!   writers can give up at a deadline.
 //!
 //! signal-hook is not used: it installs its handlers with `SA_RESTART`, and rpv needs the
 //! interrupted system calls above.
@@ -57,6 +66,9 @@ static REPORTED: AtomicU32 = AtomicU32::new(0);
 static ON_STOP: OnceLock<(OwnedFd, &'static [u8])> = OnceLock::new();
 /// Whether SIGTSTP writes [`ON_STOP`] (the indicator is shown now).
 static ON_STOP_ARMED: AtomicBool = AtomicBool::new(false);
+
+/// The signal that interrupts a data thread's blocking call.
+const KICK: libc::c_int = libc::SIGURG;
 
 /// The signals the main thread handles; every other thread blocks them.
 const HANDLED: [libc::c_int; 9] = [
@@ -125,6 +137,8 @@ extern "C" fn on_winch(_: libc::c_int) {
     poke();
 }
 
+extern "C" fn on_kick(_: libc::c_int) {}
+
 extern "C" fn on_foreign(sig: libc::c_int) {
     let bit = match sig {
         libc::SIGUSR1 => 1,
@@ -157,14 +171,55 @@ pub fn install() -> bool {
         for sig in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM] {
             let _ = sys::set_signal_handler(sig, on_foreign);
         }
+        let _ = sys::set_signal_handler(KICK, on_kick);
     });
     WAKE.get().is_some()
 }
 
-/// Blocks the handled signals in the calling thread (every thread but the main one), so
-/// they interrupt the main thread's blocking calls.
+/// Blocks the handled signals and the kick in the calling thread (the control threads), so
+/// the signals interrupt the main thread's blocking calls.
 pub fn block_in_this_thread() {
     sys::block_signals(&HANDLED);
+    sys::block_signals(&[KICK]);
+}
+
+/// Prepares a data thread: the handled signals blocked (they go to the main thread), the
+/// kick left open. Returns what the display loop uses to kick this thread.
+pub fn data_thread() -> Kick {
+    sys::block_signals(&HANDLED);
+    Kick(sys::thread_id())
+}
+
+/// Interrupts a blocking call of one data thread (see the module notes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kick(i32);
+
+impl Kick {
+    /// Sends the kick. Harmless if the thread has ended (or makes no blocking call now).
+    pub fn send(self) {
+        sys::interrupt_thread(self.0, KICK);
+    }
+
+    /// As a number (0 is no thread), to keep in an atomic.
+    pub fn to_raw(self) -> i32 {
+        self.0
+    }
+
+    /// From [`Kick::to_raw`]; None for 0.
+    pub fn from_raw(raw: i32) -> Option<Kick> {
+        (raw != 0).then_some(Kick(raw))
+    }
+}
+
+/// After an exit signal: from now on no blocking call of the main thread lasts longer than
+/// a tick (20 ms of SIGALRM; the call returns EINTR or the part it had done), so its callers
+/// can give up at a deadline of their own. Does nothing before an exit signal, or after the
+/// first call. Called on the main thread only.
+pub fn bound_blocking_calls() {
+    static TICKING: AtomicBool = AtomicBool::new(false);
+    if exit_requested() && !TICKING.swap(true, Ordering::Relaxed) {
+        let _ = sys::start_alarm_ticks(20);
+    }
 }
 
 /// A waker for the display loop (a duplicate of the wake pipe's write end).

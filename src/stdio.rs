@@ -44,10 +44,11 @@ pub fn check_output(o: &Options) -> Result<(), Error> {
     let writes_stdout = matches!(
         o.action,
         Action::Transfer | Action::StoreAndForward(_) | Action::Monitor(_)
-    ) && o
+    ) && (o
         .output
         .as_deref()
-        .is_none_or(|path| path.as_os_str() == "-");
+        .is_none_or(|path| path.as_os_str() == "-")
+        || o.tees.iter().any(|path| path.as_os_str() == "-"));
     if writes_stdout && stdout_was_closed() {
         return Err(Error::Output {
             path: None,

@@ -1,13 +1,16 @@
 //! The client side of the control channel: `-R` sends changes, `-Q` asks for progress.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use super::protocol::{decode_reply, encode_request};
 use super::{
-    candidate_dirs, unchecked_for_tests, Changes, Reply, Request, MAX_LINE, REPLY_TIMEOUT,
+    candidate_dirs, unchecked_for_tests, Changes, Reply, Request, CONNECT_WAIT, MAX_LINE,
+    REPLY_TIMEOUT,
 };
 use crate::error::Error;
 use crate::sys;
@@ -50,6 +53,21 @@ impl Client {
             });
         }
         None
+    }
+
+    /// [`Client::connect`], waiting up to `wait` for the socket while `pid` is alive: a run
+    /// opens its socket a moment after it starts.
+    pub fn connect_waiting(pid: u32, wait: Duration) -> Option<Client> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(client) = Client::connect(pid) {
+                return Some(client);
+            }
+            if Instant::now() >= deadline || !sys::process_exists(pid) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Sends `request` and reads the reply; None if the target did not answer.
@@ -129,8 +147,43 @@ pub fn remote(pid: u32, changes: Changes) -> Result<(), Error> {
         ));
     }
     check_target(pid)?;
-    match Client::connect(pid).and_then(|mut c| c.ask(&request)) {
+    let Some(mut client) = Client::connect_waiting(pid, CONNECT_WAIT) else {
+        return Err(not_reached(pid));
+    };
+    match client.ask(&request) {
         Some(Reply::Done) => Ok(()),
         _ => Err(Error::Remote { pid, err: None }),
     }
+}
+
+/// The error when no socket of `pid` could be reached: `PID: message not received`, and
+/// why, when a directory where its socket would be is not one rpv can use (another user
+/// made it first, or it is not a directory: rpv then does not listen there at all).
+pub fn not_reached(pid: u32) -> Error {
+    let owner = std::fs::metadata(format!("/proc/{pid}")).map(|m| m.uid());
+    let why = owner
+        .ok()
+        .and_then(|uid| candidate_dirs(uid).iter().find_map(|d| unusable(d, uid)));
+    Error::Remote {
+        pid,
+        err: why.map(|why| io::Error::other(format!("message not received: {why}"))),
+    }
+}
+
+/// Why `dir` cannot hold the sockets of user `uid`, if it exists and cannot.
+fn unusable(dir: &Path, uid: u32) -> Option<String> {
+    let meta = std::fs::symlink_metadata(dir).ok()?;
+    // Quoted and escaped (Debug): the path comes from the environment.
+    let shown = format!("{dir:?}");
+    if !meta.file_type().is_dir() {
+        return Some(format!(
+            "{shown} is not a directory, so rpv does not listen there"
+        ));
+    }
+    (meta.uid() != uid).then(|| {
+        format!(
+            "{shown} belongs to another user (uid {}), so rpv does not listen there",
+            meta.uid()
+        )
+    })
 }

@@ -43,6 +43,9 @@ use crate::sys;
 
 /// How long a client waits for the answer (pv waits 1.1 s; a busy machine gets more).
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `-R`/`-Q` wait for a live target's socket to appear (a run opens it a moment
+/// after it starts).
+pub(crate) const CONNECT_WAIT: Duration = Duration::from_secs(1);
 /// `-Q`: time between fetches (pv's 0.1 s).
 pub(crate) const QUERY_PERIOD: Duration = Duration::from_millis(100);
 /// Longest request line accepted.

@@ -75,6 +75,9 @@ pub struct EngineSource<'a> {
     mirror: Option<Arc<crate::source::pipeline::OwnStage>>,
     /// Capacity of standard input when it is a pipe and an input (for `%{bottleneck}`).
     in_pipe: usize,
+    /// The user interrupted: rpv leaves without waiting for the reader, so what is in the
+    /// output pipe has gone through (the reader gets it after rpv is gone).
+    stopped: bool,
     /// Added to the engine's input indexes, so that the inputs of the two sides of `-M both`
     /// have distinct indexes in events and meters.
     first_input: usize,
@@ -98,6 +101,7 @@ impl<'a> EngineSource<'a> {
             done: (0, 0),
             mirror: None,
             in_pipe: 0,
+            stopped: false,
             first_input: 0,
         }
     }
@@ -263,10 +267,14 @@ impl<'a> EngineSource<'a> {
     }
 
     /// Bytes written but still unread in the output pipe (they have not been transferred
-    /// yet as far as the user is concerned).
+    /// yet as far as the user is concerned). None once the user interrupted: rpv leaves them
+    /// to the reader.
     fn unread(&self) -> u64 {
         let Some(out) = &self.out else { return 0 };
-        if self.out_pipe == 0 || self.progress.outcome.output_closed.load(Ordering::Relaxed) {
+        if self.out_pipe == 0
+            || self.stopped
+            || self.progress.outcome.output_closed.load(Ordering::Relaxed)
+        {
             return 0;
         }
         sys::unread_bytes(out.fd()).unwrap_or(0) as u64
@@ -401,7 +409,12 @@ impl Source for EngineSource<'_> {
     }
 
     fn stop(&mut self) {
-        self.progress.control.stop.store(true, Ordering::Relaxed);
+        self.stopped = true;
+        self.progress.stop();
+    }
+
+    fn stopped(&self) -> bool {
+        self.progress.is_done()
     }
 
     fn retune(&mut self, rate_limit: Option<u64>, buffer_size: Option<u64>) {

@@ -35,8 +35,15 @@ pub trait Source {
         false
     }
 
-    /// The user interrupted: stop as soon as possible.
+    /// The user interrupted: stop as soon as possible. Called again (with a short wait in
+    /// between) until [`Source::stopped`] says so, or a deadline passed.
     fn stop(&mut self) {}
+
+    /// After [`Source::stop`]: nothing is in flight any more, so the figures are final (a
+    /// transfer's data thread has counted its last call).
+    fn stopped(&self) -> bool {
+        true
+    }
 
     /// Which side a transfer that stopped moving waits on, if the source can tell (asked
     /// once, when `--stall-timeout` ends the run).

@@ -50,7 +50,10 @@ pub use process::{
     geteuid, peer_cred, process_check, process_exists, set_thread_name, shutdown, stderr_fd,
     stdin_fd, stdout_fd,
 };
-pub use signal::{block_signals, ignore_signal, raise, set_signal_handler};
+pub use signal::{
+    block_signals, ignore_signal, interrupt_thread, raise, set_signal_handler, start_alarm_ticks,
+    thread_id,
+};
 pub use term::{
     in_foreground, isatty, restore_tty_mode, tty_mode_for_reply, ttyname, window_size, TtyMode,
 };

@@ -56,3 +56,45 @@ pub fn block_signals(signals: &[libc::c_int]) {
     // for.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
+
+/// The calling thread's id (for [`interrupt_thread`]).
+pub fn thread_id() -> i32 {
+    rustix::thread::gettid().as_raw_nonzero().get()
+}
+
+/// Sends `signal` to thread `tid` of this process (`tgkill`), to interrupt a blocking call
+/// it makes. A thread that has ended is not there any more: nothing happens (ESRCH).
+pub fn interrupt_thread(tid: i32, signal: libc::c_int) {
+    let pid = libc::c_long::from(std::process::id());
+    // SAFETY: tgkill takes three integers and touches no memory of ours; it only signals a
+    // thread of this very process (the group id is ours).
+    unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            pid,
+            libc::c_long::from(tid),
+            libc::c_long::from(signal),
+        );
+    }
+}
+
+/// Starts a timer that sends SIGALRM to the process every `period_ms` milliseconds, for
+/// good (`setitimer(ITIMER_REAL)`; not inherited by child processes). The threads that
+/// block SIGALRM leave it to the one that does not.
+pub fn start_alarm_ticks(period_ms: u32) -> io::Result<()> {
+    let period = libc::timeval {
+        tv_sec: libc::time_t::from(period_ms / 1000),
+        tv_usec: libc::suseconds_t::from((period_ms % 1000) as i32 * 1000),
+    };
+    let value = libc::itimerval {
+        it_interval: period,
+        it_value: period,
+    };
+    // SAFETY: `value` is a valid itimerval we own; the old value is not asked for.
+    let rc = unsafe { libc::setitimer(libc::ITIMER_REAL, &value, std::ptr::null_mut()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

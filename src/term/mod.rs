@@ -12,10 +12,11 @@ pub mod progress;
 pub mod title;
 
 use std::os::fd::BorrowedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::display::{display_width, printable};
 use crate::screen::Screen;
-use crate::sys;
+use crate::{signals, sys};
 
 pub use title::ExtraSpec;
 
@@ -253,18 +254,53 @@ impl Term {
     }
 }
 
+/// After an exit signal, how long one write of a line or message may wait for a standard
+/// error that takes nothing (a full pipe nobody reads, a stopped terminal).
+const EXIT_WRITE_NS: u64 = 500_000_000;
+
+/// Set when a write after an exit signal gave up: standard error is stuck, and later
+/// writes are made only if it has room at once.
+static STUCK: AtomicBool = AtomicBool::new(false);
+
 /// Blocking write of everything to `fd`, retrying on EINTR; other errors drop the text (a
 /// display problem never stops the transfer).
+///
+/// Once an exit signal has arrived it never blocks for good, so rpv always exits (and its
+/// output closes, so the next stage sees the end of its input): SIGALRM ticks interrupt a
+/// blocked write ([`signals::bound_blocking_calls`]), the write gives up after
+/// [`EXIT_WRITE_NS`], and after that, text that does not fit at once is dropped. The shared
+/// open file description of standard error is never made non-blocking (the shell and the
+/// other stages of the pipeline use it too).
 fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) {
+    let mut give_up_at = None;
     while !data.is_empty() {
+        if signals::exit_requested() {
+            let now = sys::monotonic_ns();
+            let at = *give_up_at.get_or_insert_with(|| {
+                signals::bound_blocking_calls();
+                if STUCK.load(Ordering::Relaxed) {
+                    // Only if it has room now; then a tick at most.
+                    let ready = sys::poll_one(fd, libc::POLLOUT, 0).is_ok_and(|r| r != 0);
+                    if ready {
+                        now + 30_000_000
+                    } else {
+                        now
+                    }
+                } else {
+                    now + EXIT_WRITE_NS
+                }
+            });
+            if now >= at {
+                STUCK.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
         match sys::write(fd, data) {
             Ok(0) => return,
             Ok(n) => data = &data[n..],
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
-                if crate::signals::exit_requested() {
-                    return;
-                }
-            }
+            // A signal: after an exit signal the loop checks the deadline; otherwise (a
+            // resize, a stray signal) the write goes on.
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                 let _ = sys::poll_one(fd, libc::POLLOUT, 100);
             }

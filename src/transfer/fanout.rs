@@ -257,9 +257,10 @@ impl Engine<'_> {
             self.trace(|| format!("trace: fan-out stopped after {calls} zero-copy calls"));
             // The --tee outputs have (or will have) all n bytes: the main output gets the
             // rest of them with read + write, and then read/write takes over.
-            match self.catch_up_main(fd, n - moved) {
-                Ok(k) => (moved, to_main) = (n, to_main + k),
-                Err(step) => end = Some(step),
+            let (read, k, step) = self.catch_up_main(fd, name, n - moved);
+            (moved, to_main) = (moved + read, to_main + k);
+            if step.is_some() {
+                end = step;
             }
         }
         let lines = if counting {
@@ -466,6 +467,10 @@ impl Engine<'_> {
                     return Ok(got);
                 }
                 Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR | libc::EAGAIN) if self.stopping() => {
+                        self.throw_away_round();
+                        return Err(Step::End);
+                    }
                     Some(libc::EINTR) => {}
                     // A non-blocking input with nothing in it yet.
                     Some(libc::EAGAIN) => {
@@ -504,8 +509,8 @@ impl Engine<'_> {
                 Ok(0) => Ok(Direct::End),
                 Ok(t) => Ok(Direct::Took(t)),
                 Err(e) => match e.raw_os_error() {
-                    // (Only a run on the main thread sees this: data threads block those
-                    // signals.)
+                    // The user interrupted (the display loop kicks the data thread after
+                    // the signal).
                     Some(libc::EINTR) if crate::signals::exit_requested() => {
                         Err(self.interrupted())
                     }
@@ -615,6 +620,14 @@ impl Engine<'_> {
                         to_main += k;
                     }
                 }
+                // Interrupted by the user (the display loop kicks this thread): what moved
+                // is counted, and the run ends.
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN))
+                        && self.stopping() =>
+                {
+                    return (moved, to_main, Some(Step::End));
+                }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                     let _ = sys::poll_one(self.out, libc::POLLOUT, 100);
@@ -632,37 +645,55 @@ impl Engine<'_> {
     }
 
     /// Reads the next `n` bytes of the input pipe (they are there: they were tee'd) and
-    /// writes them to the main output. Returns how many the main output got.
-    fn catch_up_main(&mut self, fd: BorrowedFd<'_>, mut n: usize) -> Result<usize, Step> {
-        let mut to_main = 0;
+    /// writes them to the main output. Returns how many were read, how many of those the
+    /// main output got, and how the step ends if it must: a read error is reported as on
+    /// the read/write path (the `--tee` outputs already have this round), a write error as
+    /// the main output's.
+    fn catch_up_main(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        name: &str,
+        mut n: usize,
+    ) -> (usize, usize, Option<Step>) {
+        let (mut read, mut to_main) = (0, 0);
         let mut buf = std::mem::take(&mut self.fan.scratch);
-        let result = loop {
+        let end = loop {
             if n == 0 {
-                break Ok(to_main);
+                break None;
             }
             let want = n.min(scratch(&mut buf).len());
             let k = match sys::read(fd, &mut buf[..want]) {
                 Ok(k) if k > 0 => k,
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                // The tee'd bytes are gone (another reader of the same pipe took them): the
+                // input has nothing more for this round.
+                Ok(_) => break Some(Step::NextInput),
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && !self.stopping() => {
                     let _ = sys::poll_one(fd, libc::POLLIN, 100);
                     continue;
                 }
-                _ => break Err(Step::End),
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => break Some(Step::End),
+                Err(e) => match self.read_failed(fd, name, &e) {
+                    Step::Continue => continue,
+                    step => break Some(step),
+                },
             };
             n -= k;
+            read += k;
             if self.main_live {
                 match self.writer.write(&buf[..k]) {
                     Ok(()) => to_main += k,
-                    Err(e) => match self.write_failed(&e) {
-                        Step::Continue => {}
-                        step => break Err(step),
-                    },
+                    Err(e) => {
+                        to_main += self.writer.written();
+                        match self.write_failed(&e) {
+                            Step::Continue => {}
+                            step => break Some(step),
+                        }
+                    }
                 }
             }
         };
         self.fan.scratch = buf;
-        result
+        (read, to_main, end)
     }
 
     fn null_sink(&mut self) -> Option<BorrowedFd<'_>> {
@@ -765,18 +796,17 @@ impl Engine<'_> {
             };
             match result {
                 Ok(k) if k > 0 => tee.delivered(k),
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
+                    if self.stopping() {
+                        return Err(Step::End);
+                    }
+                }
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                     if !wait {
                         return Ok(());
                     }
                     let _ = sys::poll_one(tee.fd, libc::POLLOUT, 100);
-                    if self
-                        .progress
-                        .control
-                        .stop
-                        .load(std::sync::atomic::Ordering::Relaxed)
-                    {
+                    if self.stopping() {
                         return Err(Step::End);
                     }
                 }
@@ -819,6 +849,7 @@ impl Engine<'_> {
             Some(p) => sys::read(p.r.as_fd(), &mut scratch[..want]),
             None => Err(io::Error::from_raw_os_error(libc::EBADF)),
         };
+        let wrote = matches!(read, Ok(k) if k > 0);
         let result = match read {
             Ok(k) if k > 0 => tee.writer.write(&scratch[..k]).map(|()| k),
             Ok(_) => Err(io::Error::from_raw_os_error(libc::EIO)),
@@ -830,7 +861,12 @@ impl Engine<'_> {
                 tee.delivered(k);
                 Ok(())
             }
-            Err(e) => self.tee_failed(i, &e),
+            Err(e) => {
+                if wrote {
+                    tee.delivered(tee.writer.written());
+                }
+                self.tee_failed(i, &e)
+            }
         }
     }
 
@@ -854,7 +890,10 @@ impl Engine<'_> {
             }
             match tee.writer.write(&self.buf[start..start + len]) {
                 Ok(()) => tee.delivered(len),
-                Err(e) => self.tee_failed(i, &e)?,
+                Err(e) => {
+                    tee.delivered(tee.writer.written());
+                    self.tee_failed(i, &e)?;
+                }
             }
         }
         Ok(())
@@ -878,6 +917,11 @@ impl Engine<'_> {
     /// Output `i` failed with `e`: it gets no more data; reported and fatal as
     /// `--tee-error` says. Err: the run must end.
     fn tee_failed(&mut self, i: usize, e: &io::Error) -> Result<(), Step> {
+        if e.raw_os_error() == Some(libc::EINTR) {
+            // Not a failure: the user interrupted a blocked write (writers give up only
+            // then). The output keeps what it got; the run ends.
+            return Err(self.interrupted());
+        }
         let broken = e.raw_os_error() == Some(libc::EPIPE);
         let mode = self.settings.tee_error;
         let tee = &mut self.tees[i];

@@ -75,10 +75,27 @@ impl InputSpec {
             }
             InputSource::Stdin => Source::Borrowed(sys::stdin_fd()),
             InputSource::Fd(fd) => Source::Borrowed(fd.as_fd()),
-            InputSource::Path(path) => Source::File(File::open(path)?),
+            InputSource::Path(path) => Source::File(open_for_reading(path)?),
         };
         let info = sys::fstat(source.fd())?;
         Ok((source, info))
+    }
+}
+
+/// `open(path, O_RDONLY|O_CLOEXEC)`, retried after a signal unless the user asked rpv to
+/// exit (std's `File::open` always retries, so a FIFO without a writer would hold the data
+/// thread after Ctrl-C): then ErrorKind::Interrupted.
+fn open_for_reading(path: &Path) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    loop {
+        match rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(fd) => return Ok(File::from(fd)),
+            Err(rustix::io::Errno::INTR) if crate::signals::exit_requested() => {
+                return Err(io::Error::from(io::ErrorKind::Interrupted));
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

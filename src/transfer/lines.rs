@@ -112,6 +112,7 @@ impl Engine<'_> {
         // Move exactly the n duplicated bytes to the output.
         let mut moved = 0;
         let mut end = None;
+        let mut interrupted = false;
         while moved < n {
             let result = if self.injected_failure() {
                 Err(io::Error::from_raw_os_error(libc::EINVAL))
@@ -125,6 +126,12 @@ impl Engine<'_> {
                 }
                 Ok(k) => moved += k,
                 Err(e) => match e.raw_os_error() {
+                    // Interrupted by the user (the display loop kicks this thread): what
+                    // moved is counted, and the run ends.
+                    Some(libc::EINTR | libc::EAGAIN) if self.stopping() => {
+                        interrupted = true;
+                        break;
+                    }
                     Some(libc::EINTR) => {}
                     Some(libc::EAGAIN) => {
                         let _ = sys::poll_one(self.out, libc::POLLOUT, 100);
@@ -158,6 +165,7 @@ impl Engine<'_> {
             }
         }
         match end {
+            _ if interrupted => Step::End,
             None => Step::Continue,
             Some(Step::End) => self.output_gone(),
             Some(step) => step,

@@ -335,6 +335,8 @@ impl<'a> Engine<'a> {
         self.input = index;
         let (source, info) = match spec.open() {
             Ok(v) => v,
+            // The user interrupted while it waited (a FIFO without a writer): no message.
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => return false,
             Err(err) => {
                 let error = Error::OpenInput {
                     name: name.to_string(),
@@ -689,7 +691,13 @@ impl<'a> Engine<'a> {
             if let Err(e) = self.writer.write(&self.buf[start..start + len]) {
                 match self.write_failed(&e) {
                     Step::Continue => {}
-                    step => return step,
+                    step => {
+                        // What reached the output before the error (or the interrupt).
+                        let done = self.writer.written();
+                        let lines = self.lines_in(start, done);
+                        self.account(done, lines);
+                        return step;
+                    }
                 }
             }
         }
@@ -742,6 +750,20 @@ impl<'a> Engine<'a> {
             }
         }
         (data.len(), lines)
+    }
+
+    /// Separators in `buf[start..start + n]` in line mode (0 in byte mode). Rare path: the
+    /// part of a write that went out before it failed.
+    fn lines_in(&self, start: usize, n: usize) -> u64 {
+        if !self.settings.line_mode {
+            return 0;
+        }
+        bytecount::count(&self.buf[start..start + n], self.settings.separator) as u64
+    }
+
+    /// The display loop asked the engine to stop (an exit signal).
+    fn stopping(&self) -> bool {
+        self.progress.control.stop.load(Ordering::Relaxed)
     }
 
     fn account(&mut self, bytes: usize, lines: u64) {
@@ -916,8 +938,8 @@ impl<'a> Engine<'a> {
     }
 
     /// The user interrupted (SIGINT, SIGTERM, SIGHUP) while a call was blocked: stop here;
-    /// the display loop reports it. (Only a short run on the main thread sees this: data
-    /// threads block those signals.)
+    /// the display loop reports it. (A data thread sees this when the display loop kicks it
+    /// after the signal; a short run on the main thread when the signal itself arrives.)
     fn interrupted(&mut self) -> Step {
         self.progress.control.stop.store(true, Ordering::Relaxed);
         Step::End

@@ -29,6 +29,9 @@ pub struct Writer<'a> {
     _direct_guard: Option<DirectGuard<'a>>,
     /// The last sparse write ended in a hole, so the file must be extended at the end.
     hole_at_end: bool,
+    /// Bytes of the current (or last) [`Writer::write`] that reached the output: all of
+    /// them after a success, the part before the error after a failure.
+    done: usize,
 }
 
 /// Modifiers that change how data is written.
@@ -63,12 +66,16 @@ impl<'a> Writer<'a> {
             direct: direct_guard.is_some(),
             _direct_guard: direct_guard,
             hole_at_end: false,
+            done: 0,
         }
     }
 
-    /// Writes all of `data` (or seeks over its zero blocks, or drops it).
+    /// Writes all of `data` (or seeks over its zero blocks, or drops it). After an error,
+    /// [`Writer::written`] says how much of it reached the output first.
     pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        self.done = 0;
         if self.discard || data.is_empty() {
+            self.done = data.len();
             return Ok(());
         }
         if self.sparse {
@@ -80,6 +87,12 @@ impl<'a> Writer<'a> {
             self.sync_data()?;
         }
         Ok(())
+    }
+
+    /// Bytes of the last [`Writer::write`] that reached the output (all of them unless it
+    /// failed; with `-Y`, a failed sync counts them as written all the same).
+    pub fn written(&self) -> usize {
+        self.done
     }
 
     /// `-Y`: flushes what was written to the device. Only "this kind of file cannot be
@@ -115,6 +128,7 @@ impl<'a> Writer<'a> {
                     self.sparse = false;
                     return self.write_all(&data[pos..]);
                 }
+                self.done += end - pos;
                 self.hole_at_end = true;
                 run_start = end;
             }
@@ -133,10 +147,14 @@ impl<'a> Writer<'a> {
                 Ok(0) => {
                     let _ = sys::poll_one(self.fd, libc::POLLOUT, 100);
                 }
-                Ok(n) => data = &data[n..],
+                Ok(n) => {
+                    data = &data[n..];
+                    self.done += n;
+                }
                 Err(e) => match e.raw_os_error() {
-                    // Interrupted by the user (a short run copies on the main thread, where
-                    // signals arrive): give up the write; otherwise try again.
+                    // Interrupted by the user (the display loop kicks the data thread; a
+                    // short run copies on the main thread, where signals arrive): give up
+                    // the write; otherwise try again.
                     Some(libc::EINTR) if crate::signals::exit_requested() => return Err(e),
                     Some(libc::EINTR) => {}
                     Some(libc::EAGAIN) => {

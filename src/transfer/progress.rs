@@ -6,11 +6,11 @@
 //! (a mutex and an allocation per event, never per chunk) and the `%A`/`%L` tail. Must not:
 //! format progress or touch the terminal.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use crate::meter::{Event, Tail};
-use crate::signals::Waker;
+use crate::signals::{Kick, Waker};
 
 /// Counters written by the engine, read by the display side.
 #[derive(Debug, Default)]
@@ -96,6 +96,8 @@ pub struct Progress {
     pub tail: Mutex<Tail>,
     events: Mutex<Vec<Event>>,
     waker: Waker,
+    /// The data thread running the engine ([`Kick::to_raw`]; 0: none, or the main thread).
+    thread: AtomicI32,
 }
 
 impl Progress {
@@ -156,5 +158,24 @@ impl Progress {
     /// True once the engine has finished.
     pub fn is_done(&self) -> bool {
         self.outcome.done.load(Ordering::Acquire)
+    }
+
+    /// Records the data thread that runs the engine (called on it before it starts).
+    pub fn set_data_thread(&self, kick: Kick) {
+        self.thread.store(kick.to_raw(), Ordering::Relaxed);
+    }
+
+    /// Asks the engine to stop, and interrupts the call its data thread may be blocked in
+    /// (it then counts what that call moved, and finishes). Call again until [`is_done`]:
+    /// a kick that lands just before a blocking call does not interrupt it.
+    ///
+    /// [`is_done`]: Progress::is_done
+    pub fn stop(&self) {
+        self.control.stop.store(true, Ordering::Relaxed);
+        if !self.is_done() {
+            if let Some(kick) = Kick::from_raw(self.thread.load(Ordering::Relaxed)) {
+                kick.send();
+            }
+        }
     }
 }

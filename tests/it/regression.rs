@@ -182,7 +182,10 @@ fn the_pid_file_never_replaces_anything_but_a_regular_file() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with(&format!("rpv: {}: ", s(&fifo))));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("rpv: -P {}: not a regular file\n", s(&fifo))
+    );
     let meta = std::fs::symlink_metadata(&fifo).unwrap();
     assert!(meta.file_type().is_fifo(), "the FIFO is still there");
     // A regular file is replaced (and removed at the end), as before.
@@ -288,5 +291,167 @@ fn cursor_mode_gives_each_side_of_monitor_both_its_own_row() {
     assert!(
         rows[outs[0]].contains("2.00MiB") && rows[outs[0]].contains("1:1"),
         "{rows:#?}"
+    );
+}
+
+/// `-P FILE` with FILE also an input, the output or a `--tee` output: the pid file replaced
+/// it (and was removed at the end), so the data was lost with status 0 (`rpv -P f f` deleted
+/// f and wrote the PID into the output). Refused like an input that is the output: status
+/// 4, before anything is opened, written or read.
+#[test]
+fn a_pid_file_that_is_also_an_input_or_an_output_is_refused() {
+    let dir = Dir::new();
+    let bytes = data(70_000, 31);
+    let f = dir.path("f");
+    let o = dir.path("o");
+    let other = dir.file("other", b"other");
+    let sh = |script: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", script, env!("CARGO_BIN_EXE_rpv")])
+            .current_dir(dir.dir.path())
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for (script, message) in [
+        ("\"$0\" -q -P f f > o", "input file is pid file: f"),
+        (
+            "\"$0\" -q -P f other - < f > o",
+            "input file is pid file: (stdin)",
+        ),
+        ("\"$0\" -q -P ./f -o o f", "input file is pid file: f"),
+        (
+            "ln -sf f lnk; \"$0\" -q -P f lnk > o",
+            "input file is pid file: lnk",
+        ),
+        (
+            "\"$0\" -q -P f --tee f other > o",
+            "--tee file is pid file: f",
+        ),
+        ("\"$0\" -q -P f -o f other", "output file is pid file: f"),
+        (
+            "\"$0\" -q -P f other >> f",
+            "output file is pid file: (stdout)",
+        ),
+        ("\"$0\" -q -P f -U f other > o", "-U file is pid file: f"),
+        (
+            "\"$0\" -q -P f -M in -o f -- cat < other",
+            "output file is pid file: f",
+        ),
+    ] {
+        std::fs::write(&f, &bytes).unwrap();
+        let _ = std::fs::remove_file(&o);
+        let out = sh(script);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with(&format!("rpv: {message}")) && stderr.lines().count() == 1,
+            "{script}: {stderr}"
+        );
+        assert_eq!(out.status.code(), Some(4), "{script}: {stderr}");
+        assert!(std::fs::read(&f).unwrap() == bytes, "{script}: f untouched");
+        assert!(
+            std::fs::metadata(&o).map_or(true, |m| m.len() == 0),
+            "{script}: nothing written"
+        );
+    }
+    // A pid file that does not exist yet, named as the output: refused as well (the output
+    // would be created, then deleted at the end).
+    let _ = std::fs::remove_file(&f);
+    let out = sh("\"$0\" -q -P f -o f other");
+    assert_eq!(out.status.code(), Some(4));
+    assert!(!f.exists(), "no pid file left behind");
+    // Anything else still works.
+    let out = sh("\"$0\" -q -P f other > o");
+    assert!(out.status.success());
+    assert_eq!(std::fs::read(&o).unwrap(), b"other");
+    assert!(!f.exists());
+    assert_eq!(std::fs::read(&other).unwrap(), b"other");
+}
+
+/// `-P` on a device: named as a `-P` problem (it said `rpv: /dev/null: File exists`), and
+/// the device stays.
+#[test]
+fn a_pid_file_that_is_a_device_is_refused_naming_p() {
+    let out = rpv(&["-q", "-P", "/dev/null", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rpv: -P /dev/null: not a regular file\n"
+    );
+    let meta = std::fs::metadata("/dev/null").unwrap();
+    assert!(meta.file_type().is_char_device());
+}
+
+/// `--tee -` with standard output closed wrote the copy into /dev/null (Rust's runtime
+/// reopens a closed descriptor 1 there) with status 0; a closed standard output is an error
+/// whichever option names it.
+#[test]
+fn tee_to_a_closed_standard_output_is_an_error() {
+    let dir = Dir::new();
+    let input = dir.file("in", b"hello\n");
+    let o = dir.path("o");
+    let out = std::process::Command::new("sh")
+        .args(["-c", "\"$0\" -q -o \"$1\" --tee - \"$2\" >&-"])
+        .args([env!("CARGO_BIN_EXE_rpv"), s(&o), s(&input)])
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rpv: failed to stat output file: Bad file descriptor\n"
+    );
+    assert!(!o.exists(), "refused before anything was opened");
+}
+
+/// `-U` with a store that is not a regular file: `/dev/null` lost the data with status 0,
+/// `/dev/zero` sent zeros for ever, a FIFO waited for a reader that was rpv itself.
+#[test]
+fn a_store_that_is_not_a_regular_file_is_refused() {
+    let dir = Dir::new();
+    let fifo = dir.path("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for store in ["/dev/null", "/dev/zero", s(&fifo)] {
+        let mut child = rpv(&["-q", "-U", store])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = std::io::Write::write_all(&mut stdin, b"abc\n");
+        drop(stdin);
+        let status = wait_within(&mut child, 20.0, store);
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+        assert_eq!(
+            stderr_of(&mut child),
+            format!("rpv: -U {store}: not a regular file\n")
+        );
+        assert_eq!(status.code(), Some(1), "{store}");
+        assert!(out.is_empty(), "{store}: nothing forwarded");
+    }
+}
+
+/// `-U -` with a `TMPDIR` that does not exist said `rpv: /nonexistent: No such file or
+/// directory`, naming neither `-U` nor `TMPDIR`.
+#[test]
+fn a_bad_tmpdir_for_the_store_is_named_as_such() {
+    let out = rpv(&["-q", "-U", "-", "/dev/null"])
+        .env("TMPDIR", "/nonexistent/dir")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rpv: -U -: cannot make a temporary file in /nonexistent/dir (TMPDIR): No such file \
+         or directory\n"
     );
 }

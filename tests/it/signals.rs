@@ -92,7 +92,7 @@ fn stopped_time_is_not_counted_and_the_transfer_resumes() {
 }
 
 /// A pipe whose buffer is already full, so any write to it blocks.
-fn full_pipe() -> (OwnedFd, OwnedFd) {
+pub(crate) fn full_pipe() -> (OwnedFd, OwnedFd) {
     // Close-on-exec, so other tests' children do not inherit them.
     let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
     rustix::fs::fcntl_setfl(&w, rustix::fs::OFlags::NONBLOCK).unwrap();

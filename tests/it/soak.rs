@@ -5,6 +5,12 @@
 //! SIGCONT, SIGTSTP and SIGCONT, and SIGWINCH at random. Every run must end with status 0
 //! and the exact bytes. It prints each run, and a summary.
 //!
+//! Three runs in ten are interrupted: one instance gets SIGINT, SIGTERM or SIGHUP at a
+//! random moment. It must end with status 32 (or 0 if it had finished), the others with 0;
+//! the output and every `--tee` copy must be a prefix of the stream, and every instance with
+//! `--json` must report in its `end` what reached its `--tee` copies and, from the
+//! interrupted instance on, what reached its output (the next stages pass everything on).
+//!
 //! `RPV_SOAK_SECS=300 cargo test --release --test it soak -- --ignored --nocapture`
 //! (default 60 s; `RPV_SOAK_SEED` repeats a sequence).
 
@@ -71,6 +77,8 @@ struct Plan {
     stages: Vec<Vec<String>>,
     /// Send signals while it runs.
     signals: bool,
+    /// Interrupt an instance: (which, signal, after how many milliseconds).
+    interrupt: Option<(usize, libc::c_int, u64)>,
 }
 
 fn plan(rng: &mut Rng) -> Plan {
@@ -88,10 +96,18 @@ fn plan(rng: &mut Rng) -> Plan {
     };
     let sink = *rng.pick(&[Sink::File, Sink::Named, Sink::SlowReader]);
     let instances = 1 + rng.below(3) as usize;
+    let interrupt = rng.chance(30).then(|| {
+        let which = rng.below(instances as u64) as usize;
+        let signal = *rng.pick(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
+        (which, signal, 2 + rng.below(150))
+    });
     let mut stages = Vec::new();
     for i in 0..instances {
         let mut o: Vec<String> = Vec::new();
+        // The interrupted instance mostly reports in --json, whose totals are checked.
+        let json = interrupt.is_some_and(|(which, _, _)| which == i) && rng.chance(70);
         match rng.below(8) {
+            _ if json => o.extend(["--json", "-i", "0.1"].map(String::from)),
             0..=2 => o.extend(["-f", "-i", "0.1"].map(String::from)),
             3 => o.extend(["--json", "-i", "0.1"].map(String::from)),
             4 => o.extend(["--log", "-i", "0.1"].map(String::from)),
@@ -147,7 +163,30 @@ fn plan(rng: &mut Rng) -> Plan {
         sink,
         stages,
         signals: rng.chance(60),
+        interrupt,
     }
+}
+
+/// What an interrupted run checked.
+#[derive(Debug, Default)]
+struct Checked {
+    /// An instance ended with status 32.
+    interrupted: bool,
+    /// `end` totals compared with what reached a main output.
+    outputs: usize,
+    /// `end` totals compared with a `--tee` copy.
+    copies: usize,
+}
+
+/// The `end` object of an instance's `--json` output.
+fn json_end(stderr: &str) -> Result<serde_json::Value, String> {
+    let last = stderr.lines().last().unwrap_or_default();
+    let end: serde_json::Value =
+        serde_json::from_str(last).map_err(|e| format!("last --json line {last:?}: {e}"))?;
+    if end["type"] != "end" {
+        return Err(format!("last --json line is not the end: {last}"));
+    }
+    Ok(end)
 }
 
 /// Sends `signal` to `pid`.
@@ -158,8 +197,19 @@ fn kill(pid: u32, signal: libc::c_int) {
     }
 }
 
+/// True once process `pid` has a handler for `signal` (`SigCgt` in /proc/PID/status).
+fn catches(pid: u32, signal: libc::c_int) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
+}
+
 /// Runs one plan; returns a description of what went wrong, if anything.
-fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
+fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
     let input = data(plan.len, plan.seed);
     let expected = if plan.source == Source::Zero {
         vec![0; plan.len]
@@ -307,11 +357,27 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
             sent
         })
     });
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(120);
     let mut statuses = Vec::new();
-    for child in &mut children {
+    let mut interrupt = plan.interrupt;
+    for i in 0..children.len() {
         loop {
-            if let Some(status) = child.try_wait().unwrap() {
+            // The interrupt, from this thread, which alone reaps the children: the target
+            // is signalled only while it has not been reaped (its PID is still its own).
+            // Not before it has its handler: a signal that comes first ends any program
+            // (pv too) by the signal itself.
+            if let Some((which, signal, after)) = interrupt {
+                if statuses.len() > which {
+                    interrupt = None;
+                } else if started.elapsed() >= Duration::from_millis(after)
+                    && catches(children[which].id(), signal)
+                {
+                    kill(children[which].id(), signal);
+                    interrupt = None;
+                }
+            }
+            if let Some(status) = children[i].try_wait().unwrap() {
                 statuses.push(status);
                 break;
             }
@@ -340,7 +406,16 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
         std::fs::write(file, reader.join().unwrap()).unwrap();
     }
     let _ = rng.next();
+    let mut checked = Checked::default();
+    let interrupted = plan
+        .interrupt
+        .map(|(which, _, _)| which)
+        .filter(|&which| statuses[which].code() == Some(32));
     for (i, status) in statuses.iter().enumerate() {
+        if Some(i) == interrupted {
+            checked.interrupted = true;
+            continue;
+        }
         if !status.success() {
             return Err(format!(
                 "instance {i} ended with {status} ({sent} signals): {}",
@@ -354,6 +429,56 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
                     .collect::<String>()
             ));
         }
+    }
+    if let Some(which) = interrupted {
+        // Prefixes everywhere, and the --json totals of what reached each output.
+        if !expected.starts_with(&out) {
+            return Err(format!(
+                "interrupted: the {} bytes out are not a prefix ({sent} signals)",
+                out.len()
+            ));
+        }
+        for (i, options) in plan.stages.iter().enumerate() {
+            let tee = options
+                .iter()
+                .find_map(|o| o.strip_prefix(TEE).or_else(|| o.strip_prefix(FIFO)));
+            let copy = tee.map(|n| std::fs::read(dir.path(&format!("tee{n}"))).unwrap_or_default());
+            if let Some(copy) = &copy {
+                if !expected.starts_with(copy) {
+                    return Err(format!("interrupted: --tee of instance {i} not a prefix"));
+                }
+            }
+            if !options.iter().any(|o| o == "--json") {
+                continue;
+            }
+            let end = json_end(&stderr[i]).map_err(|e| format!("instance {i}: {e}"))?;
+            if let Some(copy) = &copy {
+                let total = &end["outputs"][0]["bytes"];
+                if *total != copy.len() {
+                    return Err(format!(
+                        "instance {i}: end says {total} bytes went to --tee, the copy has {}",
+                        copy.len()
+                    ));
+                }
+                checked.copies += 1;
+            }
+            if i >= which {
+                let (key, want) = if options.iter().any(|o| o == "-l") {
+                    ("lines", out.iter().filter(|&&b| b == b'\n').count())
+                } else {
+                    ("bytes", out.len())
+                };
+                if end[key] != want {
+                    return Err(format!(
+                        "instance {i}: end says {} {key}, {want} reached the output \
+                         (instance {which} interrupted)",
+                        end[key]
+                    ));
+                }
+                checked.outputs += 1;
+            }
+        }
+        return Ok(checked);
     }
     if out != expected {
         let first = out.iter().zip(&expected).position(|(a, b)| a != b);
@@ -382,7 +507,7 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<(), String> {
     if sent > 0 {
         eprint!(" [{sent} signals]");
     }
-    Ok(())
+    Ok(checked)
 }
 
 #[test]
@@ -406,11 +531,18 @@ fn soak() {
     let dir = Dir::new();
     let end = Instant::now() + Duration::from_secs(secs);
     let (mut runs, mut bytes, mut failures) = (0, 0u64, Vec::new());
+    let (mut interrupted, mut outputs, mut copies) = (0, 0, 0);
     while Instant::now() < end {
         let plan = plan(&mut rng);
         let stages: Vec<String> = plan.stages.iter().map(|s| s.join(" ")).collect();
+        let stop = match plan.interrupt {
+            Some((which, signal, after)) => {
+                format!(", signal {signal} to instance {which} after {after} ms")
+            }
+            None => String::new(),
+        };
         eprint!(
-            "run {runs}: {:?} {} B → [{}] → {:?}{}",
+            "run {runs}: {:?} {} B → [{}] → {:?}{}{stop}",
             plan.source,
             plan.len,
             stages.join("] | ["),
@@ -419,7 +551,18 @@ fn soak() {
         );
         let started = Instant::now();
         match run(&plan, &dir, &mut rng) {
-            Ok(()) => eprintln!(" ok in {:.2} s", started.elapsed().as_secs_f64()),
+            Ok(checked) => {
+                if checked.interrupted {
+                    interrupted += 1;
+                    outputs += checked.outputs;
+                    copies += checked.copies;
+                    eprint!(
+                        " [interrupted: {} output and {} --tee totals checked]",
+                        checked.outputs, checked.copies
+                    );
+                }
+                eprintln!(" ok in {:.2} s", started.elapsed().as_secs_f64());
+            }
             Err(e) => {
                 eprintln!(" FAILED: {e}");
                 failures.push(format!("run {runs} ({plan:?}): {e}"));
@@ -429,7 +572,9 @@ fn soak() {
         bytes += plan.len as u64;
     }
     eprintln!(
-        "soak: {runs} runs, {:.1} MiB checked, {} failed (RPV_SOAK_SEED={seed})",
+        "soak: {runs} runs, {:.1} MiB checked, {} failed (RPV_SOAK_SEED={seed}); \
+         {interrupted} interrupted, whose --json end totals matched {outputs} outputs and \
+         {copies} --tee copies",
         bytes as f64 / 1048576.0,
         failures.len()
     );

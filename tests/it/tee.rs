@@ -377,6 +377,33 @@ fn a_main_output_that_refuses_splice_keeps_every_output_exact() {
     }
 }
 
+/// The same at every size boundary, with a FIFO copy too: the main output's share of each
+/// round goes by read + write after the refused splice (the catch-up), and read/write then
+/// takes over.
+#[test]
+fn a_main_output_that_refuses_splice_keeps_every_output_exact_at_every_size() {
+    let dir = Dir::new();
+    let (tee_path, fifo, main_path) = (dir.path("t"), dir.path("fifo"), dir.path("main"));
+    for &size in &SIZES {
+        let bytes = data(size, 8);
+        std::fs::write(&main_path, b"head:").unwrap();
+        let _ = std::fs::remove_file(&fifo);
+        let fifo_thread = fifo_reader(&fifo);
+        let out = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&main_path)
+            .unwrap();
+        let mut cmd = rpv(&["-q", "--tee", s(&tee_path), "--tee", s(&fifo)]);
+        cmd.stdout(out);
+        let o = crate::util::run_with_input_keep_stdout(cmd, &bytes);
+        assert!(o.status.success(), "size {size}: {}", err(&o));
+        assert_same(&std::fs::read(&tee_path).unwrap(), &bytes, "tee file");
+        assert_same(&fifo_thread.join().unwrap(), &bytes, "tee FIFO");
+        let main = std::fs::read(&main_path).unwrap();
+        assert_same(&main, &[&b"head:"[..], &bytes].concat(), "appended main");
+    }
+}
+
 /// strace's fault injection, if strace can trace here.
 fn strace_works() -> bool {
     Command::new("strace")
