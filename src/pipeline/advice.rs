@@ -282,8 +282,17 @@ fn slow_end(s: &Situation<'_>, _: &Tools) -> Option<String> {
         Position::Middle | Position::Only => return None,
     };
     let busy = s.time.get(Part::Busy) + s.time.get(Part::Starved);
+    let input = s.time.get(Part::Input);
+    let output = s.time.get(Part::Output);
     let what = if busy >= MOSTLY {
         format!("busy {} of the time", percent(busy))
+    } else if s.position == Position::First && input >= MOSTLY {
+        format!("waiting for its own input {} of the time", percent(input))
+    } else if s.position == Position::Last && output >= MOSTLY {
+        format!(
+            "waiting to write its output {} of the time",
+            percent(output)
+        )
     } else {
         format!("on its own {} of the time", percent(s.time.own()))
     };
@@ -488,6 +497,27 @@ mod tests {
                  time); the others wait for it"
             )
         );
+        // A producer reading a slow FIFO; a consumer writing to a slow reader.
+        let s = situation(
+            "cat fifo",
+            Position::First,
+            &[(Part::Input, 99.0), (Part::Busy, 1.0)],
+        );
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "the producer is the slowest stage: cat fifo (waiting for its own input 99% \
+                 of the time); the others wait for it"
+            )
+        );
+        let s = situation(
+            "nc host 9",
+            Position::Last,
+            &[(Part::Output, 90.0), (Part::Busy, 10.0)],
+        );
+        assert!(advise(&s, &Tools::default())
+            .unwrap()
+            .contains("(waiting to write its output 90% of the time)"));
         // A middle stage that is neither a compressor nor waiting on something: no advice.
         let s = situation("sed s/a/b/", Position::Middle, &busy);
         assert_eq!(advise(&s, &Tools::default()), None);

@@ -141,17 +141,17 @@ pub fn is_full(fill: Fill) -> bool {
 }
 
 /// Settles a sleep in `poll` (or an old kernel's `pipe_wait`) with the pipes: an empty input
-/// means waiting for it; a full output means waiting to write it.
+/// means waiting for it; a full output means waiting to write it; an input with data and an
+/// output with room mean waiting for a timeout (pv's rate limit sleeps in `select`).
 pub fn resolve(activity: Activity, input: Option<Fill>, output: Option<Fill>) -> Activity {
     if activity != Activity::Sleeping(Sleep::Poll) {
         return activity;
     }
-    if input.is_some_and(|f| f.queued == 0) {
-        Activity::WaitInput
-    } else if output.is_some_and(is_full) {
-        Activity::WaitOutput
-    } else {
-        activity
+    match (input, output) {
+        (Some(i), _) if i.queued == 0 => Activity::WaitInput,
+        (_, Some(o)) if is_full(o) => Activity::WaitOutput,
+        (Some(_), Some(_)) => Activity::Sleeping(Sleep::Timer),
+        _ => activity,
     }
 }
 
@@ -171,13 +171,36 @@ pub struct StageState {
     /// Where its time went over the last window, as fractions ([`Split::shares`]); `None`
     /// before two readings.
     pub time: Option<Split>,
+    /// A stage of the pipeline writes its input pipe (false for the first stage: what it
+    /// reads comes from outside the pipeline).
+    pub upstream: bool,
+    /// A stage of the pipeline reads its output pipe (false for the last stage).
+    pub downstream: bool,
+}
+
+impl StageState {
+    /// Its time on its own account: [`Split::own`], and for the first stage its waits for
+    /// input (its source is outside the pipeline: a FIFO, another program), for the last its
+    /// waits for output.
+    pub fn own(&self, time: &Split) -> f64 {
+        let mut own = time.own();
+        if !self.upstream {
+            own += time.get(Part::Input);
+        }
+        if !self.downstream {
+            own += time.get(Part::Output);
+        }
+        own
+    }
 }
 
 /// The stage holding the pipeline back, by index, if any: of the stages that spent at
 /// least [`MIN_OWN`] of the window on their own account — on a CPU, waiting for one, or
-/// blocked on anything but their pipes (a timer, the disk, the network, a lock, stopped) —
-/// the one that spent the most, the busier of two equals. A stage waiting to read an empty
-/// input or to write a full output is held back by a neighbour instead. The shares cover
+/// blocked on anything but their neighbours (a timer, the disk, the network, a lock,
+/// stopped; for the first stage its source, for the last its destination) — the one that
+/// spent the most, the busier of two equals. A stage waiting to read an empty pipe from
+/// the stage before it, or to write a full one to the stage after it, is held back by
+/// that neighbour instead. The shares cover
 /// the whole window, so a stage that is busy 98 % of the time is found even if every
 /// instant it was looked at, it was waiting for its input.
 ///
@@ -204,12 +227,12 @@ pub fn bottleneck(stages: &[StageState]) -> Option<usize> {
             let waited =
                 (i > 0 && part(i - 1, Part::Output) >= 0.5) || part(i + 1, Part::Input) >= 0.5;
             if waited {
-                time.own() + time.get(Part::Unknown)
+                s.own(&time) + time.get(Part::Unknown)
             } else {
-                time.own()
+                s.own(&time)
             }
         } else {
-            time.own()
+            s.own(&time)
         };
         if score < MIN_OWN {
             continue;
@@ -294,7 +317,25 @@ mod tests {
         StageState {
             activity,
             time: time.shares(),
+            upstream: true,
+            downstream: true,
         }
+    }
+
+    /// The bottleneck of `stages` as a pipeline of their own: the first has no stage
+    /// before it, the last none after it.
+    fn bottleneck_of(stages: &[StageState]) -> Option<usize> {
+        let n = stages.len();
+        let chained: Vec<StageState> = stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| StageState {
+                upstream: i > 0,
+                downstream: i + 1 < n,
+                ..*s
+            })
+            .collect();
+        bottleneck(&chained)
     }
 
     #[test]
@@ -357,7 +398,12 @@ mod tests {
         let poll = Activity::Sleeping(Sleep::Poll);
         assert_eq!(resolve(poll, Some(EMPTY), Some(SOME)), Activity::WaitInput);
         assert_eq!(resolve(poll, Some(SOME), Some(FULL)), Activity::WaitOutput);
-        assert_eq!(resolve(poll, Some(SOME), Some(SOME)), poll);
+        // Both pipes ready, yet asleep: a timeout (a rate limit in select).
+        assert_eq!(
+            resolve(poll, Some(SOME), Some(SOME)),
+            Activity::Sleeping(Sleep::Timer)
+        );
+        assert_eq!(resolve(poll, Some(SOME), None), poll);
         assert_eq!(resolve(poll, None, None), poll);
         assert_eq!(
             resolve(Activity::Running, Some(EMPTY), None),
@@ -388,7 +434,7 @@ mod tests {
                 &[(Part::Busy, 97.0), (Part::Starved, 1.0), (Part::Input, 2.0)],
             ),
         ];
-        assert_eq!(bottleneck(&stages), Some(2));
+        assert_eq!(bottleneck_of(&stages), Some(2));
     }
 
     #[test]
@@ -417,7 +463,7 @@ mod tests {
                 ],
             ),
         ];
-        assert_eq!(bottleneck(&stages), Some(2));
+        assert_eq!(bottleneck_of(&stages), Some(2));
         assert_eq!(state(stages[2].time, Activity::Running), Activity::Starved);
         assert_eq!(
             state(stages[1].time, Activity::Running),
@@ -441,7 +487,7 @@ mod tests {
                 &[(Part::Busy, 3.0), (Part::Input, 97.0)],
             ),
         ];
-        assert_eq!(bottleneck(&producer), Some(0));
+        assert_eq!(bottleneck_of(&producer), Some(0));
         let middle = [
             stage(
                 Activity::WaitOutput,
@@ -450,7 +496,7 @@ mod tests {
             stage(Activity::Running, &[(Part::Busy, 99.0), (Part::Input, 1.0)]),
             stage(Activity::Running, &[(Part::Busy, 2.0), (Part::Input, 98.0)]),
         ];
-        assert_eq!(bottleneck(&middle), Some(1));
+        assert_eq!(bottleneck_of(&middle), Some(1));
         let consumer = [
             stage(
                 Activity::WaitOutput,
@@ -462,7 +508,7 @@ mod tests {
             ),
             stage(Activity::Running, &[(Part::Busy, 99.0), (Part::Input, 1.0)]),
         ];
-        assert_eq!(bottleneck(&consumer), Some(2));
+        assert_eq!(bottleneck_of(&consumer), Some(2));
     }
 
     #[test]
@@ -479,7 +525,7 @@ mod tests {
             ),
             stage(Activity::Running, &[(Part::Busy, 6.0), (Part::Input, 94.0)]),
         ];
-        assert_eq!(bottleneck(&limited), Some(1));
+        assert_eq!(bottleneck_of(&limited), Some(1));
         // A consumer sleeping between reads (in poll/select with nothing to wait for).
         let sleeper = [
             stage(Activity::WaitOutput, &[(Part::Output, 100.0)]),
@@ -488,7 +534,7 @@ mod tests {
                 &[(Part::Busy, 1.0), (Part::Other, 99.0)],
             ),
         ];
-        assert_eq!(bottleneck(&sleeper), Some(1));
+        assert_eq!(bottleneck_of(&sleeper), Some(1));
         assert_eq!(
             state(sleeper[1].time, Activity::Running),
             Activity::Sleeping(Sleep::Other)
@@ -500,25 +546,45 @@ mod tests {
     }
 
     #[test]
-    fn nobody_holds_back_an_idle_or_ended_pipeline() {
-        // The pipeline's input comes from outside it, and nothing arrives.
-        let idle = [
+    fn the_ends_wait_for_the_outside_and_an_ended_pipeline_has_no_bottleneck() {
+        // The first stage reads a FIFO whose writer is slow: what it waits for is outside
+        // the pipeline, so it holds the others back.
+        let source = [
             stage(Activity::WaitInput, &[(Part::Input, 100.0)]),
             stage(Activity::WaitInput, &[(Part::Input, 100.0)]),
         ];
-        assert_eq!(bottleneck(&idle), None);
+        assert_eq!(bottleneck_of(&source), Some(0));
+        // The last stage writes to a slow reader outside the pipeline.
+        let sink = [
+            stage(Activity::WaitOutput, &[(Part::Output, 100.0)]),
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
+            ),
+        ];
+        assert_eq!(bottleneck_of(&sink), Some(1));
+        // In the middle, waiting for a neighbour is not the stage's own time.
+        let middle = [stage(Activity::WaitInput, &[(Part::Input, 100.0)])];
+        let held = StageState {
+            upstream: true,
+            downstream: true,
+            ..middle[0]
+        };
+        assert_eq!(bottleneck(&[held]), None);
         let ended = [
             stage(Activity::Ended, &[(Part::Busy, 100.0)]),
             stage(Activity::WaitInput, &[(Part::Input, 100.0)]),
         ];
-        assert_eq!(bottleneck(&ended), None);
+        assert_eq!(bottleneck_of(&ended), None);
         // Nothing measured yet.
         let unknown = [StageState {
             activity: Activity::Running,
             time: None,
+            upstream: false,
+            downstream: false,
         }];
-        assert_eq!(bottleneck(&unknown), None);
-        assert_eq!(bottleneck(&[]), None);
+        assert_eq!(bottleneck_of(&unknown), None);
+        assert_eq!(bottleneck_of(&[]), None);
     }
 
     #[test]
@@ -530,12 +596,12 @@ mod tests {
                 &[(Part::Busy, 60.0), (Part::Timer, 39.5), (Part::Input, 0.5)],
             ),
         ];
-        assert_eq!(bottleneck(&stages), Some(1));
+        assert_eq!(bottleneck_of(&stages), Some(1));
         let sleeps = [
             stage(Activity::Sleeping(Sleep::Timer), &[(Part::Timer, 100.0)]),
             stage(Activity::Sleeping(Sleep::Timer), &[(Part::Timer, 100.0)]),
         ];
-        assert_eq!(bottleneck(&sleeps), Some(0));
+        assert_eq!(bottleneck_of(&sleeps), Some(0));
     }
 
     #[test]
@@ -545,14 +611,14 @@ mod tests {
             stage(Activity::Stopped, &[(Part::Other, 100.0)]),
             stage(Activity::WaitInput, &[(Part::Input, 100.0)]),
         ];
-        assert_eq!(bottleneck(&stages), Some(1));
+        assert_eq!(bottleneck_of(&stages), Some(1));
         assert_eq!(state(stages[1].time, Activity::Stopped), Activity::Stopped);
         let stopped = [
             stage(Activity::Stopped, &[(Part::Other, 100.0)]),
             stage(Activity::Stopped, &[(Part::Other, 100.0)]),
             stage(Activity::Ended, &[]),
         ];
-        assert_eq!(bottleneck(&stopped), None);
+        assert_eq!(bottleneck_of(&stopped), None);
     }
 
     #[test]
@@ -573,7 +639,7 @@ mod tests {
                 &[(Part::Busy, 1.0), (Part::Input, 99.0)],
             ),
         ];
-        assert_eq!(bottleneck(&stages), Some(1));
+        assert_eq!(bottleneck_of(&stages), Some(1));
         assert_eq!(state(hidden.time, Activity::Unknown), Activity::Unknown);
         let stages = [
             stage(
@@ -582,13 +648,13 @@ mod tests {
             ),
             hidden,
         ];
-        assert_eq!(bottleneck(&stages), Some(0));
+        assert_eq!(bottleneck_of(&stages), Some(0));
         // Busy on its own: blamed by its CPU time.
         let busy = stage(
             Activity::Unknown,
             &[(Part::Busy, 95.0), (Part::Unknown, 5.0)],
         );
-        assert_eq!(bottleneck(&[busy]), Some(0));
+        assert_eq!(bottleneck_of(&[busy]), Some(0));
     }
 
     #[test]

@@ -37,8 +37,9 @@ pub const MARK: &str = "bottleneck";
 type CellOf = fn(&StageView, CountKind) -> Cell<'static>;
 
 /// The columns of the table, left to right, and what a stage shows in each. Priorities
-/// (lower gives way first): 5 a command longer than 24 columns is cut to 24; 10 the pipe
-/// bar; 20 the command's arguments (to 12 columns); 30 the time bar; 40 the PID; 45 the
+/// (lower gives way first): 5 a command longer than 24 columns is cut to 24; 8 the bytes
+/// that came through the stage since the watch began; 10 the pipe bar; 20 the command's
+/// arguments (to 12 columns); 30 the time bar; 40 the PID; 45 the
 /// CPU; 55 the state; 60 the command to 8 columns; 90 and up, below 40 columns, the
 /// minimal layout.
 pub fn columns() -> Vec<(Column, CellOf)> {
@@ -72,6 +73,15 @@ pub fn columns() -> Vec<(Column, CellOf)> {
         (
             Column::new("OUT/s").right().reserve(9).drop_at(91),
             |s, kind| Cell::Text(rate(s.rate_out, kind)),
+        ),
+        (
+            Column::new("BYTES").right().reserve(9).drop_at(8),
+            |s, kind| {
+                Cell::Text(
+                    s.amount
+                        .map_or_else(|| "-".into(), |a| describe_amount(a as f64, kind, "B")),
+                )
+            },
         ),
         (
             Column::new("TIME").reserve(TIME_CELLS).drop_at(30),
@@ -525,6 +535,23 @@ mod tests {
             split_text(&times),
             "timer 50%, disk 20%, network 10%, child 10%, other 5%, unknown 5%"
         );
+    }
+
+    #[test]
+    fn a_wide_terminal_shows_the_bytes_through_each_stage() {
+        let mut s = stage(13326, "gzip -9", Activity::Running);
+        s.amount = Some(3 << 30);
+        let wide = lines(&[s.clone()], 120);
+        assert!(
+            wide[0].ends_with(" CPU STATE              IN/s     OUT/s     BYTES TIME     PIPE"),
+            "{wide:?}"
+        );
+        assert!(
+            wide[1].contains(" 68.1MiB/s   3.00GiB ######<< [#       ]"),
+            "{wide:?}"
+        );
+        // It is the first to go.
+        assert!(!lines(&[s], 90)[0].contains("BYTES"));
     }
 
     #[test]

@@ -262,12 +262,15 @@ fn parents(table: &Table, spec: &StageSpec) -> Vec<(u32, Vec<u32>)> {
         .collect()
 }
 
-/// True if the stage's row says it waits for a neighbour (or a child).
-fn waits_for_neighbour(stage: &Stage) -> bool {
-    matches!(
-        stage.view.activity,
-        Activity::WaitInput | Activity::WaitOutput | Activity::WaitChild
-    )
+/// True if the stage's row says it waits for a neighbour (or a child): its input when a
+/// stage writes it, its output when a stage reads it.
+fn waits_for_neighbour(stage: &Stage, state: &StageState) -> bool {
+    match stage.view.activity {
+        Activity::WaitInput => state.upstream,
+        Activity::WaitOutput => state.downstream,
+        Activity::WaitChild => true,
+        _ => false,
+    }
 }
 
 /// True if the pipe after one stage is the one before the next (as far as is known).
@@ -983,12 +986,16 @@ impl Watcher {
     /// stage that has been the bottleneck most over the last few seconds (unless its row
     /// says it waits for a neighbour: a pipeline whose bottleneck has just moved).
     fn mark_bottleneck(&mut self, dt: u64) {
-        let states: Vec<StageState> = self
-            .stages
-            .iter()
-            .map(|s| StageState {
-                activity: if s.ended { Activity::Ended } else { s.now },
-                time: s.view.time,
+        let states: Vec<StageState> = (0..self.stages.len())
+            .map(|i| {
+                let s = &self.stages[i];
+                let (upstream, downstream) = self.neighbours(i);
+                StageState {
+                    activity: if s.ended { Activity::Ended } else { s.now },
+                    time: s.view.time,
+                    upstream,
+                    downstream,
+                }
             })
             .collect();
         let now = classify::bottleneck(&states);
@@ -1015,7 +1022,9 @@ impl Watcher {
             .stages
             .iter()
             .enumerate()
-            .filter(|(_, s)| !s.ended && s.score >= MARK_THRESHOLD && !waits_for_neighbour(s))
+            .filter(|(i, s)| {
+                !s.ended && s.score >= MARK_THRESHOLD && !waits_for_neighbour(s, &states[*i])
+            })
             .max_by(|a, b| a.1.score.total_cmp(&b.1.score))
             .map(|(i, _)| i);
         for (i, stage) in self.stages.iter_mut().enumerate() {
@@ -1053,15 +1062,22 @@ impl Watcher {
         self.advice = marked.and_then(|i| self.advise(i, &times, idle));
     }
 
-    /// The advice about stage `i`, with every stage's time split as `times`.
-    fn advise(&self, i: usize, times: &[Option<Split>], idle: Option<f64>) -> Option<String> {
+    /// Whether stage `i` has a stage of the pipeline before it and after it, on its pipes.
+    fn neighbours(&self, i: usize) -> (bool, bool) {
         let stage = &self.stages[i];
-        let time = times.get(i).copied().flatten()?;
         let before = i > 0 && connected(self.stages[i - 1].spec.output, stage.spec.input);
         let after = self
             .stages
             .get(i + 1)
             .is_some_and(|next| connected(stage.spec.output, next.spec.input));
+        (before, after)
+    }
+
+    /// The advice about stage `i`, with every stage's time split as `times`.
+    fn advise(&self, i: usize, times: &[Option<Split>], idle: Option<f64>) -> Option<String> {
+        let stage = &self.stages[i];
+        let time = times.get(i).copied().flatten()?;
+        let (before, after) = self.neighbours(i);
         let position = match (before, after) {
             (false, true) => Position::First,
             (true, false) => Position::Last,
