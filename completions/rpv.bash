@@ -107,11 +107,15 @@ _rpv() {
     fi
 
     case $cur in
-        -) mapfile -t COMPREPLY < <(compgen -W "-p -t -e -I -r -a -b -8 -k -T -A -F -n -q -W -D -s -g -l -0 -i -m -w -H -N -u -x -v -f -c -o -L -B -C -E -Z -S -Y -K -O -X -U -d -R -Q -M -P -h -V --progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline --tee --tee-error --term-progress --metrics-file --stall-timeout --completions" -- "$cur") ;;
-        --*) mapfile -t COMPREPLY < <(compgen -W "--progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline --tee --tee-error --term-progress --metrics-file --stall-timeout --completions" -- "$cur") ;;
+        -) mapfile -t COMPREPLY < <(compgen -W "-p -t -e -I -r -a -b -8 -k -T -A -F -n -q -W -D -s -g -l -0 -i -m -w -H -N -u -x -v -f -c -o -L -B -C -E -Z -S -Y -K -O -X -U -d -R -Q -M -P -h -V --progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --completions" -- "$cur") ;;
+        --*) mapfile -t COMPREPLY < <(compgen -W "--progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --completions" -- "$cur") ;;
         -*) ;;
         *) _rpv_files ;;
     esac
+    # "--pipeline=": no space after it, or the value typed next would be a file operand.
+    if [[ $cur == -* && ${#COMPREPLY[@]} == 1 && ${COMPREPLY[0]} == --*= ]]; then
+        compopt -o nospace 2>/dev/null
+    fi
 }
 
 # The long name that --NAME selects, as rpv reads it: an exact name, else the only pv

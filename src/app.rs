@@ -242,7 +242,7 @@ fn transfers(
 ) -> u8 {
     let start = start_of(mode, &plans);
     // `--pipeline` inside a transfer: its own pipeline, its own stage counted by the engine.
-    let own_bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let own_bytes = Arc::new(crate::source::pipeline::OwnStage::default());
     let mut pipeline = None;
     if display.pipeline {
         let interval = display.interval_ns as f64 / 1e9;

@@ -209,12 +209,18 @@ pub enum Event {
     /// An error or warning (its exit bits are already counted).
     Error(Error),
     /// The pipeline view's summary at the end: each stage's share of the time as the
-    /// bottleneck, and the line that says it.
+    /// bottleneck, where each stage's time went, what to try, and the lines that say it.
     Summary {
-        /// `bottleneck: gzip -9 (92% of the time)`.
+        /// `bottleneck: gzip -9 (92% of the time)`, then a line per stage and the advice.
         text: String,
+        /// Which pipeline, from 1, when several are watched (one summary each).
+        job: Option<u32>,
         /// (command, fraction of the time) for each stage that was ever the bottleneck.
         shares: Vec<(String, f64)>,
+        /// (command, where its time went over the watch) for each stage, in order.
+        stages: Vec<(String, Option<crate::pipeline::timeshare::Split>)>,
+        /// What to try, when the cause is clear.
+        advice: Option<String>,
     },
     /// The source finished; `status` is its exit status so far.
     Finished {

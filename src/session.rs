@@ -249,6 +249,10 @@ impl<'a> Session<'a> {
                 self.term.suspend();
                 signals::stop();
             }
+            let now = sys::monotonic_ns();
+            for source in &mut self.sources {
+                source.tick(now);
+            }
             self.serve_control(&mut next_due);
             self.pass_events();
             if signals::exit_requested() {

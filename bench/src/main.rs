@@ -2,7 +2,8 @@
 //! `pv -C`, cat and the direct source→sink ceiling.
 //!
 //! Usage: `rpv-bench [--quick] [--reps N] [--only NAME[,NAME...]] [--list]`.
-//! See BENCHMARKS.md for the topologies and the targets.
+//! See BENCHMARKS.md for the topologies and the targets. `rpv-bench doctor` measures the
+//! pipeline view instead: how often it names the right stage, and what watching costs.
 //!
 //! Environment:
 //! * `RPV_BENCH_RPV`: tool under test (default: `rpv` next to this binary).
@@ -12,6 +13,7 @@
 //! * `RPV_BENCH_PV`: pv binary (default `/usr/bin/pv`).
 //! * `RPV_BENCH_TMPDIR`: where the data files go (default: `$TMPDIR` or /tmp).
 
+mod doctor;
 mod helpers;
 mod measure;
 mod pipeline;
@@ -73,6 +75,11 @@ fn main() -> ExitCode {
             return ExitCode::from(helpers::main(role, &args[1..]) as u8)
         }
         Some("measure") => return ExitCode::from(measure::main(&args[1..]) as u8),
+        Some("doctor") => {
+            let exe = std::env::current_exe().unwrap_or_default();
+            let rpv = doctor::rpv_path(&exe);
+            return ExitCode::from(doctor::main(&args[1..], &rpv) as u8);
+        }
         _ => {}
     }
     match parse_options(&args).and_then(bench) {

@@ -846,6 +846,9 @@ impl<'a> State<'a> {
     fn finish(mut self, operands: Vec<OsString>) -> Result<Options, String> {
         self.clamp();
         self.check_modes(&operands)?;
+        if self.mode == Mode::Pipeline && self.pipeline.is_some() {
+            self.check_pipeline_watch()?;
+        }
         if self.mode == Mode::WatchFd {
             for item in &operands {
                 self.check_watch_item(&item.to_string_lossy())?;
@@ -923,6 +926,27 @@ impl<'a> State<'a> {
             return Ok(());
         };
         Err(self.fail(conflict))
+    }
+
+    /// `--pipeline=PID` watches; it has no transfer, no input, no line of its own: only the
+    /// interval, the size of the view, forcing or quieting it, the summary (`-v`), SI
+    /// units, the rate window, a delay, a pid file, `--json` and `--log` apply. The first
+    /// other option given is refused.
+    fn check_pipeline_watch(&self) -> Result<(), String> {
+        const APPLIES: [char; 12] = ['i', 'w', 'H', 'f', 'q', 'v', 'k', 'm', 'D', 'P', JSON, LOG];
+        let Some(refused) = self
+            .opts
+            .given_letters
+            .chars()
+            .find(|c| !APPLIES.contains(c))
+        else {
+            return Ok(());
+        };
+        let name = match FLAGS.iter().find(|f| f.short == refused) {
+            Some(f) if long_only(refused) => format!("--{}", f.long),
+            _ => format!("-{refused}"),
+        };
+        Err(self.fail(&format!("{name}: cannot be used with --pipeline=PID")))
     }
 
     fn check_watchfd(&self) -> Result<(), String> {

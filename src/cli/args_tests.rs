@@ -1153,11 +1153,12 @@ fn pipeline_option() {
     // Unique prefixes of rpv's own names work; pv's own prefixes keep their meaning.
     assert_eq!(run(&["--pip=7"]).action, Action::Pipeline(Some(7)));
     assert_eq!(run(&["--pi", "x"]).pidfile.as_deref(), Some(Path::new("x")));
-    // The last mode option wins, as for pv's modes.
+    // A later mode option wins, as for pv's modes; an earlier one is refused, as every
+    // option that does not apply to watching a pipeline is.
     assert_eq!(run(&["--pipeline=5", "-Q", "6"]).action, Action::Query(6));
     assert_eq!(
-        run(&["-Q", "6", "--pipeline=5"]).action,
-        Action::Pipeline(Some(5))
+        err(&["-Q", "6", "--pipeline=5"]),
+        "rpv: -Q: cannot be used with --pipeline=PID\n"
     );
     // It is not a short-option letter, and -R does not send it.
     assert!(!run(&["--pipeline=5"]).given_letters.contains(PIPELINE));
@@ -1171,6 +1172,62 @@ fn pipeline_option() {
         err(&["--pipeline=5", "file"]),
         "rpv: --pipeline: files cannot be specified with a process ID\n"
     );
+    // What applies to watching a pipeline.
+    let o = run(&[
+        "--pipeline=5",
+        "-i",
+        "0.5",
+        "-w",
+        "90",
+        "-H",
+        "20",
+        "-f",
+        "-q",
+        "-v",
+        "-k",
+        "-m",
+        "10",
+        "-D",
+        "1",
+        "-P",
+        "pid",
+        "--json",
+        "--log",
+    ]);
+    assert_eq!(o.action, Action::Pipeline(Some(5)));
+    // Everything else is refused, naming the first such option (issue 18 item 6).
+    for (args, name) in [
+        (&["-L", "1M"][..], "-L"),
+        (&["--rate-limit", "1M"], "-L"),
+        (&["-S"], "-S"),
+        (&["-o", "out"], "-o"),
+        (&["-l"], "-l"),
+        (&["-0"], "-0"),
+        (&["-U", "store"], "-U"),
+        (&["-R", "7"], "-R"),
+        (&["-n"], "-n"),
+        (&["-F", "%b"], "-F"),
+        (&["--each"], "--each"),
+        (&["-N", "x"], "-N"),
+        (&["-s", "1G"], "-s"),
+        (&["-p"], "-p"),
+        (&["-c"], "-c"),
+        (&["-x", "windowtitle"], "-x"),
+        (&["-B", "1M"], "-B"),
+        (&["-E"], "-E"),
+        (&["--tee-error", "exit"], "--tee-error"),
+        (&["-q", "-d", "7"], "-d"),
+    ] {
+        let mut line = args.to_vec();
+        line.push("--pipeline=5");
+        assert_eq!(
+            err(&line),
+            format!("rpv: {name}: cannot be used with --pipeline=PID\n"),
+            "{args:?}"
+        );
+    }
+    // Inside a transfer (no PID) every option applies.
+    assert_eq!(run(&["--pipeline", "-L", "1M", "-n"]).rate_limit, 1 << 20);
     assert_eq!(
         err(&["--pipelines"]),
         "rpv: unrecognized option '--pipelines'\n".to_string()

@@ -4,7 +4,9 @@
 //! is) into one script per shell. Options that take a file complete file names, `-d`
 //! completes process IDs, `-R`/`-Q` the IDs of running rpv instances (all processes if there
 //! is none), options with a fixed set of values complete those words, and after
-//! `-M SIDE --` bash and zsh complete the command. Must not: read the system (the scripts
+//! `-M SIDE --` bash and zsh complete the command. An option whose value is optional and
+//! attached (`--pipeline[=PID]`) completes as `--pipeline=` with no space after it (a value
+//! in the next word would be a file operand), then its values after the `=`. Must not: read the system (the scripts
 //! do that when they run) or know any option by name (everything comes from the rows).
 //!
 //! The scripts in `completions/` (what the Debian package installs) are this module's
@@ -115,7 +117,14 @@ fn bash(rows: &[&Row]) -> String {
         .filter(|r| required_value(r))
         .map(|r| r.long)
         .collect();
-    let options: Vec<String> = rows.iter().map(|r| format!("--{}", r.long)).collect();
+    // An option whose value is attached (`--pipeline[=PID]`) is offered with its `=`.
+    let options: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let equals = if optional_value(r) { "=" } else { "" };
+            format!("--{}{equals}", r.long)
+        })
+        .collect();
     let shorts: Vec<String> = rows
         .iter()
         .filter_map(|r| r.letter())
@@ -238,6 +247,10 @@ _rpv() {{
         -*) ;;
         *) _rpv_files ;;
     esac
+    # "--pipeline=": no space after it, or the value typed next would be a file operand.
+    if [[ $cur == -* && ${{#COMPREPLY[@]}} == 1 && ${{COMPREPLY[0]}} == --*= ]]; then
+        compopt -o nospace 2>/dev/null
+    fi
 }}
 
 # The long name that --NAME selects, as rpv reads it: an exact name, else the only pv
@@ -423,6 +436,21 @@ fn fish(rows: &[&Row]) -> String {
     s.push_str(FISH_HELPERS);
     s.push('\n');
     for row in rows {
+        if optional_value(row) {
+            // `--name=` as one candidate (fish adds no space after "="), then
+            // `--name=VALUE`: a value in the next word would be a file operand.
+            let kind = match row.value {
+                Value::Pid => "pid",
+                _ => "none",
+            };
+            let _ = writeln!(
+                s,
+                "complete -c rpv -f -n '__rpv_long_option' -a '(__rpv_attached {} {kind})' -d {}",
+                row.long,
+                fish_quote(row.text)
+            );
+            continue;
+        }
         let mut line = String::from("complete -c rpv");
         if let Some(letter) = row.letter() {
             let _ = write!(line, " -s {letter}");
@@ -448,8 +476,30 @@ fn fish(rows: &[&Row]) -> String {
     s
 }
 
-/// fish helper: rpv instances for -R/-Q (fish globs have no `[0-9]`).
+/// fish helpers: rpv instances for -R/-Q (fish globs have no `[0-9]`), and options whose
+/// value is attached with "=".
 const FISH_HELPERS: &str = r#"
+# True while a long option is being typed.
+function __rpv_long_option
+    string match -q -- '--*' (commandline -ct)
+end
+
+# An option whose value is attached (--pipeline=PID): "--NAME=" while its name is typed,
+# then "--NAME=VALUE" for each value of the kind given (pid; none).
+function __rpv_attached
+    set -l token (commandline -ct)
+    if string match -q -- "--$argv[1]=*" $token
+        switch $argv[2]
+            case pid
+                for pid in (__fish_complete_pids)
+                    echo -- "--$argv[1]=$pid"
+                end
+        end
+    else
+        echo -- "--$argv[1]="
+    end
+end
+
 # Process IDs of running rpv instances (what -R and -Q talk to); all processes if none.
 function __rpv_instances
     set -l found
@@ -549,21 +599,22 @@ mod tests {
         let zsh = completion_script(Shell::Zsh);
         let fish = completion_script(Shell::Fish);
         for row in rows() {
-            assert!(
-                bash.contains(&format!(" --{} ", row.long)),
-                "bash: --{}",
-                row.long
-            );
+            // An attached value: bash and fish offer `--name=`.
+            let (bash_form, fish_form) = if optional_value(row) {
+                (
+                    format!(" --{}= ", row.long),
+                    format!("(__rpv_attached {} ", row.long),
+                )
+            } else {
+                (format!(" --{} ", row.long), format!(" -l {} ", row.long))
+            };
+            assert!(bash.contains(&bash_form), "bash: --{}", row.long);
             assert!(
                 zsh.contains(&format!("'*--{}", row.long)),
                 "zsh: --{}",
                 row.long
             );
-            assert!(
-                fish.contains(&format!(" -l {} ", row.long)),
-                "fish: --{}",
-                row.long
-            );
+            assert!(fish.contains(&fish_form), "fish: --{}", row.long);
             if let Some(letter) = row.letter() {
                 let short = format!("-{letter}");
                 assert!(
@@ -620,11 +671,19 @@ mod tests {
         );
         let fish = fish(&rows);
         assert!(
-            fish.contains(r"complete -c rpv -l watch-it -d 'a test\'s row'"),
+            fish.contains(concat!(
+                "complete -c rpv -f -n '__rpv_long_option' ",
+                r"-a '(__rpv_attached watch-it pid)' -d 'a test\'s row'"
+            )),
             "{fish}"
         );
         let bash = bash(&rows);
         assert!(bash.contains(r#"optional_longs=" watch-it ""#), "{bash}");
+        assert!(
+            bash.contains(r#"compgen -W "--watch-it=" -- "$cur""#),
+            "{bash}"
+        );
+        assert!(bash.contains("compopt -o nospace"), "{bash}");
         assert!(bash.contains(r#"valued_longs="  ""#), "{bash}");
         assert!(bash.contains("            watch-it) mapfile"), "{bash}");
     }

@@ -2,24 +2,30 @@
 //!
 //! Owns: turning a task's state letter and `wchan` into an [`Activity`], combining the
 //! tasks of a multi-threaded process, settling "sleeping in poll" with the fill of the
-//! stage's pipes, and the bottleneck rule. Must not: read anything: every input is an
-//! argument, so the rules are tested on synthetic samples.
+//! stage's pipes, the state shown for a stage over a window ([`state`]), and the
+//! bottleneck rule ([`bottleneck`]). Must not: read anything: every input is an argument,
+//! so the rules are tested on synthetic samples.
 //!
-//! The bottleneck is the stage that holds the pipeline back: busy (running), or waiting on
-//! something other than its neighbours (a timer, as for a rate limit; a disk; the network;
-//! stopped), while its input pipe has data and its output pipe has room. A stage waiting to
-//! read an empty input or to write a full output is held back by a neighbour instead. A
-//! running stage whose input is empty at the moment of the sample (it is busy with what it
-//! has just read) still counts, at half weight: on a machine short of CPU every stage is
-//! "running", and the one using the most CPU is the one to blame.
+//! The bottleneck is the stage that holds the pipeline back: the one that spends the most
+//! of its time on its own account — on a CPU, waiting for a CPU, or waiting on something
+//! other than its neighbours (a timer, as for a rate limit; a disk; the network; stopped).
+//! A stage waiting to read an empty input or to write a full output is held back by a
+//! neighbour instead. The rule reads shares of time over a window (see `timeshare`), never
+//! one instant: a hash using a whole core is caught waiting for its input at most instants
+//! it is looked at, because each chunk its producer writes is read at once.
 
 use super::procfs::Fill;
+use super::timeshare::{Part, Split};
 
 /// What a stage was doing when it was sampled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Activity {
     /// On a CPU, or ready to run.
+    #[default]
     Running,
+    /// Ready to run but waiting for a CPU more than it runs (over a window, never an
+    /// instant).
+    Starved,
     /// Waiting to read its input (the pipe is empty).
     WaitInput,
     /// Waiting to write its output (the pipe is full).
@@ -56,6 +62,7 @@ impl Activity {
     pub fn label(self) -> &'static str {
         match self {
             Activity::Running => "running",
+            Activity::Starved => "starved",
             Activity::WaitInput => "wait input",
             Activity::WaitOutput => "wait output",
             Activity::Sleeping(Sleep::Timer) => "sleep timer",
@@ -134,83 +141,164 @@ pub fn is_full(fill: Fill) -> bool {
 }
 
 /// Settles a sleep in `poll` (or an old kernel's `pipe_wait`) with the pipes: an empty input
-/// means waiting for it; a full output means waiting to write it.
+/// means waiting for it; a full output means waiting to write it; an input with data and an
+/// output with room mean waiting for a timeout (pv's rate limit sleeps in `select`).
 pub fn resolve(activity: Activity, input: Option<Fill>, output: Option<Fill>) -> Activity {
     if activity != Activity::Sleeping(Sleep::Poll) {
         return activity;
     }
-    if input.is_some_and(|f| f.queued == 0) {
-        Activity::WaitInput
-    } else if output.is_some_and(is_full) {
-        Activity::WaitOutput
-    } else {
-        activity
+    match (input, output) {
+        (Some(i), _) if i.queued == 0 => Activity::WaitInput,
+        (_, Some(o)) if is_full(o) => Activity::WaitOutput,
+        (Some(_), Some(_)) => Activity::Sleeping(Sleep::Timer),
+        _ => activity,
     }
 }
+
+/// Least share of the time a stage must spend on its own account (not waiting for its
+/// neighbours) to be named the bottleneck.
+pub const MIN_OWN: f64 = 0.5;
+
+/// Shares closer than this are taken as equal.
+const TIE: f64 = 0.01;
 
 /// One stage as the bottleneck rule sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StageState {
-    /// What it is doing (already [`resolve`]d).
+    /// What it is doing now (already [`resolve`]d): `Unknown` for another user's stage,
+    /// `Stopped` and `Ended` as they are.
     pub activity: Activity,
-    /// CPU use over the last interval, percent of one core (`None` before two samples).
-    pub cpu: Option<f64>,
-    /// The pipe it reads: `None` if it reads no pipe or its fill is unknown.
-    pub input: Option<Fill>,
-    /// The pipe it writes: `None` if it writes no pipe or its fill is unknown.
-    pub output: Option<Fill>,
+    /// Where its time went over the last window, as fractions ([`Split::shares`]); `None`
+    /// before two readings.
+    pub time: Option<Split>,
+    /// A stage of the pipeline writes its input pipe (false for the first stage: what it
+    /// reads comes from outside the pipeline).
+    pub upstream: bool,
+    /// A stage of the pipeline reads its output pipe (false for the last stage).
+    pub downstream: bool,
 }
 
-/// The stage holding the pipeline back right now, by index, if any. Of several candidates,
-/// the most convincing wins: a running stage by how busy it was, a sleeping one by how idle
-/// (a stage sleeping on a timer while its neighbours wait for it is the clearest case).
+impl StageState {
+    /// Its time on its own account: [`Split::own`], and for the first stage its waits for
+    /// input (its source is outside the pipeline: a FIFO, another program), for the last its
+    /// waits for output.
+    pub fn own(&self, time: &Split) -> f64 {
+        let mut own = time.own();
+        if !self.upstream {
+            own += time.get(Part::Input);
+        }
+        if !self.downstream {
+            own += time.get(Part::Output);
+        }
+        own
+    }
+}
+
+/// The stage holding the pipeline back, by index, if any: of the stages that spent at
+/// least [`MIN_OWN`] of the window on their own account — on a CPU, waiting for one, or
+/// blocked on anything but their neighbours (a timer, the disk, the network, a lock,
+/// stopped; for the first stage its source, for the last its destination) — the one that
+/// spent the most, the busier of two equals. A stage waiting to read an empty pipe from
+/// the stage before it, or to write a full one to the stage after it, is held back by
+/// that neighbour instead. The shares cover
+/// the whole window, so a stage that is busy 98 % of the time is found even if every
+/// instant it was looked at, it was waiting for its input.
+///
+/// Another user's stage has no wait states: its CPU time counts, and its blocked time
+/// (unknown) only when a neighbour spent at least half the window waiting for it.
 pub fn bottleneck(stages: &[StageState]) -> Option<usize> {
     // A pipeline stopped as a whole (Ctrl-Z) is not held back by any one stage.
     let live = stages.iter().filter(|s| s.activity != Activity::Ended);
     if live.clone().count() > 1 && live.clone().all(|s| s.activity == Activity::Stopped) {
         return None;
     }
-    let mut best: Option<(usize, f64)> = None;
+    let part = |i: usize, part: Part| {
+        stages
+            .get(i)
+            .and_then(|s| s.time)
+            .map_or(0.0, |t| t.get(part))
+    };
+    let mut best: Option<(usize, f64, f64)> = None;
     for (i, s) in stages.iter().enumerate() {
-        let has_data = s.input.is_none_or(|f| f.queued > 0);
-        let has_room = s.output.is_none_or(|f| !is_full(f));
-        let running = s.activity == Activity::Running;
-        if !has_room || !has_data && !running {
+        let Some(time) = s.time.filter(|_| s.activity != Activity::Ended) else {
+            continue;
+        };
+        let score = if s.activity == Activity::Unknown {
+            let waited =
+                (i > 0 && part(i - 1, Part::Output) >= 0.5) || part(i + 1, Part::Input) >= 0.5;
+            if waited {
+                s.own(&time) + time.get(Part::Unknown)
+            } else {
+                s.own(&time)
+            }
+        } else {
+            s.own(&time)
+        };
+        if score < MIN_OWN {
             continue;
         }
-        let cpu = s.cpu.unwrap_or(50.0).clamp(0.0, 100.0);
-        let score = match s.activity {
-            Activity::Running if has_data => cpu,
-            Activity::Running => cpu / 2.0,
-            Activity::Sleeping(_) => 100.0 - cpu,
-            Activity::Stopped => 100.0,
-            Activity::Unknown => {
-                // Another user's stage: held back by it if a neighbour waits for it.
-                let upstream_waits = i > 0 && stages[i - 1].activity == Activity::WaitOutput;
-                let downstream_waits = stages
-                    .get(i + 1)
-                    .is_some_and(|n| n.activity == Activity::WaitInput);
-                if upstream_waits || downstream_waits || cpu >= 50.0 {
-                    cpu.max(50.0)
-                } else {
-                    continue;
-                }
-            }
-            Activity::WaitInput | Activity::WaitOutput | Activity::WaitChild | Activity::Ended => {
-                continue
-            }
+        let better = match best {
+            None => true,
+            Some((_, b, cpu)) => score > b + TIE || (score >= b - TIE && time.cpu() > cpu),
         };
-        if best.is_none_or(|(_, b)| score > b) {
-            best = Some((i, score));
+        if better {
+            best = Some((i, score, time.cpu()));
         }
     }
-    best.map(|(i, _)| i)
+    best.map(|(i, _, _)| i)
+}
+
+/// The state shown for a stage: what it did most over the window. Its largest own part
+/// (running, starved, a timer, the disk, the network, something else) when its own time
+/// was at least its time waiting for neighbours, else the neighbour it waited for most —
+/// so the stage named the bottleneck never reads as waiting for a neighbour. `now` when
+/// nothing is known yet, and for states the time does not tell (stopped, another user's,
+/// ended).
+pub fn state(time: Option<Split>, now: Activity) -> Activity {
+    let Some(t) = time else {
+        return now;
+    };
+    if matches!(now, Activity::Unknown | Activity::Ended | Activity::Stopped) {
+        return now;
+    }
+    let waits = t.get(Part::Input) + t.get(Part::Output) + t.get(Part::Child);
+    if t.own() >= waits {
+        let own = [
+            Part::Busy,
+            Part::Starved,
+            Part::Timer,
+            Part::Disk,
+            Part::Network,
+            Part::Other,
+        ];
+        match t.largest(&own).map(|(p, _)| p) {
+            Some(Part::Starved) => Activity::Starved,
+            Some(Part::Timer) => Activity::Sleeping(Sleep::Timer),
+            Some(Part::Disk) => Activity::Sleeping(Sleep::Disk),
+            Some(Part::Network) => Activity::Sleeping(Sleep::Network),
+            Some(Part::Other) => match now {
+                Activity::Sleeping(Sleep::Poll | Sleep::Other) => now,
+                _ => Activity::Sleeping(Sleep::Other),
+            },
+            _ => Activity::Running,
+        }
+    } else {
+        match t.largest(&[Part::Input, Part::Output, Part::Child]) {
+            Some((Part::Output, _)) => Activity::WaitOutput,
+            Some((Part::Child, _)) => Activity::WaitChild,
+            _ => Activity::WaitInput,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const SOME: Fill = Fill {
+        queued: 20000,
+        capacity: 65536,
+    };
     const EMPTY: Fill = Fill {
         queued: 0,
         capacity: 65536,
@@ -219,23 +307,35 @@ mod tests {
         queued: 65536,
         capacity: 65536,
     };
-    const SOME: Fill = Fill {
-        queued: 20000,
-        capacity: 65536,
-    };
 
-    fn stage(
-        activity: Activity,
-        cpu: f64,
-        input: Option<Fill>,
-        output: Option<Fill>,
-    ) -> StageState {
+    /// A stage now doing `activity` whose window was spent as `parts` say (percent).
+    fn stage(activity: Activity, parts: &[(Part, f64)]) -> StageState {
+        let mut time = Split::default();
+        for (p, v) in parts {
+            time.add(*p, *v);
+        }
         StageState {
             activity,
-            cpu: Some(cpu),
-            input,
-            output,
+            time: time.shares(),
+            upstream: true,
+            downstream: true,
         }
+    }
+
+    /// The bottleneck of `stages` as a pipeline of their own: the first has no stage
+    /// before it, the last none after it.
+    fn bottleneck_of(stages: &[StageState]) -> Option<usize> {
+        let n = stages.len();
+        let chained: Vec<StageState> = stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| StageState {
+                upstream: i > 0,
+                downstream: i + 1 < n,
+                ..*s
+            })
+            .collect();
+        bottleneck(&chained)
     }
 
     #[test]
@@ -298,7 +398,12 @@ mod tests {
         let poll = Activity::Sleeping(Sleep::Poll);
         assert_eq!(resolve(poll, Some(EMPTY), Some(SOME)), Activity::WaitInput);
         assert_eq!(resolve(poll, Some(SOME), Some(FULL)), Activity::WaitOutput);
-        assert_eq!(resolve(poll, Some(SOME), Some(SOME)), poll);
+        // Both pipes ready, yet asleep: a timeout (a rate limit in select).
+        assert_eq!(
+            resolve(poll, Some(SOME), Some(SOME)),
+            Activity::Sleeping(Sleep::Timer)
+        );
+        assert_eq!(resolve(poll, Some(SOME), None), poll);
         assert_eq!(resolve(poll, None, None), poll);
         assert_eq!(
             resolve(Activity::Running, Some(EMPTY), None),
@@ -312,142 +417,280 @@ mod tests {
     }
 
     #[test]
-    fn producer_bound() {
-        // slow producer | cat | sha256sum: the producer runs, the others wait for input.
+    fn a_busy_stage_is_found_though_caught_waiting_for_its_input() {
+        // yes | head | sha256sum: sha256sum on a CPU 97 % of the second, yet its state
+        // now (and at most instants) is "wait input"; head mostly blocked on its output.
         let stages = [
-            stage(Activity::Running, 98.0, None, Some(EMPTY)),
-            stage(Activity::WaitInput, 1.0, Some(EMPTY), Some(EMPTY)),
-            stage(Activity::WaitInput, 3.0, Some(EMPTY), None),
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 5.0), (Part::Output, 95.0)],
+            ),
+            stage(
+                Activity::Running,
+                &[(Part::Busy, 26.0), (Part::Output, 70.0), (Part::Input, 4.0)],
+            ),
+            stage(
+                Activity::WaitInput,
+                &[(Part::Busy, 97.0), (Part::Starved, 1.0), (Part::Input, 2.0)],
+            ),
         ];
-        assert_eq!(bottleneck(&stages), Some(0));
+        assert_eq!(bottleneck_of(&stages), Some(2));
     }
 
     #[test]
-    fn consumer_bound() {
-        // cat | cat | slow consumer: everyone upstream waits to write.
+    fn starved_time_counts_as_the_stages_own() {
+        // The same pipeline beside two busy loops on two cores: sha256sum waits for a CPU
+        // more than it runs; head is starved too, but blocked on its output most of the time.
         let stages = [
-            stage(Activity::WaitOutput, 2.0, None, Some(FULL)),
-            stage(Activity::WaitOutput, 2.0, Some(FULL), Some(FULL)),
-            stage(Activity::Running, 99.0, Some(FULL), None),
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Starved, 4.0), (Part::Output, 96.0)],
+            ),
+            stage(
+                Activity::Running,
+                &[
+                    (Part::Busy, 12.0),
+                    (Part::Starved, 20.0),
+                    (Part::Output, 68.0),
+                ],
+            ),
+            stage(
+                Activity::Running,
+                &[
+                    (Part::Busy, 40.0),
+                    (Part::Starved, 52.0),
+                    (Part::Input, 8.0),
+                ],
+            ),
         ];
-        assert_eq!(bottleneck(&stages), Some(2));
+        assert_eq!(bottleneck_of(&stages), Some(2));
+        assert_eq!(state(stages[2].time, Activity::Running), Activity::Starved);
+        assert_eq!(
+            state(stages[1].time, Activity::Running),
+            Activity::WaitOutput
+        );
     }
 
     #[test]
-    fn middle_stage_cpu_bound() {
-        // cat big | gzip -9 | cat: gzip's input is full and its output empty; the last cat
-        // happened to be running when sampled, with a little data gzip had just written.
-        let stages = [
-            stage(Activity::WaitOutput, 3.0, None, Some(FULL)),
-            stage(Activity::Running, 99.0, Some(FULL), Some(SOME)),
-            stage(Activity::Running, 2.0, Some(SOME), None),
+    fn producer_middle_and_consumer_bound() {
+        let producer = [
+            stage(
+                Activity::Running,
+                &[(Part::Busy, 98.0), (Part::Output, 2.0)],
+            ),
+            stage(
+                Activity::WaitInput,
+                &[(Part::Busy, 1.0), (Part::Input, 99.0)],
+            ),
+            stage(
+                Activity::WaitInput,
+                &[(Part::Busy, 3.0), (Part::Input, 97.0)],
+            ),
         ];
-        assert_eq!(bottleneck(&stages), Some(1));
+        assert_eq!(bottleneck_of(&producer), Some(0));
+        let middle = [
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 3.0), (Part::Output, 97.0)],
+            ),
+            stage(Activity::Running, &[(Part::Busy, 99.0), (Part::Input, 1.0)]),
+            stage(Activity::Running, &[(Part::Busy, 2.0), (Part::Input, 98.0)]),
+        ];
+        assert_eq!(bottleneck_of(&middle), Some(1));
+        let consumer = [
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
+            ),
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
+            ),
+            stage(Activity::Running, &[(Part::Busy, 99.0), (Part::Input, 1.0)]),
+        ];
+        assert_eq!(bottleneck_of(&consumer), Some(2));
     }
 
     #[test]
-    fn short_of_cpu_the_busiest_running_stage() {
-        // yes | head | sha256sum on a machine whose CPUs are all taken: head and sha256sum
-        // both wait for a CPU ("running"); sha256sum has just emptied its input.
-        let stages = [
-            stage(Activity::WaitOutput, 2.0, None, Some(FULL)),
-            stage(Activity::Running, 2.0, Some(FULL), Some(EMPTY)),
-            stage(Activity::Running, 12.0, Some(EMPTY), None),
-        ];
-        assert_eq!(bottleneck(&stages), Some(2));
-        // A running stage with nothing to read loses to one with data and a similar load.
-        let stages = [
-            stage(Activity::Running, 20.0, None, Some(SOME)),
-            stage(Activity::Running, 30.0, Some(EMPTY), None),
-        ];
-        assert_eq!(bottleneck(&stages), Some(0));
-    }
-
-    #[test]
-    fn rate_limited_sleeper() {
-        // head | rpv -L 20M | sha256sum: rpv sleeps on its timer; sha256sum was caught
-        // hashing the last chunk.
-        let stages = [
-            stage(Activity::WaitOutput, 1.0, None, Some(FULL)),
+    fn sleepers_on_a_timer_hold_back_their_neighbours() {
+        // head | rpv -L 20M | sha256sum: rpv sleeps on its limit.
+        let limited = [
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 1.0), (Part::Output, 99.0)],
+            ),
             stage(
                 Activity::Sleeping(Sleep::Timer),
-                2.0,
-                Some(FULL),
-                Some(SOME),
+                &[(Part::Busy, 2.0), (Part::Timer, 98.0)],
             ),
-            stage(Activity::Running, 6.0, Some(SOME), None),
+            stage(Activity::Running, &[(Part::Busy, 6.0), (Part::Input, 94.0)]),
         ];
-        assert_eq!(bottleneck(&stages), Some(1));
+        assert_eq!(bottleneck_of(&limited), Some(1));
+        // A consumer sleeping between reads (in poll/select with nothing to wait for).
+        let sleeper = [
+            stage(Activity::WaitOutput, &[(Part::Output, 100.0)]),
+            stage(
+                Activity::Sleeping(Sleep::Poll),
+                &[(Part::Busy, 1.0), (Part::Other, 99.0)],
+            ),
+        ];
+        assert_eq!(bottleneck_of(&sleeper), Some(1));
+        assert_eq!(
+            state(sleeper[1].time, Activity::Running),
+            Activity::Sleeping(Sleep::Other)
+        );
+        assert_eq!(
+            state(sleeper[1].time, Activity::Sleeping(Sleep::Poll)),
+            Activity::Sleeping(Sleep::Poll)
+        );
     }
 
     #[test]
-    fn consumer_sleeping_between_reads() {
-        let stages = [
-            stage(Activity::WaitOutput, 0.0, None, Some(FULL)),
-            stage(Activity::Sleeping(Sleep::Timer), 0.0, Some(FULL), None),
+    fn the_ends_wait_for_the_outside_and_an_ended_pipeline_has_no_bottleneck() {
+        // The first stage reads a FIFO whose writer is slow: what it waits for is outside
+        // the pipeline, so it holds the others back.
+        let source = [
+            stage(Activity::WaitInput, &[(Part::Input, 100.0)]),
+            stage(Activity::WaitInput, &[(Part::Input, 100.0)]),
         ];
-        assert_eq!(bottleneck(&stages), Some(1));
+        assert_eq!(bottleneck_of(&source), Some(0));
+        // The last stage writes to a slow reader outside the pipeline.
+        let sink = [
+            stage(Activity::WaitOutput, &[(Part::Output, 100.0)]),
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
+            ),
+        ];
+        assert_eq!(bottleneck_of(&sink), Some(1));
+        // In the middle, waiting for a neighbour is not the stage's own time.
+        let middle = [stage(Activity::WaitInput, &[(Part::Input, 100.0)])];
+        let held = StageState {
+            upstream: true,
+            downstream: true,
+            ..middle[0]
+        };
+        assert_eq!(bottleneck(&[held]), None);
+        let ended = [
+            stage(Activity::Ended, &[(Part::Busy, 100.0)]),
+            stage(Activity::WaitInput, &[(Part::Input, 100.0)]),
+        ];
+        assert_eq!(bottleneck_of(&ended), None);
+        // Nothing measured yet.
+        let unknown = [StageState {
+            activity: Activity::Running,
+            time: None,
+            upstream: false,
+            downstream: false,
+        }];
+        assert_eq!(bottleneck_of(&unknown), None);
+        assert_eq!(bottleneck_of(&[]), None);
     }
 
     #[test]
-    fn nobody_holds_back_an_idle_or_ended_pipeline() {
+    fn of_two_equals_the_busier_and_then_the_first() {
         let stages = [
-            stage(Activity::Ended, 0.0, None, Some(EMPTY)),
-            stage(Activity::WaitInput, 0.0, Some(EMPTY), None),
+            stage(Activity::Sleeping(Sleep::Timer), &[(Part::Timer, 100.0)]),
+            stage(
+                Activity::Running,
+                &[(Part::Busy, 60.0), (Part::Timer, 39.5), (Part::Input, 0.5)],
+            ),
         ];
-        assert_eq!(bottleneck(&stages), None);
-        // A producer sleeping between writes holds the pipeline back; the consumer, with
-        // nothing to read, does not.
-        let stages = [
-            stage(Activity::Sleeping(Sleep::Timer), 0.0, None, Some(EMPTY)),
-            stage(Activity::Sleeping(Sleep::Timer), 0.0, Some(EMPTY), None),
+        assert_eq!(bottleneck_of(&stages), Some(1));
+        let sleeps = [
+            stage(Activity::Sleeping(Sleep::Timer), &[(Part::Timer, 100.0)]),
+            stage(Activity::Sleeping(Sleep::Timer), &[(Part::Timer, 100.0)]),
         ];
-        assert_eq!(bottleneck(&stages), Some(0));
-        assert_eq!(bottleneck(&[]), None);
+        assert_eq!(bottleneck_of(&sleeps), Some(0));
     }
 
     #[test]
     fn a_stopped_stage_holds_back_the_others_but_a_stopped_pipeline_has_no_bottleneck() {
         let stages = [
-            stage(Activity::WaitOutput, 0.0, None, Some(FULL)),
-            stage(Activity::Stopped, 0.0, Some(FULL), Some(EMPTY)),
-            stage(Activity::WaitInput, 0.0, Some(EMPTY), None),
+            stage(Activity::WaitOutput, &[(Part::Output, 100.0)]),
+            stage(Activity::Stopped, &[(Part::Other, 100.0)]),
+            stage(Activity::WaitInput, &[(Part::Input, 100.0)]),
         ];
-        assert_eq!(bottleneck(&stages), Some(1));
+        assert_eq!(bottleneck_of(&stages), Some(1));
+        assert_eq!(state(stages[1].time, Activity::Stopped), Activity::Stopped);
         let stopped = [
-            stage(Activity::Stopped, 0.0, None, Some(SOME)),
-            stage(Activity::Stopped, 0.0, Some(SOME), Some(SOME)),
-            stage(Activity::Ended, 0.0, Some(SOME), None),
+            stage(Activity::Stopped, &[(Part::Other, 100.0)]),
+            stage(Activity::Stopped, &[(Part::Other, 100.0)]),
+            stage(Activity::Ended, &[]),
         ];
-        assert_eq!(bottleneck(&stopped), None);
+        assert_eq!(bottleneck_of(&stopped), None);
     }
 
     #[test]
     fn another_users_stage_is_blamed_only_through_its_neighbours() {
-        let hidden = StageState {
-            activity: Activity::Unknown,
-            cpu: Some(95.0),
-            input: Some(FULL),
-            output: Some(EMPTY),
-        };
+        // Its blocked time has no wait states: it counts only when a neighbour waits.
+        let hidden = stage(
+            Activity::Unknown,
+            &[(Part::Busy, 30.0), (Part::Unknown, 70.0)],
+        );
         let stages = [
-            stage(Activity::WaitOutput, 1.0, None, Some(FULL)),
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 1.0), (Part::Output, 99.0)],
+            ),
             hidden,
-            stage(Activity::WaitInput, 1.0, Some(EMPTY), None),
+            stage(
+                Activity::WaitInput,
+                &[(Part::Busy, 1.0), (Part::Input, 99.0)],
+            ),
         ];
-        assert_eq!(bottleneck(&stages), Some(1));
-        // Idle, with its neighbours not waiting for it: not blamed.
-        let idle = StageState {
-            cpu: Some(0.0),
-            ..hidden
-        };
+        assert_eq!(bottleneck_of(&stages), Some(1));
+        assert_eq!(state(hidden.time, Activity::Unknown), Activity::Unknown);
         let stages = [
-            stage(Activity::Running, 90.0, None, Some(SOME)),
-            StageState {
-                input: Some(SOME),
-                ..idle
-            },
+            stage(
+                Activity::Running,
+                &[(Part::Busy, 90.0), (Part::Output, 10.0)],
+            ),
+            hidden,
         ];
-        assert_eq!(bottleneck(&stages), Some(0));
+        assert_eq!(bottleneck_of(&stages), Some(0));
+        // Busy on its own: blamed by its CPU time.
+        let busy = stage(
+            Activity::Unknown,
+            &[(Part::Busy, 95.0), (Part::Unknown, 5.0)],
+        );
+        assert_eq!(bottleneck_of(&[busy]), Some(0));
+    }
+
+    #[test]
+    fn the_state_shown_is_what_the_window_was_spent_on() {
+        let t = |parts: &[(Part, f64)]| stage(Activity::Running, parts).time;
+        use Activity::*;
+        assert_eq!(state(None, WaitInput), WaitInput);
+        assert_eq!(
+            state(t(&[(Part::Busy, 60.0), (Part::Input, 40.0)]), WaitInput),
+            Running
+        );
+        assert_eq!(
+            state(t(&[(Part::Busy, 30.0), (Part::Input, 70.0)]), Running),
+            WaitInput
+        );
+        assert_eq!(
+            state(
+                t(&[
+                    (Part::Busy, 30.0),
+                    (Part::Input, 30.0),
+                    (Part::Output, 40.0)
+                ]),
+                Running
+            ),
+            WaitOutput
+        );
+        assert_eq!(
+            state(t(&[(Part::Disk, 60.0), (Part::Input, 40.0)]), Running),
+            Sleeping(Sleep::Disk)
+        );
+        assert_eq!(
+            state(t(&[(Part::Network, 60.0), (Part::Busy, 40.0)]), Running),
+            Sleeping(Sleep::Network)
+        );
+        assert_eq!(state(t(&[(Part::Child, 100.0)]), WaitChild), WaitChild);
+        assert_eq!(state(t(&[(Part::Busy, 100.0)]), Ended), Ended);
+        assert_eq!(Starved.label(), "starved");
     }
 }

@@ -460,8 +460,13 @@ impl Walk<'_> {
     }
 }
 
+/// Generations of descendants looked through for pipelines run by a shell.
+const MAX_DEPTH: usize = 16;
+
 /// The processes to start the walk from: `pid` itself if it has a pipe on standard input
-/// or output, else its children that do (`pid` may be the shell running the pipeline).
+/// or output; else (`pid` is a shell) the nearest of its descendants that do, each
+/// branch searched down to the first such process: a pipeline run by a child of the
+/// shell, by a subshell (`( a | b )`), or by a shell that a subshell runs.
 pub fn start_points(table: &Table, pid: u32) -> Result<Vec<u32>, DiscoverError> {
     let p = table.get(pid).ok_or(DiscoverError::NoSuchProcess)?;
     if p.hidden() {
@@ -470,19 +475,29 @@ pub fn start_points(table: &Table, pid: u32) -> Result<Vec<u32>, DiscoverError> 
     if p.stdin.pipe().is_some() || p.stdout.pipe().is_some() {
         return Ok(vec![pid]);
     }
-    let children: Vec<u32> = table
-        .children(pid)
-        .into_iter()
-        .filter(|c| {
-            table
-                .get(*c)
-                .is_some_and(|c| c.stdin.pipe().is_some() || c.stdout.pipe().is_some())
-        })
-        .collect();
-    if children.is_empty() {
+    let mut found = Vec::new();
+    let mut generation = table.children(pid);
+    for _ in 0..MAX_DEPTH {
+        let mut next = Vec::new();
+        for child in generation {
+            let Some(c) = table.get(child) else {
+                continue;
+            };
+            if c.stdin.pipe().is_some() || c.stdout.pipe().is_some() {
+                found.push(child);
+            } else if !c.hidden() {
+                next.extend(table.children(child));
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        generation = next;
+    }
+    if found.is_empty() {
         Err(DiscoverError::NotInPipeline)
     } else {
-        Ok(children)
+        Ok(found)
     }
 }
 
@@ -587,6 +602,31 @@ mod tests {
         let lone = Table::from_procs(vec![proc(7, 1, TTY, TTY)]);
         assert_eq!(start_points(&lone, 7), Err(DiscoverError::NotInPipeline));
         assert_eq!(start_points(&lone, 8), Err(DiscoverError::NoSuchProcess));
+    }
+
+    #[test]
+    fn a_pipeline_in_a_subshell_is_found_from_the_interactive_shell() {
+        // bash (90) runs `( a | b ) &`: a subshell (95) with no pipe of its own forks the
+        // stages; and `sh -c 'c | d'` (96) under another subshell (94).
+        let procs = vec![
+            proc(90, 1, TTY, TTY),
+            proc(95, 90, TTY, TTY),
+            proc(101, 95, TTY, pipe(1)),
+            proc(102, 95, pipe(1), TTY),
+            proc(94, 90, TTY, TTY),
+            proc(96, 94, TTY, TTY),
+            proc(103, 96, TTY, pipe(2)),
+            proc(104, 96, pipe(2), TTY),
+            // A child with no pipeline anywhere below it.
+            proc(97, 90, TTY, TTY),
+        ];
+        let table = Table::from_procs(procs);
+        assert_eq!(start_points(&table, 90), Ok(vec![101, 102, 103, 104]));
+        let segments = discover(&table, &start_points(&table, 90).unwrap());
+        assert_eq!(segments.len(), 2);
+        assert_eq!(members(&segments[0]), vec![vec![101], vec![102]]);
+        assert_eq!(members(&segments[1]), vec![vec![103], vec![104]]);
+        assert_eq!(start_points(&table, 97), Err(DiscoverError::NotInPipeline));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::io;
 use std::rc::Rc;
 
 use super::discover::End;
-use super::procfs::{Fill, Io, Proc, ProcFile};
+use super::procfs::{CpuTimes, Fill, Io, Proc, ProcFile};
 
 /// One thread.
 #[derive(Debug, Clone)]
@@ -15,6 +15,9 @@ pub struct FakeTask {
     pub state: char,
     pub wchan: String,
     pub ticks: u64,
+    /// `schedstat`: nanoseconds on a CPU and waiting for one.
+    pub run_ns: u64,
+    pub delay_ns: u64,
 }
 
 /// One process.
@@ -42,6 +45,10 @@ pub struct FakeTable {
     pub pipes: HashMap<u64, Fill>,
     /// Full listings of `/proc` (one per scan).
     pub scans: usize,
+    /// The machine's CPU times (`/proc/stat`).
+    pub cpu: Option<CpuTimes>,
+    /// Cores the watcher may use (2 unless set).
+    pub cores: Option<usize>,
 }
 
 /// A [`Proc`] over a [`FakeTable`].
@@ -73,6 +80,8 @@ impl FakeProc {
                     state: 'R',
                     wchan: "0".into(),
                     ticks: 0,
+                    run_ns: 0,
+                    delay_ns: 0,
                 }],
                 stdin,
                 stdout,
@@ -103,13 +112,19 @@ impl FakeProc {
         });
     }
 
-    /// Adds CPU ticks and bytes read and written.
+    /// Adds CPU ticks (and as much time on a CPU) and bytes read and written.
     pub fn work(&self, pid: u32, ticks: u64, read: u64, written: u64) {
         self.with(pid, |p| {
             p.tasks[0].ticks += ticks;
+            p.tasks[0].run_ns += ticks * 10_000_000;
             p.io.rchar += read;
             p.io.wchar += written;
         });
+    }
+
+    /// Adds time waiting for a CPU to a process's first thread.
+    pub fn starve(&self, pid: u32, ns: u64) {
+        self.with(pid, |p| p.tasks[0].delay_ns += ns);
     }
 
     /// Sets how full a pipe is.
@@ -123,6 +138,18 @@ impl FakeProc {
     /// Removes a process (it exited and was reaped).
     pub fn remove(&self, pid: u32) {
         self.0.borrow_mut().procs.remove(&pid);
+    }
+
+    /// Adds idle and busy CPU time to the machine (ticks, all CPUs together).
+    pub fn machine(&self, idle: u64, busy: u64) {
+        let mut table = self.0.borrow_mut();
+        let cpu = table.cpu.get_or_insert(CpuTimes {
+            idle: 0,
+            total: 0,
+            cpus: 2,
+        });
+        cpu.idle += idle;
+        cpu.total += idle + busy;
     }
 
     /// Scans made so far.
@@ -169,6 +196,10 @@ impl Proc for FakeProc {
                 .map(|(c, _)| format!("{c} "))
                 .collect(),
             ProcFile::TaskStat(tid) => Self::stat_text(tid, p, Some(task(tid)?)),
+            ProcFile::TaskSchedstat(tid) => {
+                let t = task(tid)?;
+                format!("{} {} 1\n", t.run_ns, t.delay_ns)
+            }
             _ if p.hidden => return Err(denied()),
             ProcFile::Io => format!(
                 "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
@@ -221,5 +252,13 @@ impl Proc for FakeProc {
 
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
         self.0.borrow().procs.get(&pid)?.rpv
+    }
+
+    fn cpu_times(&mut self) -> Option<CpuTimes> {
+        self.0.borrow().cpu
+    }
+
+    fn cores(&self) -> usize {
+        self.0.borrow().cores.unwrap_or(2)
     }
 }

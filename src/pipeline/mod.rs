@@ -1,23 +1,32 @@
-//! Pipeline insight (beyond pv): every stage of a shell pipeline, what each is doing, and
-//! which one holds the others back, read from `/proc` without adding stages.
+//! Pipeline insight (beyond pv): every stage of a shell pipeline, what each is doing, which
+//! one holds the others back, why, and what to try, read from `/proc` without adding
+//! stages.
 //!
 //! Owns: finding the processes chained by pipes through their standard input and output
-//! ([`discover`]), sampling them ([`Watcher`]: CPU, state per thread, bytes in and out, the
-//! fill of each pipe), the bottleneck rule ([`classify`]) and the text of the view
-//! ([`render`]). Must not: depend on a display loop. [`Watcher::sample`] takes the time and
-//! returns a [`View`]; whoever runs the loop draws it (the display loop, through
-//! `source::pipeline` and `sink::stages`).
+//! ([`discover`]; from a shell, each pipeline it runs), sampling them ([`Watcher`]: CPU,
+//! state per thread, bytes in and out — a splice user's from its neighbours
+//! ([`figures`]) —, the fill of each pipe, where each stage's time goes ([`member`],
+//! [`timeshare`])), the bottleneck rule ([`classify`]), what to try ([`advice`]) and the
+//! text of the view ([`render`]). Must not: depend on a display loop. [`Watcher::sample`]
+//! takes the time and returns a [`View`], and [`Watcher::tick`] samples wait states
+//! between two of them; whoever runs the loop calls both and draws the view (the display
+//! loop, through `source::pipeline` and `sink::stages`).
 //!
 //! The view reads only: `/proc/PID/{stat,io,wchan,cmdline}`, the same files of each thread
-//! under `task/`, the `fd/0` and `fd/1` links, and a pipe's fill through a descriptor opened
-//! from `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
+//! under `task/` and its `schedstat`, the `fd/0` and `fd/1` links, `/proc/stat` (idle
+//! cores, for the advice), and a pipe's fill through a descriptor opened from
+//! `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
 //! their control channel (splice does not show in `/proc/PID/io`).
 
+pub mod advice;
 pub mod classify;
 pub mod control;
 pub mod discover;
+pub mod figures;
+pub mod member;
 pub mod procfs;
 pub mod render;
+pub mod timeshare;
 pub mod watch;
 
 #[cfg(test)]

@@ -64,13 +64,18 @@ impl Stat {
         let open = text.find('(')?;
         let close = text.rfind(')')?;
         let comm = text.get(open + 1..close)?.to_string();
-        let fields: Vec<&str> = text.get(close + 1..)?.split_ascii_whitespace().collect();
-        // `fields[0]` is field 3 (state), so field N is at index N - 3.
+        // Fields 3 to 22, without allocating (this is read for every stage many times a
+        // second); `fields[0]` is field 3 (state), so field N is at index N - 3.
+        let mut fields = [""; 20];
+        let mut words = text.get(close + 1..)?.split_ascii_whitespace();
+        for field in &mut fields {
+            *field = words.next()?;
+        }
         let number = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
         let small = |n: usize| number(n).and_then(|v| u32::try_from(v).ok());
         Some(Stat {
             comm,
-            state: fields.first()?.chars().next()?,
+            state: fields[0].chars().next()?,
             ppid: small(4)?,
             pgrp: small(5)?,
             session: small(6)?,
@@ -115,6 +120,66 @@ impl Io {
     }
 }
 
+/// The two times of `/proc/PID/task/TID/schedstat`, in nanoseconds since the thread
+/// started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Schedstat {
+    /// Time on a CPU.
+    pub run_ns: u64,
+    /// Time runnable but waiting for a CPU (the run delay).
+    pub delay_ns: u64,
+}
+
+impl Schedstat {
+    /// Parses the text of a `schedstat` file (`run delay timeslices`); `None` if it is not
+    /// in that format.
+    pub fn parse(text: &str) -> Option<Schedstat> {
+        let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+        Some(Schedstat {
+            run_ns: fields.next()??,
+            delay_ns: fields.next()??,
+        })
+    }
+}
+
+/// The whole machine's CPU time from the first lines of `/proc/stat`, in clock ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// Idle (and waiting for I/O), all CPUs together.
+    pub idle: u64,
+    /// Everything, all CPUs together.
+    pub total: u64,
+    /// CPUs online (the `cpuN` lines).
+    pub cpus: u32,
+}
+
+impl CpuTimes {
+    /// Parses the text of `/proc/stat`; `None` if its first line is not the `cpu` total.
+    pub fn parse(text: &str) -> Option<CpuTimes> {
+        let mut lines = text.lines();
+        let first = lines.next()?.strip_prefix("cpu ")?;
+        let fields: Vec<u64> = first
+            .split_ascii_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
+        // user nice system idle iowait irq softirq steal (guest times are in user).
+        let total = fields.iter().take(8).sum();
+        let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+        let cpus = lines
+            .take_while(|l| l.starts_with("cpu"))
+            .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .count() as u32;
+        Some(CpuTimes { idle, total, cpus })
+    }
+
+    /// Cores idle between `earlier` and `self`, on average.
+    pub fn idle_cores_since(&self, earlier: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total).filter(|t| *t > 0)?;
+        let idle = self.idle.saturating_sub(earlier.idle);
+        Some(idle as f64 / total as f64 * f64::from(self.cpus.max(1)))
+    }
+}
+
 /// The inode of a pipe from an fd link's text (`pipe:[12345]`), `None` for anything else.
 pub fn pipe_inode(link: &str) -> Option<u64> {
     link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
@@ -129,7 +194,8 @@ pub fn parse_pids(text: &str) -> Vec<u32> {
 
 /// A command line for display: the NUL-separated arguments of `/proc/PID/cmdline` joined
 /// by spaces, the program by its file name only (`/usr/bin/gzip -9` is `gzip -9`), control
-/// characters shown as `?`; `None` if it is empty (a zombie, a kernel thread).
+/// characters escaped as everywhere rpv shows a name ([`crate::display::printable`]);
+/// `None` if it is empty (a zombie, a kernel thread).
 pub fn command_text(cmdline: &[u8]) -> Option<String> {
     let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
     if trimmed.is_empty() {
@@ -148,16 +214,8 @@ pub fn command_text(cmdline: &[u8]) -> Option<String> {
     } else {
         name_start
     };
-    let text = String::from_utf8_lossy(&trimmed[name_start..]);
-    Some(
-        text.chars()
-            .map(|c| match c {
-                '\0' => ' ',
-                c if c.is_control() => '?',
-                c => c,
-            })
-            .collect(),
-    )
+    let text = String::from_utf8_lossy(&trimmed[name_start..]).replace('\0', " ");
+    Some(crate::display::printable(&text).into_owned())
 }
 
 /// A file of a process (or of one of its threads) under `/proc/PID`.
@@ -177,6 +235,8 @@ pub enum ProcFile {
     TaskWchan(u32),
     /// `task/TID/children`: the PIDs of the children of thread TID.
     Children(u32),
+    /// `task/TID/schedstat`: time on a CPU and time waiting for one.
+    TaskSchedstat(u32),
 }
 
 impl ProcFile {
@@ -189,6 +249,7 @@ impl ProcFile {
             ProcFile::TaskStat(tid) => format!("/proc/{pid}/task/{tid}/stat"),
             ProcFile::TaskWchan(tid) => format!("/proc/{pid}/task/{tid}/wchan"),
             ProcFile::Children(tid) => format!("/proc/{pid}/task/{tid}/children"),
+            ProcFile::TaskSchedstat(tid) => format!("/proc/{pid}/task/{tid}/schedstat"),
         }
     }
 }
@@ -224,6 +285,10 @@ pub trait Proc {
     /// Bytes moved so far by `pid` if it is an rpv that tells (its control channel), in
     /// bytes; `None` otherwise.
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64>;
+    /// The whole machine's CPU times (`/proc/stat`).
+    fn cpu_times(&mut self) -> Option<CpuTimes>;
+    /// The cores this process (and so a pipeline it watches, as a rule) may run on.
+    fn cores(&self) -> usize;
 }
 
 /// The pipe handle kept for fill readings: an `O_PATH` descriptor, which refers to the pipe
@@ -240,6 +305,10 @@ pub struct SysProc {
     pipes: HashMap<u64, PipeRef>,
     rpv: HashMap<u32, crate::pipeline::control::RpvLink>,
     own_bytes: Option<Box<dyn FnMut() -> u64>>,
+    /// `/proc/stat`, kept open.
+    stat: Option<File>,
+    /// The cores this process may run on, once asked.
+    cores: std::cell::OnceCell<usize>,
 }
 
 impl std::fmt::Debug for SysProc {
@@ -266,6 +335,8 @@ impl SysProc {
             pipes: HashMap::new(),
             rpv: HashMap::new(),
             own_bytes: None,
+            stat: None,
+            cores: std::cell::OnceCell::new(),
         }
     }
 
@@ -381,6 +452,22 @@ impl Proc for SysProc {
         self.pipes.retain(|inode, _| keep.contains(inode));
     }
 
+    fn cpu_times(&mut self) -> Option<CpuTimes> {
+        let file = match &self.stat {
+            Some(file) => file,
+            None => self.stat.insert(File::open("/proc/stat").ok()?),
+        };
+        let text = read_from_start(file).ok()?;
+        CpuTimes::parse(&String::from_utf8_lossy(&text))
+    }
+
+    fn cores(&self) -> usize {
+        // Asked once: the answer reads the process's cgroup files.
+        *self
+            .cores
+            .get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+    }
+
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
         if pid == self.me {
             return self.own_bytes.as_mut().map(|count| count());
@@ -469,6 +556,45 @@ mod tests {
     }
 
     #[test]
+    fn schedstat_times() {
+        assert_eq!(
+            Schedstat::parse("193871891 9906388 379\n"),
+            Some(Schedstat {
+                run_ns: 193_871_891,
+                delay_ns: 9_906_388
+            })
+        );
+        assert_eq!(Schedstat::parse("12\n"), None);
+        assert_eq!(Schedstat::parse("x 1 2"), None);
+        assert_eq!(Schedstat::parse(""), None);
+    }
+
+    #[test]
+    fn machine_cpu_times() {
+        let text = "cpu  100 5 50 800 45 0 0 0 0 0\ncpu0 50 2 25 400 20 0 0 0 0 0\n\
+                    cpu1 50 3 25 400 25 0 0 0 0 0\nintr 1 2 3\n";
+        let t = CpuTimes::parse(text).unwrap();
+        assert_eq!(
+            t,
+            CpuTimes {
+                idle: 845,
+                total: 1000,
+                cpus: 2
+            }
+        );
+        let later = CpuTimes {
+            idle: 845 + 150,
+            total: 1000 + 200,
+            cpus: 2,
+        };
+        assert_eq!(later.idle_cores_since(&t), Some(1.5));
+        assert_eq!(t.idle_cores_since(&t), None);
+        assert_eq!(CpuTimes::parse("intr 1\n"), None);
+        let real = SysProc::new().cpu_times().unwrap();
+        assert!(real.cpus >= 1 && real.total > 0);
+    }
+
+    #[test]
     fn pipe_links() {
         assert_eq!(pipe_inode("pipe:[18367]"), Some(18367));
         assert_eq!(pipe_inode("socket:[18367]"), None);
@@ -493,7 +619,11 @@ mod tests {
         assert_eq!(command_text(b"/\0").as_deref(), Some("/"));
         assert_eq!(
             command_text(b"sh\0-c\0a\nb\0").as_deref(),
-            Some("sh -c a?b")
+            Some("sh -c a\\nb")
+        );
+        assert_eq!(
+            command_text(b"x\0\x1b]0;owned\x07\x1b[2J\0").as_deref(),
+            Some("x \\e]0;owned\\x07\\e[2J")
         );
         assert_eq!(command_text(b"x\xff\0").as_deref(), Some("x\u{fffd}"));
         assert_eq!(command_text(b""), None);

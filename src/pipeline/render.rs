@@ -21,12 +21,15 @@
 //! A new column is one entry in [`columns`]: its title, how it lines up, its priority, and
 //! what a stage shows in it.
 
-use super::watch::{Share, StageView};
+use super::timeshare::{Part, Split};
+use super::watch::{Report, Share, StageView};
 use crate::screen::{Cell, Column, Row, Table};
 use crate::units::{describe_amount, CountKind};
 
 /// Cells of the pipe bar.
 const BAR_CELLS: u64 = 8;
+/// Cells of the time bar.
+const TIME_CELLS: usize = 8;
 /// The marker of the row holding the pipeline back.
 pub const MARK: &str = "bottleneck";
 
@@ -34,9 +37,11 @@ pub const MARK: &str = "bottleneck";
 type CellOf = fn(&StageView, CountKind) -> Cell<'static>;
 
 /// The columns of the table, left to right, and what a stage shows in each. Priorities
-/// (lower gives way first): 5 a command longer than 24 columns is cut to 24; 10 the pipe
-/// bar; 20 the command's arguments (to 12 columns); 40 the PID; 45 the CPU; 55 the state;
-/// 60 the command to 8 columns; 90 and up, below 40 columns, the minimal layout.
+/// (lower gives way first): 5 a command longer than 24 columns is cut to 24; 8 the bytes
+/// that came through the stage since the watch began; 10 the pipe bar; 20 the command's
+/// arguments (to 12 columns); 30 the time bar; 40 the PID; 45 the
+/// CPU; 55 the state; 60 the command to 8 columns; 90 and up, below 40 columns, the
+/// minimal layout.
 pub fn columns() -> Vec<(Column, CellOf)> {
     vec![
         (Column::new("PID").right().reserve(7).drop_at(40), |s, _| {
@@ -70,6 +75,19 @@ pub fn columns() -> Vec<(Column, CellOf)> {
             |s, kind| Cell::Text(rate(s.rate_out, kind)),
         ),
         (
+            Column::new("BYTES").right().reserve(9).drop_at(8),
+            |s, kind| {
+                Cell::Text(
+                    s.amount
+                        .map_or_else(|| "-".into(), |a| describe_amount(a as f64, kind, "B")),
+                )
+            },
+        ),
+        (
+            Column::new("TIME").reserve(TIME_CELLS).drop_at(30),
+            |s, _| s.time.map_or(Cell::Empty, |t| Cell::Text(time_bar(&t))),
+        ),
+        (
             Column::new("PIPE").reserve(10).drop_at(10),
             |s, _| match s.fill {
                 Some(f) => Cell::Text(bar(f.queued, f.capacity)),
@@ -88,6 +106,54 @@ pub fn columns() -> Vec<(Column, CellOf)> {
 
 fn rate(value: Option<f64>, kind: CountKind) -> String {
     value.map_or_else(|| "-".to_string(), |v| describe_amount(v, kind, "B/s"))
+}
+
+/// The character of a part of a stage's time in the time bar: `#` busy, `+` waiting for a
+/// CPU, `<` waiting for its input, `>` waiting for its output, `.` anything else of its
+/// own (a timer, the disk, the network, a lock), a blank for time blocked on nothing known
+/// or waiting for a child.
+fn part_mark(part: Part) -> char {
+    match part {
+        Part::Busy => '#',
+        Part::Starved => '+',
+        Part::Input => '<',
+        Part::Output => '>',
+        Part::Timer | Part::Disk | Part::Network | Part::Other => '.',
+        Part::Child | Part::Unknown => ' ',
+    }
+}
+
+/// The time bar: where a stage's time went over the last window, eight cells in
+/// the order of [`Part::ALL`], each part its share of the cells (largest remainders get
+/// the cells left over): `######<<` is busy three quarters of the time and waiting for its
+/// input the rest.
+pub fn time_bar(time: &Split) -> String {
+    let total = time.total();
+    if total <= 0.0 {
+        return " ".repeat(TIME_CELLS);
+    }
+    let exact: Vec<f64> = Part::ALL
+        .iter()
+        .map(|p| time.get(*p) / total * TIME_CELLS as f64)
+        .collect();
+    let mut cells: Vec<usize> = exact.iter().map(|e| e.floor() as usize).collect();
+    let mut left = TIME_CELLS.saturating_sub(cells.iter().sum());
+    let mut order: Vec<usize> = (0..exact.len()).collect();
+    order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        if exact[i] > 0.0 {
+            cells[i] += 1;
+            left -= 1;
+        }
+    }
+    Part::ALL
+        .iter()
+        .zip(cells)
+        .flat_map(|(p, n)| std::iter::repeat_n(part_mark(*p), n))
+        .collect()
 }
 
 /// The fill bar: `[###     ]`.
@@ -122,6 +188,34 @@ pub fn table<'a>(stages: &[&StageView], kind: CountKind) -> Table<'a> {
     }
 }
 
+/// The stages split by pipeline (a shell's pipelines are tables of their own), in order.
+pub fn jobs<'s, 'v>(stages: &'s [&'v StageView]) -> Vec<&'s [&'v StageView]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=stages.len() {
+        if i == stages.len() || stages[i].job != stages[start].job {
+            if i > start {
+                out.push(&stages[start..i]);
+            }
+            start = i;
+        }
+    }
+    out
+}
+
+/// Each pipeline's table as lines at most `width` columns wide (header and rows, laid out
+/// together), for `--log`.
+pub fn table_lines(stages: &[&StageView], width: usize, kind: CountKind) -> Vec<String> {
+    let mut out = Vec::new();
+    for job in jobs(stages) {
+        let table = table(job, kind);
+        let layout = table.layout(width, false);
+        out.push(table.header_line(&layout));
+        out.extend(table.rows.iter().map(|r| table.row_line(r, &layout)));
+    }
+    out
+}
+
 /// One stage's row alone, at most `width` columns (for `--log`).
 pub fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
     let table = Table {
@@ -132,21 +226,79 @@ pub fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
     table.row_line(&table.rows[0], &layout)
 }
 
-/// `bottleneck: gzip -9 (92% of the time), cat (3%)`; shares under 1% are left out.
-pub fn summary(shares: &[Share]) -> String {
-    let named: Vec<&Share> = shares.iter().filter(|s| s.share >= 0.005).collect();
-    if named.is_empty() {
-        return format!("{MARK}: none found");
+/// The short name of a part of a stage's time in the summary.
+fn part_label(part: Part) -> &'static str {
+    match part {
+        Part::Busy => "busy",
+        Part::Starved => "starved",
+        Part::Input => "waits in",
+        Part::Output => "waits out",
+        Part::Timer => "timer",
+        Part::Disk => "disk",
+        Part::Network => "network",
+        Part::Child => "child",
+        Part::Other => "other",
+        Part::Unknown => "unknown",
     }
+}
+
+/// A stage's time split in words, parts of at least 1% in a fixed order:
+/// `busy 97%, starved 2%, waits in 1%`.
+pub fn split_text(time: &Split) -> String {
+    let parts: Vec<String> = Part::ALL
+        .iter()
+        .map(|p| (p, (time.get(*p) * 100.0).round()))
+        .filter(|(_, percent)| *percent >= 1.0)
+        .map(|(p, percent)| format!("{} {percent:.0}%", part_label(*p)))
+        .collect();
+    if parts.is_empty() {
+        "-".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The summary at the end of a watch:
+///
+/// ```text
+/// bottleneck: gzip -9 (92% of the time), cat (3%)
+///   cat big   busy 3%, waits out 96%, starved 1%
+///   gzip -9   busy 97%, starved 2%, waits in 1%
+///   cat       busy 1%, waits in 99%
+/// advice: gzip -9 uses a whole core while 1 of 2 cores is idle: pigz would use them
+/// ```
+///
+/// Shares under 1% are left out of the first line; each stage's time is over the whole
+/// watch.
+pub fn summary(report: &Report) -> String {
+    use crate::display::{cut_to_width, display_width};
+    let named: Vec<&Share> = report.shares.iter().filter(|s| s.share >= 0.005).collect();
     let mut out = format!("{MARK}: ");
+    if named.is_empty() {
+        out.push_str("none found");
+    }
     for (i, s) in named.iter().enumerate() {
         let percent = (s.share * 100.0).round().min(100.0);
-        let command = crate::display::cut_to_width(&s.command, 40);
+        let command = cut_to_width(&s.command, 40);
         if i == 0 {
             out.push_str(&format!("{command} ({percent:.0}% of the time)"));
         } else {
             out.push_str(&format!(", {command} ({percent:.0}%)"));
         }
+    }
+    let commands: Vec<String> = report
+        .stages
+        .iter()
+        .map(|(command, _)| cut_to_width(command, 40))
+        .collect();
+    let width = commands.iter().map(|c| display_width(c)).max().unwrap_or(0);
+    for (command, (_, time)) in commands.iter().zip(&report.stages) {
+        let split = time.as_ref().map_or_else(|| "-".to_string(), split_text);
+        let pad = " ".repeat(width - display_width(command));
+        out.push_str(&format!("\n  {command}{pad}  {split}"));
+    }
+    if let Some(advice) = &report.advice {
+        out.push_str(&format!("\nadvice: {advice}"));
     }
     out
 }
@@ -171,6 +323,8 @@ mod tests {
                 capacity: 65536,
             }),
             bottleneck: false,
+            time: Some(split(&[(Part::Busy, 75.0), (Part::Input, 25.0)])),
+            ..StageView::default()
         }
     }
 
@@ -191,25 +345,27 @@ mod tests {
     fn rows_at_eighty_columns() {
         let mut s = stage(13326, "gzip -9", Activity::Running);
         s.bottleneck = true;
-        let at81 = lines(
+        let at90 = lines(
             &[stage(13325, "cat big.bin", Activity::WaitOutput), s.clone()],
-            81,
+            90,
         );
         assert_eq!(
-            at81,
+            at90,
             [
-                "    PID COMMAND      CPU STATE              IN/s     OUT/s PIPE",
-                "  13325 cat big.bin  99% wait output    203MiB/s 68.1MiB/s [#       ]",
-                "  13326 gzip -9      99% running        203MiB/s 68.1MiB/s [#       ] bottleneck",
+                "    PID COMMAND      CPU STATE              IN/s     OUT/s TIME     PIPE",
+                "  13325 cat big.bin  99% wait output    203MiB/s 68.1MiB/s ######<< [#       ]",
+                "  13326 gzip -9      99% running        203MiB/s 68.1MiB/s ######<< [#       ] \
+                 bottleneck",
             ]
         );
-        // One column less: the pipe bar goes first; the command takes what is left.
+        // Narrower: the pipe bar goes first; the time bar stays; the command takes what is
+        // left.
         let at80 = lines(&[stage(13325, "cat big.bin", Activity::WaitOutput), s], 80);
         assert_eq!(
             at80[2],
-            "  13326 gzip -9                99% running        203MiB/s 68.1MiB/s bottleneck"
+            "  13326 gzip -9       99% running        203MiB/s 68.1MiB/s ######<< bottleneck"
         );
-        assert!(!at80[0].contains("PIPE"));
+        assert!(!at80[0].contains("PIPE") && at80[0].ends_with(" TIME"));
         assert!(at80.iter().all(|l| display_width(l) <= 79));
     }
 
@@ -259,11 +415,12 @@ mod tests {
             rate_out: None,
             fill: None,
             bottleneck: false,
+            ..StageView::default()
         };
         let at80 = lines(&[s], 80);
         assert_eq!(
             at80[1],
-            "      7 tar cf - /very/long/…    - not permitted         -         -"
+            "      7 tar cf - /v…    - not permitted         -         -"
         );
         for width in [10, 40, 69, 200] {
             for line in lines(&[stage(1, "日本語のコマンド", Activity::WaitInput)], width) {
@@ -305,9 +462,17 @@ mod tests {
         );
     }
 
+    fn split(parts: &[(Part, f64)]) -> Split {
+        let mut t = Split::default();
+        for (p, v) in parts {
+            t.add(*p, *v);
+        }
+        t.shares().unwrap()
+    }
+
     #[test]
     fn summary_lines() {
-        let shares = [
+        let shares = vec![
             Share {
                 command: "gzip -9".into(),
                 share: 0.92,
@@ -321,10 +486,105 @@ mod tests {
                 share: 0.001,
             },
         ];
+        let report = Report {
+            shares,
+            stages: vec![
+                (
+                    "cat big".into(),
+                    Some(split(&[
+                        (Part::Busy, 3.0),
+                        (Part::Output, 96.0),
+                        (Part::Starved, 1.0),
+                    ])),
+                ),
+                (
+                    "gzip -9".into(),
+                    Some(split(&[
+                        (Part::Busy, 97.0),
+                        (Part::Starved, 2.0),
+                        (Part::Input, 1.0),
+                    ])),
+                ),
+                (
+                    "cat".into(),
+                    Some(split(&[(Part::Busy, 0.4), (Part::Input, 99.6)])),
+                ),
+                ("sha256sum".into(), None),
+            ],
+            advice: Some("try pigz".into()),
+        };
         assert_eq!(
-            summary(&shares),
-            "bottleneck: gzip -9 (92% of the time), cat (3%)"
+            summary(&report),
+            "bottleneck: gzip -9 (92% of the time), cat (3%)\n\
+             \x20 cat big    busy 3%, starved 1%, waits out 96%\n\
+             \x20 gzip -9    busy 97%, starved 2%, waits in 1%\n\
+             \x20 cat        waits in 100%\n\
+             \x20 sha256sum  -\n\
+             advice: try pigz"
         );
-        assert_eq!(summary(&[]), "bottleneck: none found");
+        assert_eq!(summary(&Report::default()), "bottleneck: none found");
+        let times = split(&[
+            (Part::Timer, 50.0),
+            (Part::Disk, 20.0),
+            (Part::Network, 10.0),
+            (Part::Child, 10.0),
+            (Part::Other, 5.0),
+            (Part::Unknown, 5.0),
+        ]);
+        assert_eq!(
+            split_text(&times),
+            "timer 50%, disk 20%, network 10%, child 10%, other 5%, unknown 5%"
+        );
+    }
+
+    #[test]
+    fn a_wide_terminal_shows_the_bytes_through_each_stage() {
+        let mut s = stage(13326, "gzip -9", Activity::Running);
+        s.amount = Some(3 << 30);
+        let wide = lines(&[s.clone()], 120);
+        assert!(
+            wide[0].ends_with(" CPU STATE              IN/s     OUT/s     BYTES TIME     PIPE"),
+            "{wide:?}"
+        );
+        assert!(
+            wide[1].contains(" 68.1MiB/s   3.00GiB ######<< [#       ]"),
+            "{wide:?}"
+        );
+        // It is the first to go.
+        assert!(!lines(&[s], 90)[0].contains("BYTES"));
+    }
+
+    #[test]
+    fn time_bars() {
+        assert_eq!(time_bar(&split(&[(Part::Busy, 100.0)])), "########");
+        assert_eq!(
+            time_bar(&split(&[(Part::Busy, 75.0), (Part::Input, 25.0)])),
+            "######<<"
+        );
+        assert_eq!(
+            time_bar(&split(&[
+                (Part::Busy, 3.0),
+                (Part::Output, 96.0),
+                (Part::Starved, 1.0)
+            ])),
+            ">>>>>>>>"
+        );
+        assert_eq!(
+            time_bar(&split(&[
+                (Part::Busy, 30.0),
+                (Part::Starved, 45.0),
+                (Part::Input, 25.0)
+            ])),
+            "##++++<<"
+        );
+        assert_eq!(
+            time_bar(&split(&[(Part::Timer, 95.0), (Part::Busy, 5.0)])),
+            "........"
+        );
+        assert_eq!(
+            time_bar(&split(&[(Part::Unknown, 50.0), (Part::Busy, 50.0)])),
+            "####    "
+        );
+        assert_eq!(time_bar(&Split::default()), "        ");
     }
 }

@@ -4,6 +4,7 @@
 use super::classify::{Activity, Sleep};
 use super::discover::End;
 use super::fake::{FakeProc, FakeTask};
+use super::timeshare::Part;
 use super::watch::{View, WatchError, Watcher};
 
 const SEC: u64 = 1_000_000_000;
@@ -106,6 +107,19 @@ fn errors_name_the_reason() {
     fake.add(200, 1, "sleep 100", TTY, TTY);
     let err = |pid| Watcher::with_proc(Box::new(fake.clone()), pid).unwrap_err();
     assert!(matches!(err(999), WatchError::NoSuchProcess(999)));
+    // A zombie and a kernel thread are named as such, not as missing.
+    fake.add(201, 1, "gzip", End::Closed, End::Closed);
+    fake.state(201, 'Z', "0");
+    assert_eq!(
+        err(201).to_string(),
+        "pid 201: a zombie (it has ended; its parent has not collected it), not in a pipeline"
+    );
+    fake.add(2, 0, "kthreadd", End::Closed, End::Closed);
+    fake.with(2, |p| p.kernel = true);
+    assert_eq!(
+        err(2).to_string(),
+        "pid 2: a kernel thread (kthreadd), not in a pipeline"
+    );
     assert!(matches!(err(200), WatchError::NotInPipeline(200)));
     fake.with(200, |p| {
         p.hidden = true;
@@ -140,6 +154,10 @@ fn rates_cpu_fills_and_states_of_a_middle_stage_bound_pipeline() {
     assert_eq!(view.stages[1].fill.map(|f| f.queued), Some(0));
     assert_eq!(view.stages[2].fill, None);
     assert_eq!(marked(&view), ["gzip -9"]);
+    // Cumulative bytes since the first reading.
+    assert_eq!(gzip.bytes_in, Some(400_000_000));
+    assert_eq!(gzip.bytes_out, Some(120_000_000));
+    assert_eq!(gzip.amount, Some(400_000_000));
     let summary = w.summary();
     assert_eq!(summary.len(), 1);
     assert_eq!(summary[0].command, "gzip -9");
@@ -166,7 +184,8 @@ fn producer_bound() {
 
 #[test]
 fn consumer_bound_and_a_consumer_sleeping_between_reads() {
-    for (state, wchan) in [('R', "0"), ('S', "hrtimer_nanosleep")] {
+    // The consumer busy on a CPU, or sleeping on a timer after each read.
+    for (state, wchan, ticks) in [('R', "0", 99), ('S', "hrtimer_nanosleep", 1)] {
         let fake = three();
         let mut w = watch(&fake, 102);
         w.sample(0);
@@ -175,6 +194,7 @@ fn consumer_bound_and_a_consumer_sleeping_between_reads() {
             fake.state(101, 'S', "anon_pipe_write");
             fake.state(102, 'S', "anon_pipe_write");
             fake.state(103, state, wchan);
+            fake.work(103, ticks, 1_000_000, 1_000_000);
             fake.fill(1, CAP, CAP);
             fake.fill(2, CAP - 100, CAP);
             view = w.sample(k * SEC);
@@ -201,18 +221,24 @@ fn a_rate_limited_rpv_in_the_middle() {
                 state: 'S',
                 wchan: "poll_schedule_timeout.constprop.0".into(),
                 ticks: 1,
+                run_ns: 10000000,
+                delay_ns: 0,
             },
             FakeTask {
                 tid: 104,
                 state: 'S',
                 wchan: "hrtimer_nanosleep".into(),
                 ticks: 20,
+                run_ns: 200000000,
+                delay_ns: 0,
             },
             FakeTask {
                 tid: 105,
                 state: 'S',
                 wchan: "__skb_wait_for_more_packets".into(),
                 ticks: 0,
+                run_ns: 0,
+                delay_ns: 0,
             },
         ];
     });
@@ -222,14 +248,26 @@ fn a_rate_limited_rpv_in_the_middle() {
     for k in 1..=4 {
         fake.state(101, 'S', "anon_pipe_write");
         fake.work(101, 1, 20_000_000, 20_000_000);
-        fake.with(102, |p| p.rpv = Some(p.rpv.unwrap() + 20_000_000));
-        // sha256sum caught hashing the last chunk, with a little of it still queued.
+        fake.with(102, |p| {
+            p.rpv = Some(p.rpv.unwrap() + 20_000_000);
+            p.tasks[1].ticks += 2;
+            p.tasks[1].run_ns += 20_000_000;
+        });
+        fake.fill(1, CAP, CAP);
+        // Between readings sha256sum waits for its input; at each reading it happens to be
+        // caught hashing the last chunk, with a little of it still queued.
+        fake.state(103, 'S', "anon_pipe_read");
+        fake.fill(2, 0, CAP);
+        for tenth in 1..10 {
+            w.tick((k - 1) * SEC + tenth * SEC / 10);
+        }
         fake.state(103, 'R', "0");
         fake.work(103, 6, 20_000_000, 0);
-        fake.fill(1, CAP, CAP);
         fake.fill(2, 4096, CAP);
         view = w.sample(k * SEC);
     }
+    let sha = &view.stages[2];
+    assert_eq!(sha.activity, Activity::WaitInput, "{sha:?}");
     let rpv = &view.stages[1];
     assert_eq!(rpv.activity, Activity::Sleeping(Sleep::Timer));
     assert_eq!(rpv.rate_in, Some(20e6));
@@ -253,6 +291,35 @@ fn a_splice_user_gets_its_rates_from_its_neighbours() {
     }
     assert_eq!(view.stages[1].rate_in, Some(50e6));
     assert_eq!(view.stages[1].rate_out, Some(49e6));
+    // Its totals too: what went through since the watch began.
+    assert_eq!(view.stages[1].bytes_in, Some(100_000_000));
+    assert_eq!(view.stages[1].bytes_out, Some(98_000_000));
+    assert_eq!(view.stages[1].amount, Some(100_000_000));
+    // The first stage reads no pipe: its amount is what it wrote.
+    assert_eq!(view.stages[0].amount, Some(100_000_000));
+}
+
+/// pv with a rate limit reads a little with read(2) and splices the rest: its own counts
+/// are a tenth of what goes through it, on both sides. Its figures are its neighbours'.
+#[test]
+fn a_relay_counting_a_tenth_of_its_bytes_gets_its_neighbours_figures() {
+    let fake = three();
+    fake.with(102, |p| p.cmdline = "pv -qL 10M".into());
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        fake.work(101, 1, 10_000_000, 10_000_000);
+        fake.work(102, 1, 1_000_000, 900_000);
+        fake.work(103, 1, 10_000_000, 10_000_000);
+        view = w.sample(k * SEC);
+    }
+    let pv = &view.stages[1];
+    assert_eq!((pv.rate_in, pv.rate_out), (Some(10e6), Some(10e6)));
+    assert_eq!(
+        (pv.bytes_in, pv.bytes_out),
+        (Some(30_000_000), Some(30_000_000))
+    );
 }
 
 #[test]
@@ -431,4 +498,220 @@ fn an_rpv_that_misses_an_answer_is_counted_by_its_next_one() {
             assert_eq!(view.stages[1].rate_out, Some(expected), "second {k}");
         }
     }
+}
+
+/// `yes | head -c 8G | sha256sum` on two cores: sha256sum is on a CPU 97 % of the time, yet
+/// it empties its input at once each time head writes, so nearly every look at it finds
+/// it waiting for its input; head, on a CPU a quarter of the time, is often caught running.
+/// The shares over the interval name sha256sum all the same, and its row says `running`.
+#[test]
+fn a_hash_using_a_whole_core_is_found_though_always_caught_waiting() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "yes", TTY, pipe(1));
+    fake.add(102, 100, "head -c 8G", pipe(1), pipe(2));
+    fake.add(103, 100, "sha256sum", pipe(2), TTY);
+    fake.fill(1, CAP, CAP);
+    fake.fill(2, 0, CAP);
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 2, 0, 500_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 26, 500_000_000, 500_000_000);
+        fake.state(103, 'S', "anon_pipe_read");
+        fake.work(103, 97, 500_000_000, 0);
+        for tenth in 1..=10 {
+            w.tick((k - 1) * SEC + tenth * SEC / 10);
+        }
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["sha256sum"], "{view:?}");
+    assert_eq!(view.stages[2].activity, Activity::Running);
+    let time = view.stages[2].time.expect("shares");
+    assert!((time.get(Part::Busy) - 0.97).abs() < 1e-6, "{time:?}");
+    assert!((time.get(Part::Input) - 0.03).abs() < 1e-6, "{time:?}");
+    // head, caught running at every look, was blocked 74 % of the time where it was last
+    // seen blocked (never, here: "other"), so it is not blamed for a pipe it waits on.
+    assert_eq!(w.summary()[0].command, "sha256sum");
+}
+
+/// The same pipeline beside busy loops: every stage waits for a CPU; sha256sum waits more
+/// than it runs, and its row says `starved`.
+#[test]
+fn a_stage_waiting_for_a_cpu_more_than_it_runs_reads_starved() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "head -c 8G /dev/zero", TTY, pipe(1));
+    fake.add(102, 100, "sha256sum", pipe(1), TTY);
+    fake.fill(1, CAP, CAP);
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 5, 0, 100_000_000);
+        fake.starve(101, 150_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 40, 100_000_000, 0);
+        fake.starve(102, 550_000_000);
+        for tenth in 1..=10 {
+            w.tick((k - 1) * SEC + tenth * SEC / 10);
+        }
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["sha256sum"]);
+    assert_eq!(view.stages[1].activity, Activity::Starved);
+    assert_eq!(view.stages[1].activity.label(), "starved");
+    assert_eq!(view.stages[0].activity, Activity::WaitOutput);
+}
+
+/// A process chooses its own name (`prctl(PR_SET_NAME)`, `/proc/self/comm`) and may have
+/// no command line: the `[comm]` shown instead is escaped like a command line, so a name
+/// made of escape sequences cannot retitle or clear the watcher's terminal.
+#[test]
+fn a_process_name_with_escape_sequences_is_shown_escaped() {
+    let fake = three();
+    fake.with(102, |p| {
+        p.comm = "\x1b]0;owned\x07\x1b[2J".into();
+        p.cmdline = String::new();
+    });
+    fake.with(103, |p| p.cmdline = "cat\n\x1b[1A".into());
+    let view = watch(&fake, 101).sample(0);
+    assert_eq!(
+        commands(&view),
+        ["cat big", "[\\e]0;owned\\x07\\e[2J]", "cat\\n\\e[1A"]
+    );
+}
+
+/// The advice follows the marked stage: gzip on a whole core with a core idle gets pigz
+/// (when installed), and the report at the end says where each stage's time went.
+#[test]
+fn advice_and_the_report_follow_the_bottleneck() {
+    let fake = three();
+    let mut w = watch(&fake, 101);
+    w.set_tools(super::advice::Tools::of(&["pigz"]));
+    fake.machine(0, 0);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=3 {
+        gzip_bound_second(&fake);
+        // Two cores: gzip's and a little for the cats busy, about one idle.
+        fake.machine(95, 105);
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["gzip -9"]);
+    assert!(!view.short_of_cpu);
+    assert_eq!(
+        view.advice.as_deref(),
+        Some("gzip -9 uses a whole core while 1 of 2 cores is idle: pigz would use them")
+    );
+    let report = w.report();
+    assert_eq!(report.advice, view.advice);
+    let names: Vec<&str> = report.stages.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(names, ["cat big", "gzip -9", "cat"]);
+    let gzip = report.stages[1].1.expect("measured");
+    assert!((gzip.get(Part::Busy) - 0.99).abs() < 1e-6, "{gzip:?}");
+    // Without pigz installed: no advice (only installed tools are named).
+    w.set_tools(super::advice::Tools::default());
+    gzip_bound_second(&fake);
+    fake.machine(95, 105);
+    assert_eq!(w.sample(4 * SEC).advice, None);
+}
+
+/// A stage whose member is replaced keeps its credit, under the name it had when it was
+/// the bottleneck: `cat big | gzip -1 | (sleep 5; cat)` credits `sleep 5`, not `cat`.
+#[test]
+fn the_summary_credits_the_command_shown_while_it_was_the_bottleneck() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "cat big", TTY, pipe(1));
+    fake.add(102, 100, "gzip -1", pipe(1), pipe(2));
+    fake.add(103, 100, "sh", pipe(2), TTY);
+    fake.state(103, 'S', "do_wait");
+    fake.add(110, 103, "sleep 5", pipe(2), TTY);
+    fake.state(110, 'S', "hrtimer_nanosleep");
+    fake.fill(1, CAP, CAP);
+    fake.fill(2, CAP, CAP);
+    let mut w = watch(&fake, 101);
+    w.sample(0);
+    for k in 1..=5 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.state(102, 'S', "anon_pipe_write");
+        let view = w.sample(k * SEC);
+        assert_eq!(commands(&view)[2], "sleep 5");
+    }
+    // sleep ends, cat takes its place and is not the bottleneck: gzip is.
+    fake.remove(110);
+    fake.add(111, 103, "cat", pipe(2), TTY);
+    fake.fill(2, 0, CAP);
+    for k in 6..=7 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 2, 10_000_000, 10_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 98, 10_000_000, 5_000_000);
+        fake.state(111, 'S', "anon_pipe_read");
+        fake.work(111, 1, 5_000_000, 5_000_000);
+        let view = w.sample(k * SEC);
+        assert_eq!(commands(&view)[2], "cat");
+    }
+    let summary = w.summary();
+    assert_eq!(summary[0].command, "sleep 5", "{summary:?}");
+    assert!(summary.iter().all(|s| s.command != "cat"), "{summary:?}");
+    assert_eq!(w.report().stages[2].0, "sleep 5");
+}
+
+/// A shell running two pipelines: each is watched on its own, with its own bottleneck,
+/// never one merged table. Given a stage's PID, only its own pipeline.
+#[test]
+fn a_shells_pipelines_are_watched_apart() {
+    let fake = FakeProc::default();
+    fake.add(90, 1, "bash", TTY, TTY);
+    fake.state(90, 'S', "do_wait");
+    // Job 1: yes | rpv -qL 1m | cat (process group 101).
+    fake.add(101, 90, "yes", TTY, pipe(1));
+    fake.add(102, 90, "rpv -qL 1m", pipe(1), pipe(2));
+    fake.add(103, 90, "cat", pipe(2), TTY);
+    // Job 2, inside a subshell: ( cat big | gzip -9 | wc -c ) (process group 110).
+    fake.add(110, 90, "bash", TTY, TTY);
+    fake.state(110, 'S', "do_wait");
+    fake.add(111, 110, "cat big", TTY, pipe(3));
+    fake.add(112, 110, "gzip -9", pipe(3), pipe(4));
+    fake.add(113, 110, "wc -c", pipe(4), TTY);
+    for pid in [110, 111, 112, 113] {
+        fake.with(pid, |p| p.start += 1);
+    }
+    let make = || -> Box<dyn super::procfs::Proc> { Box::new(fake.clone()) };
+    let mut jobs = Watcher::jobs(make, 90).expect("two jobs");
+    assert_eq!(jobs.len(), 2);
+    for job in &mut jobs {
+        job.sample(0);
+    }
+    let mut views = vec![View::default(), View::default()];
+    for k in 1..=3 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.state(102, 'S', "hrtimer_nanosleep");
+        fake.state(103, 'S', "anon_pipe_read");
+        fake.state(111, 'S', "anon_pipe_write");
+        fake.state(112, 'R', "0");
+        fake.work(112, 99, 1_000_000, 100_000);
+        fake.state(113, 'S', "anon_pipe_read");
+        for (job, view) in jobs.iter_mut().zip(&mut views) {
+            *view = job.sample(k * SEC);
+        }
+    }
+    assert_eq!(commands(&views[0]), ["yes", "rpv -qL 1m", "cat"]);
+    assert_eq!(commands(&views[1]), ["cat big", "gzip -9", "wc -c"]);
+    assert_eq!(marked(&views[0]), ["rpv -qL 1m"]);
+    assert_eq!(marked(&views[1]), ["gzip -9"]);
+    // From a stage: its own pipeline only.
+    let own = Watcher::jobs(make, 112).expect("a pipeline");
+    assert_eq!(own.len(), 1);
+    let mut own = own.into_iter().next().unwrap();
+    assert_eq!(
+        commands(&own.sample(4 * SEC)),
+        ["cat big", "gzip -9", "wc -c"]
+    );
 }

@@ -1,8 +1,9 @@
 //! The watcher: the stages of one pipeline over time.
 //!
 //! Owns: the list of stages in pipeline order (ended ones keep their row and their final
-//! figures), when to scan `/proc` again, per-stage counters and rates, the fill of each pipe,
-//! the bottleneck of each sample and each stage's share of the time as the bottleneck.
+//! figures), when to scan `/proc` again, per-stage counters, rates and time split (over
+//! the same window as the rates), the fill of each pipe, the bottleneck of each sample and
+//! each stage's share of the time as the bottleneck.
 //! Must not: draw anything or sleep: [`Watcher::sample`] is called by whoever runs the
 //! display loop, with the time.
 //!
@@ -14,9 +15,14 @@
 use std::collections::VecDeque;
 use std::io;
 
+use super::advice::{self, Position, Situation, Tools};
 use super::classify::{self, Activity, StageState};
-use super::discover::{self, DiscoverError, Segment, StageSpec, Table};
-use super::procfs::{self, Fill, Io, Proc, ProcFile, Stat, SysProc};
+use super::discover::{self, DiscoverError, End, Segment, StageSpec, Table};
+use super::figures::{self, Counted, Side};
+use super::member::{Member, Pipes};
+use super::procfs::CpuTimes;
+use super::procfs::{self, Fill, Proc, ProcFile, Stat, SysProc};
+use super::timeshare::{self, Part, Split};
 
 /// Rates and CPU use are averaged over at least this long, in nanoseconds (tick-based CPU
 /// times are too coarse for a tenth of a second).
@@ -25,20 +31,28 @@ const MIN_WINDOW_NS: u64 = 1_000_000_000;
 const MARK_TAU_NS: f64 = 2e9;
 /// Score above which the row is marked.
 const MARK_THRESHOLD: f64 = 0.3;
-/// Threads of one process read at most (a stage with thousands of threads would cost too
-/// much per sample; the first ones are the main thread and those started early).
-const MAX_TASKS: usize = 64;
+/// How often the wait states of the stages are sampled between two readings, at most, in
+/// nanoseconds: 50 times a second.
+pub const TICK_NS: u64 = 20_000_000;
+/// The time between two samples grows by this much per thread sampled beyond ten, so that
+/// a long pipeline costs no more per second than a short one (a `stat` and a `wchan` per
+/// thread; 20 single-threaded stages are sampled 25 times a second).
+const TICK_PER_TASK_NS: u64 = 2_000_000;
+/// Least time between two readings of the machine's CPU times, in nanoseconds.
+const MACHINE_EVERY_NS: u64 = 500_000_000;
 /// Longest wait between looks at an open end, in nanoseconds.
 const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
-/// A counter that moves less than this fraction of its neighbour's is taken as not counting
-/// (splice does not show in `/proc/PID/io`).
-const NOT_COUNTING: f64 = 1.0 / 64.0;
 
 /// Why a pipeline cannot be watched.
 #[derive(Debug)]
 pub enum WatchError {
     /// The process does not exist.
     NoSuchProcess(u32),
+    /// The process has ended and waits for its parent to collect its status: it has no
+    /// descriptors left.
+    Zombie(u32),
+    /// A kernel thread: no descriptors, never in a pipeline.
+    KernelThread(u32, String),
     /// Its descriptors may not be read.
     NotPermitted(u32),
     /// Neither it nor a child of it has a pipe on standard input or output.
@@ -51,6 +65,16 @@ impl std::fmt::Display for WatchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WatchError::NoSuchProcess(pid) => write!(f, "pid {pid}: No such process"),
+            WatchError::Zombie(pid) => write!(
+                f,
+                "pid {pid}: a zombie (it has ended; its parent has not collected it), not in \
+                 a pipeline"
+            ),
+            WatchError::KernelThread(pid, name) => write!(
+                f,
+                "pid {pid}: a kernel thread ({}), not in a pipeline",
+                crate::display::printable(name)
+            ),
             WatchError::NotPermitted(pid) => write!(f, "pid {pid}: Permission denied"),
             WatchError::NotInPipeline(pid) => write!(
                 f,
@@ -62,24 +86,43 @@ impl std::fmt::Display for WatchError {
 }
 
 /// One row of the pipeline view.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct StageView {
     /// The process shown (of a stage of several processes, the one moving data).
     pub pid: u32,
     /// Its command line.
     pub command: String,
-    /// What it is doing.
+    /// What it spent the most time on over the last second (or the interval if longer);
+    /// what it is doing now before that is known.
     pub activity: Activity,
+    /// Where its time went over the same window, as fractions of it (busy, starved,
+    /// waiting for its input, its output, …); `None` before two readings.
+    pub time: Option<Split>,
     /// CPU use, percent of one core (over the last second, or the interval if longer).
     pub cpu: Option<f64>,
     /// Bytes per second read.
     pub rate_in: Option<f64>,
     /// Bytes per second written.
     pub rate_out: Option<f64>,
+    /// Bytes read since the watch began (its neighbour's count when it cannot count).
+    pub bytes_in: Option<u64>,
+    /// Bytes written since the watch began (likewise).
+    pub bytes_out: Option<u64>,
+    /// The bytes that have come through it since the watch began: what it read from the
+    /// pipe before it, or for a stage that reads no pipe, what it wrote.
+    pub amount: Option<u64>,
     /// The pipe to the next stage.
     pub fill: Option<Fill>,
     /// This stage holds the pipeline back (over the last few seconds).
     pub bottleneck: bool,
+    /// Which of the pipelines watched it belongs to, from 1 (set by whoever runs several
+    /// watchers, to tell their tables apart; 0 otherwise).
+    pub job: u32,
+    /// The process group of its pipeline when it was found (likewise).
+    pub group: u32,
+    /// What to try about it, when it is the bottleneck and the cause is clear (set by
+    /// whoever shows the view, from [`View::advice`]).
+    pub advice: Option<String>,
 }
 
 /// One sample of the whole pipeline.
@@ -87,6 +130,24 @@ pub struct StageView {
 pub struct View {
     /// The stages in pipeline order.
     pub stages: Vec<StageView>,
+    /// The stages together waited for a CPU longer than they ran over the last window:
+    /// the machine is short of CPU.
+    pub short_of_cpu: bool,
+    /// What to try about the stage marked as the bottleneck, when the cause is clear.
+    pub advice: Option<String>,
+}
+
+/// The end of a watch: who held the pipeline back and for how long, where each stage's
+/// time went, and what to try.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Report {
+    /// Each stage's share of the watched time as the bottleneck, largest first.
+    pub shares: Vec<Share>,
+    /// Each stage (by the command it showed most while it was the bottleneck, else its
+    /// last) and where its time went over the whole watch.
+    pub stages: Vec<(String, Option<Split>)>,
+    /// What to try about the stage that was the bottleneck most.
+    pub advice: Option<String>,
 }
 
 /// A stage's share of the time as the bottleneck.
@@ -104,48 +165,8 @@ struct Totals {
     ticks: u64,
     bytes_in: u64,
     bytes_out: u64,
-}
-
-/// One reading of a member process.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Reading {
-    ticks: u64,
-    io: Option<Io>,
-    rpv: Option<u64>,
-    activity: Activity,
-}
-
-impl Reading {
-    /// Bytes (in, out): the rpv's own count, or `/proc/PID/io`.
-    fn bytes(&self) -> Option<(u64, u64)> {
-        match (self.rpv, self.io) {
-            (Some(b), _) => Some((b, b)),
-            (None, Some(io)) => Some((io.rchar, io.wchar)),
-            (None, None) => None,
-        }
-    }
-}
-
-/// A process of a stage.
-#[derive(Debug)]
-struct Member {
-    pid: u32,
-    start: u64,
-    session: u32,
-    /// Its name in `stat` when `command` was read.
-    comm: String,
-    command: String,
-    /// The threads read, listed when the process had `threads` of them.
-    tasks: Vec<u32>,
-    threads: u32,
-    last: Option<Reading>,
-    /// The last count an rpv member gave over its control channel.
-    last_rpv: Option<u64>,
-    /// Started after the stage was first seen: everything it counted is recent.
-    fresh: bool,
-    /// Bytes moved in the last sample (for choosing which member to show).
-    moved: u64,
-    used: u64,
+    /// Where the stage's time went, in nanoseconds.
+    time: Split,
 }
 
 /// A stage over time.
@@ -156,15 +177,44 @@ struct Stage {
     /// Shells whose children are watched for new members: (pid, children last seen).
     parents: Vec<(u32, Vec<u32>)>,
     totals: Totals,
-    known_in: bool,
-    known_out: bool,
+    /// When the stage's own byte counts began (its own rates need a whole window of them;
+    /// until then they are its neighbours').
+    counted_since: Option<u64>,
+    /// What it moved in the last sample by its own count (read, written).
+    moved: Option<(u64, u64)>,
+    /// What it has moved since the watch began as shown: its own counts, or its
+    /// neighbours' where it cannot count, added sample by sample so they never go back.
+    shown_bytes: (Option<u64>, Option<u64>),
     history: VecDeque<(u64, Totals)>,
     shown: Option<u32>,
     ended: bool,
     matched: bool,
     bottleneck_ns: u64,
+    /// The bottleneck time by the command shown at the time (a stage whose member is
+    /// replaced keeps its credit, under the name it had then).
+    credit: Vec<(String, u64)>,
     score: f64,
+    /// What it was doing at the last sample (its shown member's state, settled with the
+    /// fills of its pipes).
+    now: Activity,
     view: StageView,
+}
+
+impl Stage {
+    /// The command the stage showed most while it was the bottleneck, else its current one.
+    fn credited_name(&self) -> &str {
+        self.credit
+            .iter()
+            .max_by_key(|(_, ns)| *ns)
+            .map_or(&self.view.command, |(name, _)| name)
+    }
+
+    fn pipes(&self) -> Pipes {
+        Pipes {
+            input: self.spec.input,
+            output: self.spec.output,
+        }
+    }
 }
 
 /// Watches the pipeline a process belongs to.
@@ -172,14 +222,25 @@ pub struct Watcher {
     proc: Box<dyn Proc>,
     stages: Vec<Stage>,
     seed: u32,
+    group: u32,
     session: u32,
     window_ns: u64,
     last_ns: Option<u64>,
+    /// When the wait states were last sampled.
+    ticked_ns: Option<u64>,
     observed_ns: u64,
     open_ends: bool,
     next_open_scan_ns: u64,
     open_backoff_ns: u64,
     scans: u64,
+    /// Programs advice may name that are installed.
+    tools: Tools,
+    /// The machine's CPU times over the window (for idle cores), and at the first sample.
+    machine: VecDeque<(u64, CpuTimes)>,
+    machine_first: Option<CpuTimes>,
+    /// The last view's advice-worthy facts.
+    short_of_cpu: bool,
+    advice: Option<String>,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -201,6 +262,17 @@ fn parents(table: &Table, spec: &StageSpec) -> Vec<(u32, Vec<u32>)> {
         .collect()
 }
 
+/// True if the stage's row says it waits for a neighbour (or a child): its input when a
+/// stage writes it, its output when a stage reads it.
+fn waits_for_neighbour(stage: &Stage, state: &StageState) -> bool {
+    match stage.view.activity {
+        Activity::WaitInput => state.upstream,
+        Activity::WaitOutput => state.downstream,
+        Activity::WaitChild => true,
+        _ => false,
+    }
+}
+
 /// True if the pipe after one stage is the one before the next (as far as is known).
 fn connected(output: Option<u64>, input: Option<u64>) -> bool {
     match (output, input) {
@@ -209,16 +281,32 @@ fn connected(output: Option<u64>, input: Option<u64>) -> bool {
     }
 }
 
-/// The command line of `pid` for display, or `[comm]` if it has none.
-fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
-    proc.read(pid, ProcFile::Cmdline, false)
-        .ok()
-        .and_then(|c| procfs::command_text(&c))
-        .unwrap_or_else(|| format!("[{comm}]"))
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The process `pid` and the pipelines found from it: its `stat`, the process table of its
+/// session, and the segments reachable from its start points.
+fn locate(proc: &mut dyn Proc, pid: u32) -> Result<(Stat, Table, Vec<Segment>), WatchError> {
+    let stat = proc
+        .read(pid, ProcFile::Stat, false)
+        .ok()
+        .and_then(|t| Stat::parse(&text(&t)))
+        .ok_or(WatchError::NoSuchProcess(pid))?;
+    if stat.kernel_thread {
+        return Err(WatchError::KernelThread(pid, stat.comm));
+    }
+    if matches!(stat.state, 'Z' | 'X') {
+        return Err(WatchError::Zombie(pid));
+    }
+    let table = discover::scan(proc, Some(&[stat.session])).map_err(WatchError::Proc)?;
+    let seeds = discover::start_points(&table, pid).map_err(|e| match e {
+        DiscoverError::NoSuchProcess => WatchError::NoSuchProcess(pid),
+        DiscoverError::NotPermitted => WatchError::NotPermitted(pid),
+        DiscoverError::NotInPipeline => WatchError::NotInPipeline(pid),
+    })?;
+    let segments = discover::discover(&table, &seeds);
+    Ok((stat, table, segments))
 }
 
 impl Watcher {
@@ -227,39 +315,96 @@ impl Watcher {
         Watcher::with_proc(Box::new(SysProc::new()), pid)
     }
 
-    /// Watches the pipeline of `pid` through `proc`.
+    /// Sets the programs advice may name (those installed: [`Tools::from_path`]).
+    pub fn set_tools(&mut self, tools: Tools) {
+        self.tools = tools;
+    }
+
+    /// Watches the pipeline of `pid` through `proc`: its own if it is a stage, else every
+    /// pipeline it runs, in one list (see [`Watcher::jobs`] for one each).
     pub fn with_proc(mut proc: Box<dyn Proc>, pid: u32) -> Result<Watcher, WatchError> {
-        let stat = proc
-            .read(pid, ProcFile::Stat, false)
-            .ok()
-            .and_then(|t| Stat::parse(&text(&t)))
-            .ok_or(WatchError::NoSuchProcess(pid))?;
-        let table =
-            discover::scan(proc.as_mut(), Some(&[stat.session])).map_err(WatchError::Proc)?;
-        let seeds = discover::start_points(&table, pid).map_err(|e| match e {
-            DiscoverError::NoSuchProcess => WatchError::NoSuchProcess(pid),
-            DiscoverError::NotPermitted => WatchError::NotPermitted(pid),
-            DiscoverError::NotInPipeline => WatchError::NotInPipeline(pid),
-        })?;
-        let segments = discover::discover(&table, &seeds);
+        let (stat, table, segments) = locate(proc.as_mut(), pid)?;
+        Watcher::from_segments(proc, &table, &segments, pid, stat.session)
+            .ok_or(WatchError::NotInPipeline(pid))
+    }
+
+    /// The pipelines of `pid`, each watched on its own (through a `Proc` from
+    /// `make_proc`): if `pid` is a stage, its own pipeline; if it is a shell, each pipeline
+    /// it runs (a job: a run of stages connected by pipes), so that each gets its own
+    /// table and its own bottleneck.
+    pub fn jobs(
+        mut make_proc: impl FnMut() -> Box<dyn Proc>,
+        pid: u32,
+    ) -> Result<Vec<Watcher>, WatchError> {
+        let mut proc = make_proc();
+        let (stat, table, segments) = locate(proc.as_mut(), pid)?;
+        let in_pipeline = table
+            .get(pid)
+            .is_some_and(|p| matches!(p.stdin, End::Pipe(_)) || matches!(p.stdout, End::Pipe(_)));
+        let watchers: Vec<Watcher> = if in_pipeline {
+            Watcher::from_segments(proc, &table, &segments, pid, stat.session)
+                .into_iter()
+                .collect()
+        } else {
+            let mut procs = std::iter::once(proc).chain(std::iter::repeat_with(make_proc));
+            segments
+                .iter()
+                .filter_map(|segment| {
+                    let seed = segment.stages.first()?.members.first().copied()?;
+                    let session = table.get(seed).map_or(stat.session, |p| p.stat.session);
+                    let proc = procs.next()?;
+                    Watcher::from_segments(
+                        proc,
+                        &table,
+                        std::slice::from_ref(segment),
+                        seed,
+                        session,
+                    )
+                })
+                .collect()
+        };
+        if watchers.is_empty() {
+            return Err(WatchError::NotInPipeline(pid));
+        }
+        Ok(watchers)
+    }
+
+    /// A watcher of `segments` found by a scan, rescanning from `seed` and the stages.
+    fn from_segments(
+        proc: Box<dyn Proc>,
+        table: &Table,
+        segments: &[Segment],
+        seed: u32,
+        session: u32,
+    ) -> Option<Watcher> {
         let mut watcher = Watcher {
             proc,
             stages: Vec::new(),
-            seed: pid,
-            session: stat.session,
+            seed,
+            group: table.get(seed).map_or(0, |p| p.stat.pgrp),
+            session,
             window_ns: MIN_WINDOW_NS,
             last_ns: None,
+            ticked_ns: None,
             observed_ns: 0,
             open_ends: false,
             next_open_scan_ns: 0,
             open_backoff_ns: 1_000_000_000,
             scans: 1,
+            tools: Tools::default(),
+            machine: VecDeque::new(),
+            machine_first: None,
+            short_of_cpu: false,
+            advice: None,
         };
-        watcher.merge(&table, &segments, false);
-        if watcher.stages.is_empty() {
-            return Err(WatchError::NotInPipeline(pid));
-        }
-        Ok(watcher)
+        watcher.merge(table, segments, false);
+        (!watcher.stages.is_empty()).then_some(watcher)
+    }
+
+    /// The process group of the pipeline when it was found (a job of an interactive
+    /// shell has its own).
+    pub fn group(&self) -> u32 {
+        self.group
     }
 
     /// Sets the display interval: figures are averaged over it (at least one second).
@@ -288,7 +433,7 @@ impl Watcher {
             .iter()
             .filter(|s| s.bottleneck_ns > 0)
             .map(|s| Share {
-                command: s.view.command.clone(),
+                command: s.credited_name().to_string(),
                 share: s.bottleneck_ns as f64 / self.observed_ns as f64,
             })
             .collect();
@@ -296,12 +441,43 @@ impl Watcher {
         shares
     }
 
+    /// The end of the watch: [`Watcher::summary`], each stage's time over the whole watch,
+    /// and what to try about the stage that was the bottleneck most.
+    pub fn report(&self) -> Report {
+        let shares = self.summary();
+        let whole: Vec<Option<Split>> =
+            self.stages.iter().map(|s| s.totals.time.shares()).collect();
+        let stages = self
+            .stages
+            .iter()
+            .zip(&whole)
+            .map(|(s, t)| (s.credited_name().to_string(), *t))
+            .collect();
+        let top = self
+            .stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.bottleneck_ns > 0)
+            .max_by_key(|(_, s)| s.bottleneck_ns)
+            .map(|(i, _)| i);
+        let idle = match (self.machine.back(), self.machine_first) {
+            (Some((_, last)), Some(first)) => last.idle_cores_since(&first),
+            _ => None,
+        };
+        let advice = top.and_then(|i| self.advise(i, &whole, idle));
+        Report {
+            shares,
+            stages,
+            advice,
+        }
+    }
+
     /// Samples every stage at `now_ns` (monotonic nanoseconds) and returns the rows.
     pub fn sample(&mut self, now_ns: u64) -> View {
         let mut rescan = false;
         for i in 0..self.stages.len() {
             if !self.stages[i].ended {
-                rescan |= self.sample_stage(i);
+                rescan |= self.sample_stage(i, now_ns);
             }
         }
         let open_due = self.open_ends && now_ns >= self.next_open_scan_ns;
@@ -309,7 +485,7 @@ impl Watcher {
             self.rescan_now(open_due);
             for i in 0..self.stages.len() {
                 if !self.stages[i].ended {
-                    self.baseline_new_members(i);
+                    self.baseline_new_members(i, now_ns);
                 }
             }
             if self.open_ends {
@@ -321,111 +497,74 @@ impl Watcher {
         }
         let dt = self.last_ns.map_or(0, |last| now_ns.saturating_sub(last));
         self.last_ns = Some(now_ns);
+        self.ticked_ns = Some(now_ns);
         let fills = self.fills();
         self.update_views(now_ns, &fills);
-        self.derive_rates();
-        self.mark_bottleneck(dt, &fills);
+        self.derive_figures();
+        self.mark_bottleneck(dt);
+        self.review(now_ns);
         View {
             stages: self.stages.iter().map(|s| s.view.clone()).collect(),
+            short_of_cpu: self.short_of_cpu,
+            advice: self.advice.clone(),
         }
     }
 
-    /// Reads one member; `None` if it has ended.
-    fn read_member(proc: &mut dyn Proc, m: &mut Member, permitted: bool) -> Option<Reading> {
-        let stat = Stat::parse(&text(&proc.read(m.pid, ProcFile::Stat, true).ok()?))?;
-        if stat.start != m.start || matches!(stat.state, 'Z' | 'X') {
-            return None;
-        }
-        if stat.comm != m.comm {
-            // It has run a new program since it was found (a shell's child, found between
-            // its fork and its exec).
-            m.command = command_of(proc, m.pid, &stat.comm);
-            m.comm = stat.comm.clone();
-        }
-        if !permitted {
-            return Some(Reading {
-                ticks: stat.cpu_ticks,
-                io: None,
-                rpv: None,
-                activity: Activity::Unknown,
-            });
-        }
-        let activity = if stat.threads > 1 {
-            Self::threads_activity(proc, m, &stat)
-        } else {
-            let wchan = if stat.state == 'S' {
-                proc.read(m.pid, ProcFile::Wchan, true)
-                    .map(|t| text(&t))
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            };
-            classify::task_activity(stat.state, &wchan)
-        };
-        let io = proc
-            .read(m.pid, ProcFile::Io, true)
-            .ok()
-            .and_then(|t| Io::parse(&text(&t)));
-        Some(Reading {
-            ticks: stat.cpu_ticks,
-            io,
-            rpv: proc.rpv_bytes(m.pid),
-            activity,
-        })
+    /// How often [`Watcher::tick`] should be called: every [`TICK_NS`], or less often for
+    /// a pipeline of many threads.
+    pub fn tick_period_ns(&self) -> u64 {
+        let tasks: usize = self
+            .stages
+            .iter()
+            .filter(|s| !s.ended)
+            .flat_map(|s| &s.members)
+            .map(Member::task_count)
+            .sum();
+        TICK_NS.max(tasks as u64 * TICK_PER_TASK_NS)
     }
 
-    /// A multi-threaded process: every task's state, combined.
-    fn threads_activity(proc: &mut dyn Proc, m: &mut Member, stat: &Stat) -> Activity {
-        if m.tasks.is_empty() || m.threads != stat.threads {
-            m.tasks = proc.tasks(m.pid).unwrap_or_default();
-            m.tasks.truncate(MAX_TASKS);
-            m.threads = stat.threads;
+    /// Samples what every running stage is doing (between two readings: several times per
+    /// interval, cheaply). Calls closer together than half of
+    /// [`Watcher::tick_period_ns`] do nothing.
+    pub fn tick(&mut self, now_ns: u64) {
+        if self
+            .ticked_ns
+            .is_some_and(|t| now_ns < t + self.tick_period_ns() / 2)
+        {
+            return;
         }
-        let mut tasks = Vec::with_capacity(m.tasks.len());
-        let mut lost = false;
-        for &tid in &m.tasks {
-            let Some(task) = proc
-                .read(m.pid, ProcFile::TaskStat(tid), true)
-                .ok()
-                .and_then(|t| Stat::parse(&text(&t)))
-            else {
-                lost = true;
+        self.ticked_ns = Some(now_ns);
+        for stage in self.stages.iter_mut() {
+            if stage.ended || !stage.spec.permitted {
                 continue;
-            };
-            let wchan = if task.state == 'S' {
-                proc.read(m.pid, ProcFile::TaskWchan(tid), true)
-                    .map(|t| text(&t))
-                    .unwrap_or_default()
-            } else {
-                String::new()
-            };
-            tasks.push((classify::task_activity(task.state, &wchan), task.cpu_ticks));
+            }
+            let pipes = stage.pipes();
+            for m in stage.members.iter_mut().filter(|m| m.last.is_some()) {
+                m.sample_states(self.proc.as_mut(), pipes, now_ns);
+            }
         }
-        if lost {
-            m.tasks.clear();
-        }
-        if tasks.is_empty() {
-            return classify::task_activity(stat.state, "");
-        }
-        classify::process_activity(&tasks)
     }
 
     /// Samples stage `i`'s members and adds what they did to its totals. Returns true if
     /// `/proc` must be scanned again.
-    fn sample_stage(&mut self, i: usize) -> bool {
+    fn sample_stage(&mut self, i: usize, now_ns: u64) -> bool {
         let stage = &mut self.stages[i];
         let permitted = stage.spec.permitted;
+        let pipes = stage.pipes();
         let mut rescan = false;
-        let mut known_in = false;
-        let mut known_out = false;
+        let mut counted = false;
+        let before_bytes = (stage.totals.bytes_in, stage.totals.bytes_out);
+        let mut splits = Vec::with_capacity(stage.members.len());
         for m in &mut stage.members {
-            let Some(reading) = Self::read_member(self.proc.as_mut(), m, permitted) else {
+            let Some((reading, split)) = m.read(self.proc.as_mut(), permitted, pipes, now_ns)
+            else {
                 rescan = true;
                 m.last = None;
                 m.moved = 0;
                 m.used = 0;
                 continue;
             };
+            splits.extend(split);
             let before = match m.last {
                 Some(last) => last,
                 None => reading,
@@ -448,21 +587,36 @@ impl Watcher {
                 stage.totals.bytes_in += dr;
                 stage.totals.bytes_out += dw;
                 m.moved = dr + dw;
-                known_in = true;
-                known_out = true;
+                counted = true;
             }
+            let first_answer = reading.rpv.is_some() && m.last_rpv.is_none();
             if reading.rpv.is_some() {
                 m.last_rpv = reading.rpv;
             }
+            if first_answer || stage.counted_since.is_none() && reading.bytes().is_some() {
+                // Its first count, or an rpv's first answer (its count from now on, not
+                // its /proc/PID/io): the start of its own figures.
+                stage.counted_since = Some(now_ns);
+            }
             m.last = Some(reading);
         }
-        stage.known_in |= known_in;
-        stage.known_out |= known_out;
+        // What it moved in this sample, by its own count (`None`: no count this time).
+        stage.moved = counted.then(|| {
+            (
+                stage.totals.bytes_in - before_bytes.0,
+                stage.totals.bytes_out - before_bytes.1,
+            )
+        });
+        // Of several members at once (`{ a & b; }`), the one most engaged speaks for the
+        // stage's time, as a thread does for its process.
+        if let Some(lead) = timeshare::lead(&splits) {
+            stage.totals.time.plus(&splits[lead]);
+        }
         // A shell holding the pipe end that got a new child: it may be the next member.
         let waiting_shells = stage
             .members
             .iter()
-            .filter(|m| m.last.is_some_and(|r| r.activity == Activity::WaitChild))
+            .filter(|m| m.last.is_some() && m.activity == Activity::WaitChild)
             .map(|m| m.pid);
         let watch: Vec<u32> = stage
             .spec
@@ -491,11 +645,12 @@ impl Watcher {
 
     /// The first reading of members found by the last scan. A member that started after
     /// its stage was first seen counts everything it did (it is all recent).
-    fn baseline_new_members(&mut self, i: usize) {
+    fn baseline_new_members(&mut self, i: usize, now_ns: u64) {
         let stage = &mut self.stages[i];
         let permitted = stage.spec.permitted;
+        let pipes = stage.pipes();
         for m in stage.members.iter_mut().filter(|m| m.last.is_none()) {
-            let Some(reading) = Self::read_member(self.proc.as_mut(), m, permitted) else {
+            let Some((reading, _)) = m.read(self.proc.as_mut(), permitted, pipes, now_ns) else {
                 continue;
             };
             if m.fresh {
@@ -600,20 +755,7 @@ impl Watcher {
             .get(pid)
             .map(|p| (p.stat.start, p.stat.session, p.stat.comm.clone()))
             .unwrap_or_default();
-        Member {
-            pid,
-            start,
-            session,
-            command: command_of(self.proc.as_mut(), pid, &comm),
-            comm,
-            tasks: Vec::new(),
-            threads: 0,
-            last: None,
-            last_rpv: None,
-            fresh,
-            moved: 0,
-            used: 0,
-        }
+        Member::new(self.proc.as_mut(), pid, start, session, comm, fresh)
     }
 
     fn new_stage(&mut self, table: &Table, spec: &StageSpec, later: bool) -> Stage {
@@ -634,24 +776,34 @@ impl Watcher {
             } else {
                 Activity::Unknown
             },
+            time: None,
             cpu: None,
             rate_in: None,
             rate_out: None,
+            bytes_in: None,
+            bytes_out: None,
+            amount: None,
             fill: None,
             bottleneck: false,
+            job: 0,
+            group: 0,
+            advice: None,
         };
         Stage {
+            now: view.activity,
             parents: parents(table, spec),
             spec: spec.clone(),
             members,
             totals: Totals::default(),
-            known_in: false,
-            known_out: false,
+            counted_since: None,
+            moved: None,
+            shown_bytes: (None, None),
             history: VecDeque::new(),
             shown,
             ended: false,
             matched: true,
             bottleneck_ns: 0,
+            credit: Vec::new(),
             score: 0.0,
             view,
         }
@@ -747,11 +899,12 @@ impl Watcher {
             let rate =
                 |a: u64, b: u64| (seconds > 0.0).then(|| a.saturating_sub(b) as f64 / seconds);
             let totals = stage.totals;
+            stage.view.time = totals.time.since(&first.time).shares();
             stage.view.cpu = rate(totals.ticks, first.ticks)
                 .map(|t| t * 100.0 / procfs::TICKS_PER_SECOND as f64);
-            stage.view.rate_in = rate(totals.bytes_in, first.bytes_in).filter(|_| stage.known_in);
-            stage.view.rate_out =
-                rate(totals.bytes_out, first.bytes_out).filter(|_| stage.known_out);
+            let whole_window = stage.counted_since.is_some_and(|since| since <= t0);
+            stage.view.rate_in = rate(totals.bytes_in, first.bytes_in).filter(|_| whole_window);
+            stage.view.rate_out = rate(totals.bytes_out, first.bytes_out).filter(|_| whole_window);
             // The member shown: the one that moved the most data, else used the most CPU.
             let current = stage.members.iter().filter(|m| m.last.is_some());
             let busiest = current
@@ -771,50 +924,78 @@ impl Watcher {
                 stage.view.command.clone_from(&m.command);
                 let input = if i > 0 { fills[i - 1] } else { None };
                 let output = fills.get(i).copied().flatten();
-                let activity = m.last.map_or(Activity::Ended, |r| r.activity);
-                stage.view.activity = classify::resolve(activity, input, output);
+                let activity = if m.last.is_some() {
+                    m.activity
+                } else {
+                    Activity::Ended
+                };
+                stage.now = classify::resolve(activity, input, output);
+                stage.view.activity = classify::state(stage.view.time, stage.now);
             }
         }
     }
 
-    /// Rates a stage cannot count itself (splice does not show in `/proc/PID/io`) are
-    /// taken from the neighbour on the other side of the pipe.
-    fn derive_rates(&mut self) {
-        let quiet = |own: Option<f64>, other: Option<f64>| match (own, other) {
-            (_, None) => false,
-            (None, Some(_)) => true,
-            (Some(o), Some(n)) => n > 65536.0 && o < n * NOT_COUNTING,
-        };
-        for i in 1..self.stages.len() {
-            if !connected(self.stages[i - 1].spec.output, self.stages[i].spec.input) {
+    /// Figures a stage cannot count itself (splice does not show in `/proc/PID/io`; another
+    /// user's process) are taken from the other ends of its pipes (see `figures`).
+    fn derive_figures(&mut self) {
+        let mut counted: Vec<Counted> = self
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Counted {
+                input: Side {
+                    rate: s.view.rate_in,
+                    moved: s.moved.map(|m| m.0),
+                },
+                output: Side {
+                    rate: s.view.rate_out,
+                    moved: s.moved.map(|m| m.1),
+                },
+                live: !s.ended,
+                linked: self
+                    .stages
+                    .get(i + 1)
+                    .is_some_and(|next| connected(s.spec.output, next.spec.input)),
+            })
+            .collect();
+        figures::derive(&mut counted);
+        for (stage, c) in self.stages.iter_mut().zip(counted) {
+            if stage.ended {
                 continue;
             }
-            let out = self.stages[i - 1].view.rate_out;
-            let inp = self.stages[i].view.rate_in;
-            if !self.stages[i - 1].ended && quiet(out, inp) {
-                self.stages[i - 1].view.rate_out = inp;
-            } else if !self.stages[i].ended && quiet(inp, out) {
-                self.stages[i].view.rate_in = out;
-            }
+            let add = |total: Option<u64>, moved: Option<u64>| match (total, moved) {
+                (None, None) => None,
+                (t, m) => Some(t.unwrap_or(0) + m.unwrap_or(0)),
+            };
+            stage.shown_bytes = (
+                add(stage.shown_bytes.0, c.input.moved),
+                add(stage.shown_bytes.1, c.output.moved),
+            );
+            stage.view.rate_in = c.input.rate;
+            stage.view.rate_out = c.output.rate;
+            (stage.view.bytes_in, stage.view.bytes_out) = stage.shown_bytes;
+            stage.view.amount = if stage.spec.input.is_some() {
+                stage.view.bytes_in
+            } else {
+                stage.view.bytes_out
+            };
         }
     }
 
     /// Decides this sample's bottleneck, adds `dt` to its share, and marks the row of the
-    /// stage that has been the bottleneck most over the last few seconds.
-    fn mark_bottleneck(&mut self, dt: u64, fills: &[Option<Fill>]) {
-        let states: Vec<StageState> = self
-            .stages
-            .iter()
-            .enumerate()
-            .map(|(i, s)| StageState {
-                activity: if s.ended {
-                    Activity::Ended
-                } else {
-                    s.view.activity
-                },
-                cpu: s.view.cpu,
-                input: if i > 0 { fills[i - 1] } else { None },
-                output: fills.get(i).copied().flatten(),
+    /// stage that has been the bottleneck most over the last few seconds (unless its row
+    /// says it waits for a neighbour: a pipeline whose bottleneck has just moved).
+    fn mark_bottleneck(&mut self, dt: u64) {
+        let states: Vec<StageState> = (0..self.stages.len())
+            .map(|i| {
+                let s = &self.stages[i];
+                let (upstream, downstream) = self.neighbours(i);
+                StageState {
+                    activity: if s.ended { Activity::Ended } else { s.now },
+                    time: s.view.time,
+                    upstream,
+                    downstream,
+                }
             })
             .collect();
         let now = classify::bottleneck(&states);
@@ -826,6 +1007,14 @@ impl Watcher {
                 stage.score = stage.score * keep + if hit { 1.0 - keep } else { 0.0 };
                 if hit {
                     stage.bottleneck_ns += dt;
+                    match stage
+                        .credit
+                        .iter_mut()
+                        .find(|(c, _)| *c == stage.view.command)
+                    {
+                        Some((_, ns)) => *ns += dt,
+                        None => stage.credit.push((stage.view.command.clone(), dt)),
+                    }
                 }
             }
         }
@@ -833,11 +1022,86 @@ impl Watcher {
             .stages
             .iter()
             .enumerate()
-            .filter(|(_, s)| !s.ended && s.score >= MARK_THRESHOLD)
+            .filter(|(i, s)| {
+                !s.ended && s.score >= MARK_THRESHOLD && !waits_for_neighbour(s, &states[*i])
+            })
             .max_by(|a, b| a.1.score.total_cmp(&b.1.score))
             .map(|(i, _)| i);
         for (i, stage) in self.stages.iter_mut().enumerate() {
             stage.view.bottleneck = Some(i) == top;
         }
     }
+
+    /// The machine's idle cores over the window, the "short of CPU" flag, and the advice
+    /// about the marked stage.
+    fn review(&mut self, now_ns: u64) {
+        // `/proc/stat` is long (every interrupt's count): read at most twice a second, the
+        // window being a second at least.
+        let due = self
+            .machine
+            .back()
+            .is_none_or(|(t, _)| now_ns >= t + MACHINE_EVERY_NS);
+        if let Some(times) = due.then(|| self.proc.cpu_times()).flatten() {
+            self.machine_first.get_or_insert(times);
+            self.machine.push_back((now_ns, times));
+            while self.machine.len() > 2 && self.machine[1].0 + self.window_ns <= now_ns {
+                self.machine.pop_front();
+            }
+        }
+        let idle = match (self.machine.front(), self.machine.back()) {
+            (Some((_, first)), Some((_, last))) => last.idle_cores_since(first),
+            _ => None,
+        };
+        let times: Vec<Option<Split>> = self
+            .stages
+            .iter()
+            .map(|s| s.view.time.filter(|_| !s.ended))
+            .collect();
+        self.short_of_cpu = short_of_cpu(&times);
+        let marked = self.stages.iter().position(|s| s.view.bottleneck);
+        self.advice = marked.and_then(|i| self.advise(i, &times, idle));
+    }
+
+    /// Whether stage `i` has a stage of the pipeline before it and after it, on its pipes.
+    fn neighbours(&self, i: usize) -> (bool, bool) {
+        let stage = &self.stages[i];
+        let before = i > 0 && connected(self.stages[i - 1].spec.output, stage.spec.input);
+        let after = self
+            .stages
+            .get(i + 1)
+            .is_some_and(|next| connected(stage.spec.output, next.spec.input));
+        (before, after)
+    }
+
+    /// The advice about stage `i`, with every stage's time split as `times`.
+    fn advise(&self, i: usize, times: &[Option<Split>], idle: Option<f64>) -> Option<String> {
+        let stage = &self.stages[i];
+        let time = times.get(i).copied().flatten()?;
+        let (before, after) = self.neighbours(i);
+        let position = match (before, after) {
+            (false, true) => Position::First,
+            (true, false) => Position::Last,
+            (true, true) => Position::Middle,
+            (false, false) => Position::Only,
+        };
+        let situation = Situation {
+            command: stage.credited_name(),
+            position,
+            time,
+            cores: self.proc.cores(),
+            idle_cores: idle,
+            busy_stages: times.iter().flatten().filter(|t| t.cpu() >= 0.5).count(),
+            short_of_cpu: short_of_cpu(times),
+        };
+        advice::advise(&situation, &self.tools)
+    }
+}
+
+/// True if the stages together waited for a CPU longer than they ran (and long enough to
+/// matter: a fifth of a core).
+fn short_of_cpu(times: &[Option<Split>]) -> bool {
+    let (busy, starved) = times.iter().flatten().fold((0.0, 0.0), |(b, s), t| {
+        (b + t.get(Part::Busy), s + t.get(Part::Starved))
+    });
+    starved > busy && starved >= 0.2
 }

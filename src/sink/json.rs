@@ -150,6 +150,8 @@ pub fn message(error: &Error, input: Option<usize>) -> Value {
 #[derive(Debug)]
 pub struct Json {
     start: Option<Start>,
+    /// The run's mode (`start`'s `mode`).
+    mode: &'static str,
     /// The inputs' names as given, by index.
     inputs: Vec<OsString>,
     /// The `--tee` outputs' paths as given, by index.
@@ -167,6 +169,7 @@ impl Json {
     /// A sink that starts with `start` and shares `ledger` with the rest of the run.
     pub fn new(start: Start, ledger: SharedLedger) -> Json {
         Json {
+            mode: start.mode,
             inputs: start.inputs.iter().map(|(name, _)| name.clone()).collect(),
             outputs: start.outputs.clone(),
             sizes: start.inputs.iter().map(|&(_, size)| size).collect(),
@@ -275,6 +278,15 @@ fn number(x: f64) -> Value {
     }
 }
 
+/// A pipeline stage's time split: each part's fraction of the window.
+fn time_shares(time: &crate::pipeline::timeshare::Split) -> Value {
+    let parts: Map<String, Value> = crate::pipeline::timeshare::Part::ALL
+        .iter()
+        .map(|p| (p.key().to_string(), number(time.get(*p))))
+        .collect();
+    Value::Object(parts)
+}
+
 /// The figures of one meter, as in `progress` objects; `names` gives the name as given of
 /// an input or output meter.
 fn figures(
@@ -305,8 +317,14 @@ fn figures(
                     "cpu": st.cpu.map_or(Value::Null, number),
                     "rate_in": st.rate_in.map_or(Value::Null, number),
                     "rate_out": st.rate_out.map_or(Value::Null, number),
+                    "bytes_in": st.bytes_in,
+                    "bytes_out": st.bytes_out,
                     "pipe": st.fill.map(|f| json!({"queued": f.queued, "capacity": f.capacity})),
+                    "time_shares": st.time.map(|t| time_shares(&t)),
                     "bottleneck": st.bottleneck,
+                    "job": st.job,
+                    "group": st.group,
+                    "advice": st.advice,
                 })),
             ),
             None => ("stage", None),
@@ -450,12 +468,25 @@ impl Json {
             Event::OutputGone => json!({"type": "output", "event": "reader_gone"}),
             Event::Trace(text) if config.trace => json!({"type": "trace", "text": text}),
             Event::Trace(_) => return None,
-            Event::Summary { text, shares } => {
+            Event::Summary {
+                text,
+                job,
+                shares,
+                stages,
+                advice,
+            } => {
                 let shares: Vec<Value> = shares
                     .iter()
                     .map(|(command, share)| json!({"command": command, "share": number(*share)}))
                     .collect();
-                json!({"type": "summary", "text": text, "bottleneck": shares})
+                let stages: Vec<Value> = stages
+                    .iter()
+                    .map(|(command, time)| {
+                        json!({"command": command, "time_shares": time.map(|t| time_shares(&t))})
+                    })
+                    .collect();
+                json!({"type": "summary", "text": text, "job": job, "bottleneck": shares,
+                       "stages": stages, "advice": advice})
             }
         };
         Some(value)
@@ -549,6 +580,16 @@ impl Sink for Json {
                     end.insert(key.into(), v.clone());
                 }
             }
+        }
+        // Watching a pipeline: the watch's own time, that of the stage that ran longest (a
+        // stage's clock stops when it ends; they all start with the watch).
+        if self.mode == "pipeline" {
+            let longest = snapshot
+                .readings
+                .iter()
+                .map(|r| r.elapsed)
+                .fold(0.0, f64::max);
+            end.insert("elapsed".into(), number(longest));
         }
         end.insert(
             "inputs".into(),

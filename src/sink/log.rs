@@ -6,7 +6,9 @@
 //! and without `\r` or escape sequences); nothing for a meter that did not move during an
 //! update, except a heartbeat once a minute; always a final line; messages as timestamped
 //! `rpv: ...` lines (control characters in them, from a file name, escaped: one line each).
-//! Must not: write carriage returns or escape sequences.
+//! The stages of `--pipeline` are a table written at every update (a header, then a row
+//! per stage), and the pipeline's summary comes last. Must not: write carriage returns or
+//! escape sequences.
 
 use std::collections::HashMap;
 
@@ -25,6 +27,8 @@ pub struct Log {
     formats: Formats,
     /// Per meter: the amount and the time (ns) of its last line.
     last: HashMap<MeterId, (u64, u64)>,
+    /// The pipeline view's summaries (one per pipeline), written after the final rows.
+    summary: Vec<String>,
 }
 
 impl Log {
@@ -34,6 +38,7 @@ impl Log {
             prog: prog.to_string(),
             formats: Formats::default(),
             last: HashMap::new(),
+            summary: Vec::new(),
         }
     }
 
@@ -52,6 +57,7 @@ impl Log {
         let mut config = config.clone();
         config.style.colour = false;
         let mut out = String::new();
+        let mut stages = Vec::new();
         for r in &snapshot.readings {
             if matches!(r.meter.role, Role::Input(_) | Role::Output(_)) && !config.each {
                 continue;
@@ -65,21 +71,31 @@ impl Log {
                 .last
                 .get(&id)
                 .map_or(u64::MAX, |&(_, at)| now.saturating_sub(at));
+            // The stages of a pipeline are written at every update, as a table (below): a
+            // stage waiting for a neighbour is news too.
+            if let (None, Some(stage)) = (&r.meter.note, &r.meter.stage) {
+                self.last.insert(id, (r.meter.amount, now));
+                stages.push(&**stage);
+                continue;
+            }
             if !all && !moved && quiet_for < HEARTBEAT * 1_000_000_000 {
                 continue;
             }
             self.last.insert(id, (r.meter.amount, now));
-            let line = match (&r.meter.note, &r.meter.stage) {
-                (Some(note), _) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
-                (None, Some(stage)) => {
-                    let kind = config.style.kind(crate::meter::Unit::Bytes);
-                    crate::pipeline::render::row(stage, config.width, kind)
-                }
-                (None, None) => render_line(&mut self.formats, &config, r, snapshot),
+            let line = match &r.meter.note {
+                Some(note) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
+                None => render_line(&mut self.formats, &config, r, snapshot),
             };
             out.push_str(&stamp);
             out.push(' ');
             out.push_str(line.trim());
+            out.push('\n');
+        }
+        let kind = config.style.kind(crate::meter::Unit::Bytes);
+        for line in crate::pipeline::render::table_lines(&stages, config.width, kind) {
+            out.push_str(&stamp);
+            out.push(' ');
+            out.push_str(line.trim_end());
             out.push('\n');
         }
         term.raw(&out);
@@ -95,7 +111,8 @@ pub fn timestamp((now, offset): (i64, i32)) -> String {
 impl Sink for Log {
     fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
         if let Event::Summary { text, .. } = event {
-            term.raw(&format!("{} {text}\n", timestamp(sys::wall_clock())));
+            // After the final rows (`finish`).
+            self.summary.push(text.clone());
             return;
         }
         if let Some(text) = event.message(config.trace) {
@@ -114,6 +131,11 @@ impl Sink for Log {
 
     fn finish(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         self.lines(snapshot, config, term, true);
+        for text in std::mem::take(&mut self.summary) {
+            let stamp = timestamp(sys::wall_clock());
+            let lines: String = text.lines().map(|l| format!("{stamp} {l}\n")).collect();
+            term.raw(&lines);
+        }
     }
 
     fn reconfigure(&mut self, _config: &DisplayConfig) {

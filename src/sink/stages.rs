@@ -1,10 +1,12 @@
 //! The pipeline view (`--pipeline`): a header and one row per stage, redrawn in place, the
-//! stage that holds the pipeline back marked `bottleneck`; inside a transfer the transfer's
-//! own line below them; at the end, the summary of who was the bottleneck for how long.
+//! stage that holds the pipeline back marked `bottleneck`, and under the table one line of
+//! advice when the cause is clear; a table of its own for each pipeline a shell runs;
+//! inside a transfer the transfer's own line below them; at the end, the summary (who was
+//! the bottleneck for how long, where each stage's time went, what to try).
 //!
-//! Owns: which blocks the view has (the stages' table from `pipeline::render`, the
-//! transfer's line), and the summary after the rows. The screen layer fits, chooses and
-//! draws the rows. Must not: print messages.
+//! Owns: which blocks the view has (each pipeline's table from `pipeline::render` and its
+//! advice, the transfer's line), and the summary after the rows. The screen layer fits,
+//! chooses and draws the rows. Must not: print messages.
 
 use super::line::is_line;
 use super::{render_row, DisplayConfig, Formats, Sink, Snapshot};
@@ -18,13 +20,14 @@ use crate::term::Term;
 #[derive(Debug, Default)]
 pub struct Stages {
     formats: Formats,
-    summary: Option<String>,
+    /// The summaries (one per pipeline watched), printed at the end.
+    summary: Vec<String>,
 }
 
 impl Sink for Stages {
     fn event(&mut self, event: &Event, _config: &DisplayConfig, _term: &mut Term) {
         if let Event::Summary { text, .. } = event {
-            self.summary = Some(text.clone());
+            self.summary.push(text.clone());
         }
     }
 
@@ -38,7 +41,13 @@ impl Sink for Stages {
             .iter()
             .filter_map(|r| r.meter.stage.as_deref())
             .collect();
-        let mut blocks = vec![Block::Table(render::table(&stages, kind))];
+        let mut blocks = Vec::new();
+        for job in render::jobs(&stages) {
+            blocks.push(Block::Table(render::table(job, kind)));
+            if let Some(advice) = job.iter().find_map(|s| s.advice.as_deref()) {
+                blocks.push(Block::text(&format!("advice: {advice}")));
+            }
+        }
         // Inside a transfer, its own line below the stages.
         let width = screen::usable_width(config.width);
         for r in snapshot.readings.iter().filter(|r| is_line(r.meter.role)) {
@@ -56,8 +65,14 @@ impl Sink for Stages {
     fn finish(&mut self, _snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         term.finish_screen();
         if config.enabled || config.stats {
-            if let Some(summary) = self.summary.take() {
-                term.raw(&format!("{}\n", printable(&summary)));
+            for summary in std::mem::take(&mut self.summary) {
+                // Several lines: each escaped on its own (a command chosen by a process
+                // cannot break them).
+                let lines: String = summary
+                    .lines()
+                    .map(|l| format!("{}\n", printable(l)))
+                    .collect();
+                term.raw(&lines);
             }
         }
     }

@@ -7,7 +7,7 @@
 //! or is gone). Must not: block, or touch the data path: everything here is a relaxed load or
 //! an `ioctl(FIONREAD)` on the display thread.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::Source;
@@ -70,8 +70,9 @@ pub struct EngineSource<'a> {
     inputs: Vec<InputRow>,
     /// Bytes and lines of the inputs done so far.
     done: (u64, u64),
-    /// A copy of the amount for the pipeline view's own stage (`--pipeline`).
-    mirror: Option<Arc<AtomicU64>>,
+    /// The amount, and whether the transfer is over, for the pipeline view's own stage
+    /// (`--pipeline`).
+    mirror: Option<Arc<crate::source::pipeline::OwnStage>>,
     /// Capacity of standard input when it is a pipe and an input (for `%{bottleneck}`).
     in_pipe: usize,
     /// The user interrupted: rpv leaves without waiting for the reader, so what is in the
@@ -111,8 +112,9 @@ impl<'a> EngineSource<'a> {
         self.first_input = first;
     }
 
-    /// Keeps `mirror` up to date with the bytes written (read by the pipeline view).
-    pub fn mirror_to(&mut self, mirror: Arc<AtomicU64>) {
+    /// Keeps `mirror` up to date with the bytes written and the end of the transfer (read
+    /// by the pipeline view).
+    pub fn mirror_to(&mut self, mirror: Arc<crate::source::pipeline::OwnStage>) {
         self.mirror = Some(mirror);
     }
 
@@ -333,7 +335,12 @@ impl Source for EngineSource<'_> {
         }
         self.output_meters(out);
         if let Some(mirror) = &self.mirror {
-            mirror.store(c.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+            mirror
+                .bytes
+                .store(c.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
+            mirror
+                .done
+                .store(self.progress.is_done(), Ordering::Relaxed);
         }
         let waiting = self.waiting(unread);
         let started_ns = if self.meter.wait {

@@ -54,11 +54,17 @@ pub trait Source {
     /// `-R`: a new rate limit and/or buffer size.
     fn retune(&mut self, _rate_limit: Option<u64>, _buffer_size: Option<u64>) {}
 
-    /// How often the display loop should call [`Source::finished`] (nanoseconds) while it
-    /// waits for its next update; `None` means only at updates and wake-ups.
+    /// How often the display loop should call [`Source::tick`] and [`Source::finished`]
+    /// (nanoseconds) while it waits for its next update; `None` means only at updates and
+    /// wake-ups.
     fn poll_period_ns(&self) -> Option<u64> {
         None
     }
+
+    /// Called by the display loop at every wake-up between updates (at least every
+    /// [`Source::poll_period_ns`]), with the time: for sources that sample something
+    /// several times per interval (`--pipeline`'s wait states).
+    fn tick(&mut self, _now_ns: u64) {}
 
     /// Whether the run ends with a last, final update of the display (transfers: yes; `-d`
     /// leaves its last screen as it is).

@@ -316,9 +316,14 @@ fn completion_scripts_offer_every_help_option() {
                 .strip_prefix('-')
                 .and_then(|p| p.chars().next())
                 .filter(|c| *c != '-');
+            // An option whose value is attached (`--pipeline[=PID]`) is offered as
+            // `--name=` by bash and fish (see `completion_of_an_attached_value_adds_no_space`).
+            let attached = part.contains("[=");
             let (long_form, short_form) = match shell {
+                "bash" if attached => (format!(" --{name}= "), None),
                 "bash" => (format!(" --{name} "), short.map(|c| format!(" -{c} "))),
                 "zsh" => (format!("'*--{name}"), short.map(|c| format!("'*-{c}"))),
+                _ if attached => (format!("(__rpv_attached {name} "), None),
                 _ => (
                     format!(" -l {name} "),
                     short.map(|c| format!(" -s {c} -l {name} ")),
@@ -621,6 +626,148 @@ fn compatibility_doc_lists_every_rpv_own_option() {
              table of {COMPATIBILITY}"
         );
     }
+}
+
+/// `--pipeline[=PID]` completes as `--pipeline=`, with no space after it, and then offers
+/// process IDs after the `=`: with a space, the PID typed next would be a file operand
+/// (`rpv --pipeline 561` watches rpv's own pipeline and fails to read a file named 561).
+#[test]
+fn completion_of_an_attached_value_adds_no_space() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let procs = Processes::start();
+    let sleep_pid = procs.sleep.id().to_string();
+
+    // bash: the candidate, and the nospace option (compopt recorded by a stand-in).
+    let script = dir.path().join("rpv.bash");
+    std::fs::write(&script, rpv_stdout(&["--completions", "bash"])).expect("write");
+    let driver = r#"
+source "$1"; shift
+compopt() { printf 'compopt %s\n' "$*"; }
+COMP_WORDS=("$@")
+COMP_CWORD=$(( $# - 1 ))
+_rpv rpv "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}"
+"#;
+    let bash = |words: &[&str]| -> (Vec<String>, String) {
+        let out = Command::new("bash")
+            .args(["--norc", "-c", driver, "bash"])
+            .arg(&script)
+            .args(words)
+            .current_dir(dir.path())
+            .output()
+            .expect("run bash");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (opts, lines): (Vec<&str>, Vec<&str>) =
+            text.lines().partition(|l| l.starts_with("compopt "));
+        (
+            lines.into_iter().map(str::to_owned).collect(),
+            opts.join("\n"),
+        )
+    };
+    let (got, opts) = bash(&["rpv", "--pipel"]);
+    assert_eq!(got, ["--pipeline="]);
+    assert!(opts.contains("compopt -o nospace"), "{opts:?}");
+    // Another option completes as before: with its space.
+    let (got, opts) = bash(&["rpv", "--siz"]);
+    assert_eq!(got, ["--size"]);
+    assert!(!opts.contains("nospace"), "{opts:?}");
+    // After the "=" (a word of its own in bash), process IDs.
+    let (pids, _) = bash(&["rpv", "--pipeline", "=", ""]);
+    assert!(pids.contains(&sleep_pid), "{pids:?}");
+    assert!(pids.iter().all(|p| p.parse::<u32>().is_ok()), "{pids:?}");
+
+    // fish: "--pipeline=" (fish adds no space after "="), then "--pipeline=PID".
+    let script = dir.path().join("rpv.fish");
+    std::fs::write(&script, rpv_stdout(&["--completions", "fish"])).expect("write");
+    let script = script.to_str().expect("UTF-8 path").to_owned();
+    let fish = |line: &str| -> Option<Vec<String>> {
+        let command = format!("source {script}; complete -C '{line}'");
+        let out = run_tool("fish", &["--no-config", "-c", &command])?;
+        assert!(out.status.success(), "fish: {out:?}");
+        Some(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| l.split('\t').next().unwrap_or("").to_owned())
+                .collect(),
+        )
+    };
+    if let Some(got) = fish("rpv --pipel") {
+        assert_eq!(got, ["--pipeline="]);
+        let pids = fish("rpv --pipeline=").expect("fish");
+        assert!(
+            pids.contains(&format!("--pipeline={sleep_pid}")),
+            "{pids:?}"
+        );
+        assert!(
+            pids.iter().all(|p| p
+                .strip_prefix("--pipeline=")
+                .is_some_and(|pid| pid.parse::<u32>().is_ok())),
+            "{pids:?}"
+        );
+        // Files are still offered as operands.
+        // (fish runs in the package's directory.)
+        let operands = fish("rpv ").expect("fish");
+        assert!(operands.iter().any(|f| f == "Cargo.toml"), "{operands:?}");
+    }
+
+    // zsh, as a person uses it: in a terminal (tmux), Tab after "--pipel", then a key.
+    if run_tool("zsh", &["--version"]).is_some() {
+        zsh_types_pipeline_equals(dir.path());
+    }
+}
+
+/// zsh in tmux with rpv's completion loaded: `rpv --pipel`, Tab, `X` reads
+/// `rpv --pipeline=X`.
+fn zsh_types_pipeline_equals(dir: &Path) {
+    std::fs::write(dir.join("_rpv"), rpv_stdout(&["--completions", "zsh"])).expect("write");
+    std::fs::write(
+        dir.join(".zshrc"),
+        format!(
+            "fpath=({} $fpath)\nautoload -Uz compinit && compinit -u -d {}/.zcompdump\nPS1='> '\n",
+            dir.display(),
+            dir.display()
+        ),
+    )
+    .expect("write");
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", "rpv-zsh-test", "-f", "/dev/null"])
+            .args(args)
+            .env("TMUX_TMPDIR", dir)
+            .env("ZDOTDIR", dir)
+            .env_remove("TMUX")
+            .stdin(Stdio::null())
+            .output()
+    };
+    let Ok(started) = tmux(&["new-session", "-d", "-x", "100", "-y", "10", "zsh"]) else {
+        return;
+    };
+    assert!(started.status.success(), "{started:?}");
+    let pane = || {
+        let out = tmux(&["capture-pane", "-p"]).expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let wait_for = |what: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let text = pane();
+            if text.contains(what) {
+                return;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = tmux(&["kill-server"]);
+                panic!("{what:?} never shown: {text}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    wait_for(">");
+    tmux(&["send-keys", "-l", "rpv --pipel"]).expect("tmux");
+    tmux(&["send-keys", "Tab"]).expect("tmux");
+    wait_for("> rpv --pipeline=");
+    tmux(&["send-keys", "-l", "X"]).expect("tmux");
+    wait_for("> rpv --pipeline=X");
+    let _ = tmux(&["kill-server"]);
 }
 
 /// The licence files the crate declares (`MIT OR Apache-2.0`) are at the root.

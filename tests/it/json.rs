@@ -85,7 +85,7 @@ pub(crate) fn parse_ndjson(stderr: &[u8]) -> Vec<Value> {
     objects
 }
 
-fn of_type<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(crate) fn of_type<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
     objects.iter().filter(|o| o["type"] == kind).collect()
 }
 

@@ -1,0 +1,550 @@
+//! What to try about the stage holding a pipeline back: one line, when the cause is clear
+//! (pure).
+//!
+//! Owns: the table of advice ([`RULES`], tried in order; the first that applies speaks),
+//! the table of parallel counterparts of single-threaded compressors ([`PARALLEL`]), and
+//! finding which of those tools are installed ([`Tools::from_path`]). Must not: read
+//! `/proc` or decide which stage is the bottleneck: the [`Situation`] comes in as an
+//! argument.
+//!
+//! Advice names only tools that are installed: a compressor using a whole core while
+//! cores are idle gets its parallel counterpart if one is on `PATH`, and no advice
+//! otherwise.
+
+use std::path::Path;
+
+use super::timeshare::{Part, Split};
+use crate::display::display_width;
+
+/// Longest command shown in a line of advice, in columns.
+const COMMAND_COLUMNS: usize = 32;
+/// A stage busy this share of the time uses a whole core.
+const WHOLE_CORE: f64 = 0.85;
+/// A stage spending this share of the time on a timer, the disk or the network is held
+/// back by it.
+const MOSTLY: f64 = 0.5;
+
+/// Where the stage is in the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Position {
+    /// It reads no pipe of the pipeline: the producer.
+    First,
+    /// Between two stages.
+    Middle,
+    /// It writes no pipe of the pipeline: the consumer.
+    Last,
+    /// The only stage shown.
+    Only,
+}
+
+/// The stage holding the pipeline back, and the machine around it.
+#[derive(Debug, Clone, Copy)]
+pub struct Situation<'a> {
+    /// Its command line, as shown.
+    pub command: &'a str,
+    /// Where it is.
+    pub position: Position,
+    /// Where its time went, as fractions.
+    pub time: Split,
+    /// Cores the pipeline may use.
+    pub cores: usize,
+    /// Cores idle on the whole machine over the same time, if known.
+    pub idle_cores: Option<f64>,
+    /// Stages on or waiting for a CPU at least half the time.
+    pub busy_stages: usize,
+    /// The stages together waited for a CPU longer than they ran.
+    pub short_of_cpu: bool,
+}
+
+/// Programs found on `PATH` among those advice may name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tools {
+    installed: Vec<&'static str>,
+}
+
+impl Tools {
+    /// The tools of [`PARALLEL`] that are executable files in a directory of `path` (the
+    /// value of `PATH`).
+    pub fn from_path(path: Option<&std::ffi::OsStr>) -> Tools {
+        use std::os::unix::fs::PermissionsExt;
+        let dirs: Vec<std::path::PathBuf> = path
+            .map(|p| std::env::split_paths(p).collect())
+            .unwrap_or_default();
+        let executable = |dir: &Path, name: &str| {
+            std::fs::metadata(dir.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        };
+        let installed = PARALLEL
+            .iter()
+            .flat_map(|(_, tools)| tools.iter().map(|(tool, _)| *tool))
+            .filter(|tool| dirs.iter().any(|d| executable(d, tool)))
+            .collect();
+        Tools { installed }
+    }
+
+    /// These tools, as if they were installed (tests).
+    pub fn of(names: &[&'static str]) -> Tools {
+        Tools {
+            installed: names.to_vec(),
+        }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.installed.contains(&name)
+    }
+}
+
+/// Single-threaded compressors and their parallel counterparts: (program, [(tool to look
+/// for on `PATH`, what to suggest)]). A program whose command line already asks for
+/// threads (`-T`, `--threads`) is left alone.
+pub const PARALLEL: &[(&str, &[(&str, &str)])] = &[
+    ("gzip", &[("pigz", "pigz")]),
+    ("bzip2", &[("pbzip2", "pbzip2"), ("lbzip2", "lbzip2")]),
+    ("xz", &[("xz", "xz -T0")]),
+    ("zstd", &[("zstd", "zstd -T0")]),
+    ("lzip", &[("plzip", "plzip")]),
+];
+
+/// One entry of the table: its name (for tests and documentation) and the rule.
+pub type Rule = (&'static str, fn(&Situation<'_>, &Tools) -> Option<String>);
+
+/// The table of advice, in the order tried.
+pub const RULES: &[Rule] = &[
+    ("short of CPU", short_of_cpu),
+    ("rate limit", rate_limit),
+    ("disk", disk),
+    ("network", network),
+    ("parallel compressor", parallel_compressor),
+    ("slow producer or consumer", slow_end),
+];
+
+/// The advice for `situation`: the first rule of [`RULES`] that applies.
+pub fn advise(situation: &Situation<'_>, tools: &Tools) -> Option<String> {
+    RULES.iter().find_map(|(_, rule)| rule(situation, tools))
+}
+
+/// The command, cut to [`COMMAND_COLUMNS`] with `…`.
+fn short(command: &str) -> String {
+    if display_width(command) <= COMMAND_COLUMNS {
+        return command.to_string();
+    }
+    let mut out = String::new();
+    for c in command.chars() {
+        out.push(c);
+        if display_width(&out) >= COMMAND_COLUMNS - 1 {
+            break;
+        }
+    }
+    out.push('…');
+    out
+}
+
+/// The program's name: the first word of the command line.
+fn program(command: &str) -> &str {
+    command.split(' ').next().unwrap_or("")
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.0}%", (share * 100.0).round())
+}
+
+/// Stages wait for a CPU longer than they run: no stage is to blame, the machine is busy.
+fn short_of_cpu(s: &Situation<'_>, _: &Tools) -> Option<String> {
+    if !s.short_of_cpu {
+        return None;
+    }
+    let stages = match s.busy_stages {
+        1 => "1 busy stage".to_string(),
+        n => format!("{n} busy stages"),
+    };
+    let cores = match s.cores {
+        1 => "1 core".to_string(),
+        n => format!("{n} cores"),
+    };
+    Some(format!(
+        "the machine is short of CPU: the stages wait for a CPU longer than they run \
+         ({stages} on {cores}, with the other programs running)"
+    ))
+}
+
+/// The value of a rate-limit option in an rpv or pv command line (`-L 4M`, `-L4M`,
+/// `--rate-limit 4M`, `--rate-limit=4M`).
+fn rate_limit_value(command: &str) -> Option<&str> {
+    let mut words = command.split(' ');
+    while let Some(word) = words.next() {
+        if word == "-L" || word == "--rate-limit" {
+            return words.next();
+        }
+        if let Some(value) = word.strip_prefix("--rate-limit=") {
+            return Some(value);
+        }
+        // In a bundle of short options (`-qL4M`), -L takes the rest of the word.
+        if let Some(bundle) = word.strip_prefix('-').filter(|b| !b.starts_with('-')) {
+            if let Some(at) = bundle.find('L') {
+                let value = &bundle[at + 1..];
+                return if value.is_empty() {
+                    words.next()
+                } else {
+                    Some(value)
+                };
+            }
+        }
+    }
+    None
+}
+
+/// A stage sleeping on a timer most of the time: an rpv or pv rate limit names its value.
+fn rate_limit(s: &Situation<'_>, _: &Tools) -> Option<String> {
+    let timer = s.time.get(Part::Timer);
+    if timer < MOSTLY {
+        return None;
+    }
+    let name = program(s.command);
+    let limit = ["rpv", "pv"]
+        .contains(&name)
+        .then(|| rate_limit_value(s.command))
+        .flatten();
+    Some(match limit {
+        Some(value) => format!(
+            "{} is held back by its rate limit (-L {value}): raise it to go faster",
+            short(s.command)
+        ),
+        None => format!(
+            "{} sleeps on a timer {} of the time: it paces itself (a rate limit or a pause)",
+            short(s.command),
+            percent(timer)
+        ),
+    })
+}
+
+fn disk(s: &Situation<'_>, _: &Tools) -> Option<String> {
+    let disk = s.time.get(Part::Disk);
+    (disk >= MOSTLY).then(|| {
+        format!(
+            "{} waits for the disk {} of the time: the disk is the limit",
+            short(s.command),
+            percent(disk)
+        )
+    })
+}
+
+fn network(s: &Situation<'_>, _: &Tools) -> Option<String> {
+    let network = s.time.get(Part::Network);
+    (network >= MOSTLY).then(|| {
+        format!(
+            "{} waits on the network {} of the time: the network is the limit",
+            short(s.command),
+            percent(network)
+        )
+    })
+}
+
+/// True if the command line asks for threads (`-T N`, `-TN`, `--threads=N`, `-p N` of
+/// pigz-like tools is not looked for: they are not in [`PARALLEL`]'s first column).
+fn asks_for_threads(command: &str) -> bool {
+    command
+        .split(' ')
+        .skip(1)
+        .any(|w| w.starts_with("--threads") || (w.starts_with("-T") && !w.starts_with("--")))
+}
+
+/// A single-threaded compressor using a whole core while cores are idle.
+fn parallel_compressor(s: &Situation<'_>, tools: &Tools) -> Option<String> {
+    let name = program(s.command);
+    let (_, counterparts) = PARALLEL.iter().find(|(single, _)| *single == name)?;
+    if s.time.get(Part::Busy) < WHOLE_CORE || asks_for_threads(s.command) {
+        return None;
+    }
+    let idle = s.idle_cores?.round() as usize;
+    if idle == 0 {
+        return None;
+    }
+    let suggestion = counterparts
+        .iter()
+        .find(|(tool, _)| tools.has(tool))
+        .map(|(_, how)| *how)?;
+    let cores = if idle == 1 {
+        format!("1 of {} cores is idle", s.cores)
+    } else {
+        format!("{idle} of {} cores are idle", s.cores)
+    };
+    Some(format!(
+        "{} uses a whole core while {cores}: {suggestion} would use them",
+        short(s.command)
+    ))
+}
+
+/// The first or the last stage is the slowest: the others wait for it.
+fn slow_end(s: &Situation<'_>, _: &Tools) -> Option<String> {
+    let role = match s.position {
+        Position::First => "producer",
+        Position::Last => "consumer",
+        Position::Middle | Position::Only => return None,
+    };
+    let busy = s.time.get(Part::Busy) + s.time.get(Part::Starved);
+    let input = s.time.get(Part::Input);
+    let output = s.time.get(Part::Output);
+    let what = if busy >= MOSTLY {
+        format!("busy {} of the time", percent(busy))
+    } else if s.position == Position::First && input >= MOSTLY {
+        format!("waiting for its own input {} of the time", percent(input))
+    } else if s.position == Position::Last && output >= MOSTLY {
+        format!(
+            "waiting to write its output {} of the time",
+            percent(output)
+        )
+    } else {
+        format!("on its own {} of the time", percent(s.time.own()))
+    };
+    Some(format!(
+        "the {role} is the slowest stage: {} ({what}); the others wait for it",
+        short(s.command)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn time(parts: &[(Part, f64)]) -> Split {
+        let mut t = Split::default();
+        for (p, v) in parts {
+            t.add(*p, *v);
+        }
+        t.shares().unwrap()
+    }
+
+    fn situation<'a>(command: &'a str, position: Position, parts: &[(Part, f64)]) -> Situation<'a> {
+        Situation {
+            command,
+            position,
+            time: time(parts),
+            cores: 2,
+            idle_cores: Some(1.0),
+            busy_stages: 1,
+            short_of_cpu: false,
+        }
+    }
+
+    /// Every rule of the table has its test below; a rule added without one fails here.
+    #[test]
+    fn every_rule_is_tested() {
+        let tested = [
+            "short of CPU",
+            "rate limit",
+            "disk",
+            "network",
+            "parallel compressor",
+            "slow producer or consumer",
+        ];
+        let names: Vec<&str> = RULES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, tested);
+    }
+
+    #[test]
+    fn short_of_cpu_counts_busy_stages_and_cores() {
+        let mut s = situation(
+            "sha256sum",
+            Position::Last,
+            &[
+                (Part::Busy, 40.0),
+                (Part::Starved, 55.0),
+                (Part::Input, 5.0),
+            ],
+        );
+        s.short_of_cpu = true;
+        s.busy_stages = 3;
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "the machine is short of CPU: the stages wait for a CPU longer than they run \
+                 (3 busy stages on 2 cores, with the other programs running)"
+            )
+        );
+        s.busy_stages = 1;
+        s.cores = 1;
+        assert!(advise(&s, &Tools::default())
+            .unwrap()
+            .contains("(1 busy stage on 1 core,"));
+    }
+
+    #[test]
+    fn a_rate_limit_names_the_limit() {
+        let parts = [(Part::Busy, 2.0), (Part::Timer, 98.0)];
+        for (command, value) in [
+            ("rpv -q -L 4M", "4M"),
+            ("rpv -qL4M", "4M"),
+            ("pv -q --rate-limit=10m", "10m"),
+            ("pv --rate-limit 1G -q", "1G"),
+            ("rpv -qL 20M", "20M"),
+        ] {
+            let s = situation(command, Position::Middle, &parts);
+            assert_eq!(
+                advise(&s, &Tools::default()),
+                Some(format!(
+                    "{command} is held back by its rate limit (-L {value}): raise it to go \
+                     faster"
+                )),
+                "{command}"
+            );
+        }
+        // Another program sleeping on a timer paces itself.
+        let s = situation("perl -e sleepy", Position::Last, &parts);
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "perl -e sleepy sleeps on a timer 98% of the time: it paces itself (a rate \
+                 limit or a pause)"
+            )
+        );
+    }
+
+    #[test]
+    fn the_disk_or_the_network() {
+        let s = situation(
+            "tar cf - /srv",
+            Position::First,
+            &[(Part::Busy, 10.0), (Part::Disk, 85.0), (Part::Output, 5.0)],
+        );
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some("tar cf - /srv waits for the disk 85% of the time: the disk is the limit")
+        );
+        let s = situation(
+            "curl -s https://example.org/big",
+            Position::First,
+            &[(Part::Busy, 5.0), (Part::Network, 95.0)],
+        );
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "curl -s https://example.org/big waits on the network 95% of the time: the \
+                 network is the limit"
+            )
+        );
+    }
+
+    #[test]
+    fn a_compressor_on_one_core_gets_its_parallel_counterpart_if_installed() {
+        let busy = [(Part::Busy, 97.0), (Part::Input, 3.0)];
+        let all = Tools::of(&["pigz", "pbzip2", "lbzip2", "xz", "zstd", "plzip"]);
+        for (command, suggestion) in [
+            ("gzip -9", "pigz"),
+            ("bzip2 -c", "pbzip2"),
+            ("xz -6", "xz -T0"),
+            ("zstd -19", "zstd -T0"),
+            ("lzip", "plzip"),
+        ] {
+            let s = situation(command, Position::Middle, &busy);
+            assert_eq!(
+                advise(&s, &all),
+                Some(format!(
+                    "{command} uses a whole core while 1 of 2 cores is idle: {suggestion} \
+                     would use them"
+                )),
+                "{command}"
+            );
+        }
+        // Only installed tools are named: lbzip2 when pbzip2 is missing; none, no advice.
+        let s = situation("bzip2", Position::Middle, &busy);
+        assert!(advise(&s, &Tools::of(&["lbzip2"]))
+            .unwrap()
+            .ends_with("lbzip2 would use them"));
+        assert_eq!(advise(&s, &Tools::default()), None);
+        // Already threaded, no idle core, or not using a whole core: no advice.
+        let s = situation("xz -T0 -6", Position::Middle, &busy);
+        assert_eq!(advise(&s, &all), None);
+        let mut s = situation("gzip", Position::Middle, &busy);
+        s.idle_cores = Some(0.2);
+        assert_eq!(advise(&s, &all), None);
+        s.idle_cores = None;
+        assert_eq!(advise(&s, &all), None);
+        let s = situation(
+            "gzip",
+            Position::Middle,
+            &[(Part::Busy, 60.0), (Part::Input, 40.0)],
+        );
+        assert_eq!(advise(&s, &all), None);
+        // Three idle cores of four.
+        let mut s = situation("gzip", Position::Middle, &busy);
+        s.cores = 4;
+        s.idle_cores = Some(2.8);
+        assert!(advise(&s, &all)
+            .unwrap()
+            .contains("while 3 of 4 cores are idle: pigz"));
+    }
+
+    #[test]
+    fn a_slow_producer_or_consumer_is_named() {
+        let busy = [(Part::Busy, 98.0), (Part::Input, 2.0)];
+        let s = situation("sha256sum", Position::Last, &busy);
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "the consumer is the slowest stage: sha256sum (busy 98% of the time); the \
+                 others wait for it"
+            )
+        );
+        let s = situation(
+            "ssh host cat f",
+            Position::First,
+            &[(Part::Busy, 5.0), (Part::Other, 95.0)],
+        );
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "the producer is the slowest stage: ssh host cat f (on its own 100% of the \
+                 time); the others wait for it"
+            )
+        );
+        // A producer reading a slow FIFO; a consumer writing to a slow reader.
+        let s = situation(
+            "cat fifo",
+            Position::First,
+            &[(Part::Input, 99.0), (Part::Busy, 1.0)],
+        );
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "the producer is the slowest stage: cat fifo (waiting for its own input 99% \
+                 of the time); the others wait for it"
+            )
+        );
+        let s = situation(
+            "nc host 9",
+            Position::Last,
+            &[(Part::Output, 90.0), (Part::Busy, 10.0)],
+        );
+        assert!(advise(&s, &Tools::default())
+            .unwrap()
+            .contains("(waiting to write its output 90% of the time)"));
+        // A middle stage that is neither a compressor nor waiting on something: no advice.
+        let s = situation("sed s/a/b/", Position::Middle, &busy);
+        assert_eq!(advise(&s, &Tools::default()), None);
+    }
+
+    #[test]
+    fn long_commands_are_cut() {
+        let long = "perl -e while(sysread(STDIN,$b,65536)){select(undef,undef,undef,0.01)}";
+        let s = situation(long, Position::Last, &[(Part::Timer, 100.0)]);
+        let text = advise(&s, &Tools::default()).unwrap();
+        assert!(
+            text.starts_with("perl -e while(sysread(STDIN,$b,… sleeps on a timer"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn tools_are_found_on_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for (name, mode) in [("pigz", 0o755), ("lbzip2", 0o644)] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let path = std::env::join_paths([Path::new("/nonexistent"), dir.path()]).unwrap();
+        assert_eq!(Tools::from_path(Some(&path)), Tools::of(&["pigz"]));
+        assert_eq!(Tools::from_path(None), Tools::default());
+    }
+}

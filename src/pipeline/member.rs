@@ -1,0 +1,333 @@
+//! One process of a stage, read over time.
+//!
+//! Owns: a member's identity (PID and start time, so a reused PID is not mistaken for it),
+//! its command line, its threads, the wait states sampled of each thread between two
+//! readings ([`Member::sample_states`], cheap: a `stat` and, when asleep, a `wchan` per
+//! thread) and each reading ([`Member::read`]: CPU ticks, byte counters, and each thread's
+//! CPU times from `schedstat`, turned into the member's time split over the interval).
+//! Must not: decide anything about the stage or the pipeline (that is `watch` and
+//! `classify`).
+
+use super::classify::{self, Activity, Sleep};
+use super::procfs::{self, Io, Proc, ProcFile, Schedstat, Stat};
+use super::timeshare::{self, Split, Waits};
+
+/// Threads of one process read at most (a stage with thousands of threads would cost too
+/// much per sample; the first ones are the main thread and those started early).
+const MAX_TASKS: usize = 64;
+
+/// Nanoseconds of CPU time per clock tick of `/proc/PID/stat`.
+const NS_PER_TICK: u64 = 1_000_000_000 / procfs::TICKS_PER_SECOND;
+
+/// One reading of a member process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    /// CPU time used so far, in clock ticks (every thread).
+    pub ticks: u64,
+    /// Its `/proc/PID/io` counters.
+    pub io: Option<Io>,
+    /// Its own count, if it is an rpv that tells.
+    pub rpv: Option<u64>,
+}
+
+impl Reading {
+    /// Bytes (in, out): the rpv's own count, or `/proc/PID/io`.
+    pub fn bytes(&self) -> Option<(u64, u64)> {
+        match (self.rpv, self.io) {
+            (Some(b), _) => Some((b, b)),
+            (None, Some(io)) => Some((io.rchar, io.wchar)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// A thread of a member.
+#[derive(Debug, Clone)]
+struct Task {
+    tid: u32,
+    /// Its CPU times at the last reading.
+    sched: Option<Schedstat>,
+    /// Its CPU ticks when last sampled (when `schedstat` cannot be read).
+    ticks: u64,
+    /// Its wait states since the last reading.
+    waits: Waits,
+    /// What it was doing when last sampled.
+    activity: Activity,
+}
+
+impl Task {
+    fn new(tid: u32) -> Task {
+        Task {
+            tid,
+            sched: None,
+            ticks: 0,
+            waits: Waits::default(),
+            activity: Activity::Running,
+        }
+    }
+}
+
+/// The pipes of the stage a member belongs to (to settle a sleep in `poll`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pipes {
+    /// The pipe on standard input, by inode.
+    pub input: Option<u64>,
+    /// The pipe on standard output, by inode.
+    pub output: Option<u64>,
+}
+
+/// A process of a stage.
+#[derive(Debug)]
+pub struct Member {
+    /// Its PID.
+    pub pid: u32,
+    /// Its start time (`stat` field 22).
+    pub start: u64,
+    /// Its session.
+    pub session: u32,
+    /// Its name in `stat` when `command` was read.
+    comm: String,
+    /// Its command line, for display.
+    pub command: String,
+    /// The threads read, listed when the process had `threads` of them.
+    tasks: Vec<Task>,
+    threads: u32,
+    /// The thread that speaks for the process (index in `tasks`).
+    lead: usize,
+    /// When its threads' CPU times were last read (monotonic nanoseconds).
+    clock_ns: Option<u64>,
+    /// What it was doing when last sampled.
+    pub activity: Activity,
+    /// The last reading; `None` before the first one and once it has ended.
+    pub last: Option<Reading>,
+    /// The last count an rpv member gave over its control channel.
+    pub last_rpv: Option<u64>,
+    /// Started after the stage was first seen: everything it counted is recent.
+    pub fresh: bool,
+    /// Bytes moved in the last sample (for choosing which member to show).
+    pub moved: u64,
+    /// CPU ticks used in the last sample.
+    pub used: u64,
+}
+
+/// The text of a `/proc` file, borrowed when it is UTF-8 (always, but for a process name).
+fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(bytes)
+}
+
+/// The command line of `pid` for display, or `[comm]` if it has none (a process may set
+/// its name to anything, so it is escaped like the command line).
+pub fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
+    proc.read(pid, ProcFile::Cmdline, false)
+        .ok()
+        .and_then(|c| procfs::command_text(&c))
+        .unwrap_or_else(|| format!("[{}]", crate::display::printable(comm)))
+}
+
+impl Member {
+    /// A member found by a scan: `pid` started at `start`, named `comm`.
+    pub fn new(
+        proc: &mut dyn Proc,
+        pid: u32,
+        start: u64,
+        session: u32,
+        comm: String,
+        fresh: bool,
+    ) -> Member {
+        Member {
+            pid,
+            start,
+            session,
+            command: command_of(proc, pid, &comm),
+            comm,
+            tasks: Vec::new(),
+            threads: 0,
+            lead: 0,
+            clock_ns: None,
+            activity: Activity::Running,
+            last: None,
+            last_rpv: None,
+            fresh,
+            moved: 0,
+            used: 0,
+        }
+    }
+
+    /// Threads sampled (at least one).
+    pub fn task_count(&self) -> usize {
+        self.tasks.len().max(1)
+    }
+
+    /// The files holding a thread's state and wait channel: the process's own for a
+    /// single-threaded process (one file fewer to keep open), the thread's otherwise.
+    fn state_files(&self, tid: u32) -> (ProcFile, ProcFile) {
+        if self.threads <= 1 && tid == self.pid {
+            (ProcFile::Stat, ProcFile::Wchan)
+        } else {
+            (ProcFile::TaskStat(tid), ProcFile::TaskWchan(tid))
+        }
+    }
+
+    /// Lists the threads again when their number changed (keeping what is known of those
+    /// that stay).
+    fn refresh_tasks(&mut self, proc: &mut dyn Proc, threads: u32) {
+        if !self.tasks.is_empty() && self.threads == threads {
+            return;
+        }
+        let tids = if threads <= 1 {
+            vec![self.pid]
+        } else {
+            let mut tids = proc.tasks(self.pid).unwrap_or_default();
+            tids.truncate(MAX_TASKS);
+            tids
+        };
+        let lead = self.tasks.get(self.lead).map(|t| t.tid);
+        let mut old = std::mem::take(&mut self.tasks);
+        self.tasks = tids
+            .into_iter()
+            .map(|tid| match old.iter().position(|t| t.tid == tid) {
+                Some(i) => old.swap_remove(i),
+                None => Task::new(tid),
+            })
+            .collect();
+        self.lead = lead
+            .and_then(|l| self.tasks.iter().position(|t| t.tid == l))
+            .unwrap_or(0);
+        self.threads = threads;
+    }
+
+    /// Samples what each thread is doing at `now_ns` (between readings, several times per
+    /// interval). A sleep in `poll` of the thread speaking for the process is settled with
+    /// the fill of its pipes.
+    pub fn sample_states(&mut self, proc: &mut dyn Proc, pipes: Pipes, now_ns: u64) {
+        let mut lost = false;
+        for i in 0..self.tasks.len() {
+            let tid = self.tasks[i].tid;
+            let (stat_file, wchan_file) = self.state_files(tid);
+            let Some(stat) = proc
+                .read(self.pid, stat_file, true)
+                .ok()
+                .and_then(|t| Stat::parse(&text(&t)))
+            else {
+                lost = true;
+                continue;
+            };
+            let wchan = if stat.state == 'S' {
+                proc.read(self.pid, wchan_file, true).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let mut activity = classify::task_activity(stat.state, &text(&wchan));
+            if activity == Activity::Sleeping(Sleep::Poll) && i == self.lead {
+                let input = pipes.input.and_then(|p| proc.pipe_fill(p, self.pid, 0));
+                let output = pipes.output.and_then(|p| proc.pipe_fill(p, self.pid, 1));
+                activity = classify::resolve(activity, input, output);
+            }
+            let task = &mut self.tasks[i];
+            task.waits.sample(activity, now_ns);
+            task.activity = activity;
+            task.ticks = stat.cpu_ticks;
+        }
+        if lost {
+            // A thread ended: list them again at the next reading.
+            self.threads = 0;
+        }
+        let tasks: Vec<(Activity, u64)> = self
+            .tasks
+            .iter()
+            .map(|t| (t.activity, t.sched.map_or(t.ticks, |s| s.run_ns)))
+            .collect();
+        self.activity = match tasks.as_slice() {
+            [] => Activity::Running,
+            [(one, _)] => *one,
+            _ => classify::process_activity(&tasks),
+        };
+    }
+
+    /// Reads the member at `now_ns`: its counters, and its time over the interval since the
+    /// last reading (`None` at the first). `None` once it has ended (or its PID belongs to
+    /// another process now). Another user's process (`permitted` false) gives its CPU times
+    /// only.
+    pub fn read(
+        &mut self,
+        proc: &mut dyn Proc,
+        permitted: bool,
+        pipes: Pipes,
+        now_ns: u64,
+    ) -> Option<(Reading, Option<Split>)> {
+        let stat = Stat::parse(&text(&proc.read(self.pid, ProcFile::Stat, true).ok()?))?;
+        if stat.start != self.start || matches!(stat.state, 'Z' | 'X') {
+            return None;
+        }
+        if stat.comm != self.comm {
+            // It has run a new program since it was found (a shell's child, found between
+            // its fork and its exec).
+            self.command = command_of(proc, self.pid, &stat.comm);
+            self.comm = stat.comm.clone();
+        }
+        self.refresh_tasks(proc, stat.threads);
+        let reading = if permitted {
+            self.sample_states(proc, pipes, now_ns);
+            Reading {
+                ticks: stat.cpu_ticks,
+                io: proc
+                    .read(self.pid, ProcFile::Io, true)
+                    .ok()
+                    .and_then(|t| procfs::Io::parse(&text(&t))),
+                rpv: proc.rpv_bytes(self.pid),
+            }
+        } else {
+            self.activity = Activity::Unknown;
+            if let [task] = self.tasks.as_mut_slice() {
+                task.ticks = stat.cpu_ticks;
+            }
+            Reading {
+                ticks: stat.cpu_ticks,
+                io: None,
+                rpv: None,
+            }
+        };
+        Some((reading, self.clock(proc, now_ns)))
+    }
+
+    /// Reads every thread's CPU times and returns the time of the thread speaking for the
+    /// process since the last call.
+    fn clock(&mut self, proc: &mut dyn Proc, now_ns: u64) -> Option<Split> {
+        let elapsed = self.clock_ns.map(|t| now_ns.saturating_sub(t));
+        self.clock_ns = Some(now_ns);
+        let mut splits = Vec::with_capacity(self.tasks.len());
+        for task in &mut self.tasks {
+            let read = proc
+                .read(self.pid, ProcFile::TaskSchedstat(task.tid), true)
+                .ok()
+                .and_then(|t| Schedstat::parse(&text(&t)));
+            // Without scheduler statistics (a kernel built without them reads zeros, or
+            // the file is missing), the CPU ticks: coarser, and no waiting for a CPU.
+            let sched = match read {
+                Some(s) if s.run_ns > 0 || task.ticks == 0 => s,
+                _ => Schedstat {
+                    run_ns: task.ticks.saturating_mul(NS_PER_TICK),
+                    delay_ns: 0,
+                },
+            };
+            let split = match (task.sched, elapsed) {
+                (Some(before), Some(elapsed)) => task.waits.split(
+                    sched.run_ns.saturating_sub(before.run_ns),
+                    sched.delay_ns.saturating_sub(before.delay_ns),
+                    elapsed,
+                ),
+                _ => {
+                    // The first reading of this thread: only a starting point.
+                    let _ = task.waits.split(0, 0, 0);
+                    Split::default()
+                }
+            };
+            task.sched = Some(sched);
+            splits.push(split);
+        }
+        let lead = timeshare::lead(&splits)?;
+        self.lead = lead;
+        let split = splits[lead];
+        (split.total() > 0.0).then_some(split)
+    }
+}
