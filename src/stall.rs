@@ -210,23 +210,59 @@ mod tests {
         assert!(short.ends_with("..."));
     }
 
+    /// The PIDs and command lines of `pid`'s children, once there are `n` of them and each
+    /// has its own command line (has run `exec`); `None` after 10 s.
+    fn children_once_execed(pid: u32, n: usize) -> Option<Vec<(u32, String)>> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            let text = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+            let kids: Vec<(u32, String)> =
+                crate::pipeline::procfs::parse_pids(&text.unwrap_or_default())
+                    .into_iter()
+                    .map(|k| {
+                        let cmdline = fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
+                        (k, command_text(&cmdline).unwrap_or_default())
+                    })
+                    .collect();
+            if kids.len() == n && kids.iter().all(|(_, c)| c.starts_with("sleep ")) {
+                return Some(kids);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        None
+    }
+
     #[test]
-    fn the_writer_of_a_pipe_is_found() {
-        // A child holding the write end of a pipe whose read end is ours.
-        let (read, write) = crate::sys::pipe().unwrap();
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .stdout(std::process::Stdio::from(write))
+    fn the_writer_and_the_reader_of_a_pipe_are_found() {
+        // The pipe is made by a shell, never in this process: a child that another test
+        // thread forks at the same moment would hold a copy of a pipe of ours until its exec.
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 | sleep 31"])
             .spawn()
             .unwrap();
-        let inode = crate::sys::fstat(std::os::fd::AsFd::as_fd(&read))
-            .unwrap()
-            .ino;
-        let found = peer(inode, Side::Input);
-        let not_a_reader = peer(inode, Side::Output);
-        let _ = child.kill();
-        let _ = child.wait();
-        assert_eq!(found, Some((child.id(), "sleep 30".to_string())));
-        assert_eq!(not_a_reader, None, "the child holds the write end only");
+        let kids = children_once_execed(shell.id(), 2);
+        let found = kids.as_ref().map(|kids| {
+            let writer = kids.iter().find(|(_, c)| c == "sleep 30").cloned();
+            let reader = kids.iter().find(|(_, c)| c == "sleep 31").cloned();
+            let link = reader
+                .as_ref()
+                .and_then(|(pid, _)| fs::read_link(format!("/proc/{pid}/fd/0")).ok());
+            let inode = link
+                .as_deref()
+                .and_then(|l| l.to_str())
+                .and_then(pipe_inode);
+            let peers = inode.map(|i| (peer(i, Side::Input), peer(i, Side::Output)));
+            (writer, reader, peers)
+        });
+        let _ = std::process::Command::new("pkill")
+            .args(["-P", &shell.id().to_string()])
+            .status();
+        let _ = shell.kill();
+        let _ = shell.wait();
+        let (writer, reader, peers) = found.expect("the shell started both sleeps");
+        let (on_input, on_output) = peers.expect("the reader's standard input is a pipe");
+        assert_eq!(on_input, writer, "waiting on input: the writer");
+        assert_eq!(on_output, reader, "waiting on output: the reader");
+        assert!(writer.is_some() && reader.is_some());
     }
 }
