@@ -85,8 +85,11 @@ pub enum Label {
         pid: u32,
         /// The descriptor.
         fd: i32,
-        /// What it is open on (relative to the current directory when below it).
+        /// What it is open on (relative to the current directory when below it), for
+        /// people: bytes that are not UTF-8 show as U+FFFD.
         path: String,
+        /// The same path's exact bytes, when they are not UTF-8.
+        raw_path: Option<std::ffi::OsString>,
         /// Appended after shortening (`(process reads)` for a pipe or socket).
         note: &'static str,
         /// Show the PID (several processes are watched).

@@ -302,10 +302,27 @@ fn figures(
         (Role::MonitorOut, _) => ("monitor_out", None),
         (Role::Input(i), _) => ("input", Some(json!({"index": i}))),
         (Role::Output(i), _) => ("output", Some(json!({"index": i}))),
-        (Role::Descriptor, Label::Descriptor { pid, fd, path, .. }) => (
-            "descriptor",
-            Some(json!({"pid": pid, "fd": fd, "path": path})),
-        ),
+        (
+            Role::Descriptor,
+            Label::Descriptor {
+                pid,
+                fd,
+                path,
+                raw_path,
+                ..
+            },
+        ) => {
+            let mut d = Map::new();
+            d.insert("pid".into(), json!(pid));
+            d.insert("fd".into(), json!(fd));
+            match raw_path {
+                Some(raw) => put_name(&mut d, "path", raw),
+                None => {
+                    d.insert("path".into(), json!(path));
+                }
+            }
+            ("descriptor", Some(Value::Object(d)))
+        }
         (Role::Descriptor, _) => ("descriptor", None),
         (Role::Stage, _) => match &m.stage {
             Some(st) => (

@@ -226,6 +226,69 @@ fn names_survive_sizes_agree_and_the_end_is_done() {
     validate_all(&[("names".into(), String::from_utf8(out.stderr).unwrap())]);
 }
 
+/// A watched descriptor (`-d`) open on a file whose name is not UTF-8: its `path` comes
+/// with `path_base64`, the exact bytes (relative to rpv's directory, as `path` is).
+#[test]
+fn a_watched_descriptors_path_survives_too() {
+    let dir = Dir::new();
+    let raw = OsStr::from_bytes(b"w\xe9\xff.log");
+    std::fs::write(dir.dir.path().join(raw), data(70_000, 57)).unwrap();
+    let mut holder = Command::new("sh")
+        .args(["-c", "exec 3< \"$1\"; exec sleep 30", "sh"])
+        .arg(dir.dir.path().join(raw))
+        .spawn()
+        .unwrap();
+    // The holder has the file open on descriptor 3 once it runs sleep.
+    let fd3 = format!("/proc/{}/fd/3", holder.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read(format!("/proc/{}/cmdline", holder.id()))
+        .map_or(true, |c| !c.starts_with(b"sleep"))
+        || std::fs::read_link(&fd3).is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the holder never ran sleep"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut watcher = rpv(&["--json", "-i", "0.1", "-d", &format!("{}:3", holder.id())])
+        .current_dir(dir.dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watcher.stderr.take().unwrap()).lines();
+    let mut text = String::new();
+    // Read until the descriptor's first progress object, then end the holder: the watch ends.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        text.push_str(&line);
+        text.push('\n');
+        if line.contains("\"descriptor\"") && line.contains("\"progress\"") {
+            break;
+        }
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+    for line in lines {
+        text.push_str(&line.unwrap());
+        text.push('\n');
+    }
+    let status = watcher.wait().unwrap();
+    let objects = objects("-d", text.as_bytes(), status.code());
+    let progress = of_type(&objects, "progress");
+    let meter = progress
+        .iter()
+        .find(|o| o["meter"] == "descriptor")
+        .unwrap_or_else(|| panic!("a descriptor's progress: {text}"));
+    assert_eq!(meter["fd"], 3, "{meter}");
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(meter["path_base64"].as_str().expect("path_base64"))
+        .unwrap();
+    assert_eq!(decoded, raw.as_bytes(), "{meter}");
+    assert_eq!(meter["path"], "w\u{fffd}\u{fffd}.log", "{meter}");
+    validate_all(&[("-d".into(), text)]);
+}
+
 /// `-q --json`: start, messages and end only (the man page's promise).
 #[test]
 fn quiet_json_writes_start_messages_and_end_only() {

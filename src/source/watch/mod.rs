@@ -11,6 +11,7 @@ pub mod items;
 pub mod procfs;
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 
 use super::Source;
 use crate::error::{status, Error};
@@ -265,7 +266,11 @@ impl WatchSource {
             Measure::Offset => "",
             Measure::Process(counter) => counter.label(),
         };
-        let path = relative(&w.info.path, &self.cwd).to_string();
+        let path = relative(w.info.path.as_str(), self.cwd.as_str()).to_string();
+        let raw_path = w.info.raw_path.as_deref().map(|raw| {
+            let bytes = relative(raw.as_bytes(), self.cwd.as_bytes());
+            std::ffi::OsStr::from_bytes(bytes).to_os_string()
+        });
         MeterState {
             id: w.id,
             role: Role::Descriptor,
@@ -273,6 +278,7 @@ impl WatchSource {
                 pid: w.pid,
                 fd: w.fd,
                 path,
+                raw_path,
                 note,
                 with_pid: self.with_pid,
                 prefix,
@@ -316,14 +322,33 @@ impl Source for WatchSource {
     }
 }
 
-/// `path` relative to `cwd` when it lies below it (and `cwd` is not `/`).
-pub fn relative<'a>(path: &'a str, cwd: &str) -> &'a str {
-    if cwd.is_empty() || cwd == "/" {
-        return path;
+/// `path` relative to `cwd` when it lies below it (and `cwd` is not `/`); for text and for
+/// raw bytes alike.
+pub fn relative<'a, T: Relative + ?Sized>(path: &'a T, cwd: &T) -> &'a T {
+    path.below(cwd).unwrap_or(path)
+}
+
+/// A path as text or as bytes, for [`relative`].
+pub trait Relative {
+    /// What is left of `self` below the directory `cwd`, if it lies below it.
+    fn below(&self, cwd: &Self) -> Option<&Self>;
+}
+
+impl Relative for [u8] {
+    fn below(&self, cwd: &[u8]) -> Option<&[u8]> {
+        if cwd.is_empty() || cwd == b"/" {
+            return None;
+        }
+        let rest = self.strip_prefix(cwd)?.strip_prefix(b"/")?;
+        (!rest.is_empty()).then_some(rest)
     }
-    match path.strip_prefix(cwd) {
-        Some(rest) if rest.starts_with('/') && rest.len() > 1 => &rest[1..],
-        _ => path,
+}
+
+impl Relative for str {
+    fn below(&self, cwd: &str) -> Option<&str> {
+        let rest = self.as_bytes().below(cwd.as_bytes())?;
+        // A suffix after a '/' of a str is on a character boundary.
+        self.get(self.len() - rest.len()..)
     }
 }
 
@@ -338,5 +363,7 @@ mod tests {
         assert_eq!(relative("/tmp/x/", "/tmp/x"), "/tmp/x/");
         assert_eq!(relative("/etc/passwd", "/"), "/etc/passwd");
         assert_eq!(relative("pipe:[12]", "/tmp"), "pipe:[12]");
+        assert_eq!(relative(&b"/tmp/x/\xffbig"[..], b"/tmp/x"), b"\xffbig");
+        assert_eq!(relative(&b"/tmp/x"[..], b"/tmp/x"), b"/tmp/x");
     }
 }

@@ -38,8 +38,11 @@ pub enum Source {
 /// What was found behind `/proc/PID/fd/FD`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FdInfo {
-    /// The link target (a path, or `pipe:[N]`, `socket:[N]`).
+    /// The link target (a path, or `pipe:[N]`, `socket:[N]`), for people: bytes that are
+    /// not UTF-8 show as U+FFFD.
     pub path: String,
+    /// The link target's exact bytes, when they are not UTF-8 (`path` is then lossy).
+    pub raw_path: Option<std::ffi::OsString>,
     /// Device and inode of the open file, and the link's mode (open mode): if any of these
     /// changes, the descriptor was closed and reused.
     pub dev: u64,
@@ -91,10 +94,12 @@ fn link_path(pid: u32, fd: i32) -> String {
 /// (whole-process watching shows files only, like pv).
 pub fn inspect(pid: u32, fd: i32, pipes: bool) -> Result<FdInfo, FdError> {
     let link = link_path(pid, fd);
-    let path = std::fs::read_link(&link)
-        .map_err(FdError::Link)?
-        .to_string_lossy()
-        .into_owned();
+    let target_path = std::fs::read_link(&link).map_err(FdError::Link)?;
+    let raw_path = target_path
+        .to_str()
+        .is_none()
+        .then(|| target_path.clone().into_os_string());
+    let path = target_path.to_string_lossy().into_owned();
     let target = std::fs::metadata(&link).map_err(|e| FdError::Stat(path.clone(), e))?;
     let link_meta = std::fs::symlink_metadata(&link).map_err(|e| FdError::Stat(path.clone(), e))?;
     let link_mode = link_meta.mode() & 0o777;
@@ -122,6 +127,7 @@ pub fn inspect(pid: u32, fd: i32, pipes: bool) -> Result<FdInfo, FdError> {
     };
     Ok(FdInfo {
         path,
+        raw_path,
         dev: target.dev(),
         ino: target.ino(),
         link_mode,
