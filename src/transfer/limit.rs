@@ -9,7 +9,8 @@
 //! stalled (pv keeps up to 5 s worth). A wakeup from the limiter's own sleep that comes late
 //! (a busy machine gives rpv its CPU late) is different: nothing else held the transfer back,
 //! so up to 1 s of lateness is made up rather than lost, and the average rate holds on a
-//! loaded machine. Pure: callers pass `now` in nanoseconds.
+//! loaded machine. Time stopped by Ctrl-Z is not lateness: the engine says so
+//! ([`Limiter::stopped`]) and it is capped like a stall. Pure: callers pass `now` in nanoseconds.
 
 /// Token bucket over units (bytes, or lines in line mode) per second.
 #[derive(Debug, Clone)]
@@ -81,6 +82,12 @@ impl Limiter {
         self.slept = true;
         let wait_s = (need.max(1.0) - tokens) / self.rate;
         Err((wait_s * 1e9).ceil().max(1.0) as u64)
+    }
+
+    /// The process was stopped (Ctrl-Z) since the last answer: the time since is not the
+    /// limiter's own sleep, and is not made up.
+    pub fn stopped(&mut self) {
+        self.slept = false;
     }
 
     /// Records that `units` moved.
@@ -218,6 +225,11 @@ mod tests {
         let mut lim = Limiter::new(1000, 0);
         assert!(lim.allowance(1000, 0).is_err());
         assert_eq!(lim.allowance(1_000_000, 10 * SEC), Ok(1000));
+        // Stopped by Ctrl-Z during the sleep: capped like a stall.
+        let mut lim = Limiter::new(1000, 0);
+        assert!(lim.allowance(1000, 0).is_err());
+        lim.stopped();
+        assert_eq!(lim.allowance(1_000_000, 2 * SEC), Ok(100));
     }
 
     #[test]

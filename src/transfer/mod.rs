@@ -535,7 +535,14 @@ impl<'a> Engine<'a> {
     /// Sleeps while the `-L` budget is exhausted; at most 100 ms at a time, so a limit
     /// changed by `-R` takes effect promptly.
     fn limit_sleep(&mut self, wait_ns: u64) {
+        let stops = crate::signals::last_stop_ns();
         std::thread::sleep(std::time::Duration::from_nanos(wait_ns.min(100_000_000)));
+        if crate::signals::last_stop_ns() != stops {
+            // Ctrl-Z came during the sleep: the time stopped is not made up.
+            if let Some(limiter) = self.limiter.as_mut() {
+                limiter.stopped();
+            }
+        }
         self.check_tuning();
     }
 
