@@ -7,7 +7,9 @@
 //! [`MeterState::stage`], with the job it belongs to), sampling wait states between
 //! updates ([`Source::tick`]), and a summary per job at the end (each stage's share of the
 //! time as the bottleneck, where each stage's time went, what to try). Watching another
-//! pipeline (`--pipeline=PID`) the source ends when every stage has ended; inside a
+//! pipeline (`--pipeline=PID`) the source ends when every stage has ended; given a shell,
+//! pipelines it starts later are added as jobs of their own (looked for every second, and
+//! once more before the watch would end, so a script's next pipeline is followed); inside a
 //! transfer (`--pipeline`) it ends with the transfer, whose own row then reads `ended`.
 //! Must not: draw.
 
@@ -20,7 +22,7 @@ use crate::meter::{Event, Label, MeterState, Phase, Role};
 use crate::pipeline::advice::Tools;
 use crate::pipeline::classify::Activity;
 use crate::pipeline::procfs::{Proc, SysProc};
-use crate::pipeline::{render, Watcher};
+use crate::pipeline::{render, WatchError, Watcher};
 use crate::sys;
 
 /// Ids of the stage meters start here (other sources use small numbers); each job gets a
@@ -28,6 +30,14 @@ use crate::sys;
 const FIRST_ID: u64 = 50_000;
 /// Meter ids per job.
 const JOB_IDS: u64 = 1_000;
+/// How often a watched shell is looked at for pipelines it started since.
+const JOBS_SCAN_NS: u64 = 1_000_000_000;
+/// Once every pipeline of a watched shell has ended, how long the watch waits for its
+/// next one (a script's next pipeline starts within milliseconds), and how often it looks.
+const JOBS_GRACE_NS: u64 = 1_000_000_000;
+const JOBS_GRACE_SCAN_NS: u64 = 100_000_000;
+/// Jobs a watch takes at most (their meter ids must stay apart from other sources').
+const MAX_JOBS: usize = 1_000;
 
 /// What the transfer this process runs tells the pipeline view about its own stage (a
 /// process cannot ask itself over its control channel).
@@ -46,6 +56,28 @@ pub struct PipelineSource {
     /// run ends.
     own: Option<Arc<OwnStage>>,
     start_ns: u64,
+    /// The shell watched (not itself a stage): its new pipelines join the watch.
+    shell: Option<u32>,
+    interval: f64,
+    next_jobs_ns: u64,
+    /// When every stage was first seen ended (a watched shell's grace begins).
+    idle_since: Option<u64>,
+}
+
+/// What a look at the watched shell found.
+#[derive(Debug, PartialEq, Eq)]
+enum Jobs {
+    /// A pipeline no watcher had: it joined the watch.
+    Added,
+    /// Nothing new.
+    Same,
+    /// The shell is gone (or not a shell to watch any more): nothing more will come.
+    Gone,
+}
+
+/// The real `/proc`, one reader per watcher.
+fn sys_proc() -> Box<dyn Proc> {
+    Box::new(SysProc::new())
 }
 
 /// A watcher ready to sample: its interval, the tools advice may name, a first reading
@@ -60,18 +92,49 @@ impl PipelineSource {
     /// Watches the pipelines of process `pid` (its own, or each one a shell runs), sampled
     /// every `interval` seconds.
     pub fn watch(pid: u32, interval: f64) -> Result<PipelineSource, Error> {
-        let make: fn() -> Box<dyn Proc> = || Box::new(SysProc::new());
-        let mut watchers = Watcher::jobs(make, pid)
+        let mut watchers = Watcher::jobs(sys_proc, pid)
             .map_err(|e| Error::other(status::ACCESS, format!("--pipeline: {e}")))?;
         let start_ns = sys::monotonic_ns();
         for watcher in &mut watchers {
             prepare(watcher, interval, start_ns);
         }
+        let shell = (!watchers.iter().any(|w| w.holds(pid))).then_some(pid);
         Ok(PipelineSource {
             watchers,
             own: None,
             start_ns,
+            shell,
+            interval,
+            next_jobs_ns: start_ns + JOBS_SCAN_NS,
+            idle_since: None,
         })
+    }
+
+    /// Adds the pipelines the watched shell runs that no watcher has yet; looks again
+    /// `period_ns` later.
+    fn add_new_jobs(&mut self, now_ns: u64, period_ns: u64) -> Jobs {
+        self.next_jobs_ns = now_ns + period_ns;
+        let Some(shell) = self.shell else {
+            return Jobs::Gone;
+        };
+        let found = match Watcher::jobs(sys_proc, shell) {
+            Ok(found) => found,
+            Err(WatchError::NotInPipeline(_)) => return Jobs::Same,
+            Err(_) => return Jobs::Gone,
+        };
+        let mut added = Jobs::Same;
+        for mut watcher in found {
+            let known = watcher
+                .processes()
+                .any(|p| self.watchers.iter().any(|w| w.processes().any(|q| q == p)));
+            if known || self.watchers.len() >= MAX_JOBS {
+                continue;
+            }
+            prepare(&mut watcher, self.interval, now_ns);
+            self.watchers.push(watcher);
+            added = Jobs::Added;
+        }
+        added
     }
 
     /// The pipeline this process sits in, its own stage as `own` tells.
@@ -87,6 +150,10 @@ impl PipelineSource {
             watchers: vec![watcher],
             own: Some(own),
             start_ns,
+            shell: None,
+            interval,
+            next_jobs_ns: u64::MAX,
+            idle_since: None,
         })
     }
 }
@@ -98,6 +165,9 @@ impl Source for PipelineSource {
             .as_ref()
             .is_some_and(|o| o.done.load(Ordering::Relaxed));
         let me = std::process::id();
+        if now_ns >= self.next_jobs_ns {
+            self.add_new_jobs(now_ns, JOBS_SCAN_NS);
+        }
         for (job, watcher) in self.watchers.iter_mut().enumerate() {
             let group = watcher.group();
             let view = watcher.sample(now_ns);
@@ -135,7 +205,33 @@ impl Source for PipelineSource {
     fn events(&mut self, _out: &mut Vec<Event>) {}
 
     fn finished(&mut self) -> bool {
-        self.own.is_some() || self.watchers.iter().all(Watcher::finished)
+        if self.own.is_some() {
+            return true;
+        }
+        if !self.watchers.iter().all(Watcher::finished) {
+            self.idle_since = None;
+            return false;
+        }
+        if self.shell.is_none() {
+            return true;
+        }
+        // A shell's next pipeline may come: looked for often, for a short while.
+        let now = sys::monotonic_ns();
+        let since = *self.idle_since.get_or_insert(now);
+        if since == now {
+            self.next_jobs_ns = now;
+        }
+        if now < self.next_jobs_ns {
+            return false;
+        }
+        match self.add_new_jobs(now, JOBS_GRACE_SCAN_NS) {
+            Jobs::Added => {
+                self.idle_since = None;
+                false
+            }
+            Jobs::Same => now.saturating_sub(since) >= JOBS_GRACE_NS,
+            Jobs::Gone => true,
+        }
     }
 
     fn poll_period_ns(&self) -> Option<u64> {

@@ -922,21 +922,8 @@ fn a_shells_pipelines_are_tables_of_their_own() {
     let shell = pipeline.shell.id();
     let text = watch_with(shell, &["--json", "-i", "0.5"], 3.0);
     let objects = crate::json::parse_ndjson(text.as_bytes());
-    let stages: Vec<&serde_json::Value> = crate::json::of_type(&objects, "progress")
-        .into_iter()
-        .filter(|p| p["meter"] == "stage")
-        .collect();
-    let commands = |job: u64| -> Vec<String> {
-        let mut seen: Vec<String> = Vec::new();
-        for s in stages.iter().filter(|s| s["job"] == job) {
-            let c = s["command"].as_str().unwrap().to_string();
-            if !seen.contains(&c) {
-                seen.push(c);
-            }
-        }
-        seen
-    };
-    let (first, second) = (commands(1), commands(2));
+    let stages = stage_objects(&objects);
+    let (first, second) = (job_commands(&stages, 1), job_commands(&stages, 2));
     let (limited, gzip) = if first[0].starts_with("head") {
         (first, second)
     } else {
@@ -958,6 +945,107 @@ fn a_shells_pipelines_are_tables_of_their_own() {
     // Each pipeline has its own bottleneck: the rate limit, and gzip (its output, the
     // second rpv's input, is a thousandth of what it reads).
     assert_eq!(named, ["gzip -1", "rpv -q -L 2M"], "{text}");
+}
+
+/// The commands of job `job`'s stage meters, in the order first seen.
+fn job_commands(stages: &[&serde_json::Value], job: u64) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for s in stages.iter().filter(|s| s["job"] == job) {
+        let c = s["command"].as_str().unwrap().to_string();
+        if !seen.contains(&c) {
+            seen.push(c);
+        }
+    }
+    seen
+}
+
+/// The stage meters of `--json` output.
+fn stage_objects(objects: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    crate::json::of_type(objects, "progress")
+        .into_iter()
+        .filter(|p| p["meter"] == "stage")
+        .collect()
+}
+
+/// A pipeline the watched shell starts after the watch began joins it as a job of its own
+/// (the first job keeps its table).
+#[test]
+fn a_pipeline_the_shell_starts_later_joins_the_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let script = format!(
+        "(head -c 2G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null) & \
+         while [ ! -e '{}' ]; do sleep 0.05; done; \
+         (head -c 2G /dev/zero | \"$RPV\" -q -L 3M | tr a b > /dev/null) & wait",
+        go.display()
+    );
+    let pipeline = Pipeline::start(&script);
+    pipeline.find("cat");
+    let shell = pipeline.shell.id();
+    let mut child = rpv(&[&format!("--pipeline={shell}"), "--json", "-i", "0.5"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The second pipeline starts once the watch is under way; it is looked for every
+    // second, and shown for a few intervals after.
+    std::thread::sleep(Duration::from_secs(1));
+    std::fs::write(&go, b"").unwrap();
+    pipeline.find("tr");
+    std::thread::sleep(Duration::from_secs(3));
+    let text = interrupt(&mut child);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let stages = stage_objects(&objects);
+    assert_eq!(
+        job_commands(&stages, 1),
+        ["head -c 2G /dev/zero", "rpv -q -L 2M", "cat"],
+        "{text}"
+    );
+    assert_eq!(
+        job_commands(&stages, 2),
+        ["head -c 2G /dev/zero", "rpv -q -L 3M", "tr a b"],
+        "{text}"
+    );
+    assert_eq!(crate::json::of_type(&objects, "summary").len(), 2, "{text}");
+}
+
+/// A script's pipelines one after the other, watched from its shell: each is followed as a
+/// job of its own, and the watch ends by itself once the last has ended and no other
+/// comes (here the script goes on sleeping).
+#[test]
+fn a_scripts_pipelines_are_followed_one_after_the_other() {
+    let pipeline = Pipeline::start(
+        "head -c 12M /dev/zero | \"$RPV\" -q -L 8M | cat > /dev/null; \
+         head -c 16M /dev/zero | \"$RPV\" -q -L 8M | tr a b > /dev/null; sleep 30",
+    );
+    pipeline.find("cat");
+    let shell = pipeline.shell.id();
+    let mut child = rpv(&[&format!("--pipeline={shell}"), "--json", "-i", "0.5"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_within(&mut child, 20.0, "the watch after the script's pipelines");
+    let text = crate::util::stderr_of(&mut child);
+    assert!(status.success(), "{text}");
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let stages = stage_objects(&objects);
+    assert_eq!(
+        job_commands(&stages, 1),
+        ["head -c 12M /dev/zero", "rpv -q -L 8M", "cat"],
+        "{text}"
+    );
+    assert_eq!(
+        job_commands(&stages, 2),
+        ["head -c 16M /dev/zero", "rpv -q -L 8M", "tr a b"],
+        "{text}"
+    );
+    assert!(
+        comm(shell).is_some(),
+        "the watch ended before the script did"
+    );
 }
 
 /// Busy loops beside the pipeline, as many as the cores (each in its own process group,
