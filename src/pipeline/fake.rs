@@ -49,6 +49,9 @@ pub struct FakeTable {
     pub cpu: Option<CpuTimes>,
     /// Cores the watcher may use (2 unless set).
     pub cores: Option<usize>,
+    /// Reads of `stat` files (a process's or a thread's) and of `io` files so far.
+    pub stat_reads: usize,
+    pub io_reads: usize,
 }
 
 /// A [`Proc`] over a [`FakeTable`].
@@ -157,6 +160,12 @@ impl FakeProc {
         self.0.borrow().scans
     }
 
+    /// `stat` and `io` files read so far.
+    pub fn reads(&self) -> (usize, usize) {
+        let table = self.0.borrow();
+        (table.stat_reads, table.io_reads)
+    }
+
     fn stat_text(pid: u32, p: &FakeProcess, task: Option<&FakeTask>) -> String {
         let (state, ticks) = match task {
             Some(t) => (t.state, t.ticks),
@@ -183,6 +192,14 @@ impl Proc for FakeProc {
     }
 
     fn read(&mut self, pid: u32, file: ProcFile, _keep: bool) -> io::Result<Vec<u8>> {
+        {
+            let mut table = self.0.borrow_mut();
+            match file {
+                ProcFile::Stat | ProcFile::TaskStat(_) => table.stat_reads += 1,
+                ProcFile::Io => table.io_reads += 1,
+                _ => {}
+            }
+        }
         let table = self.0.borrow();
         let p = table.procs.get(&pid).ok_or_else(gone)?;
         let task = |tid: u32| p.tasks.iter().find(|t| t.tid == tid).ok_or_else(gone);

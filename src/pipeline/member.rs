@@ -108,7 +108,14 @@ pub struct Member {
     pub moved: u64,
     /// CPU ticks used in the last sample.
     pub used: u64,
+    /// The process's `stat` as the last tick read it, and when (a reading right after
+    /// takes it instead of reading the file again).
+    recent: Option<(u64, Stat)>,
 }
+
+/// How old a tick's `stat` may be for a reading to take it (the display loop ticks just
+/// before it samples).
+const RECENT_NS: u64 = 5_000_000;
 
 /// The text of a `/proc` file, borrowed when it is UTF-8 (always, but for a process name).
 fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
@@ -150,6 +157,7 @@ impl Member {
             fresh,
             moved: 0,
             used: 0,
+            recent: None,
         }
     }
 
@@ -169,10 +177,10 @@ impl Member {
     }
 
     /// Lists the threads again when their number changed (keeping what is known of those
-    /// that stay).
-    fn refresh_tasks(&mut self, proc: &mut dyn Proc, threads: u32) {
+    /// that stay): true if it did.
+    fn refresh_tasks(&mut self, proc: &mut dyn Proc, threads: u32) -> bool {
         if !self.tasks.is_empty() && self.threads == threads {
-            return;
+            return false;
         }
         let tids = if threads <= 1 {
             vec![self.pid]
@@ -194,30 +202,50 @@ impl Member {
             .and_then(|l| self.tasks.iter().position(|t| t.tid == l))
             .unwrap_or(0);
         self.threads = threads;
+        true
     }
 
     /// Samples what each thread is doing at `now_ns` (between readings, several times per
     /// interval). A sleep in `poll` of the thread speaking for the process is settled with
     /// the fill of its pipes.
     pub fn sample_states(&mut self, proc: &mut dyn Proc, pipes: Pipes, now_ns: u64) {
+        self.sample_states_with(proc, pipes, now_ns, None);
+    }
+
+    /// [`Member::sample_states`], with the process's `stat` when it was just read (a
+    /// single-threaded process's state is in it: one read fewer).
+    fn sample_states_with(
+        &mut self,
+        proc: &mut dyn Proc,
+        pipes: Pipes,
+        now_ns: u64,
+        known: Option<&Stat>,
+    ) {
         let mut lost = false;
         for i in 0..self.tasks.len() {
             let tid = self.tasks[i].tid;
             let (stat_file, wchan_file) = self.state_files(tid);
-            let Some(stat) = proc
-                .read(self.pid, stat_file, true)
-                .ok()
-                .and_then(|t| Stat::parse(&text(&t)))
-            else {
-                lost = true;
-                continue;
+            let (activity, ticks) = match known {
+                Some(stat) if stat_file == ProcFile::Stat => {
+                    let wchan = if stat.state == 'S' {
+                        proc.read(self.pid, wchan_file, true).unwrap_or_default()
+                    } else {
+                        Vec::new()
+                    };
+                    (
+                        classify::task_activity(stat.state, &text(&wchan)),
+                        Some(stat.cpu_ticks),
+                    )
+                }
+                _ => match self.state_of(proc, stat_file, wchan_file, now_ns) {
+                    Some(found) => found,
+                    None => {
+                        lost = true;
+                        continue;
+                    }
+                },
             };
-            let wchan = if stat.state == 'S' {
-                proc.read(self.pid, wchan_file, true).unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            let mut activity = classify::task_activity(stat.state, &text(&wchan));
+            let mut activity = activity;
             if activity == Activity::Sleeping(Sleep::Poll) && i == self.lead {
                 let input = pipes.input.and_then(|p| proc.pipe_fill(p, self.pid, 0));
                 let output = pipes.output.and_then(|p| proc.pipe_fill(p, self.pid, 1));
@@ -226,7 +254,9 @@ impl Member {
             let task = &mut self.tasks[i];
             task.waits.sample(activity, now_ns);
             task.activity = activity;
-            task.ticks = stat.cpu_ticks;
+            if let Some(ticks) = ticks {
+                task.ticks = ticks;
+            }
         }
         if lost {
             // A thread ended: list them again at the next reading.
@@ -244,18 +274,51 @@ impl Member {
         };
     }
 
+    /// What a thread is doing, and its CPU ticks when its `stat` was read; `None` if it is
+    /// gone. The wait channel comes first: a wait it names (a pipe, `poll`, a timer, a
+    /// socket, a child) is an interruptible sleep, and none (`0`) is a thread on a CPU or
+    /// about to be, so the costlier `stat` is read only for the rest (the disk, a stop, an
+    /// exit, a wait it does not name).
+    fn state_of(
+        &mut self,
+        proc: &mut dyn Proc,
+        stat_file: ProcFile,
+        wchan_file: ProcFile,
+        now_ns: u64,
+    ) -> Option<(Activity, Option<u64>)> {
+        let wchan = proc.read(self.pid, wchan_file, true).ok()?;
+        let named = classify::task_activity('S', &text(&wchan));
+        if !matches!(named, Activity::Sleeping(Sleep::Other)) {
+            return Some((named, None));
+        }
+        let stat = Stat::parse(&text(&proc.read(self.pid, stat_file, true).ok()?))?;
+        if stat_file == ProcFile::Stat {
+            self.recent = Some((now_ns, stat.clone()));
+        }
+        let wchan = if stat.state == 'S' { wchan } else { Vec::new() };
+        Some((
+            classify::task_activity(stat.state, &text(&wchan)),
+            Some(stat.cpu_ticks),
+        ))
+    }
+
     /// Reads the member at `now_ns`: its counters, and its time over the interval since the
     /// last reading (`None` at the first). `None` once it has ended (or its PID belongs to
     /// another process now). Another user's process (`permitted` false) gives its CPU times
-    /// only.
+    /// only. With `states` false the threads' states are not sampled again (a tick just
+    /// did).
     pub fn read(
         &mut self,
         proc: &mut dyn Proc,
         permitted: bool,
         pipes: Pipes,
         now_ns: u64,
+        states: bool,
     ) -> Option<(Reading, Option<Split>)> {
-        let stat = Stat::parse(&text(&proc.read(self.pid, ProcFile::Stat, true).ok()?))?;
+        let stat = match self.recent.take() {
+            Some((at, stat)) if !states && now_ns.saturating_sub(at) <= RECENT_NS => stat,
+            _ => Stat::parse(&text(&proc.read(self.pid, ProcFile::Stat, true).ok()?))?,
+        };
         if stat.start != self.start || matches!(stat.state, 'Z' | 'X') {
             return None;
         }
@@ -265,9 +328,13 @@ impl Member {
             self.command = command_of(proc, self.pid, &stat.comm);
             self.comm = stat.comm.clone();
         }
-        self.refresh_tasks(proc, stat.threads);
+        let listed = self.refresh_tasks(proc, stat.threads);
         let reading = if permitted {
-            self.sample_states(proc, pipes, now_ns);
+            if states || listed {
+                self.sample_states_with(proc, pipes, now_ns, Some(&stat));
+            } else if let [task] = self.tasks.as_mut_slice() {
+                task.ticks = stat.cpu_ticks;
+            }
             Reading {
                 ticks: stat.cpu_ticks,
                 io: proc

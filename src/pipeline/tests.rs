@@ -715,3 +715,70 @@ fn a_shells_pipelines_are_watched_apart() {
         ["cat big", "gzip -9", "wc -c"]
     );
 }
+
+/// Between readings, a thread's wait channel tells what it waits for; its `stat` (the
+/// costlier file) is read only when the wait channel names no wait it knows (the disk here).
+#[test]
+fn ticks_read_stat_only_when_the_wait_channel_names_no_known_wait() {
+    let fake = three();
+    let mut w = watch(&fake, 101);
+    gzip_bound_second(&fake);
+    w.sample(SEC);
+    let (stats, _) = fake.reads();
+    for k in 1..=10 {
+        w.tick(SEC + k * SEC / 20);
+    }
+    assert_eq!(
+        fake.reads().0,
+        stats,
+        "pipe waits and a running gzip need no stat"
+    );
+    fake.state(102, 'D', "io_schedule");
+    let now = SEC + 11 * SEC / 20;
+    w.tick(now);
+    assert!(fake.reads().0 > stats, "an unnamed wait reads stat");
+    let view = w.sample(now);
+    assert_eq!(view.stages[1].activity, Activity::Sleeping(Sleep::Disk));
+}
+
+/// A long pipeline's counters are read a few times a second however short the display
+/// interval (20 stages: every quarter second); updates in between show the last reading.
+#[test]
+fn a_long_pipelines_counters_are_read_a_few_times_a_second() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh -c x", TTY, TTY);
+    fake.state(100, 'S', "do_wait");
+    for k in 0..20u32 {
+        let input = if k == 0 { TTY } else { pipe(u64::from(k)) };
+        let output = if k == 19 { TTY } else { pipe(u64::from(k) + 1) };
+        fake.add(101 + k, 100, "cat", input, output);
+        fake.state(101 + k, 'S', "anon_pipe_read");
+    }
+    let mut w = watch(&fake, 101);
+    w.sample(SEC);
+    let (_, io) = fake.reads();
+    let mut readings = 0;
+    let mut last = fake.reads().1;
+    for k in 1..=10 {
+        // Ten updates at -i 0.1: one second.
+        w.sample(SEC + k * SEC / 10);
+        if fake.reads().1 > last {
+            readings += 1;
+            last = fake.reads().1;
+        }
+    }
+    assert!(
+        (3..=4).contains(&readings),
+        "{readings} readings in a second"
+    );
+    assert_eq!((fake.reads().1 - io) % 20, 0, "every stage each time");
+    // A short pipeline is read at every update.
+    let fake = three();
+    let mut w = watch(&fake, 101);
+    w.sample(SEC);
+    let (_, io) = fake.reads();
+    for k in 1..=10 {
+        w.sample(SEC + k * SEC / 10);
+    }
+    assert_eq!(fake.reads().1 - io, 30);
+}

@@ -34,10 +34,15 @@ const MARK_THRESHOLD: f64 = 0.3;
 /// How often the wait states of the stages are sampled between two readings, at most, in
 /// nanoseconds: 50 times a second.
 pub const TICK_NS: u64 = 20_000_000;
-/// The time between two samples grows by this much per thread sampled beyond ten, so that
+/// The time between two samples grows by this much per thread sampled beyond five, so that
 /// a long pipeline costs no more per second than a short one (a `stat` and a `wchan` per
-/// thread; 20 single-threaded stages are sampled 25 times a second).
-const TICK_PER_TASK_NS: u64 = 2_000_000;
+/// thread, about 250 threads sampled a second; 20 single-threaded stages are sampled 12
+/// times a second, still a dozen samples of each in the shortest window).
+const TICK_PER_TASK_NS: u64 = 4_000_000;
+/// Least time between two readings of the stages' counters, per stage running: a long
+/// pipeline's counters are read at most `1 / (stages × this)` times a second (20 stages:
+/// 4 times), however short the display interval; updates in between show the last reading.
+const READ_PER_STAGE_NS: u64 = 12_500_000;
 /// Least time between two readings of the machine's CPU times, in nanoseconds.
 const MACHINE_EVERY_NS: u64 = 500_000_000;
 /// Longest wait between looks at an open end, in nanoseconds.
@@ -226,6 +231,8 @@ pub struct Watcher {
     session: u32,
     window_ns: u64,
     last_ns: Option<u64>,
+    /// The view of the last reading (returned again until the next one is due).
+    last_view: Option<View>,
     /// When the wait states were last sampled.
     ticked_ns: Option<u64>,
     observed_ns: u64,
@@ -385,6 +392,7 @@ impl Watcher {
             session,
             window_ns: MIN_WINDOW_NS,
             last_ns: None,
+            last_view: None,
             ticked_ns: None,
             observed_ns: 0,
             open_ends: false,
@@ -490,10 +498,21 @@ impl Watcher {
 
     /// Samples every stage at `now_ns` (monotonic nanoseconds) and returns the rows.
     pub fn sample(&mut self, now_ns: u64) -> View {
+        let running = self.stages.iter().filter(|s| !s.ended).count() as u64;
+        if let (Some(last), Some(view)) = (self.last_ns, &self.last_view) {
+            if now_ns < last + running * READ_PER_STAGE_NS {
+                return view.clone();
+            }
+        }
+        // A tick just sampled the wait states (the display loop ticks before it samples):
+        // they are not read twice.
+        let states = self
+            .ticked_ns
+            .is_none_or(|t| now_ns >= t + self.tick_period_ns() / 2);
         let mut rescan = false;
         for i in 0..self.stages.len() {
             if !self.stages[i].ended {
-                rescan |= self.sample_stage(i, now_ns);
+                rescan |= self.sample_stage(i, now_ns, states);
             }
         }
         let open_due = self.open_ends && now_ns >= self.next_open_scan_ns;
@@ -519,11 +538,13 @@ impl Watcher {
         self.derive_figures();
         self.mark_bottleneck(dt);
         self.review(now_ns);
-        View {
+        let view = View {
             stages: self.stages.iter().map(|s| s.view.clone()).collect(),
             short_of_cpu: self.short_of_cpu,
             advice: self.advice.clone(),
-        }
+        };
+        self.last_view = Some(view.clone());
+        view
     }
 
     /// How often [`Watcher::tick`] should be called: every [`TICK_NS`], or less often for
@@ -563,7 +584,7 @@ impl Watcher {
 
     /// Samples stage `i`'s members and adds what they did to its totals. Returns true if
     /// `/proc` must be scanned again.
-    fn sample_stage(&mut self, i: usize, now_ns: u64) -> bool {
+    fn sample_stage(&mut self, i: usize, now_ns: u64, states: bool) -> bool {
         let stage = &mut self.stages[i];
         let permitted = stage.spec.permitted;
         let pipes = stage.pipes();
@@ -572,7 +593,8 @@ impl Watcher {
         let before_bytes = (stage.totals.bytes_in, stage.totals.bytes_out);
         let mut splits = Vec::with_capacity(stage.members.len());
         for m in &mut stage.members {
-            let Some((reading, split)) = m.read(self.proc.as_mut(), permitted, pipes, now_ns)
+            let Some((reading, split)) =
+                m.read(self.proc.as_mut(), permitted, pipes, now_ns, states)
             else {
                 rescan = true;
                 m.last = None;
@@ -666,7 +688,8 @@ impl Watcher {
         let permitted = stage.spec.permitted;
         let pipes = stage.pipes();
         for m in stage.members.iter_mut().filter(|m| m.last.is_none()) {
-            let Some((reading, _)) = m.read(self.proc.as_mut(), permitted, pipes, now_ns) else {
+            let Some((reading, _)) = m.read(self.proc.as_mut(), permitted, pipes, now_ns, true)
+            else {
                 continue;
             };
             if m.fresh {

@@ -63,7 +63,7 @@ impl Ledger {
     /// the end).
     pub fn message(&mut self, message: Value, term: &mut Term) {
         if self.started {
-            write(term, &message);
+            write(term, message);
         } else {
             self.held.push(message);
         }
@@ -74,7 +74,7 @@ impl Ledger {
     /// before any display loop (a usage or set-up error, `-R`), one without figures.
     pub fn close(&mut self, status: u8, interrupted: bool, term: &mut Term) {
         for message in std::mem::take(&mut self.held) {
-            write(term, &message);
+            write(term, message);
         }
         let mut end = self.end.take().unwrap_or_else(|| {
             let mut end = Map::new();
@@ -87,7 +87,7 @@ impl Ledger {
         });
         end.insert("status".into(), json!(status));
         end.insert("time".into(), json!(now()));
-        write(term, &Value::Object(end));
+        write(term, Value::Object(end));
     }
 }
 
@@ -98,15 +98,13 @@ pub fn now() -> String {
 }
 
 /// Writes one object as a line (with its `time`, if it has none yet).
-pub fn write(term: &mut Term, value: &Value) {
-    let mut line = match value {
-        Value::Object(o) if !o.contains_key("time") => {
-            let mut o = o.clone();
+pub fn write(term: &mut Term, mut value: Value) {
+    if let Value::Object(o) = &mut value {
+        if !o.contains_key("time") {
             o.insert("time".into(), json!(now()));
-            Value::Object(o).to_string()
         }
-        _ => value.to_string(),
-    };
+    }
+    let mut line = value.to_string();
     line.push('\n');
     term.raw(&line);
 }
@@ -191,7 +189,7 @@ impl Json {
             previous.insert("type".into(), json!("phase_end"));
             previous.remove("status");
             previous.remove("interrupted");
-            write(term, &Value::Object(previous));
+            write(term, Value::Object(previous));
         }
         let inputs: Vec<Value> = start
             .inputs
@@ -207,7 +205,7 @@ impl Json {
             .collect();
         write(
             term,
-            &json!({
+            json!({
                 "type": "start",
                 "program": "rpv",
                 "version": env!("CARGO_PKG_VERSION"),
@@ -221,7 +219,7 @@ impl Json {
         );
         ledger.started = true;
         for message in std::mem::take(&mut ledger.held) {
-            write(term, &message);
+            write(term, message);
         }
     }
 
@@ -522,7 +520,7 @@ impl Sink for Json {
     fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {
         self.started(config, term);
         if let Some(value) = self.object(event, config) {
-            write(term, &value);
+            write(term, value);
         }
     }
 
@@ -548,7 +546,7 @@ impl Sink for Json {
                     json!(self.part(config, snapshot, is_output)),
                 );
             }
-            write(term, &Value::Object(o));
+            write(term, Value::Object(o));
         }
     }
 

@@ -251,7 +251,7 @@ fn warn(config: &DisplayConfig, term: &mut Term, prog: &str, text: &str, errno: 
     if config.json {
         let mut message = super::json::message(&crate::error::Error::other(0, text), None);
         message["errno"] = errno.into();
-        super::json::write(term, &message);
+        super::json::write(term, message);
     } else if config.log {
         let stamp = super::log::timestamp(sys::wall_clock());
         term.raw(&format!(

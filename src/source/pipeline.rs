@@ -62,6 +62,11 @@ pub struct PipelineSource {
     next_jobs_ns: u64,
     /// When every stage was first seen ended (a watched shell's grace begins).
     idle_since: Option<u64>,
+    /// The watched shell's children at the last look (a new pipeline is a new child), and
+    /// whether they had changed then (a child just forked may not have its pipes yet, so
+    /// the next look scans too).
+    shell_children: Option<Vec<u8>>,
+    children_changed: bool,
 }
 
 /// What a look at the watched shell found.
@@ -73,6 +78,11 @@ enum Jobs {
     Same,
     /// The shell is gone (or not a shell to watch any more): nothing more will come.
     Gone,
+}
+
+/// The children of process `pid`'s main thread, as `/proc` lists them.
+fn children_of(pid: u32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/task/{pid}/children")).ok()
 }
 
 /// The real `/proc`, one reader per watcher.
@@ -107,6 +117,8 @@ impl PipelineSource {
             interval,
             next_jobs_ns: start_ns + JOBS_SCAN_NS,
             idle_since: None,
+            shell_children: shell.and_then(children_of),
+            children_changed: true,
         })
     }
 
@@ -117,6 +129,16 @@ impl PipelineSource {
         let Some(shell) = self.shell else {
             return Jobs::Gone;
         };
+        // Scanning the shell's session costs a read per process: only when its children
+        // changed (or could not be read).
+        let children = children_of(shell);
+        let changed = children.is_none() || children != self.shell_children;
+        let look = changed || self.children_changed;
+        self.children_changed = changed;
+        self.shell_children = children;
+        if !look {
+            return Jobs::Same;
+        }
         let found = match Watcher::jobs(sys_proc, shell) {
             Ok(found) => found,
             Err(WatchError::NotInPipeline(_)) => return Jobs::Same,
@@ -154,6 +176,8 @@ impl PipelineSource {
             interval,
             next_jobs_ns: u64::MAX,
             idle_since: None,
+            shell_children: None,
+            children_changed: false,
         })
     }
 }
