@@ -167,7 +167,8 @@ fn sinks<'a>(
             sinks.push(Box::new(sink::stages::Stages::default()));
         } else if display.style.numeric {
             sinks.push(Box::new(sink::numeric::Numeric::default()));
-        } else if watching || display.each {
+        } else if watching || (display.each && !display.cursor) {
+            // (With `-c` each rpv keeps one row of the terminal: --each shows the total.)
             sinks.push(Box::new(sink::multi::Multi::default()));
         } else {
             sinks.push(Box::new(sink::line::Line::default()));

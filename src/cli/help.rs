@@ -13,6 +13,7 @@
 
 use super::args::long_only;
 use super::complete::SHELL_NAMES;
+use crate::display::wrap;
 
 /// What an option's value is, for shell completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -446,28 +447,6 @@ fn option_part(row: &Row) -> String {
     }
 }
 
-/// Splits `text` into lines of at most `avail` characters, breaking after the last space that
-/// fits (the space stays at the end of the line) or, failing that, inside the word.
-fn wrap(text: &str, avail: usize) -> Vec<&str> {
-    let avail = avail.max(1);
-    let mut lines = Vec::new();
-    let mut rest = text;
-    while rest.chars().count() > avail {
-        let cut = rest
-            .char_indices()
-            .nth(avail)
-            .map_or(rest.len(), |(i, _)| i);
-        let end = match rest[..cut].rfind(' ') {
-            Some(space) if space > 0 => space + 1,
-            _ => cut,
-        };
-        lines.push(&rest[..end]);
-        rest = &rest[end..];
-    }
-    lines.push(rest);
-    lines
-}
-
 /// Appends `text` wrapped into the columns `[col, margin)`; the first line continues
 /// whatever `out` already holds on its current line, later lines are indented to `col`.
 fn push_wrapped(out: &mut String, text: &str, col: usize, margin: usize) {
@@ -556,6 +535,7 @@ pub fn version_text() -> String {
 mod tests {
     use super::*;
     use crate::cli::args::FLAGS;
+    use crate::display::wrap;
 
     /// pv 1.11's long option names (`--sparse-output` is its undocumented alias of
     /// `--sparse`), to tell pv's options from rpv's own.

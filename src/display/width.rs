@@ -53,9 +53,38 @@ pub fn cut_to_width(text: &str, width: usize) -> String {
     out
 }
 
+/// Splits `text` into lines of at most `avail` columns, breaking after the last space that
+/// fits (the space stays at the end of the line) or, failing that, inside the word.
+pub fn wrap(text: &str, avail: usize) -> Vec<&str> {
+    let avail = avail.max(1);
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while display_width(rest) > avail {
+        // The end of the longest start of `rest` that fits (at least one character).
+        let mut cut = 0;
+        let mut used = 0;
+        for (i, c) in rest.char_indices() {
+            let w = c.width().unwrap_or(0);
+            if used + w > avail && cut > 0 {
+                break;
+            }
+            used += w;
+            cut = i + c.len_utf8();
+        }
+        let end = match rest[..cut].rfind(' ') {
+            Some(space) if space > 0 => space + 1,
+            _ => cut,
+        };
+        lines.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    lines.push(rest);
+    lines
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{cut_to_width, display_width};
+    use super::{cut_to_width, display_width, wrap};
 
     #[test]
     fn cutting_keeps_whole_characters_and_every_escape() {
@@ -96,5 +125,12 @@ mod tests {
         for &(text, want) in table {
             assert_eq!(display_width(text), want, "{text:?}");
         }
+    }
+
+    #[test]
+    fn wrap_counts_columns_not_characters() {
+        assert_eq!(wrap("日本 語", 5), ["日本 ", "語"]);
+        assert_eq!(wrap("日本語", 3), ["日", "本", "語"]);
+        assert_eq!(wrap("ab", 0), ["a", "b"]);
     }
 }

@@ -10,7 +10,7 @@
 
 use super::line::is_line;
 use super::{render_row, DisplayConfig, Formats, Sink, Snapshot};
-use crate::display::printable;
+use crate::display::{printable, wrap};
 use crate::meter::{Event, Unit};
 use crate::pipeline::render;
 use crate::screen::{self, Block, View};
@@ -67,11 +67,36 @@ impl Sink for Stages {
         if config.enabled || config.stats {
             for summary in std::mem::take(&mut self.summary) {
                 // Several lines: each escaped on its own (a command chosen by a process
-                // cannot break them).
-                let lines: String = summary
-                    .lines()
-                    .map(|l| format!("{}\n", printable(l)))
-                    .collect();
+                // cannot break them), and on a terminal wrapped at spaces to its width, a
+                // line's continuation indented under it.
+                let mut lines = String::new();
+                for line in summary.lines() {
+                    let line = printable(line);
+                    if !config.stderr_tty {
+                        lines.push_str(&line);
+                        lines.push('\n');
+                        continue;
+                    }
+                    let indent = line.len() - line.trim_start().len() + 2;
+                    let avail = screen::usable_width(config.width);
+                    let mut first = true;
+                    let mut rest: &str = &line;
+                    while !rest.is_empty() || first {
+                        let room = if first {
+                            avail
+                        } else {
+                            avail.saturating_sub(indent)
+                        };
+                        let piece = wrap(rest, room.max(10))[0];
+                        if !first {
+                            lines.push_str(&" ".repeat(indent));
+                        }
+                        lines.push_str(piece.trim_end_matches(' '));
+                        lines.push('\n');
+                        rest = rest[piece.len()..].trim_start_matches(' ');
+                        first = false;
+                    }
+                }
                 term.raw(&lines);
             }
         }

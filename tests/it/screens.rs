@@ -572,6 +572,10 @@ fn pipeline_view_on_a_short_narrow_terminal() {
         assert!(line.chars().count() < 40, "{line:?}: {lines:#?}");
         assert!(!line.contains("^C"), "{lines:#?}");
     }
+    // The summary's long lines are wrapped at spaces to the width, never by the terminal.
+    for line in &lines[summary..] {
+        assert!(line.chars().count() < 40, "{line:?}: {lines:#?}");
+    }
 }
 
 /// `--pipeline` inside a transfer, with resizes: the table, the transfer's own line and
@@ -808,6 +812,35 @@ fn more_inputs_than_lines_keep_the_total_and_the_latest() {
     for i in 0..14u16 {
         assert!(!parser.screen().row_wrapped(i), "{rows:#?}");
     }
+}
+
+/// `-c` gives each rpv of a pipeline one row of the terminal: with `--each`, that row is
+/// the total (the per-file rows would be drawn over the other rpv's row), and at the end
+/// each row is there once, the prompt below them.
+#[test]
+fn cursor_rows_with_each_keep_one_row_per_rpv() {
+    let dir = Dir::new();
+    dir.file("a", &data(1_500_000, 61));
+    dir.file("b", &data(1_000_000, 62));
+    let Some(tmux) = Tmux::start(&dir, "cursor-each", 80, 12, false) else {
+        return;
+    };
+    tmux.keys("r -c --each -N tot -L 1M a b | r -c -N out -L 1M > /dev/null; echo rc=$?");
+    let lines = tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
+    let rows: Vec<&String> = lines
+        .iter()
+        .filter(|l| !l.starts_with('$') && !l.starts_with("rc="))
+        .collect();
+    let count = |name: &str| rows.iter().filter(|l| l.contains(name)).count();
+    assert_eq!(count("tot:"), 1, "{lines:#?}");
+    assert_eq!(count("out:"), 1, "{lines:#?}");
+    assert!(
+        rows.iter()
+            .any(|l| l.contains("tot:") && l.contains("100%")),
+        "{lines:#?}"
+    );
+    // Nothing else on the screen: no per-file row, no debris of one.
+    assert_eq!(rows.len(), 2, "{lines:#?}");
 }
 
 /// A shell pipeline in its own process group, stopped when dropped.
