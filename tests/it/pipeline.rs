@@ -773,17 +773,22 @@ fn a_zombie_and_a_kernel_thread_are_named() {
 
 /// A watcher of `pid` with `args`, interrupted after `secs` seconds; its stderr.
 fn watch_with(pid: u32, args: &[&str], secs: f64) -> String {
+    let mut child = spawn_watch(pid, args);
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    interrupt(&mut child)
+}
+
+/// `rpv --pipeline=PID ARGS…`, its standard error piped.
+fn spawn_watch(pid: u32, args: &[&str]) -> Child {
     let target = format!("--pipeline={pid}");
     let mut line = vec![target.as_str()];
     line.extend_from_slice(args);
-    let mut child = rpv(&line)
+    rpv(&line)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn rpv");
-    std::thread::sleep(Duration::from_secs_f64(secs));
-    interrupt(&mut child)
+        .expect("spawn rpv")
 }
 
 /// `--json` with `--pipeline=PID`: the stage meters carry real amounts, rates and stall
@@ -981,13 +986,7 @@ fn a_pipeline_the_shell_starts_later_joins_the_watch() {
     );
     let pipeline = Pipeline::start(&script);
     pipeline.find("cat");
-    let shell = pipeline.shell.id();
-    let mut child = rpv(&[&format!("--pipeline={shell}"), "--json", "-i", "0.5"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_watch(pipeline.shell.id(), &["--json", "-i", "0.5"]);
     // The second pipeline starts once the watch is under way; it is looked for every
     // second, and shown for a few intervals after.
     std::thread::sleep(Duration::from_secs(1));
@@ -1021,12 +1020,7 @@ fn a_scripts_pipelines_are_followed_one_after_the_other() {
     );
     pipeline.find("cat");
     let shell = pipeline.shell.id();
-    let mut child = rpv(&[&format!("--pipeline={shell}"), "--json", "-i", "0.5"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_watch(shell, &["--json", "-i", "0.5"]);
     let status = wait_within(&mut child, 20.0, "the watch after the script's pipelines");
     let text = crate::util::stderr_of(&mut child);
     assert!(status.success(), "{text}");
