@@ -411,7 +411,8 @@ fn random_command_lines_with_json_speak_only_json() {
                 .unwrap_or(parts.len());
             parts.truncate(dashes + 1); // the command's words are the last
             let mut at = at.min(dashes);
-            if at > 0 && parts[at - 1] == ["-Z"] {
+            // (Each -Z takes the next word as its value: step back over a run of them.)
+            while at > 0 && parts[at - 1] == ["-Z"] {
                 at -= 1;
             }
             parts.insert(at, vec!["--json".to_string()]);
