@@ -137,20 +137,20 @@ fn session<'a>(
     report: &Report,
 ) -> (End, u8) {
     let mut term = Term::new(report.prog());
-    if display.cursor && !display.json && !display.log {
-        term.enable_cursor(display.height);
-    }
-    let sinks = sinks(&display, start, report, &sources);
+    let cursor_rows =
+        display.cursor && !display.json && !display.log && term.enable_cursor(display.height);
+    let sinks = sinks(&display, cursor_rows, start, report, &sources);
     Session::new(sources, sinks, display, term).run()
 }
 
 /// The sinks for these settings. `--json` and `--log` replace the display (they carry the
 /// messages themselves); otherwise: messages, then the line, numeric output or the
-/// multi-line screen (watched descriptors, `--each`), then titles and statistics when
-/// asked for; then, whatever the display, the terminal's progress indicator, systemd's
+/// multi-line screen (watched descriptors, `--each` unless `cursor_rows`: cursor mode is
+/// on), then titles and statistics when asked for; then, whatever the display, the terminal's progress indicator, systemd's
 /// status and the metrics file when they are on.
 fn sinks<'a>(
     display: &DisplayConfig,
+    cursor_rows: bool,
     start: json::Start,
     report: &Report,
     sources: &[Box<dyn Source + 'a>],
@@ -167,8 +167,9 @@ fn sinks<'a>(
             sinks.push(Box::new(sink::stages::Stages::default()));
         } else if display.style.numeric {
             sinks.push(Box::new(sink::numeric::Numeric::default()));
-        } else if watching || (display.each && !display.cursor) {
-            // (With `-c` each rpv keeps one row of the terminal: --each shows the total.)
+        } else if watching || (display.each && !cursor_rows) {
+            // (In cursor mode, `-c` on a terminal, each rpv keeps one row: --each shows the
+            // total there.)
             sinks.push(Box::new(sink::multi::Multi::default()));
         } else {
             sinks.push(Box::new(sink::line::Line::default()));

@@ -841,6 +841,19 @@ fn cursor_rows_with_each_keep_one_row_per_rpv() {
     );
     // Nothing else on the screen: no per-file row, no debris of one.
     assert_eq!(rows.len(), 2, "{lines:#?}");
+    // Where -c is ignored (TERM=dumb), --each has its rows again.
+    tmux.keys("clear; TERM=dumb r -c --each -N tot a b > /dev/null; echo rc=$?");
+    let lines = tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
+    for name in ["a:", "b:", "tot:"] {
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.trim_start().starts_with(name))
+                .count(),
+            1,
+            "{name} {lines:#?}"
+        );
+    }
 }
 
 /// A shell pipeline in its own process group, stopped when dropped.
