@@ -108,14 +108,7 @@ pub struct Member {
     pub moved: u64,
     /// CPU ticks used in the last sample.
     pub used: u64,
-    /// The process's `stat` as the last tick read it, and when (a reading right after
-    /// takes it instead of reading the file again).
-    recent: Option<(u64, Stat)>,
 }
-
-/// How old a tick's `stat` may be for a reading to take it (the display loop ticks just
-/// before it samples).
-const RECENT_NS: u64 = 5_000_000;
 
 /// The text of a `/proc` file, borrowed when it is UTF-8 (always, but for a process name).
 fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
@@ -157,7 +150,6 @@ impl Member {
             fresh,
             moved: 0,
             used: 0,
-            recent: None,
         }
     }
 
@@ -237,7 +229,7 @@ impl Member {
                         Some(stat.cpu_ticks),
                     )
                 }
-                _ => match self.state_of(proc, stat_file, wchan_file, now_ns) {
+                _ => match self.state_of(proc, stat_file, wchan_file) {
                     Some(found) => found,
                     None => {
                         lost = true;
@@ -280,11 +272,10 @@ impl Member {
     /// about to be, so the costlier `stat` is read only for the rest (the disk, a stop, an
     /// exit, a wait it does not name).
     fn state_of(
-        &mut self,
+        &self,
         proc: &mut dyn Proc,
         stat_file: ProcFile,
         wchan_file: ProcFile,
-        now_ns: u64,
     ) -> Option<(Activity, Option<u64>)> {
         let wchan = proc.read(self.pid, wchan_file, true).ok()?;
         let named = classify::task_activity('S', &text(&wchan));
@@ -292,9 +283,6 @@ impl Member {
             return Some((named, None));
         }
         let stat = Stat::parse(&text(&proc.read(self.pid, stat_file, true).ok()?))?;
-        if stat_file == ProcFile::Stat {
-            self.recent = Some((now_ns, stat.clone()));
-        }
         let wchan = if stat.state == 'S' { wchan } else { Vec::new() };
         Some((
             classify::task_activity(stat.state, &text(&wchan)),
@@ -315,10 +303,7 @@ impl Member {
         now_ns: u64,
         states: bool,
     ) -> Option<(Reading, Option<Split>)> {
-        let stat = match self.recent.take() {
-            Some((at, stat)) if !states && now_ns.saturating_sub(at) <= RECENT_NS => stat,
-            _ => Stat::parse(&text(&proc.read(self.pid, ProcFile::Stat, true).ok()?))?,
-        };
+        let stat = Stat::parse(&text(&proc.read(self.pid, ProcFile::Stat, true).ok()?))?;
         if stat.start != self.start || matches!(stat.state, 'Z' | 'X') {
             return None;
         }

@@ -420,20 +420,20 @@ impl Watcher {
         self.window_ns = ((seconds * 1e9) as u64).max(MIN_WINDOW_NS);
     }
 
-    /// The processes doing the stages' work, each by PID and start time, ended ones too.
+    /// The processes doing the work of the stages still running, each by PID and start
+    /// time.
     pub fn processes(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         self.stages
             .iter()
             .flat_map(|s| s.members.iter().map(|m| (m.pid, m.start)))
     }
 
-    /// True if `pid` does a stage's work or holds a stage's pipe ends (a subshell).
+    /// True if `pid` does a stage's work or holds a stage's pipe ends (a subshell), as the
+    /// last scan found them.
     pub fn holds(&self, pid: u32) -> bool {
-        self.processes().any(|(p, _)| p == pid)
-            || self
-                .stages
-                .iter()
-                .any(|s| s.spec.members.contains(&pid) || s.spec.containers.contains(&pid))
+        self.stages
+            .iter()
+            .any(|s| s.spec.members.contains(&pid) || s.spec.containers.contains(&pid))
     }
 
     /// True once every stage has ended.

@@ -77,24 +77,19 @@ impl Sink for Stages {
                         lines.push('\n');
                         continue;
                     }
+                    // (At least ten columns a line, so a tiny terminal still gets words.)
+                    let avail = screen::usable_width(config.width).max(10);
+                    let first = wrap(&line, avail)[0];
+                    lines.push_str(first.trim_end());
+                    lines.push('\n');
                     let indent = line.len() - line.trim_start().len() + 2;
-                    let avail = screen::usable_width(config.width);
-                    let mut first = true;
-                    let mut rest: &str = &line;
-                    while !rest.is_empty() || first {
-                        let room = if first {
-                            avail
-                        } else {
-                            avail.saturating_sub(indent)
-                        };
-                        let piece = wrap(rest, room.max(10))[0];
-                        if !first {
+                    let rest = line[first.len()..].trim_start();
+                    if !rest.is_empty() {
+                        for piece in wrap(rest, avail.saturating_sub(indent).max(10)) {
                             lines.push_str(&" ".repeat(indent));
+                            lines.push_str(piece.trim());
+                            lines.push('\n');
                         }
-                        lines.push_str(piece.trim_end_matches(' '));
-                        lines.push('\n');
-                        rest = rest[piece.len()..].trim_start_matches(' ');
-                        first = false;
                     }
                 }
                 term.raw(&lines);
