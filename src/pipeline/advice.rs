@@ -54,6 +54,8 @@ pub struct Situation<'a> {
     pub busy_stages: usize,
     /// The stages together waited for a CPU longer than they ran.
     pub short_of_cpu: bool,
+    /// The stage is a shell loop (a shell and the children it starts one after another).
+    pub looping: bool,
 }
 
 /// Programs found on `PATH` among those advice may name.
@@ -110,6 +112,7 @@ pub type Rule = (&'static str, fn(&Situation<'_>, &Tools) -> Option<String>);
 
 /// The table of advice, in the order tried.
 pub const RULES: &[Rule] = &[
+    ("shell loop", shell_loop),
     ("short of CPU", short_of_cpu),
     ("rate limit", rate_limit),
     ("disk", disk),
@@ -146,6 +149,49 @@ fn program(command: &str) -> &str {
 
 fn percent(share: f64) -> String {
     format!("{:.0}%", (share * 100.0).round())
+}
+
+/// A shell loop holds the pipeline back: whatever it does (sleeps, starts a program for
+/// each line, waits for a slow command), it is the slow producer or consumer.
+fn shell_loop(s: &Situation<'_>, _: &Tools) -> Option<String> {
+    if !s.looping {
+        return None;
+    }
+    let role = match s.position {
+        Position::First => "the producer",
+        Position::Last => "the consumer",
+        Position::Middle | Position::Only => "a stage",
+    };
+    let cpu = s.time.cpu();
+    let (part, share) = s
+        .time
+        .largest(&[Part::Timer, Part::Disk, Part::Network, Part::Other])
+        .unwrap_or((Part::Other, 0.0));
+    let what = if cpu >= share {
+        format!("on a CPU or waiting for one {} of the time", percent(cpu))
+    } else {
+        let doing = match part {
+            Part::Timer => "sleeping",
+            Part::Disk => "waiting for the disk",
+            Part::Network => "waiting on the network",
+            _ => "waiting",
+        };
+        format!("{doing} {} of the time", percent(share))
+    };
+    let tip = if cpu >= MOSTLY {
+        ": one program for the whole stream (awk, sed, xargs) starts fewer processes"
+    } else {
+        ""
+    };
+    Some(format!(
+        "slow {}: the shell loop {} is {role} the others wait for ({what}){tip}",
+        match s.position {
+            Position::First => "producer",
+            Position::Last => "consumer",
+            Position::Middle | Position::Only => "stage",
+        },
+        short(s.command)
+    ))
 }
 
 /// Stages wait for a CPU longer than they run: no stage is to blame, the machine is busy.
@@ -323,6 +369,7 @@ mod tests {
             idle_cores: Some(1.0),
             busy_stages: 1,
             short_of_cpu: false,
+            looping: false,
         }
     }
 
@@ -330,6 +377,7 @@ mod tests {
     #[test]
     fn every_rule_is_tested() {
         let tested = [
+            "shell loop",
             "short of CPU",
             "rate limit",
             "disk",
@@ -521,6 +569,47 @@ mod tests {
         // A middle stage that is neither a compressor nor waiting on something: no advice.
         let s = situation("sed s/a/b/", Position::Middle, &busy);
         assert_eq!(advise(&s, &Tools::default()), None);
+    }
+
+    #[test]
+    fn a_shell_loop_is_the_slow_producer_or_consumer() {
+        let mut s = situation(
+            "(loop) sleep",
+            Position::Last,
+            &[(Part::Busy, 15.0), (Part::Timer, 80.0), (Part::Input, 5.0)],
+        );
+        s.looping = true;
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "slow consumer: the shell loop (loop) sleep is the consumer the others wait \
+                 for (sleeping 80% of the time)"
+            )
+        );
+        let mut s = situation(
+            "(loop) grep, cut",
+            Position::First,
+            &[
+                (Part::Busy, 55.0),
+                (Part::Starved, 25.0),
+                (Part::Output, 20.0),
+            ],
+        );
+        s.looping = true;
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "slow producer: the shell loop (loop) grep, cut is the producer the others \
+                 wait for (on a CPU or waiting for one 80% of the time): one program for the \
+                 whole stream (awk, sed, xargs) starts fewer processes"
+            )
+        );
+        // Not a loop: the rate-limit advice as before.
+        s.looping = false;
+        s.time = time(&[(Part::Timer, 90.0), (Part::Busy, 10.0)]);
+        assert!(advise(&s, &Tools::default())
+            .unwrap()
+            .contains("sleeps on a timer"));
     }
 
     #[test]

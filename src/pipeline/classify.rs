@@ -245,7 +245,37 @@ pub fn bottleneck(stages: &[StageState]) -> Option<usize> {
             best = Some((i, score, time.cpu()));
         }
     }
-    best.map(|(i, _, _)| i)
+    best.map(|(i, _, _)| i).or_else(|| held_by_one(stages))
+}
+
+/// The stage every other stage waits on, when none spent enough time on its own account
+/// to be named: the stages before it mostly waited to write (their output pipes full
+/// down to it), those after it mostly waited to read. Whatever it is doing, it is what
+/// the others wait for.
+fn held_by_one(stages: &[StageState]) -> Option<usize> {
+    let live: Vec<(usize, Split)> = stages
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !matches!(s.activity, Activity::Ended))
+        .filter_map(|(i, s)| s.time.map(|t| (i, t)))
+        .collect();
+    if live.len() < 2
+        || live.len()
+            < stages
+                .iter()
+                .filter(|s| s.activity != Activity::Ended)
+                .count()
+    {
+        return None;
+    }
+    let waits = |t: &Split, part: Part| t.get(part) >= MIN_OWN;
+    live.iter().map(|(i, _)| *i).find(|&k| {
+        live.iter().all(|(j, t)| {
+            *j == k
+                || (*j < k && waits(t, Part::Output) && stages[*j].downstream)
+                || (*j > k && waits(t, Part::Input) && stages[*j].upstream)
+        })
+    })
 }
 
 /// The state shown for a stage: what it did most over the window. Its largest own part
@@ -509,6 +539,68 @@ mod tests {
             stage(Activity::Running, &[(Part::Busy, 99.0), (Part::Input, 1.0)]),
         ];
         assert_eq!(bottleneck_of(&consumer), Some(2));
+    }
+
+    #[test]
+    fn the_stage_every_other_one_waits_on_is_named_whatever_it_does() {
+        // `… | while read l; do …; done` as a shell waiting for its children would show it:
+        // its own time short of half (it waits for a child), but every stage before it
+        // waits to write.
+        let stages = [
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 1.0), (Part::Output, 99.0)],
+            ),
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
+            ),
+            stage(
+                Activity::WaitChild,
+                &[(Part::Busy, 10.0), (Part::Child, 80.0), (Part::Input, 10.0)],
+            ),
+        ];
+        assert_eq!(bottleneck_of(&stages), Some(2));
+        // In the middle: those before wait to write, those after to read.
+        let middle = [
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Output, 90.0), (Part::Busy, 10.0)],
+            ),
+            stage(
+                Activity::WaitChild,
+                &[(Part::Child, 70.0), (Part::Input, 30.0)],
+            ),
+            stage(
+                Activity::WaitInput,
+                &[(Part::Input, 95.0), (Part::Busy, 5.0)],
+            ),
+        ];
+        assert_eq!(bottleneck_of(&middle), Some(1));
+        // Not when a stage on either side does not wait on it.
+        let split = [
+            stage(
+                Activity::WaitOutput,
+                &[(Part::Output, 90.0), (Part::Busy, 10.0)],
+            ),
+            stage(
+                Activity::WaitChild,
+                &[(Part::Child, 70.0), (Part::Input, 30.0)],
+            ),
+            stage(
+                Activity::Running,
+                &[
+                    (Part::Busy, 45.0),
+                    (Part::Input, 40.0),
+                    (Part::Output, 15.0),
+                ],
+            ),
+            stage(
+                Activity::WaitInput,
+                &[(Part::Busy, 5.0), (Part::Input, 95.0)],
+            ),
+        ];
+        assert_eq!(bottleneck_of(&split), None);
     }
 
     #[test]

@@ -550,6 +550,7 @@ mod tests {
                 session: 100,
                 kernel_thread: false,
                 cpu_ticks: 0,
+                child_ticks: 0,
                 threads: 1,
                 start: u64::from(pid),
             },

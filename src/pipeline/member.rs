@@ -10,7 +10,7 @@
 
 use super::classify::{self, Activity, Sleep};
 use super::procfs::{self, Io, Proc, ProcFile, Schedstat, Stat};
-use super::timeshare::{self, Split, Waits};
+use super::timeshare::{self, Part, Split, Waits};
 
 /// Threads of one process read at most (a stage with thousands of threads would cost too
 /// much per sample; the first ones are the main thread and those started early).
@@ -108,6 +108,170 @@ pub struct Member {
     pub moved: u64,
     /// CPU ticks used in the last sample.
     pub used: u64,
+    /// For a shell that is a stage of its own (a loop), its children, whose time and
+    /// bytes count as its own.
+    pub kids: Option<Kids>,
+}
+
+/// The children of a shell that is a stage (a loop, `… | while read l; do …; done`): each
+/// lives a moment, so they are not members; their CPU time (the shell's `cutime` once it
+/// has waited for them, their own while they run), their bytes (likewise: a process's
+/// `io` counts its children once it has waited for them), their run delay and their
+/// sampled wait states stand for the shell's time waiting for them.
+#[derive(Debug, Default)]
+pub struct Kids {
+    /// The children's CPU ticks and bytes so far, never going back (a child between its
+    /// exit and its reaping is briefly in neither count).
+    ticks: u64,
+    io: Io,
+    /// CPU ticks of the children since the last reading (to split the shell's time).
+    run_ticks: u64,
+    /// Run delay of the children since the last reading, in nanoseconds, and each live
+    /// child's delay when last read.
+    delay_ns: u64,
+    delays: Vec<(u32, u64)>,
+    /// The children's states sampled while the shell waited for them.
+    waits: Waits,
+    /// Distinct programs the children ran, in the order first seen (at most
+    /// [`LOOP_NAMES`]).
+    pub programs: Vec<String>,
+    /// Children seen so far.
+    pub seen: u64,
+    /// The children listed at the last look (to tell new ones).
+    listed: Vec<u32>,
+}
+
+/// Programs a loop is named by, at most.
+const LOOP_NAMES: usize = 3;
+
+impl Kids {
+    /// Looks at the children of `shell` at `now_ns`: their states (when the shell waits for
+    /// them), run delays and programs. Returns their CPU ticks and bytes so far, counting
+    /// reaped ones through the shell's own figures `reaped` (its `cutime + cstime`).
+    fn look(
+        &mut self,
+        proc: &mut dyn Proc,
+        shell: u32,
+        shell_comm: &str,
+        waiting: bool,
+        now_ns: u64,
+    ) -> (u64, Io, Option<Activity>) {
+        let pids = proc
+            .read(shell, ProcFile::Children(shell), false)
+            .map(|t| procfs::parse_pids(&text(&t)))
+            .unwrap_or_default();
+        let mut ticks = 0;
+        let mut io = Io::default();
+        let mut states = Vec::with_capacity(pids.len());
+        let mut delays = Vec::with_capacity(pids.len());
+        for &pid in &pids {
+            let Some(stat) = proc
+                .read(pid, ProcFile::Stat, false)
+                .ok()
+                .and_then(|t| Stat::parse(&text(&t)))
+            else {
+                continue;
+            };
+            ticks += stat.cpu_ticks + stat.child_ticks;
+            if let Some(kid_io) = proc
+                .read(pid, ProcFile::Io, false)
+                .ok()
+                .and_then(|t| Io::parse(&text(&t)))
+            {
+                io.rchar += kid_io.rchar;
+                io.wchar += kid_io.wchar;
+            }
+            if let Some(sched) = proc
+                .read(pid, ProcFile::TaskSchedstat(pid), false)
+                .ok()
+                .and_then(|t| Schedstat::parse(&text(&t)))
+            {
+                let before = self
+                    .delays
+                    .iter()
+                    .find(|(p, _)| *p == pid)
+                    .map_or(0, |(_, d)| *d);
+                self.delay_ns += sched.delay_ns.saturating_sub(before);
+                delays.push((pid, sched.delay_ns));
+            }
+            if waiting {
+                let wchan = if stat.state == 'S' {
+                    proc.read(pid, ProcFile::Wchan, false).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                states.push((
+                    classify::task_activity(stat.state, &text(&wchan)),
+                    stat.cpu_ticks,
+                ));
+            }
+            // A child not yet past its exec still has the shell's name; one that has
+            // ended has no command line left to name it by.
+            let named = stat.comm != shell_comm && !matches!(stat.state, 'Z' | 'X');
+            if named && !self.listed.contains(&pid) {
+                self.listed.push(pid);
+                self.seen += 1;
+                if self.programs.len() < LOOP_NAMES {
+                    let command = command_of(proc, pid, &stat.comm);
+                    let program = command.split(' ').next().unwrap_or_default().to_string();
+                    if !program.is_empty() && !self.programs.contains(&program) {
+                        self.programs.push(program);
+                    }
+                }
+            }
+        }
+        self.listed.retain(|p| pids.contains(p));
+        self.delays = delays;
+        let activity = match states.as_slice() {
+            [] => None,
+            [(one, _)] => Some(*one),
+            _ => Some(classify::process_activity(&states)),
+        };
+        if let Some(activity) = activity {
+            self.waits.sample(activity, now_ns);
+        }
+        (ticks, io, activity)
+    }
+
+    /// The children's figures so far, with `live` (those still running) and the shell's
+    /// `reaped` ticks and `io` (which include the children it has waited for): never less
+    /// than before.
+    fn total(&mut self, live: (u64, Io), reaped_ticks: u64, shell_io: Option<Io>) -> (u64, Io) {
+        let ticks = (live.0 + reaped_ticks).max(self.ticks);
+        self.run_ticks += ticks - self.ticks;
+        self.ticks = ticks;
+        if let Some(own) = shell_io {
+            self.io.rchar = (own.rchar + live.1.rchar).max(self.io.rchar);
+            self.io.wchar = (own.wchar + live.1.wchar).max(self.io.wchar);
+        }
+        (self.ticks, self.io)
+    }
+
+    /// The shell's time `shell` over an interval, its waits for its children replaced by
+    /// theirs: their CPU time, their run delay, and the rest as their states were sampled.
+    fn fold(&mut self, shell: Split) -> Split {
+        let child = shell.get(Part::Child);
+        let run = (self.run_ticks * NS_PER_TICK) as f64;
+        let delay = self.delay_ns as f64;
+        self.run_ticks = 0;
+        self.delay_ns = 0;
+        let run = run.min(child);
+        let delay = delay.min(child - run);
+        let kids = self.waits.split(run as u64, delay as u64, child as u64);
+        let mut out = shell;
+        out.add(Part::Child, -child);
+        out.plus(&kids);
+        out
+    }
+
+    /// The name of a loop run by a shell named `comm`: the programs its children ran.
+    pub fn name(&self, comm: &str) -> String {
+        if self.programs.is_empty() {
+            format!("(loop) {}", crate::display::printable(comm))
+        } else {
+            format!("(loop) {}", self.programs.join(", "))
+        }
+    }
 }
 
 /// The text of a `/proc` file, borrowed when it is UTF-8 (always, but for a process name).
@@ -150,6 +314,18 @@ impl Member {
             fresh,
             moved: 0,
             used: 0,
+            kids: None,
+        }
+    }
+
+    /// This member is a shell doing a stage's work with short-lived children (a loop):
+    /// from now on their time and bytes count as its own, and its row is named after them.
+    pub fn take_children(&mut self) {
+        self.kids = Some(Kids::default());
+        self.last = None;
+        self.clock_ns = None;
+        for task in &mut self.tasks {
+            task.sched = None;
         }
     }
 
@@ -264,6 +440,13 @@ impl Member {
             [(one, _)] => *one,
             _ => classify::process_activity(&tasks),
         };
+        if let Some(kids) = &mut self.kids {
+            // While the shell waits for a child, the stage does what the child does.
+            let waiting = self.activity == Activity::WaitChild;
+            if let (_, _, Some(activity)) = kids.look(proc, self.pid, &self.comm, waiting, now_ns) {
+                self.activity = activity;
+            }
+        }
     }
 
     /// What a thread is doing, and its CPU ticks when its `stat` was read; `None` if it is
@@ -320,13 +503,28 @@ impl Member {
             } else if let [task] = self.tasks.as_mut_slice() {
                 task.ticks = stat.cpu_ticks;
             }
-            Reading {
-                ticks: stat.cpu_ticks,
-                io: proc
-                    .read(self.pid, ProcFile::Io, true)
-                    .ok()
-                    .and_then(|t| procfs::Io::parse(&text(&t))),
-                rpv: proc.rpv_bytes(self.pid),
+            let io = proc
+                .read(self.pid, ProcFile::Io, true)
+                .ok()
+                .and_then(|t| procfs::Io::parse(&text(&t)));
+            match &mut self.kids {
+                Some(kids) => {
+                    // (The states were just sampled, children's too; without them, a look
+                    // at the children for their figures.)
+                    let (ticks, kid_io, _) = kids.look(proc, self.pid, &self.comm, false, now_ns);
+                    let (ticks, io) = kids.total((ticks, kid_io), stat.child_ticks, io);
+                    self.command = kids.name(&self.comm);
+                    Reading {
+                        ticks: stat.cpu_ticks + ticks,
+                        io: Some(io),
+                        rpv: None,
+                    }
+                }
+                None => Reading {
+                    ticks: stat.cpu_ticks,
+                    io,
+                    rpv: proc.rpv_bytes(self.pid),
+                },
             }
         } else {
             self.activity = Activity::Unknown;
@@ -379,7 +577,10 @@ impl Member {
         }
         let lead = timeshare::lead(&splits)?;
         self.lead = lead;
-        let split = splits[lead];
+        let mut split = splits[lead];
+        if let Some(kids) = &mut self.kids {
+            split = kids.fold(split);
+        }
         (split.total() > 0.0).then_some(split)
     }
 }

@@ -52,6 +52,9 @@ pub struct Stat {
     pub kernel_thread: bool,
     /// Fields 14 + 15 (user + system time), in clock ticks.
     pub cpu_ticks: u64,
+    /// Fields 16 + 17: the CPU time of its children that it has waited for (with theirs),
+    /// in clock ticks.
+    pub child_ticks: u64,
     /// Field 20.
     pub threads: u32,
     /// Field 22: start time in clock ticks after boot; with the PID, identifies a process.
@@ -81,6 +84,7 @@ impl Stat {
             session: small(6)?,
             kernel_thread: number(9)? & PF_KTHREAD != 0,
             cpu_ticks: number(14)?.saturating_add(number(15)?),
+            child_ticks: number(16)?.saturating_add(number(17)?),
             threads: small(20)?,
             start: number(22)?,
         })
@@ -499,6 +503,7 @@ mod tests {
                 session: 5706,
                 kernel_thread: false,
                 cpu_ticks: 257,
+                child_ticks: 0,
                 threads: 1,
                 start: 8_812_345,
             }

@@ -203,7 +203,32 @@ struct Stage {
     /// fills of its pipes).
     now: Activity,
     view: StageView,
+    /// The shell running the stage's commands, if one holds its pipe ends (a subshell, a
+    /// script): it becomes the stage when it turns out to be a loop.
+    shell: Option<Shell>,
+    /// The stage is that shell and its short-lived children (a loop).
+    looping: bool,
 }
+
+/// A shell holding a stage's pipe ends, watched for the children it starts.
+#[derive(Debug, Clone, Default)]
+struct Shell {
+    pid: u32,
+    /// Its children at the last look.
+    children: Vec<u32>,
+    /// When each new child was seen, over the last [`LOOP_WINDOW_NS`].
+    births: VecDeque<u64>,
+    /// Readings in a row at which it had no child while it was the stage's only process
+    /// (a loop of builtins: `while read l; do :; done`).
+    childless: u32,
+}
+
+/// A shell that starts [`LOOP_BIRTHS`] children within this long is a loop.
+const LOOP_WINDOW_NS: u64 = 3_000_000_000;
+const LOOP_BIRTHS: usize = 3;
+/// A subshell that is a stage's only process, with no child, for this many readings in a
+/// row runs a loop of builtins.
+const LOOP_CHILDLESS: u32 = 2;
 
 impl Stage {
     /// The command the stage showed most while it was the bottleneck, else its current one.
@@ -513,6 +538,7 @@ impl Watcher {
         for i in 0..self.stages.len() {
             if !self.stages[i].ended {
                 rescan |= self.sample_stage(i, now_ns, states);
+                self.find_loop(i, now_ns);
             }
         }
         let open_due = self.open_ends && now_ns >= self.next_open_scan_ns;
@@ -574,6 +600,11 @@ impl Watcher {
         for stage in self.stages.iter_mut() {
             if stage.ended || !stage.spec.permitted {
                 continue;
+            }
+            if !stage.looping {
+                if let Some(shell) = &mut stage.shell {
+                    shell.look(self.proc.as_mut(), now_ns);
+                }
             }
             let pipes = stage.pipes();
             for m in stage.members.iter_mut().filter(|m| m.last.is_some()) {
@@ -655,6 +686,7 @@ impl Watcher {
             .members
             .iter()
             .filter(|m| m.last.is_some() && m.activity == Activity::WaitChild)
+            .filter(|m| m.kids.is_none())
             .map(|m| m.pid);
         let watch: Vec<u32> = stage
             .spec
@@ -679,6 +711,72 @@ impl Watcher {
             }
         }
         rescan
+    }
+
+    /// Whether stage `i`'s shell runs a loop (it starts child after child, or it is the
+    /// stage's only process and runs builtins): if so, the stage becomes the shell, its
+    /// children's time and bytes its own.
+    fn find_loop(&mut self, i: usize, now_ns: u64) {
+        let stage = &mut self.stages[i];
+        if stage.looping || stage.ended {
+            return;
+        }
+        let Some(shell) = &mut stage.shell else {
+            return;
+        };
+        shell.look(self.proc.as_mut(), now_ns);
+        let alone = stage.spec.members == [shell.pid] && stage.spec.containers.is_empty();
+        if alone && shell.children.is_empty() {
+            shell.childless += 1;
+        } else {
+            shell.childless = 0;
+        }
+        if shell.births.len() < LOOP_BIRTHS && shell.childless < LOOP_CHILDLESS {
+            return;
+        }
+        let pid = shell.pid;
+        let kept = stage.members.iter().position(|m| m.pid == pid);
+        let member = match kept {
+            Some(at) => Some(stage.members.remove(at)),
+            None => None,
+        };
+        let member = match member {
+            Some(m) => Some(m),
+            None => self.member_from_proc(pid),
+        };
+        let Some(mut member) = member else {
+            return;
+        };
+        let stage = &mut self.stages[i];
+        let others: Vec<u32> = stage.members.drain(..).map(|m| m.pid).collect();
+        member.take_children();
+        member.fresh = false;
+        stage.members = vec![member];
+        stage.spec.members = vec![pid];
+        stage.spec.containers.clear();
+        stage.shown = Some(pid);
+        stage.looping = true;
+        for other in others {
+            self.proc.release(other);
+        }
+        self.baseline_new_members(i, now_ns);
+    }
+
+    /// A member for process `pid`, read from `/proc` (not from a scan).
+    fn member_from_proc(&mut self, pid: u32) -> Option<Member> {
+        let stat = self
+            .proc
+            .read(pid, ProcFile::Stat, false)
+            .ok()
+            .and_then(|t| Stat::parse(&text(&t)))?;
+        Some(Member::new(
+            self.proc.as_mut(),
+            pid,
+            stat.start,
+            stat.session,
+            stat.comm,
+            false,
+        ))
     }
 
     /// The first reading of members found by the last scan. A member that started after
@@ -742,7 +840,30 @@ impl Watcher {
             stage.matched = false;
         }
         self.open_ends = segments.iter().any(|s| s.open_start || s.open_end);
-        for segment in segments {
+        let loops: Vec<u32> = self
+            .stages
+            .iter()
+            .filter(|s| s.looping && !s.ended)
+            .filter_map(|s| s.shell.as_ref().map(|sh| sh.pid))
+            .collect();
+        let segments: Vec<Segment> = segments
+            .iter()
+            .map(|segment| {
+                let mut segment = segment.clone();
+                for spec in &mut segment.stages {
+                    if let Some(&shell) = loops
+                        .iter()
+                        .find(|l| spec.members.contains(l) || spec.containers.contains(l))
+                    {
+                        // A loop is its shell: its children are not members.
+                        spec.members = vec![shell];
+                        spec.containers.clear();
+                    }
+                }
+                segment
+            })
+            .collect();
+        for segment in &segments {
             let mut anchor: Option<usize> = None;
             let mut pending: Vec<&StageSpec> = Vec::new();
             for spec in &segment.stages {
@@ -828,7 +949,13 @@ impl Watcher {
             group: 0,
             advice: None,
         };
+        let shell = shell_of(self.proc.as_mut(), table, spec).map(|pid| Shell {
+            pid,
+            ..Shell::default()
+        });
         Stage {
+            shell,
+            looping: false,
             now: view.activity,
             parents: parents(table, spec),
             spec: spec.clone(),
@@ -869,11 +996,24 @@ impl Watcher {
                 members.push(member);
             }
         }
+        let found = if self.stages[idx].looping {
+            None
+        } else {
+            shell_of(self.proc.as_mut(), table, spec)
+        };
         let stage = &mut self.stages[idx];
         stage.members = members;
         stage.parents = parents(table, spec);
         stage.spec = spec.clone();
         stage.matched = true;
+        if let Some(pid) = found {
+            if stage.shell.as_ref().is_none_or(|s| s.pid != pid) {
+                stage.shell = Some(Shell {
+                    pid,
+                    ..Shell::default()
+                });
+            }
+        }
     }
 
     fn end_stage(&mut self, i: usize) {
@@ -1131,9 +1271,66 @@ impl Watcher {
             idle_cores: idle,
             busy_stages: times.iter().flatten().filter(|t| t.cpu() >= 0.5).count(),
             short_of_cpu: short_of_cpu(times),
+            looping: stage.looping,
         };
         advice::advise(&situation, &self.tools)
     }
+}
+
+impl Shell {
+    /// Looks at the shell's children at `now_ns`, noting new ones.
+    fn look(&mut self, proc: &mut dyn Proc, now_ns: u64) {
+        let now: Vec<u32> = proc
+            .read(self.pid, ProcFile::Children(self.pid), false)
+            .map(|t| procfs::parse_pids(&text(&t)))
+            .unwrap_or_default();
+        for pid in &now {
+            if !self.children.contains(pid) {
+                self.births.push_back(now_ns);
+            }
+        }
+        while self
+            .births
+            .front()
+            .is_some_and(|t| t + LOOP_WINDOW_NS < now_ns)
+        {
+            self.births.pop_front();
+        }
+        self.children = now;
+    }
+}
+
+/// The shell running a stage's commands: the outermost holder of its pipe ends that has
+/// children holding them too (a subshell or script waiting for a child), or a stage's only
+/// process when it is a subshell (a copy of its parent: same name and command line).
+fn shell_of(proc: &mut dyn Proc, table: &Table, spec: &StageSpec) -> Option<u32> {
+    if !spec.permitted {
+        return None;
+    }
+    let holders: Vec<u32> = spec
+        .members
+        .iter()
+        .chain(&spec.containers)
+        .copied()
+        .collect();
+    if let Some(&outer) = spec.containers.iter().find(|&&c| {
+        table
+            .get(c)
+            .is_some_and(|p| !holders.contains(&p.stat.ppid))
+    }) {
+        return Some(outer);
+    }
+    let [only] = spec.members.as_slice() else {
+        return None;
+    };
+    let p = table.get(*only)?;
+    let parent = table.get(p.stat.ppid)?;
+    if p.stat.comm != parent.stat.comm {
+        return None;
+    }
+    let cmdline = |proc: &mut dyn Proc, pid| proc.read(pid, ProcFile::Cmdline, false).ok();
+    let own = cmdline(proc, *only)?;
+    (cmdline(proc, parent.pid).as_ref() == Some(&own)).then_some(*only)
 }
 
 /// True if the stages together waited for a CPU longer than they ran (and long enough to

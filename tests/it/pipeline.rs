@@ -1101,3 +1101,119 @@ fn on_a_loaded_machine_the_bottleneck_is_still_found() {
         );
     }
 }
+
+/// A loop watched from its shell for `secs` seconds with `--json -i 0.5`: the stage meters
+/// and the summary.
+fn watch_loop(script: &str, secs: f64) -> (Vec<serde_json::Value>, String) {
+    let pipeline = Pipeline::start(script);
+    pipeline.find("gzip");
+    let text = watch_with(pipeline.shell.id(), &["--json", "-i", "0.5"], secs);
+    drop(pipeline);
+    (crate::json::parse_ndjson(text.as_bytes()), text)
+}
+
+/// The loop stage (`(loop) …`) of the last `n` samples: one row (the same PID every
+/// time, the subshell's), named after the programs it runs, the bottleneck in most of
+/// them; the summary names it first, with the slow producer or consumer advice.
+#[track_caller]
+fn loop_is_the_bottleneck(objects: &[serde_json::Value], text: &str, name: &str, role: &str) {
+    let stages = stage_objects(objects);
+    let loops: Vec<&&serde_json::Value> = stages
+        .iter()
+        .filter(|s| {
+            s["command"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("(loop) "))
+        })
+        .collect();
+    assert!(loops.len() >= 4, "{text}");
+    let last = &loops[loops.len() - 4..];
+    let pids: Vec<u64> = last.iter().map(|s| s["pid"].as_u64().unwrap()).collect();
+    assert!(pids.windows(2).all(|w| w[0] == w[1]), "{pids:?}\n{text}");
+    assert!(
+        last.iter()
+            .all(|s| s["command"].as_str().unwrap().contains(name)),
+        "{text}"
+    );
+    let marked = last.iter().filter(|s| s["bottleneck"] == true).count();
+    assert!(marked >= 3, "{marked} of 4 marked\n{text}");
+    // Every row in a frame is a different stage: the loop's children are not rows.
+    let per_frame: Vec<&&serde_json::Value> = stages.iter().rev().take(4).collect();
+    let commands: Vec<&str> = per_frame
+        .iter()
+        .map(|s| s["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        commands.iter().filter(|c| c.starts_with("(loop) ")).count(),
+        1,
+        "{commands:?}\n{text}"
+    );
+    let summary = crate::json::of_type(objects, "summary");
+    let named = summary[0]["bottleneck"][0]["command"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        named.starts_with("(loop) ") && named.contains(name),
+        "{text}"
+    );
+    let advice = summary[0]["advice"].as_str().unwrap_or("");
+    assert!(
+        advice.starts_with(&format!("slow {role}: the shell loop (loop) ")),
+        "{advice:?}\n{text}"
+    );
+}
+
+/// D3: `… | while read l; do sleep 0.01; done` — the loop forks a `sleep` per line: one
+/// stage (the subshell, its children's time its own), the slow consumer.
+#[test]
+fn a_loop_reading_lines_is_one_stage_and_the_slow_consumer() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let (objects, text) = watch_loop(
+        "seq 1 100000000 | gzip -1 | gzip -d | while read l; do sleep 0.01; done",
+        4.5,
+    );
+    loop_is_the_bottleneck(&objects, &text, "sleep", "consumer");
+}
+
+/// D3: a `for` loop producing files with pauses, and `( while :; do …; done )`: the slow
+/// producer.
+#[test]
+fn a_loop_producing_data_is_one_stage_and_the_slow_producer() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..40 {
+        std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 100_000]).unwrap();
+    }
+    let script = format!(
+        "for f in '{}'/*; do cat \"$f\"; sleep 0.3; done | gzip -1 | sha256sum",
+        dir.path().display()
+    );
+    let (objects, text) = watch_loop(&script, 4.5);
+    loop_is_the_bottleneck(&objects, &text, "sleep", "producer");
+    let (objects, text) = watch_loop(
+        "(while :; do head -c 100000 /dev/zero; sleep 0.4; done) | gzip -1 | sha256sum",
+        4.5,
+    );
+    loop_is_the_bottleneck(&objects, &text, "sleep", "producer");
+}
+
+/// A loop of builtins only (`while read l; do :; done`): the subshell is the stage, named
+/// as a loop rather than by its parent's command line.
+#[test]
+fn a_loop_of_builtins_is_named_a_loop() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let pipeline =
+        Pipeline::start("seq 1 100000000 | gzip -1 | gzip -d | while read l; do :; done");
+    pipeline.find("gzip");
+    let text = watch_with(pipeline.shell.id(), &["--json", "-i", "0.5"], 3.5);
+    drop(pipeline);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let stages = stage_objects(&objects);
+    let last: Vec<&str> = stages
+        .iter()
+        .rev()
+        .take(4)
+        .map(|s| s["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(last[0], "(loop) sh", "{last:?}\n{text}");
+}
