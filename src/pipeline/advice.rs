@@ -194,22 +194,39 @@ fn shell_loop(s: &Situation<'_>, _: &Tools) -> Option<String> {
     ))
 }
 
-/// Stages wait for a CPU longer than they run: no stage is to blame, the machine is busy.
+/// The stage holding the pipeline back waits for a CPU longer than it runs, and more
+/// than on anything else of its own (a rate limit's timer, the disk), while the stages
+/// together wait for a CPU longer than they run: the machine is busy.
 fn short_of_cpu(s: &Situation<'_>, _: &Tools) -> Option<String> {
-    if !s.short_of_cpu {
+    let starved = s.time.get(Part::Starved);
+    let busy = s.time.get(Part::Busy);
+    let other = s
+        .time
+        .largest(&[
+            Part::Timer,
+            Part::Disk,
+            Part::Network,
+            Part::Stopped,
+            Part::Other,
+        ])
+        .map_or(0.0, |(_, v)| v);
+    if !s.short_of_cpu || starved < 0.2 || starved <= busy || starved < other {
         return None;
     }
-    let stages = match s.busy_stages {
-        1 => "1 busy stage".to_string(),
-        n => format!("{n} busy stages"),
-    };
     let cores = match s.cores {
         1 => "1 core".to_string(),
         n => format!("{n} cores"),
     };
+    let stages = match s.busy_stages {
+        0 => String::new(),
+        1 => format!(" (1 busy stage on {cores}, with the other programs running)"),
+        n => format!(" ({n} busy stages on {cores}, with the other programs running)"),
+    };
     Some(format!(
-        "the machine is short of CPU: the stages wait for a CPU longer than they run \
-         ({stages} on {cores}, with the other programs running)"
+        "the machine is short of CPU: {} waits for a CPU {} of the time and runs {}{stages}",
+        short(s.command),
+        percent(starved),
+        percent(busy)
     ))
 }
 
@@ -331,7 +348,17 @@ fn slow_end(s: &Situation<'_>, _: &Tools) -> Option<String> {
     let input = s.time.get(Part::Input);
     let output = s.time.get(Part::Output);
     let what = if busy >= MOSTLY {
-        format!("busy {} of the time", percent(busy))
+        // As the row shows it: on a CPU, and waiting for one.
+        let starved = s.time.get(Part::Starved);
+        if percent(starved) == "0%" {
+            format!("busy {} of the time", percent(busy))
+        } else {
+            format!(
+                "busy {}, waiting for a CPU {} of the time",
+                percent(s.time.get(Part::Busy)),
+                percent(starved)
+            )
+        }
     } else if s.position == Position::First && input >= MOSTLY {
         format!("waiting for its own input {} of the time", percent(input))
     } else if s.position == Position::Last && output >= MOSTLY {
@@ -390,7 +417,7 @@ mod tests {
     }
 
     #[test]
-    fn short_of_cpu_counts_busy_stages_and_cores() {
+    fn short_of_cpu_only_when_the_bottleneck_itself_waits_for_a_cpu() {
         let mut s = situation(
             "sha256sum",
             Position::Last,
@@ -405,8 +432,8 @@ mod tests {
         assert_eq!(
             advise(&s, &Tools::default()).as_deref(),
             Some(
-                "the machine is short of CPU: the stages wait for a CPU longer than they run \
-                 (3 busy stages on 2 cores, with the other programs running)"
+                "the machine is short of CPU: sha256sum waits for a CPU 55% of the time and \
+                 runs 40% (3 busy stages on 2 cores, with the other programs running)"
             )
         );
         s.busy_stages = 1;
@@ -414,6 +441,44 @@ mod tests {
         assert!(advise(&s, &Tools::default())
             .unwrap()
             .contains("(1 busy stage on 1 core,"));
+        // Never "0 busy stages".
+        s.busy_stages = 0;
+        assert!(advise(&s, &Tools::default()).unwrap().ends_with("runs 40%"));
+        // D4: a rate limit starved 30% of the time on a loaded machine keeps its advice.
+        let mut s = situation(
+            "rpv -qL 10m",
+            Position::Middle,
+            &[
+                (Part::Busy, 2.0),
+                (Part::Starved, 28.0),
+                (Part::Timer, 70.0),
+            ],
+        );
+        s.short_of_cpu = true;
+        s.busy_stages = 0;
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some("rpv -qL 10m is held back by its rate limit (-L 10m): raise it to go faster")
+        );
+        // A bottleneck that runs more than it waits for a CPU: no CPU advice, whatever the
+        // other stages do.
+        let mut s = situation(
+            "sha256sum",
+            Position::Last,
+            &[
+                (Part::Busy, 70.0),
+                (Part::Starved, 28.0),
+                (Part::Input, 2.0),
+            ],
+        );
+        s.short_of_cpu = true;
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "the consumer is the slowest stage: sha256sum (busy 70%, waiting for a CPU 28% \
+                 of the time); the others wait for it"
+            )
+        );
     }
 
     #[test]

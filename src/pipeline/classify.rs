@@ -299,9 +299,11 @@ pub fn state(time: Option<Split>, now: Activity) -> Activity {
             Part::Timer,
             Part::Disk,
             Part::Network,
+            Part::Stopped,
             Part::Other,
         ];
         match t.largest(&own).map(|(p, _)| p) {
+            Some(Part::Stopped) => Activity::Stopped,
             Some(Part::Starved) => Activity::Starved,
             Some(Part::Timer) => Activity::Sleeping(Sleep::Timer),
             Some(Part::Disk) => Activity::Sleeping(Sleep::Disk),

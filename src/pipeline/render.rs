@@ -118,7 +118,7 @@ fn part_mark(part: Part) -> char {
         Part::Starved => '+',
         Part::Input => '<',
         Part::Output => '>',
-        Part::Timer | Part::Disk | Part::Network | Part::Other => '.',
+        Part::Timer | Part::Disk | Part::Network | Part::Stopped | Part::Other => '.',
         Part::Child | Part::Unknown => ' ',
     }
 }
@@ -237,6 +237,7 @@ fn part_label(part: Part) -> &'static str {
         Part::Disk => "disk",
         Part::Network => "network",
         Part::Child => "child",
+        Part::Stopped => "stopped",
         Part::Other => "other",
         Part::Unknown => "unknown",
     }

@@ -40,7 +40,9 @@ pub enum Part {
     Network,
     /// A shell waiting for its children.
     Child,
-    /// Anything else: `poll` on something other than its pipes, a lock, a terminal, stopped.
+    /// Stopped (Ctrl-Z, SIGSTOP, a debugger).
+    Stopped,
+    /// Anything else: `poll` on something other than its pipes, a lock, a terminal.
     Other,
     /// Blocked, but never seen blocked (another user's process, whose wait states cannot
     /// be read; a thread whose sleeps all fell between two samples).
@@ -48,7 +50,7 @@ pub enum Part {
 }
 
 /// Number of parts.
-const PARTS: usize = 10;
+const PARTS: usize = 11;
 
 impl Part {
     /// Every part, in the order of [`Split`]'s fields.
@@ -61,6 +63,7 @@ impl Part {
         Part::Disk,
         Part::Network,
         Part::Child,
+        Part::Stopped,
         Part::Other,
         Part::Unknown,
     ];
@@ -80,6 +83,7 @@ impl Part {
             Part::Disk => "disk",
             Part::Network => "network",
             Part::Child => "child",
+            Part::Stopped => "stopped",
             Part::Other => "other",
             Part::Unknown => "unknown",
         }
@@ -94,7 +98,8 @@ impl Part {
             Activity::Sleeping(Sleep::Timer) => Some(Part::Timer),
             Activity::Sleeping(Sleep::Disk) => Some(Part::Disk),
             Activity::Sleeping(Sleep::Network) => Some(Part::Network),
-            Activity::Sleeping(Sleep::Poll | Sleep::Other) | Activity::Stopped => Some(Part::Other),
+            Activity::Sleeping(Sleep::Poll | Sleep::Other) => Some(Part::Other),
+            Activity::Stopped => Some(Part::Stopped),
             Activity::WaitChild => Some(Part::Child),
             Activity::Running | Activity::Starved | Activity::Unknown | Activity::Ended => None,
         }
@@ -359,7 +364,7 @@ mod tests {
         assert_eq!(Part::of(Sleeping(Sleep::Disk)), Some(Part::Disk));
         assert_eq!(Part::of(Sleeping(Sleep::Network)), Some(Part::Network));
         assert_eq!(Part::of(Sleeping(Sleep::Poll)), Some(Part::Other));
-        assert_eq!(Part::of(Stopped), Some(Part::Other));
+        assert_eq!(Part::of(Stopped), Some(Part::Stopped));
         assert_eq!(Part::of(WaitChild), Some(Part::Child));
         assert_eq!(Part::of(Unknown), None);
         let own: Vec<Part> = Part::ALL.into_iter().filter(|p| p.own()).collect();
@@ -371,6 +376,7 @@ mod tests {
                 Part::Timer,
                 Part::Disk,
                 Part::Network,
+                Part::Stopped,
                 Part::Other
             ]
         );

@@ -513,7 +513,18 @@ impl Watcher {
             (Some((_, last)), Some(first)) => last.idle_cores_since(&first),
             _ => None,
         };
-        let advice = top.and_then(|i| self.advise(i, &whole, idle));
+        // What to try is about the time the pipeline ran: time stopped (Ctrl-Z) is left
+        // out, so the summary gives the advice the live view gave.
+        let running: Vec<Option<Split>> = self
+            .stages
+            .iter()
+            .map(|s| {
+                let mut t = s.totals.time;
+                t.add(Part::Stopped, -t.get(Part::Stopped));
+                t.shares()
+            })
+            .collect();
+        let advice = top.and_then(|i| self.advise(i, &running, idle));
         Report {
             shares,
             stages,

@@ -841,7 +841,7 @@ fn json_stage_meters_count_what_goes_through() {
             "disk",
         ]
         .iter()
-        .chain(&["network", "child", "other", "unknown"])
+        .chain(&["network", "child", "stopped", "other", "unknown"])
         .map(|k| time[*k].as_f64().unwrap())
         .sum();
         assert!((sum - 1.0).abs() < 1e-6, "{s}");
@@ -1216,4 +1216,80 @@ fn a_loop_of_builtins_is_named_a_loop() {
         .map(|s| s["command"].as_str().unwrap())
         .collect();
     assert_eq!(last[0], "(loop) sh", "{last:?}\n{text}");
+}
+
+/// D4: a rate limit on a loaded machine (a busy loop per core, and one more): the live
+/// advice and the summary's are the rate limit's, never "short of CPU" (the limited stage
+/// waits on its timer far longer than for a CPU).
+#[test]
+fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let _loops = BusyLoops::start();
+    let _one_more = Pipeline::start("while :; do :; done");
+    let pipeline =
+        Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 10M | gzip -1 > /dev/null");
+    let pid = pipeline.find("rpv");
+    let text = watch_with(pid, &["--json", "-i", "0.5"], 4.5);
+    drop(pipeline);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let advice: Vec<&str> = stage_objects(&objects)
+        .iter()
+        .filter_map(|s| s["advice"].as_str())
+        .collect();
+    assert!(!advice.is_empty(), "{text}");
+    assert!(
+        advice.iter().all(|a| !a.contains("short of CPU")),
+        "{advice:?}"
+    );
+    let summary = crate::json::of_type(&objects, "summary");
+    assert_eq!(
+        summary[0]["advice"],
+        "rpv -q -L 10M is held back by its rate limit (-L 10M): raise it to go faster",
+        "{text}"
+    );
+}
+
+/// D13: a pipeline stopped (SIGSTOP, as Ctrl-Z does) for longer than it ran: its rows
+/// read `stopped` meanwhile, the summary counts that time as `stopped` (never `other`),
+/// and keeps the advice about the time it ran.
+#[test]
+fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
+    let pipeline = Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pid = pipeline.find("rpv");
+    let mut child = spawn_watch(pid, &["--json", "-i", "0.25"]);
+    let group = format!("-{}", pipeline.shell.id());
+    let signal = |sig: &str| {
+        Command::new("kill")
+            .args([sig, "--", &group])
+            .status()
+            .unwrap();
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    signal("-STOP");
+    std::thread::sleep(Duration::from_secs(3));
+    signal("-CONT");
+    std::thread::sleep(Duration::from_millis(1500));
+    let text = interrupt(&mut child);
+    drop(pipeline);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let stages = stage_objects(&objects);
+    assert!(
+        stages.iter().filter(|s| s["state"] == "stopped").count() >= 6,
+        "{text}"
+    );
+    let summary = crate::json::of_type(&objects, "summary");
+    for stage in summary[0]["stages"].as_array().unwrap() {
+        let shares = &stage["time_shares"];
+        assert!(shares["stopped"].as_f64().unwrap() > 0.3, "{stage}");
+        assert!(shares["other"].as_f64().unwrap() < 0.1, "{stage}");
+    }
+    assert!(
+        summary[0]["text"].as_str().unwrap().contains(", stopped "),
+        "{text}"
+    );
+    assert_eq!(
+        summary[0]["advice"],
+        "rpv -q -L 4M is held back by its rate limit (-L 4M): raise it to go faster",
+        "{text}"
+    );
 }
