@@ -56,6 +56,8 @@ pub struct Situation<'a> {
     pub short_of_cpu: bool,
     /// The stage is a shell loop (a shell and the children it starts one after another).
     pub looping: bool,
+    /// The other end of the socket it waits on, if known (`127.0.0.1:9000`).
+    pub peer: Option<&'a str>,
 }
 
 /// Programs found on `PATH` among those advice may name.
@@ -117,6 +119,7 @@ pub const RULES: &[Rule] = &[
     ("rate limit", rate_limit),
     ("disk", disk),
     ("network", network),
+    ("ssh cipher", ssh_cipher),
     ("parallel compressor", parallel_compressor),
     ("slow producer or consumer", slow_end),
 ];
@@ -291,15 +294,76 @@ fn disk(s: &Situation<'_>, _: &Tools) -> Option<String> {
     })
 }
 
+/// The host an ssh command line connects to: its first word that is neither an option
+/// nor an option's value (`ssh -p 2222 -i key nas cat` is `nas`).
+pub fn ssh_host(command: &str) -> Option<&str> {
+    // Options of ssh that take a value.
+    const VALUED: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+    let mut words = command.split(' ').skip(1).filter(|w| !w.is_empty());
+    while let Some(word) = words.next() {
+        let Some(flags) = word.strip_prefix('-') else {
+            return Some(word);
+        };
+        if word == "--" {
+            return words.next();
+        }
+        // In a bundle (`-vp 22`, `-p22`), the first flag that takes a value takes the rest
+        // of the word, or the next word.
+        if let Some(at) = flags.find(|c| VALUED.contains(c)) {
+            if at + 1 == flags.len() {
+                words.next();
+            }
+        }
+    }
+    None
+}
+
 fn network(s: &Situation<'_>, _: &Tools) -> Option<String> {
     let network = s.time.get(Part::Network);
-    (network >= MOSTLY).then(|| {
-        format!(
-            "{} waits on the network {} of the time: the network is the limit",
-            short(s.command),
-            percent(network)
-        )
+    if network < MOSTLY {
+        return None;
+    }
+    let command = short(s.command);
+    let share = percent(network);
+    Some(match (program(s.command), s.peer) {
+        ("ssh", peer) => {
+            let host = ssh_host(s.command).or(peer).unwrap_or("the remote host");
+            format!(
+                "the network or the remote end (ssh {host}) is the limit: {command} waits \
+                 on its connection {share} of the time"
+            )
+        }
+        (_, Some(peer)) => format!(
+            "the network or the peer ({peer}) is the limit: {command} waits on its socket \
+             {share} of the time"
+        ),
+        (_, None) => {
+            format!("the network is the limit: {command} waits on the network {share} of the time")
+        }
     })
+}
+
+/// ssh using a CPU most of the time: the encryption (or compression) is the limit.
+fn ssh_cipher(s: &Situation<'_>, _: &Tools) -> Option<String> {
+    if program(s.command) != "ssh" || s.time.cpu() < MOSTLY {
+        return None;
+    }
+    let host = ssh_host(s.command).unwrap_or("HOST");
+    let words: Vec<&str> = s.command.split(' ').collect();
+    let compressing = words.iter().any(|w| {
+        (w.starts_with('-') && !w.starts_with("--") && w.contains('C') && w.len() <= 4)
+            || w.eq_ignore_ascii_case("Compression=yes")
+    });
+    let tip = if compressing {
+        format!("compression off (ssh -o Compression=no {host}), or a faster cipher (-c aes128-gcm@openssh.com)")
+    } else {
+        format!("a faster cipher (ssh -c aes128-gcm@openssh.com {host}), and no compression")
+    };
+    Some(format!(
+        "try {tip}: {} is on a CPU or waiting for one {} of the time (encryption)",
+        short(s.command),
+        percent(s.time.cpu())
+    ))
 }
 
 /// True if the command line asks for threads (`-T N`, `-TN`, `--threads=N`, `-p N` of
@@ -397,6 +461,7 @@ mod tests {
             busy_stages: 1,
             short_of_cpu: false,
             looping: false,
+            peer: None,
         }
     }
 
@@ -409,6 +474,7 @@ mod tests {
             "rate limit",
             "disk",
             "network",
+            "ssh cipher",
             "parallel compressor",
             "slow producer or consumer",
         ];
@@ -531,10 +597,31 @@ mod tests {
         assert_eq!(
             advise(&s, &Tools::default()).as_deref(),
             Some(
-                "curl -s https://example.org/big waits on the network 95% of the time: the \
-                 network is the limit"
+                "the network is the limit: curl -s https://example.org/big waits on the \
+                 network 95% of the time"
             )
         );
+        let mut s = situation(
+            "python3 -c send",
+            Position::Last,
+            &[(Part::Busy, 5.0), (Part::Network, 95.0)],
+        );
+        s.peer = Some("127.0.0.1:9000");
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "the network or the peer (127.0.0.1:9000) is the limit: python3 -c send waits \
+                 on its socket 95% of the time"
+            )
+        );
+        let s = situation(
+            "ssh -p 2222 -i key nas cat > x",
+            Position::Last,
+            &[(Part::Busy, 5.0), (Part::Network, 95.0)],
+        );
+        assert!(advise(&s, &Tools::default())
+            .unwrap()
+            .starts_with("the network or the remote end (ssh nas) is the limit: "));
     }
 
     #[test]
@@ -675,6 +762,41 @@ mod tests {
         assert!(advise(&s, &Tools::default())
             .unwrap()
             .contains("sleeps on a timer"));
+    }
+
+    #[test]
+    fn ssh_busy_gets_a_faster_cipher() {
+        let s = situation(
+            "ssh nas cat > /dev/null",
+            Position::Last,
+            &[
+                (Part::Busy, 80.0),
+                (Part::Starved, 10.0),
+                (Part::Input, 10.0),
+            ],
+        );
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "try a faster cipher (ssh -c aes128-gcm@openssh.com nas), and no compression: \
+                 ssh nas cat > /dev/null is on a CPU or waiting for one 90% of the time \
+                 (encryption)"
+            )
+        );
+        let s = situation(
+            "ssh -C backup@nas tar xf -",
+            Position::Last,
+            &[(Part::Busy, 95.0), (Part::Input, 5.0)],
+        );
+        assert!(advise(&s, &Tools::default())
+            .unwrap()
+            .starts_with("try compression off (ssh -o Compression=no backup@nas)"));
+        assert_eq!(
+            ssh_host("ssh -vp22 -o BatchMode=yes -- host ls"),
+            Some("host")
+        );
+        assert_eq!(ssh_host("ssh -l me -4 h"), Some("h"));
+        assert_eq!(ssh_host("ssh -v"), None);
     }
 
     #[test]

@@ -103,9 +103,17 @@ pub fn task_activity(state: char, wchan: &str) -> Activity {
         Activity::Sleeping(Sleep::Poll)
     } else if has("nanosleep") || has("hrtimer") || has("schedule_timeout") {
         Activity::Sleeping(Sleep::Timer)
-    } else if ["sk_wait", "skb", "tcp", "inet", "unix_", "sock"]
-        .iter()
-        .any(|p| has(p))
+    } else if [
+        "sk_wait",
+        "sk_stream",
+        "skb",
+        "tcp",
+        "inet",
+        "unix_",
+        "sock",
+    ]
+    .iter()
+    .any(|p| has(p))
     {
         Activity::Sleeping(Sleep::Network)
     } else {
@@ -394,6 +402,7 @@ mod tests {
             ('S', "do_wait", WaitChild),
             ('S', "__skb_wait_for_more_packets", Sleeping(Sleep::Network)),
             ('S', "sk_wait_data", Sleeping(Sleep::Network)),
+            ('S', "sk_stream_wait_memory", Sleeping(Sleep::Network)),
             ('S', "futex_wait_queue", Sleeping(Sleep::Other)),
             ('D', "folio_wait_bit_common", Sleeping(Sleep::Disk)),
             ('T', "do_signal_stop", Stopped),

@@ -224,6 +224,9 @@ impl Proc for FakeProc {
             ),
             ProcFile::Wchan => p.tasks[0].wchan.clone(),
             ProcFile::TaskWchan(tid) => task(tid)?.wchan.clone(),
+            // No system calls or sockets in the synthetic table.
+            ProcFile::TaskSyscall(_) => "running\n".to_string(),
+            ProcFile::NetTcp | ProcFile::NetTcp6 | ProcFile::NetUnix => String::new(),
         };
         Ok(text.into_bytes())
     }

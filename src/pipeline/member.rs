@@ -111,7 +111,17 @@ pub struct Member {
     /// For a shell that is a stage of its own (a loop), its children, whose time and
     /// bytes count as its own.
     pub kids: Option<Kids>,
+    /// The socket (by inode) it was last seen blocked on.
+    pub socket: Option<u64>,
+    /// The first socket among its first descriptors, and when that was looked for (for a
+    /// process in `poll` that its pipes do not explain: ssh, nc).
+    sockets: Option<(u64, Option<u64>)>,
 }
+
+/// Descriptors looked at for a socket when a process waits in `poll`.
+const SOCKET_FDS: u32 = 16;
+/// How often they are looked at again, in nanoseconds.
+const SOCKETS_EVERY_NS: u64 = 1_000_000_000;
 
 /// The children of a shell that is a stage (a loop, `… | while read l; do …; done`): each
 /// lives a moment, so they are not members; their CPU time (the shell's `cutime` once it
@@ -315,7 +325,42 @@ impl Member {
             moved: 0,
             used: 0,
             kids: None,
+            socket: None,
+            sockets: None,
         }
+    }
+
+    /// The socket thread `tid` is blocked on, if it is: the descriptor of the read or
+    /// write it is blocked in (`syscall`), or for a wait in `poll` (`polling`) the
+    /// process's first socket.
+    fn blocked_socket(
+        &mut self,
+        proc: &mut dyn Proc,
+        tid: u32,
+        polling: bool,
+        now_ns: u64,
+    ) -> Option<u64> {
+        let call = proc
+            .read(self.pid, ProcFile::TaskSyscall(tid), false)
+            .ok()?;
+        if let Some(fd) = procfs::blocked_fd(&text(&call)) {
+            return procfs::socket_inode(&proc.fd_link(self.pid, fd).ok()?);
+        }
+        if !polling {
+            return None;
+        }
+        let stale = self
+            .sockets
+            .is_none_or(|(at, _)| now_ns >= at + SOCKETS_EVERY_NS);
+        if stale {
+            let found = (0..SOCKET_FDS).find_map(|fd| {
+                proc.fd_link(self.pid, fd)
+                    .ok()
+                    .and_then(|l| procfs::socket_inode(&l))
+            });
+            self.sockets = Some((now_ns, found));
+        }
+        self.sockets.and_then(|(_, s)| s)
     }
 
     /// This member is a shell doing a stage's work with short-lived children (a loop):
@@ -418,6 +463,20 @@ impl Member {
                 let input = pipes.input.and_then(|p| proc.pipe_fill(p, self.pid, 0));
                 let output = pipes.output.and_then(|p| proc.pipe_fill(p, self.pid, 1));
                 activity = classify::resolve(activity, input, output);
+            }
+            // A sleep its pipes do not explain, on a socket: the network (`wait_woken`
+            // and `poll` say nothing of what they wait for; the blocked call does).
+            if i == self.lead
+                && matches!(
+                    activity,
+                    Activity::Sleeping(Sleep::Other | Sleep::Network | Sleep::Poll)
+                )
+            {
+                let polling = activity == Activity::Sleeping(Sleep::Poll);
+                if let Some(inode) = self.blocked_socket(proc, tid, polling, now_ns) {
+                    activity = Activity::Sleeping(Sleep::Network);
+                    self.socket = Some(inode);
+                }
             }
             let task = &mut self.tasks[i];
             task.waits.sample(activity, now_ns);

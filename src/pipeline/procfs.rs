@@ -189,6 +189,79 @@ pub fn pipe_inode(link: &str) -> Option<u64> {
     link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
 }
 
+/// The inode of a socket from an fd link's text (`socket:[12345]`).
+pub fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// System calls whose first argument is the descriptor they read or write (this
+/// architecture's numbers): read, write, pread64, pwrite64, readv, writev, sendfile (its
+/// output), sendto, recvfrom, sendmsg, recvmsg, recvmmsg, sendmmsg.
+#[cfg(target_arch = "x86_64")]
+const FD_CALLS: &[u64] = &[0, 1, 17, 18, 19, 20, 40, 44, 45, 46, 47, 299, 307];
+#[cfg(target_arch = "aarch64")]
+const FD_CALLS: &[u64] = &[63, 64, 67, 68, 65, 66, 71, 206, 207, 211, 212, 243, 269];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const FD_CALLS: &[u64] = &[];
+
+/// The descriptor a thread is blocked reading or writing, from its `syscall` file
+/// (`0 0x3 0x7f… …`: the call's number and arguments); `None` for other calls, a thread
+/// running (`running`) or a file in another format.
+pub fn blocked_fd(syscall: &str) -> Option<u32> {
+    let mut words = syscall.split_ascii_whitespace();
+    let number: u64 = words.next()?.parse().ok()?;
+    if !FD_CALLS.contains(&number) {
+        return None;
+    }
+    let fd = u64::from_str_radix(words.next()?.strip_prefix("0x")?, 16).ok()?;
+    u32::try_from(fd).ok()
+}
+
+/// The remote end of the TCP socket with this inode, from the text of `net/tcp` (`v6`
+/// false) or `net/tcp6`: `127.0.0.1:9000`, `[::1]:22`.
+pub fn tcp_peer(table: &str, inode: u64, v6: bool) -> Option<String> {
+    for line in table.lines().skip(1) {
+        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+        if fields.get(9).and_then(|f| f.parse::<u64>().ok()) != Some(inode) {
+            continue;
+        }
+        let (addr, port) = fields.get(2)?.split_once(':')?;
+        let port = u16::from_str_radix(port, 16).ok()?;
+        // Each 32-bit word of the address is in the machine's byte order.
+        let mut bytes = Vec::with_capacity(16);
+        for word in addr.as_bytes().chunks(8) {
+            let word = u32::from_str_radix(std::str::from_utf8(word).ok()?, 16).ok()?;
+            bytes.extend_from_slice(&word.to_ne_bytes());
+        }
+        return Some(if v6 {
+            let octets: [u8; 16] = bytes.try_into().ok()?;
+            let ip = std::net::Ipv6Addr::from(octets);
+            match ip.to_ipv4_mapped() {
+                Some(v4) => format!("{v4}:{port}"),
+                None => format!("[{ip}]:{port}"),
+            }
+        } else {
+            let octets: [u8; 4] = bytes.try_into().ok()?;
+            format!("{}:{port}", std::net::Ipv4Addr::from(octets))
+        });
+    }
+    None
+}
+
+/// The path a Unix socket with this inode is bound to, from the text of `net/unix`
+/// (`@name` for an abstract one); `None` if it has none.
+pub fn unix_path(table: &str, inode: u64) -> Option<String> {
+    table.lines().skip(1).find_map(|line| {
+        let mut words = line.split_ascii_whitespace();
+        let found = words.nth(6)?.parse::<u64>().ok()? == inode;
+        let path = words.next()?;
+        found.then(|| path.to_string())
+    })
+}
+
 /// The PIDs in a `children` file (`"12 34 "`).
 pub fn parse_pids(text: &str) -> Vec<u32> {
     text.split_ascii_whitespace()
@@ -241,6 +314,14 @@ pub enum ProcFile {
     Children(u32),
     /// `task/TID/schedstat`: time on a CPU and time waiting for one.
     TaskSchedstat(u32),
+    /// `task/TID/syscall`: the system call a thread is blocked in, with its arguments.
+    TaskSyscall(u32),
+    /// `net/tcp` of the process's network namespace.
+    NetTcp,
+    /// `net/tcp6`, likewise.
+    NetTcp6,
+    /// `net/unix`, likewise.
+    NetUnix,
 }
 
 impl ProcFile {
@@ -254,6 +335,10 @@ impl ProcFile {
             ProcFile::TaskWchan(tid) => format!("/proc/{pid}/task/{tid}/wchan"),
             ProcFile::Children(tid) => format!("/proc/{pid}/task/{tid}/children"),
             ProcFile::TaskSchedstat(tid) => format!("/proc/{pid}/task/{tid}/schedstat"),
+            ProcFile::TaskSyscall(tid) => format!("/proc/{pid}/task/{tid}/syscall"),
+            ProcFile::NetTcp => format!("/proc/{pid}/net/tcp"),
+            ProcFile::NetTcp6 => format!("/proc/{pid}/net/tcp6"),
+            ProcFile::NetUnix => format!("/proc/{pid}/net/unix"),
         }
     }
 }
@@ -606,6 +691,53 @@ mod tests {
         assert_eq!(pipe_inode("/tmp/pipe:[1]"), None);
         assert_eq!(pipe_inode("pipe:[]"), None);
         assert_eq!(pipe_inode("pipe:[12"), None);
+    }
+
+    #[test]
+    fn sockets_and_their_peers() {
+        assert_eq!(socket_inode("socket:[4242]"), Some(4242));
+        assert_eq!(socket_inode("pipe:[4242]"), None);
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(
+                blocked_fd("1 0x1 0x7f00 0x10000 0 0 0 0x7ffc 0x7f"),
+                Some(1)
+            );
+            assert_eq!(
+                blocked_fd("45 0x5 0x7f00 0x10000 0 0 0 0x7ffc 0x7f"),
+                Some(5)
+            );
+            assert_eq!(blocked_fd("7 0x7ffc 0x2 0x3e8 0 0 0 0x7ffc 0x7f"), None);
+        }
+        assert_eq!(blocked_fd("running"), None);
+        assert_eq!(blocked_fd(""), None);
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   \
+                   uid  timeout inode\n   \
+                   0: 0100007F:A1B2 0100007F:2328 01 00000000:00000000 00:00000000 00000000     \
+                   0        0 31337 1 0000000000000000 20 4 30 10 -1\n";
+        assert_eq!(
+            tcp_peer(tcp, 31337, false).as_deref(),
+            Some("127.0.0.1:9000")
+        );
+        assert_eq!(tcp_peer(tcp, 31338, false), None);
+        let tcp6 = "  sl  local_address                         remote_address                        \
+                    st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+                    0: 00000000000000000000000001000000:0016 00000000000000000000000001000000:C350 \
+                    01 00000000:00000000 00:00000000 00000000     0        0 777 1 0 20 4 30 10 -1\n\
+                    1: 0000000000000000FFFF00000100007F:0016 0000000000000000FFFF00000100007F:C351 \
+                    01 00000000:00000000 00:00000000 00000000     0        0 778 1 0 20 4 30 10 -1\n";
+        if cfg!(target_endian = "little") {
+            assert_eq!(tcp_peer(tcp6, 777, true).as_deref(), Some("[::1]:50000"));
+            assert_eq!(
+                tcp_peer(tcp6, 778, true).as_deref(),
+                Some("127.0.0.1:50001")
+            );
+        }
+        let unix = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01 5151 /run/x.sock\n\
+                    0000000000000000: 00000003 00000000 00000000 0001 03 5152\n";
+        assert_eq!(unix_path(unix, 5151).as_deref(), Some("/run/x.sock"));
+        assert_eq!(unix_path(unix, 5152), None);
     }
 
     #[test]

@@ -208,6 +208,8 @@ struct Stage {
     shell: Option<Shell>,
     /// The stage is that shell and its short-lived children (a loop).
     looping: bool,
+    /// The other end of the socket it was last seen waiting on.
+    peer: Option<String>,
 }
 
 /// A shell holding a stage's pipe ends, watched for the children it starts.
@@ -967,6 +969,7 @@ impl Watcher {
         Stage {
             shell,
             looping: false,
+            peer: None,
             now: view.activity,
             parents: parents(table, spec),
             spec: spec.clone(),
@@ -1249,7 +1252,40 @@ impl Watcher {
             .collect();
         self.short_of_cpu = short_of_cpu(&times);
         let marked = self.stages.iter().position(|s| s.view.bottleneck);
+        if let Some(i) = marked {
+            self.find_peer(i);
+        }
         self.advice = marked.and_then(|i| self.advise(i, &times, idle));
+    }
+
+    /// The other end of the socket stage `i` waits on, when it waits on one.
+    fn find_peer(&mut self, i: usize) {
+        let stage = &self.stages[i];
+        if stage.view.time.is_none_or(|t| t.get(Part::Network) < 0.2) {
+            return;
+        }
+        let Some((pid, inode)) = stage
+            .members
+            .iter()
+            .find_map(|m| m.socket.map(|s| (m.pid, s)))
+        else {
+            return;
+        };
+        let mut table = |file| {
+            self.proc
+                .read(pid, file, false)
+                .map(|t| text(&t))
+                .unwrap_or_default()
+        };
+        let peer = procfs::tcp_peer(&table(ProcFile::NetTcp), inode, false)
+            .or_else(|| procfs::tcp_peer(&table(ProcFile::NetTcp6), inode, true))
+            .or_else(|| {
+                procfs::unix_path(&table(ProcFile::NetUnix), inode)
+                    .map(|path| format!("Unix socket {path}"))
+            });
+        if peer.is_some() {
+            self.stages[i].peer = peer.map(|p| crate::display::printable(&p).into_owned());
+        }
     }
 
     /// Whether stage `i` has a stage of the pipeline before it and after it, on its pipes.
@@ -1283,6 +1319,7 @@ impl Watcher {
             busy_stages: times.iter().flatten().filter(|t| t.cpu() >= 0.5).count(),
             short_of_cpu: short_of_cpu(times),
             looping: stage.looping,
+            peer: stage.peer.as_deref(),
         };
         advice::advise(&situation, &self.tools)
     }

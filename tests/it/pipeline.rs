@@ -1293,3 +1293,218 @@ fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
         "{text}"
     );
 }
+
+/// A TCP server on a free loopback port that reads `rate` bytes a second at most (a
+/// python3 script in `dir`), and its port; killed on drop.
+struct SlowPeer {
+    server: Child,
+    port: u16,
+}
+
+impl SlowPeer {
+    fn start(dir: &std::path::Path, chunk: usize, pause: f64) -> SlowPeer {
+        let script = dir.join("slow_peer.py");
+        std::fs::write(
+            &script,
+            format!(
+                "import socket, sys, time\n\
+                 s = socket.socket()\n\
+                 s.bind(('127.0.0.1', 0))\n\
+                 s.listen(1)\n\
+                 print(s.getsockname()[1], flush=True)\n\
+                 c, _ = s.accept()\n\
+                 while c.recv({chunk}):\n    time.sleep({pause})\n"
+            ),
+        )
+        .unwrap();
+        let mut server = Command::new("python3")
+            .arg(&script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        use std::io::BufRead;
+        std::io::BufReader::new(server.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the port");
+        SlowPeer { server, port }
+    }
+}
+
+impl Drop for SlowPeer {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// D9: a stage writing to a TCP peer that reads slowly waits on the network: its row reads
+/// `wait network` (the blocked call's descriptor is a socket), it is the bottleneck, and
+/// the advice names the peer's address.
+#[test]
+fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = SlowPeer::start(dir.path(), 16384, 0.02);
+    let send = dir.path().join("send.py");
+    std::fs::write(
+        &send,
+        "import socket, sys, shutil\n\
+         s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n\
+         shutil.copyfileobj(sys.stdin.buffer, s.makefile('wb'))\n",
+    )
+    .unwrap();
+    let pipeline = Pipeline::start(&format!(
+        "head -c 20G /dev/zero | cat | python3 '{}' {}",
+        send.display(),
+        peer.port
+    ));
+    let pid = pipeline.find("python3");
+    let text = watch_for(pid, 4.0);
+    drop(pipeline);
+    let frame = last_live_frame(&frames(&text));
+    let sender = frame
+        .iter()
+        .find(|r| r.command.starts_with("python3"))
+        .unwrap_or_else(|| panic!("{frame:?}"));
+    assert_eq!(sender.state, "wait network", "{frame:?}\n{text}");
+    assert!(sender.marked, "{frame:?}\n{text}");
+    let advice = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("advice: "))
+        .unwrap_or_default();
+    assert!(
+        advice.starts_with(&format!(
+            "advice: the network or the peer (127.0.0.1:{}) is the limit: python3 ",
+            peer.port
+        )),
+        "{advice:?}\n{text}"
+    );
+}
+
+/// An sshd on a free loopback port, with a throwaway host key and user key in a temporary
+/// directory, run in a mount namespace of its own whose `/run` is a tmpfs (it needs
+/// `/run/sshd`, which the machine may not have). `None` when sshd or unshare is missing or
+/// not permitted.
+struct Sshd {
+    daemon: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Sshd {
+    fn start() -> Option<Sshd> {
+        if !std::path::Path::new("/usr/sbin/sshd").exists() || !running_as_root() {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        for key in ["host_key", "user_key"] {
+            let made = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(path(key))
+                .stdin(Stdio::null())
+                .status()
+                .ok()?;
+            assert!(made.success());
+        }
+        std::fs::copy(path("user_key.pub"), path("authorized_keys")).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        std::fs::write(
+            path("sshd_config"),
+            format!(
+                "ListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\n\
+                 StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                 UsePAM no\nPermitRootLogin prohibit-password\n",
+                path("host_key").display(),
+                path("authorized_keys").display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(path("ssh_config"), "").unwrap();
+        let daemon = Command::new("unshare")
+            .args(["-m", "sh", "-c"])
+            .arg(format!(
+                "mount -t tmpfs tmpfs /run && mkdir /run/sshd && \
+                 exec /usr/sbin/sshd -D -e -f '{}' -p {port}",
+                path("sshd_config").display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut sshd = Sshd { daemon, port, dir };
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if start.elapsed() > Duration::from_secs(10) || sshd.daemon.try_wait().ok()?.is_some() {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(sshd)
+    }
+
+    /// The ssh command line that runs `remote` there.
+    fn ssh(&self, remote: &str) -> String {
+        let path = |name: &str| self.dir.path().join(name).display().to_string();
+        format!(
+            "ssh -F '{}' -i '{}' -o StrictHostKeyChecking=no -o UserKnownHostsFile='{}' \
+             -o BatchMode=yes -p {} root@127.0.0.1 '{remote}'",
+            path("ssh_config"),
+            path("user_key"),
+            path("known_hosts"),
+            self.port
+        )
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+    }
+}
+
+/// D9 and the issue's ssh case: `… | ssh host 'slow consumer'` through a real sshd on a
+/// loopback port: ssh waits on its connection (in `poll`, its input pipe full: its
+/// socket), so it is `wait network`, and the advice names the network or the remote end
+/// with the host from ssh's command line.
+#[test]
+fn ssh_to_a_slow_remote_end_waits_on_the_network() {
+    let Some(sshd) = Sshd::start() else {
+        eprintln!("skipped: no sshd (openssh-server) or not permitted to run one");
+        return;
+    };
+    let remote = format!("{} -q -L 2M > /dev/null", env!("CARGO_BIN_EXE_rpv"));
+    let pipeline = Pipeline::start(&format!(
+        "head -c 20G /dev/zero | cat | {}",
+        sshd.ssh(&remote)
+    ));
+    let pid = pipeline.find("ssh");
+    let text = watch_for(pid, 5.0);
+    drop(pipeline);
+    let frame = last_live_frame(&frames(&text));
+    let ssh = frame
+        .iter()
+        .find(|r| r.command.starts_with("ssh "))
+        .unwrap_or_else(|| panic!("{frame:?}\n{text}"));
+    assert_eq!(ssh.state, "wait network", "{frame:?}\n{text}");
+    assert!(ssh.marked, "{frame:?}\n{text}");
+    let advice = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("advice: "))
+        .unwrap_or_default();
+    assert!(
+        advice
+            .starts_with("advice: the network or the remote end (ssh root@127.0.0.1) is the limit"),
+        "{advice:?}\n{text}"
+    );
+}
