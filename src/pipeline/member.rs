@@ -399,6 +399,16 @@ impl Member {
             vec![self.pid]
         } else {
             let mut tids = proc.tasks(self.pid).unwrap_or_default();
+            // An rpv's control threads answer queries on a Unix socket: never the stage's
+            // work (a watch inside a short transfer would otherwise read its own stage as
+            // waiting on the network once the data thread is done).
+            tids.retain(|&tid| {
+                !proc
+                    .read(self.pid, ProcFile::TaskStat(tid), false)
+                    .ok()
+                    .and_then(|t| Stat::parse(&text(&t)))
+                    .is_some_and(|s| s.comm.starts_with("rpv-control"))
+            });
             tids.truncate(MAX_TASKS);
             tids
         };

@@ -275,6 +275,10 @@ pub struct Watcher {
     /// The last view's advice-worthy facts.
     short_of_cpu: bool,
     advice: Option<String>,
+    /// The process running the watch, when it is a stage (`--pipeline` inside a
+    /// transfer): it moves data by splice, so it holds the pipeline back only by its rate
+    /// limit; the rest of its own time is the machine's load or its own start and end.
+    own: Option<u32>,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -431,6 +435,7 @@ impl Watcher {
             machine_first: None,
             short_of_cpu: false,
             advice: None,
+            own: None,
         };
         watcher.merge(table, segments, false);
         (!watcher.stages.is_empty()).then_some(watcher)
@@ -440,6 +445,12 @@ impl Watcher {
     /// shell has its own).
     pub fn group(&self) -> u32 {
         self.group
+    }
+
+    /// Tells the watcher that process `pid` (a stage) is the one running it: it is named
+    /// the bottleneck only when its rate limit holds the others back.
+    pub fn set_own(&mut self, pid: u32) {
+        self.own = Some(pid);
     }
 
     /// Sets the display interval: figures are averaged over it (at least one second).
@@ -1183,8 +1194,16 @@ impl Watcher {
             .map(|i| {
                 let s = &self.stages[i];
                 let (upstream, downstream) = self.neighbours(i);
+                let own = self
+                    .own
+                    .is_some_and(|me| s.members.iter().any(|m| m.pid == me));
+                let limited = s.view.time.is_some_and(|t| t.get(Part::Timer) >= 0.5);
                 StageState {
-                    activity: if s.ended { Activity::Ended } else { s.now },
+                    activity: if s.ended || own && !limited {
+                        Activity::Ended
+                    } else {
+                        s.now
+                    },
                     time: s.view.time,
                     upstream,
                     downstream,

@@ -155,16 +155,19 @@ impl View<'_> {
             .count()
     }
 
+    /// Kept rows (each table's bottleneck, its total) come first, then headers and lines,
+    /// then the other rows by rank: several tables in a short terminal each keep their
+    /// bottleneck row before any header.
     fn rank(&self, unit: Unit) -> u32 {
         match unit {
-            Unit::Header(_) | Unit::Line(_) => u32::MAX,
+            Unit::Header(_) | Unit::Line(_) => u32::MAX - 1,
             Unit::Row(b, r) => {
                 let Block::Table(t) = &self.blocks[b] else {
                     unreachable!()
                 };
                 let row = &t.rows[r];
                 if row.keep {
-                    u32::MAX - 1
+                    u32::MAX
                 } else {
                     row.rank.min(u32::MAX - 2)
                 }
@@ -240,8 +243,41 @@ mod tests {
         // 5 rows: 4 usable, one of them `+N more`.
         let lines = view.lines(80, 5);
         assert_eq!(lines, ["NAME", "row0", "row5 bottleneck", "+5 more"]);
+        // 3 rows: the marked row outranks the header.
         let lines = view.lines(80, 3);
-        assert_eq!(lines, ["NAME", "+7 more"]);
+        assert_eq!(lines, ["row5 bottleneck", "+6 more"]);
+    }
+
+    #[test]
+    fn two_tables_in_five_rows_each_keep_their_marked_row() {
+        // D11: two pipelines of three stages and an advice line each, 5 rows.
+        let view = View {
+            blocks: vec![
+                Block::Table(table(3, Some(1))),
+                Block::text("advice: one"),
+                Block::Table(table(3, Some(2))),
+                Block::text("advice: two"),
+            ],
+            utf8: true,
+        };
+        let lines = view.lines(80, 5);
+        assert_eq!(
+            lines,
+            ["row1 bottleneck", "+2 more", "row2 bottleneck", "+2 more"]
+        );
+        let lines = view.lines(80, 8);
+        assert_eq!(
+            lines,
+            [
+                "NAME",
+                "row1 bottleneck",
+                "+2 more",
+                "advice: one",
+                "NAME",
+                "row2 bottleneck",
+                "+2 more"
+            ]
+        );
     }
 
     #[test]

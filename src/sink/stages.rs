@@ -42,14 +42,17 @@ impl Sink for Stages {
             .filter_map(|r| r.meter.stage.as_deref())
             .collect();
         let mut blocks = Vec::new();
+        let width = screen::usable_width(config.width);
         for job in render::jobs(&stages) {
             blocks.push(Block::Table(render::table(job, kind)));
             if let Some(advice) = job.iter().find_map(|s| s.advice.as_deref()) {
-                blocks.push(Block::text(&format!("advice: {advice}")));
+                // Whole, wrapped at spaces to the terminal (what to try comes first).
+                for line in wrapped(&format!("advice: {advice}"), width) {
+                    blocks.push(Block::rendered(line));
+                }
             }
         }
         // Inside a transfer, its own line below the stages.
-        let width = screen::usable_width(config.width);
         for r in snapshot.readings.iter().filter(|r| is_line(r.meter.role)) {
             let line = render_row(&mut self.formats, config, r, snapshot, width);
             blocks.push(Block::rendered(line));
@@ -77,19 +80,9 @@ impl Sink for Stages {
                         lines.push('\n');
                         continue;
                     }
-                    // (At least ten columns a line, so a tiny terminal still gets words.)
-                    let avail = screen::usable_width(config.width).max(10);
-                    let first = wrap(&line, avail)[0];
-                    lines.push_str(first.trim_end());
-                    lines.push('\n');
-                    let indent = line.len() - line.trim_start().len() + 2;
-                    let rest = line[first.len()..].trim_start();
-                    if !rest.is_empty() {
-                        for piece in wrap(rest, avail.saturating_sub(indent).max(10)) {
-                            lines.push_str(&" ".repeat(indent));
-                            lines.push_str(piece.trim());
-                            lines.push('\n');
-                        }
+                    for piece in wrapped(&line, screen::usable_width(config.width)) {
+                        lines.push_str(&piece);
+                        lines.push('\n');
                     }
                 }
                 term.raw(&lines);
@@ -99,5 +92,42 @@ impl Sink for Stages {
 
     fn reconfigure(&mut self, _config: &DisplayConfig) {
         self.formats.clear();
+    }
+}
+
+/// A line of text (control characters escaped) wrapped at spaces to `width` columns (at
+/// least ten, so a tiny terminal still gets words), each continuation indented two
+/// columns deeper than the line.
+fn wrapped(line: &str, width: usize) -> Vec<String> {
+    let line = printable(line);
+    let avail = width.max(10);
+    let first = wrap(&line, avail)[0];
+    let mut out = vec![first.trim_end().to_string()];
+    let indent = line.len() - line.trim_start().len() + 2;
+    let rest = line[first.len()..].trim_start();
+    if !rest.is_empty() {
+        for piece in wrap(rest, avail.saturating_sub(indent).max(10)) {
+            out.push(format!("{}{}", " ".repeat(indent), piece.trim()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrapped;
+    use crate::display::display_width;
+
+    #[test]
+    fn advice_is_wrapped_whole_never_cut() {
+        let advice = "advice: gzip -9 uses a whole core while 1 of 2 cores is idle: pigz would \
+                      use them";
+        let lines = wrapped(advice, 40);
+        assert!(lines.len() > 1, "{lines:?}");
+        assert!(lines.iter().all(|l| display_width(l) <= 40), "{lines:?}");
+        assert!(lines.iter().skip(1).all(|l| l.starts_with("  ")));
+        let words: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
+        assert_eq!(words, advice.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(wrapped("advice: x\ty", 80), ["advice: x\\ty"]);
     }
 }

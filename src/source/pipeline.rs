@@ -166,6 +166,7 @@ impl PipelineSource {
         proc.set_own_bytes(Box::new(move || bytes.bytes.load(Ordering::Relaxed)));
         let mut watcher = Watcher::with_proc(Box::new(proc), std::process::id())
             .map_err(|e| Error::other(0, format!("--pipeline: {e}")))?;
+        watcher.set_own(std::process::id());
         let start_ns = sys::monotonic_ns();
         prepare(&mut watcher, interval, start_ns);
         Ok(PipelineSource {

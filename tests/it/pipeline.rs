@@ -1508,3 +1508,89 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
         "{advice:?}\n{text}"
     );
 }
+
+/// Text drawn on a terminal, its escape sequences (`ESC [ … letter`) and carriage returns
+/// left out, line by line.
+fn plain_lines(text: &str) -> Vec<String> {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out.lines().map(str::to_string).collect()
+}
+
+/// D7: at 60 columns the live advice is wrapped onto a second row, whole, what to try
+/// first; never cut with `…`.
+#[test]
+fn the_live_advice_is_wrapped_whole_at_60_columns() {
+    let pipeline = Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null");
+    let pid = pipeline.find("rpv");
+    let text = watch_with(pid, &["-f", "-i", "0.25", "-w", "60"], 3.0);
+    drop(pipeline);
+    let lines = plain_lines(&text);
+    let want = "advice: rpv -q -L 2M is held back by its rate limit (-L 2M): raise it to go faster";
+    let at = lines
+        .iter()
+        .rposition(|l| l.starts_with("advice: ") && !l.contains("raise it"))
+        .unwrap_or_else(|| panic!("no wrapped advice: {lines:#?}"));
+    let mut joined = lines[at].trim_end().to_string();
+    for more in lines[at + 1..].iter().take_while(|l| l.starts_with("  ")) {
+        joined.push(' ');
+        joined.push_str(more.trim());
+    }
+    assert_eq!(joined, want, "{lines:#?}");
+    // (The summary after the last frame is not on a terminal here: one line each.)
+    let summary = lines
+        .iter()
+        .position(|l| l.starts_with("bottleneck: "))
+        .unwrap_or(lines.len());
+    for line in lines[..summary]
+        .iter()
+        .filter(|l| l.starts_with("advice: "))
+    {
+        assert!(!line.contains('…') && line.chars().count() < 60, "{line:?}");
+    }
+}
+
+/// D12: a short inline run (a few megabytes through `rpv --pipeline` into gzip): rpv's own
+/// stage is never blamed and never reads as waiting on the network (its control thread's
+/// socket is not its work).
+#[test]
+fn a_short_inline_run_never_blames_rpv_itself() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = crate::util::Dir::new();
+    let log = dir.path("log");
+    let script = format!(
+        "head -c 16M /dev/urandom | base64 | \"$RPV\" --pipeline -v 2>{} | gzip -1 | cat > /dev/null",
+        crate::util::s(&log)
+    );
+    for _ in 0..3 {
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .env("RPV", env!("CARGO_BIN_EXE_rpv"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let text = std::fs::read_to_string(&log).unwrap();
+        let summary = summary_line(&text);
+        assert!(!summary.contains("rpv --pipeline"), "{text}");
+        let own = text
+            .lines()
+            .find(|l| l.starts_with("  rpv --pipeline -v "))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(!own.contains("network"), "{text}");
+    }
+}
