@@ -4,7 +4,7 @@
 //! Usage: `rpv-bench doctor [--secs N] [--loops N] [--only NAME[,NAME...]] [--cost]`.
 //!
 //! Accuracy: each scenario (a compressor, a hash, a rate limit, a slow reader, a slow
-//! producer, a middle stage, ...) runs as a shell pipeline in its own process group, with
+//! producer, a middle stage, a shell loop, a slow socket peer, ...) runs as a shell pipeline in its own process group, with
 //! `--loops` busy loops beside it (`sh -c 'while :; do :; done'`; default: as many as the
 //! cores), watched with `rpv --pipeline=SHELL --json -i 1` for `--secs` seconds (default
 //! 20). Each one-second `progress` update is a sample; it is right when exactly one stage
@@ -83,6 +83,27 @@ const SCENARIOS: &[Scenario] = &[
         script: "yes | sed s/y/n/ | cat > /dev/null",
         expected: "sed",
         needs: None,
+    },
+    Scenario {
+        name: "loop",
+        script: "seq 1 1000000000 | gzip -1 | gzip -d | while read l; do sleep 0.01; done",
+        expected: "(loop)",
+        needs: None,
+    },
+    Scenario {
+        name: "socket",
+        // A TCP peer on the loopback ($PORT: free) reading 16 KiB every 20 ms, started
+        // beside the pipeline (no pipe: not a stage); the last stage sends to it.
+        script: "python3 -c 'import socket, time, os; s = socket.socket(); \
+                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
+                 s.bind((\"127.0.0.1\", int(os.environ[\"PORT\"]))); s.listen(1); \
+                 c = s.accept()[0]; \
+                 [time.sleep(0.02) for _ in iter(lambda: c.recv(16384), b\"\")]' & \
+                 sleep 1; head -c 1000G /dev/zero | cat | python3 -c 'import socket, sys, os, \
+                 shutil; s = socket.create_connection((\"127.0.0.1\", int(os.environ[\"PORT\"]))); \
+                 shutil.copyfileobj(sys.stdin.buffer, s.makefile(\"wb\"))'",
+        expected: "python3",
+        needs: Some("python3"),
     },
 ];
 
@@ -167,11 +188,20 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
 }
 
-/// A shell running `script` in a process group of its own.
+/// A TCP port on the loopback that was free a moment ago (0 if none could be found).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_or(0, |a| a.port())
+}
+
+/// A shell running `script` in a process group of its own (`$RPV` the rpv under test,
+/// `$PORT` a free loopback port).
 fn start(script: &str, rpv: &Path) -> std::io::Result<Child> {
     Command::new("sh")
         .args(["-c", script])
         .env("RPV", rpv)
+        .env("PORT", free_port().to_string())
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -292,7 +322,9 @@ fn accuracy(rpv: &Path, o: &Options) -> i32 {
             println!("{:<16} could not start", s.name);
             continue;
         };
-        std::thread::sleep(Duration::from_millis(300));
+        // (The socket scenario starts its pipeline a second in, once its peer listens.)
+        let settle = if s.name == "socket" { 1500 } else { 300 };
+        std::thread::sleep(Duration::from_millis(settle));
         let text = watch(rpv, shell.id(), &["--json", "-i", "1"], o.secs as f64 + 0.5);
         stop(&mut shell);
         let samples = samples(&text.unwrap_or_default());

@@ -441,6 +441,11 @@ impl Watcher {
         (!watcher.stages.is_empty()).then_some(watcher)
     }
 
+    /// The process the pipeline was found from (for a shell's job: its first stage).
+    pub fn seed(&self) -> u32 {
+        self.seed
+    }
+
     /// The process group of the pipeline when it was found (a job of an interactive
     /// shell has its own).
     pub fn group(&self) -> u32 {
@@ -621,14 +626,22 @@ impl Watcher {
             return;
         }
         self.ticked_ns = Some(now_ns);
+        // A shell starting children fast is a loop as soon as that is seen.
+        for i in 0..self.stages.len() {
+            let stage = &mut self.stages[i];
+            if stage.ended || !stage.spec.permitted || stage.looping {
+                continue;
+            }
+            if let Some(shell) = &mut stage.shell {
+                shell.look(self.proc.as_mut(), now_ns);
+                if shell.births.len() >= LOOP_BIRTHS {
+                    self.find_loop(i, now_ns);
+                }
+            }
+        }
         for stage in self.stages.iter_mut() {
             if stage.ended || !stage.spec.permitted {
                 continue;
-            }
-            if !stage.looping {
-                if let Some(shell) = &mut stage.shell {
-                    shell.look(self.proc.as_mut(), now_ns);
-                }
             }
             let pipes = stage.pipes();
             for m in stage.members.iter_mut().filter(|m| m.last.is_some()) {

@@ -9,8 +9,9 @@
 //! time as the bottleneck, where each stage's time went, what to try). Watching another
 //! pipeline (`--pipeline=PID`) the source ends when every stage has ended; given a shell,
 //! pipelines it starts later are added as jobs of their own (looked for every second, and
-//! once more before the watch would end, so a script's next pipeline is followed); inside a
-//! transfer (`--pipeline`) it ends with the transfer, whose own row then reads `ended`.
+//! every tenth of a second while none runs) and the watch follows the shell until it ends
+//! (a shell running no pipeline yet is waited on, with a note); inside a transfer
+//! (`--pipeline`) it ends with the transfer, whose own row then reads `ended`.
 //! Must not: draw.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,10 +33,15 @@ const FIRST_ID: u64 = 50_000;
 const JOB_IDS: u64 = 1_000;
 /// How often a watched shell is looked at for pipelines it started since.
 const JOBS_SCAN_NS: u64 = 1_000_000_000;
-/// Once every pipeline of a watched shell has ended, how long the watch waits for its
-/// next one (a script's next pipeline starts within milliseconds), and how often it looks.
-const JOBS_GRACE_NS: u64 = 1_000_000_000;
+/// While no pipeline of a watched shell runs, how often it is looked at for its next one
+/// (a script's next pipeline starts within milliseconds of the last; the watch follows
+/// the shell until it ends).
 const JOBS_GRACE_SCAN_NS: u64 = 100_000_000;
+/// Programs taken for shells: given one that runs no pipeline now, the watch waits for
+/// its next one rather than failing.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "busybox", "tcsh", "csh",
+];
 /// Jobs a watch takes at most (their meter ids must stay apart from other sources').
 const MAX_JOBS: usize = 1_000;
 
@@ -60,8 +66,8 @@ pub struct PipelineSource {
     shell: Option<u32>,
     interval: f64,
     next_jobs_ns: u64,
-    /// When every stage was first seen ended (a watched shell's grace begins).
-    idle_since: Option<u64>,
+    /// A note for the start of the watch (a shell that runs no pipeline yet).
+    note: Option<String>,
     /// The watched shell's children at the last look (a new pipeline is a new child), and
     /// whether they had changed then (a child just forked may not have its pipes yet, so
     /// the next look scans too).
@@ -85,6 +91,24 @@ fn children_of(pid: u32) -> Option<Vec<u8>> {
     std::fs::read(format!("/proc/{pid}/task/{pid}/children")).ok()
 }
 
+/// The name of process `pid` if it is a shell ([`SHELLS`]).
+fn shell_name(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = comm.trim_end();
+    SHELLS.contains(&comm).then(|| comm.to_string())
+}
+
+/// The process group of `pid`.
+fn group_of(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    text.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
 /// The real `/proc`, one reader per watcher.
 fn sys_proc() -> Box<dyn Proc> {
     Box::new(SysProc::new())
@@ -102,21 +126,39 @@ impl PipelineSource {
     /// Watches the pipelines of process `pid` (its own, or each one a shell runs), sampled
     /// every `interval` seconds.
     pub fn watch(pid: u32, interval: f64) -> Result<PipelineSource, Error> {
-        let mut watchers = Watcher::jobs(sys_proc, pid)
-            .map_err(|e| Error::other(status::ACCESS, format!("--pipeline: {e}")))?;
+        let fail = |e: WatchError| Error::other(status::ACCESS, format!("--pipeline: {e}"));
+        let mut note = None;
+        let mut watchers = match Watcher::jobs(sys_proc, pid) {
+            Ok(watchers) => watchers,
+            Err(WatchError::NotInPipeline(_)) if shell_name(pid).is_some() => {
+                // A shell between pipelines (or before its first): followed from now on.
+                note = Some(format!(
+                    "--pipeline: pid {pid} ({}) runs no pipeline now: waiting for one",
+                    shell_name(pid).unwrap_or_default()
+                ));
+                Vec::new()
+            }
+            Err(e) => return Err(fail(e)),
+        };
         let start_ns = sys::monotonic_ns();
         for watcher in &mut watchers {
             prepare(watcher, interval, start_ns);
         }
         let shell = (!watchers.iter().any(|w| w.holds(pid))).then_some(pid);
+        let watchers_empty = watchers.is_empty();
         Ok(PipelineSource {
             watchers,
             own: None,
             start_ns,
             shell,
             interval,
-            next_jobs_ns: start_ns + JOBS_SCAN_NS,
-            idle_since: None,
+            next_jobs_ns: start_ns
+                + if watchers_empty {
+                    JOBS_GRACE_SCAN_NS
+                } else {
+                    JOBS_SCAN_NS
+                },
+            note,
             shell_children: shell.and_then(children_of),
             children_changed: true,
         })
@@ -176,7 +218,7 @@ impl PipelineSource {
             shell: None,
             interval,
             next_jobs_ns: u64::MAX,
-            idle_since: None,
+            note: None,
             shell_children: None,
             children_changed: false,
         })
@@ -227,36 +269,31 @@ impl Source for PipelineSource {
         }
     }
 
-    fn events(&mut self, _out: &mut Vec<Event>) {}
+    fn events(&mut self, out: &mut Vec<Event>) {
+        if let Some(note) = self.note.take() {
+            out.push(Event::Error(Error::other(0, note)));
+        }
+    }
 
     fn finished(&mut self) -> bool {
         if self.own.is_some() {
             return true;
         }
         if !self.watchers.iter().all(Watcher::finished) {
-            self.idle_since = None;
             return false;
         }
         if self.shell.is_none() {
             return true;
         }
-        // A shell's next pipeline may come: looked for often, for a short while.
+        // A watched shell is followed for as long as it lives: its next pipeline is
+        // looked for often while none runs (a script's steps between pipelines: a
+        // `sleep`, a `cp`), and the watch ends with the shell.
         let now = sys::monotonic_ns();
-        let since = *self.idle_since.get_or_insert(now);
-        if since == now {
-            self.next_jobs_ns = now;
-        }
+        self.next_jobs_ns = self.next_jobs_ns.min(now + JOBS_GRACE_SCAN_NS);
         if now < self.next_jobs_ns {
             return false;
         }
-        match self.add_new_jobs(now, JOBS_GRACE_SCAN_NS) {
-            Jobs::Added => {
-                self.idle_since = None;
-                false
-            }
-            Jobs::Same => now.saturating_sub(since) >= JOBS_GRACE_NS,
-            Jobs::Gone => true,
-        }
+        self.add_new_jobs(now, JOBS_GRACE_SCAN_NS) == Jobs::Gone
     }
 
     fn poll_period_ns(&self) -> Option<u64> {
@@ -280,7 +317,17 @@ impl Source for PipelineSource {
             let job = several.then_some(index as u32 + 1);
             let mut text = render::summary(&report);
             if let Some(job) = job {
-                text = format!("pipeline {job} (process group {}): {text}", watcher.group());
+                // Without job control (a script) every pipeline is in the shell's own
+                // process group: the first stage's PID tells them apart.
+                let label = if self
+                    .shell
+                    .is_some_and(|sh| group_of(sh) == Some(watcher.group()))
+                {
+                    format!("first stage PID {}", watcher.seed())
+                } else {
+                    format!("process group {}", watcher.group())
+                };
+                text = format!("pipeline {job} ({label}): {text}");
             }
             out.push(Event::Summary {
                 text,

@@ -1009,22 +1009,42 @@ fn a_pipeline_the_shell_starts_later_joins_the_watch() {
     assert_eq!(crate::json::of_type(&objects, "summary").len(), 2, "{text}");
 }
 
-/// A script's pipelines one after the other, watched from its shell: each is followed as a
-/// job of its own, and the watch ends by itself once the last has ended and no other
-/// comes (here the script goes on sleeping).
+/// D6: a script watched from its shell before its first pipeline, and through steps that
+/// are not pipelines (`sleep`, `cp`): the watch says the shell runs no pipeline now, waits,
+/// follows each pipeline as a job of its own, and ends when the script does (not before).
+/// Without job control every pipeline is in the script's process group: the summaries
+/// tell them apart by their first stage's PID.
 #[test]
-fn a_scripts_pipelines_are_followed_one_after_the_other() {
-    let pipeline = Pipeline::start(
-        "head -c 12M /dev/zero | \"$RPV\" -q -L 8M | cat > /dev/null; \
-         head -c 16M /dev/zero | \"$RPV\" -q -L 8M | tr a b > /dev/null; sleep 30",
-    );
-    pipeline.find("cat");
+fn a_script_is_followed_for_its_whole_life() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::write(&a, b"data").unwrap();
+    let mut pipeline = Pipeline::start(&format!(
+        "sleep 1; head -c 12M /dev/zero | \"$RPV\" -q -L 8M | cat > /dev/null; sleep 2; \
+         cp '{}' '{}'; head -c 16M /dev/zero | \"$RPV\" -q -L 8M | tr a b > /dev/null; sleep 1",
+        a.display(),
+        b.display()
+    ));
     let shell = pipeline.shell.id();
     let mut child = spawn_watch(shell, &["--json", "-i", "0.5"]);
-    let status = wait_within(&mut child, 20.0, "the watch after the script's pipelines");
+    let status = wait_within(&mut child, 30.0, "the watch of the script");
     let text = crate::util::stderr_of(&mut child);
     assert!(status.success(), "{text}");
+    assert!(
+        pipeline.shell.try_wait().unwrap().is_some(),
+        "the watch ended before the script did\n{text}"
+    );
+    assert!(b.exists());
     let objects = crate::json::parse_ndjson(text.as_bytes());
+    let messages = crate::json::of_type(&objects, "message");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["text"].as_str().unwrap_or("").ends_with(&format!(
+                "pid {shell} (sh) runs no pipeline now: waiting for one"
+            ))),
+        "{text}"
+    );
     let stages = stage_objects(&objects);
     assert_eq!(
         job_commands(&stages, 1),
@@ -1036,10 +1056,23 @@ fn a_scripts_pipelines_are_followed_one_after_the_other() {
         ["head -c 16M /dev/zero", "rpv -q -L 8M", "tr a b"],
         "{text}"
     );
-    assert!(
-        comm(shell).is_some(),
-        "the watch ended before the script did"
-    );
+    let summaries = crate::json::of_type(&objects, "summary");
+    assert_eq!(summaries.len(), 2, "{text}");
+    for (job, summary) in summaries.iter().enumerate() {
+        let first = stages
+            .iter()
+            .find(|s| s["job"] == job as u64 + 1)
+            .map(|s| s["pid"].as_u64().unwrap())
+            .unwrap();
+        assert!(
+            summary["text"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("pipeline {} (first stage PID {first}): ", job + 1)),
+            "{summary}"
+        );
+    }
+    pipeline.stop();
 }
 
 /// Busy loops beside the pipeline, as many as the cores (each in its own process group,
