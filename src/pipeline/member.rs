@@ -219,12 +219,19 @@ impl Kids {
             // ended has no command line left to name it by.
             let named = stat.comm != shell_comm && !matches!(stat.state, 'Z' | 'X');
             if named && !self.listed.contains(&pid) {
-                self.listed.push(pid);
-                self.seen += 1;
-                if self.programs.len() < LOOP_NAMES {
-                    let command = command_of(proc, pid, &stat.comm);
+                // (No command line: it ended meanwhile; it is not named by its `[comm]`.)
+                let command = proc
+                    .read(pid, ProcFile::Cmdline, false)
+                    .ok()
+                    .and_then(|c| procfs::command_text(&c));
+                if let Some(command) = command {
+                    self.listed.push(pid);
+                    self.seen += 1;
                     let program = command.split(' ').next().unwrap_or_default().to_string();
-                    if !program.is_empty() && !self.programs.contains(&program) {
+                    if self.programs.len() < LOOP_NAMES
+                        && !program.is_empty()
+                        && !self.programs.contains(&program)
+                    {
                         self.programs.push(program);
                     }
                 }
