@@ -10,8 +10,10 @@
 //! it moves less than 1/64 of what the other end moves; a stage between two pipes that
 //! moves less than half of what the stages before it write and the stages after it read
 //! is a relay that undercounts both sides (pv with a rate limit reads a little with
-//! read(2) and splices the rest). A stage may count more than its pipe carries (`tee` writes a file too): that is
-//! never corrected, since it cannot be told from the pipe. A run of relays carries the same
+//! read(2) and splices the rest). A stage may count more than its pipe carries (`tee`
+//! writes a file too, `sort` its temporary files): the watcher then leaves that side
+//! unknown (it has seen the stage with files open on that side), and it takes the other
+//! end's figure like a side that undercounts. A run of relays carries the same
 //! bytes from one end to the other. A side whose figure is unknown (another user's
 //! process) is filled in the same way.
 

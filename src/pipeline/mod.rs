@@ -13,8 +13,12 @@
 //! loop, through `source::pipeline` and `sink::stages`).
 //!
 //! The view reads only: `/proc/PID/{stat,io,wchan,cmdline}`, the same files of each thread
-//! under `task/` and its `schedstat`, the `fd/0` and `fd/1` links, `/proc/stat` (idle
-//! cores, for the advice), and a pipe's fill through a descriptor opened from
+//! under `task/` and its `schedstat` and `syscall` (the descriptor a sleep is blocked on:
+//! a socket is the network), the `fd/0` and `fd/1` links (other descriptors' links and
+//! `fdinfo` flags when a stage counts far more than its pipe carries, or sleeps in `poll`
+//! on something its pipes do not explain), `net/{tcp,tcp6,unix}` (a socket's peer, for the
+//! advice), a loop shell's `children`, `/proc/stat` (idle cores, for the advice), and a
+//! pipe's fill through a descriptor opened from
 //! `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
 //! their control channel (splice does not show in `/proc/PID/io`).
 

@@ -378,6 +378,52 @@ pub trait Proc {
     fn cpu_times(&mut self) -> Option<CpuTimes>;
     /// The cores this process (and so a pipeline it watches, as a rule) may run on.
     fn cores(&self) -> usize;
+    /// Whether `pid` has files or sockets open (besides descriptors 0 to 2) for reading,
+    /// and for writing: its `/proc/PID/io` counters then count more than its pipes carry.
+    /// `None` when that cannot be told.
+    fn open_files(&mut self, _pid: u32) -> Option<(bool, bool)> {
+        None
+    }
+}
+
+/// Whether the descriptors of `pid` (links and `fdinfo` flags) include files or sockets
+/// open for reading, and for writing, leaving out 0 to 2, pipes, and devices (`/dev/…`).
+pub fn open_files_of(pid: u32) -> Option<(bool, bool)> {
+    let mut found = (false, false);
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd")).ok()? {
+        let Some(fd) = entry
+            .ok()
+            .and_then(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if fd <= 2 {
+            continue;
+        }
+        let Ok(link) = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")) else {
+            continue;
+        };
+        let link = link.to_string_lossy();
+        let counted =
+            (link.starts_with('/') && !link.starts_with("/dev/")) || link.starts_with("socket:[");
+        if !counted {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok());
+        let Some(flags) = flags else {
+            continue;
+        };
+        match flags & 3 {
+            0 => found.0 = true,
+            1 => found.1 = true,
+            _ => found = (true, true),
+        }
+    }
+    Some(found)
 }
 
 /// The pipe handle kept for fill readings: an `O_PATH` descriptor, which refers to the pipe
@@ -555,6 +601,10 @@ impl Proc for SysProc {
         *self
             .cores
             .get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+    }
+
+    fn open_files(&mut self, pid: u32) -> Option<(bool, bool)> {
+        open_files_of(pid)
     }
 
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {

@@ -210,7 +210,15 @@ struct Stage {
     looping: bool,
     /// The other end of the socket it was last seen waiting on.
     peer: Option<String>,
+    /// It was seen with files open for reading, and for writing (besides its pipes): its
+    /// own counts are not its pipes' traffic (`sort` spilling to temporary files).
+    elsewhere: (bool, bool),
 }
+
+/// A side counting this many times what the other end of its pipe counts (and more than
+/// this many bytes a second) may count more than the pipe: its files are looked at.
+const OVERCOUNT: f64 = 64.0;
+const OVERCOUNT_RATE: f64 = 65536.0;
 
 /// A shell holding a stage's pipe ends, watched for the children it starts.
 #[derive(Debug, Clone, Default)]
@@ -994,6 +1002,7 @@ impl Watcher {
             shell,
             looping: false,
             peer: None,
+            elsewhere: (false, false),
             now: view.activity,
             parents: parents(table, spec),
             spec: spec.clone(),
@@ -1155,18 +1164,57 @@ impl Watcher {
     /// Figures a stage cannot count itself (splice does not show in `/proc/PID/io`; another
     /// user's process) are taken from the other ends of its pipes (see `figures`).
     fn derive_figures(&mut self) {
+        // A side counting far more than the other end of its pipe: reads or writes files
+        // too? Looked at when it does (sort's temporary files come and go), remembered.
+        let n = self.stages.len();
+        for i in 0..n {
+            let next = i + 1 < n && !self.stages[i + 1].ended;
+            let linked =
+                next && connected(self.stages[i].spec.output, self.stages[i + 1].spec.input);
+            if !linked || self.stages[i].ended {
+                continue;
+            }
+            let far = |own: Option<f64>, other: Option<f64>| {
+                own.is_some_and(|o| o > OVERCOUNT_RATE && o > other.unwrap_or(0.0) * OVERCOUNT)
+            };
+            let writes = far(
+                self.stages[i].view.rate_out,
+                self.stages[i + 1].view.rate_in,
+            );
+            let reads = far(
+                self.stages[i + 1].view.rate_in,
+                self.stages[i].view.rate_out,
+            );
+            for (k, look) in [
+                (i, writes && !self.stages[i].elsewhere.1),
+                (i + 1, reads && !self.stages[i + 1].elsewhere.0),
+            ] {
+                if !look {
+                    continue;
+                }
+                let pids: Vec<u32> = self.stages[k].members.iter().map(|m| m.pid).collect();
+                for pid in pids {
+                    if let Some((r, w)) = self.proc.open_files(pid) {
+                        let e = &mut self.stages[k].elsewhere;
+                        *e = (e.0 || r, e.1 || w);
+                    }
+                }
+            }
+        }
         let mut counted: Vec<Counted> = self
             .stages
             .iter()
             .enumerate()
             .map(|(i, s)| Counted {
+                // A side that counts files too is not its pipe's figure: unknown, so the
+                // other end's is taken (or none).
                 input: Side {
-                    rate: s.view.rate_in,
-                    moved: s.moved.map(|m| m.0),
+                    rate: s.view.rate_in.filter(|_| !s.elsewhere.0),
+                    moved: s.moved.map(|m| m.0).filter(|_| !s.elsewhere.0),
                 },
                 output: Side {
-                    rate: s.view.rate_out,
-                    moved: s.moved.map(|m| m.1),
+                    rate: s.view.rate_out.filter(|_| !s.elsewhere.1),
+                    moved: s.moved.map(|m| m.1).filter(|_| !s.elsewhere.1),
                 },
                 live: !s.ended,
                 linked: self

@@ -1627,3 +1627,50 @@ fn a_short_inline_run_never_blames_rpv_itself() {
         assert!(!own.contains("network"), "{text}");
     }
 }
+
+/// D8: `sort` spilling to temporary files writes far more than goes into its output pipe
+/// (nothing, until its input ends): the figures are what went through the pipes, so
+/// `uniq` after it reads nothing and `sort` writes nothing to it, whatever its
+/// temporary files take.
+#[test]
+fn sort_spilling_to_temporary_files_is_not_pipe_traffic() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = Pipeline::start(&format!(
+        "yes 'hello world foo bar baz' | head -c 2G | tr -s ' ' '\\n' | sort -S 1M -T '{}' | \
+         uniq -c > /dev/null",
+        dir.path().display()
+    ));
+    let pid = pipeline.find("uniq");
+    // (At -i 0.5: the test reads the watcher's output once it has ended, so it must fit
+    // a pipe.)
+    let text = watch_with(pid, &["--json", "-i", "0.5"], 4.5);
+    drop(pipeline);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let stages = stage_objects(&objects);
+    let of = |command: &str| -> Vec<&&serde_json::Value> {
+        stages.iter().filter(|s| s["command"] == command).collect()
+    };
+    let (sort, uniq) = (
+        of(&format!("sort -S 1M -T {}", dir.path().display())),
+        of("uniq -c"),
+    );
+    assert!(sort.len() >= 6 && uniq.len() >= 6, "{text}");
+    for s in &uniq[uniq.len() - 2..] {
+        assert!(
+            s["rate_in"].as_f64().is_none_or(|r| r == 0.0),
+            "{s}\n{text}"
+        );
+    }
+    for s in &sort[sort.len() - 2..] {
+        assert!(
+            s["rate_out"].as_f64().is_none_or(|r| r == 0.0),
+            "{s}\n{text}"
+        );
+        // What it reads from tr is its pipe's traffic, and flows.
+        assert!(
+            s["rate_in"].as_f64().is_some_and(|r| r > 0.0),
+            "{s}\n{text}"
+        );
+    }
+}
