@@ -58,6 +58,8 @@ pub struct Situation<'a> {
     pub looping: bool,
     /// The other end of the socket it waits on, if known (`127.0.0.1:9000`).
     pub peer: Option<&'a str>,
+    /// The process shown for it (for a command to paste: `rpv -R PID -L …`).
+    pub pid: u32,
 }
 
 /// Programs found on `PATH` among those advice may name.
@@ -272,7 +274,10 @@ fn rate_limit(s: &Situation<'_>, _: &Tools) -> Option<String> {
         .flatten();
     Some(match limit {
         Some(value) => format!(
-            "{} is held back by its rate limit (-L {value}): raise it to go faster",
+            "raise its rate limit to go faster: {name} -R {} -L {} ({} is held back by -L \
+             {value})",
+            s.pid,
+            doubled(value).unwrap_or_else(|| "RATE".to_string()),
             short(s.command)
         ),
         None => format!(
@@ -281,6 +286,21 @@ fn rate_limit(s: &Situation<'_>, _: &Tools) -> Option<String> {
             percent(timer)
         ),
     })
+}
+
+/// Twice a rate-limit value (`4M` is `8M`, `2.5m` is `5m`), keeping its unit.
+fn doubled(value: &str) -> Option<String> {
+    let digits = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(value.len());
+    let number: f64 = value[..digits].parse().ok()?;
+    let twice = number * 2.0;
+    let text = if twice.fract() == 0.0 {
+        format!("{twice:.0}")
+    } else {
+        format!("{twice}")
+    };
+    Some(format!("{text}{}", &value[digits..]))
 }
 
 fn disk(s: &Situation<'_>, _: &Tools) -> Option<String> {
@@ -390,13 +410,21 @@ fn parallel_compressor(s: &Situation<'_>, tools: &Tools) -> Option<String> {
         .iter()
         .find(|(tool, _)| tools.has(tool))
         .map(|(_, how)| *how)?;
+    // Its core and the idle ones, as a command to paste.
+    let threads = (idle + 1).min(s.cores.max(1));
+    let paste = match suggestion {
+        "pigz" => format!("pigz -p {threads}"),
+        "pbzip2" => format!("pbzip2 -p{threads}"),
+        "lbzip2" | "plzip" => format!("{suggestion} -n {threads}"),
+        other => other.to_string(),
+    };
     let cores = if idle == 1 {
         format!("1 of {} cores is idle", s.cores)
     } else {
         format!("{idle} of {} cores are idle", s.cores)
     };
     Some(format!(
-        "{} uses a whole core while {cores}: {suggestion} would use them",
+        "try {paste}: {} uses a whole core while {cores}",
         short(s.command)
     ))
 }
@@ -462,6 +490,7 @@ mod tests {
             short_of_cpu: false,
             looping: false,
             peer: None,
+            pid: 1234,
         }
     }
 
@@ -524,7 +553,10 @@ mod tests {
         s.busy_stages = 0;
         assert_eq!(
             advise(&s, &Tools::default()).as_deref(),
-            Some("rpv -qL 10m is held back by its rate limit (-L 10m): raise it to go faster")
+            Some(
+                "raise its rate limit to go faster: rpv -R 1234 -L 20m (rpv -qL 10m is held \
+                 back by -L 10m)"
+            )
         );
         // A bottleneck that runs more than it waits for a CPU: no CPU advice, whatever the
         // other stages do.
@@ -550,19 +582,21 @@ mod tests {
     #[test]
     fn a_rate_limit_names_the_limit() {
         let parts = [(Part::Busy, 2.0), (Part::Timer, 98.0)];
-        for (command, value) in [
-            ("rpv -q -L 4M", "4M"),
-            ("rpv -qL4M", "4M"),
-            ("pv -q --rate-limit=10m", "10m"),
-            ("pv --rate-limit 1G -q", "1G"),
-            ("rpv -qL 20M", "20M"),
+        for (command, value, paste) in [
+            ("rpv -q -L 4M", "4M", "rpv -R 1234 -L 8M"),
+            ("rpv -qL4M", "4M", "rpv -R 1234 -L 8M"),
+            ("pv -q --rate-limit=10m", "10m", "pv -R 1234 -L 20m"),
+            ("pv --rate-limit 1G -q", "1G", "pv -R 1234 -L 2G"),
+            ("rpv -qL 2.5M", "2.5M", "rpv -R 1234 -L 5M"),
+            ("rpv -qL 1.5k", "1.5k", "rpv -R 1234 -L 3k"),
+            ("rpv -qL 0.3M", "0.3M", "rpv -R 1234 -L 0.6M"),
         ] {
             let s = situation(command, Position::Middle, &parts);
             assert_eq!(
                 advise(&s, &Tools::default()),
                 Some(format!(
-                    "{command} is held back by its rate limit (-L {value}): raise it to go \
-                     faster"
+                    "raise its rate limit to go faster: {paste} ({command} is held back by -L \
+                     {value})"
                 )),
                 "{command}"
             );
@@ -628,19 +662,18 @@ mod tests {
     fn a_compressor_on_one_core_gets_its_parallel_counterpart_if_installed() {
         let busy = [(Part::Busy, 97.0), (Part::Input, 3.0)];
         let all = Tools::of(&["pigz", "pbzip2", "lbzip2", "xz", "zstd", "plzip"]);
-        for (command, suggestion) in [
-            ("gzip -9", "pigz"),
-            ("bzip2 -c", "pbzip2"),
+        for (command, paste) in [
+            ("gzip -9", "pigz -p 2"),
+            ("bzip2 -c", "pbzip2 -p2"),
             ("xz -6", "xz -T0"),
             ("zstd -19", "zstd -T0"),
-            ("lzip", "plzip"),
+            ("lzip", "plzip -n 2"),
         ] {
             let s = situation(command, Position::Middle, &busy);
             assert_eq!(
                 advise(&s, &all),
                 Some(format!(
-                    "{command} uses a whole core while 1 of 2 cores is idle: {suggestion} \
-                     would use them"
+                    "try {paste}: {command} uses a whole core while 1 of 2 cores is idle"
                 )),
                 "{command}"
             );
@@ -649,7 +682,7 @@ mod tests {
         let s = situation("bzip2", Position::Middle, &busy);
         assert!(advise(&s, &Tools::of(&["lbzip2"]))
             .unwrap()
-            .ends_with("lbzip2 would use them"));
+            .starts_with("try lbzip2 -n 2: bzip2 uses"));
         assert_eq!(advise(&s, &Tools::default()), None);
         // Already threaded, no idle core, or not using a whole core: no advice.
         let s = situation("xz -T0 -6", Position::Middle, &busy);
@@ -669,9 +702,10 @@ mod tests {
         let mut s = situation("gzip", Position::Middle, &busy);
         s.cores = 4;
         s.idle_cores = Some(2.8);
-        assert!(advise(&s, &all)
-            .unwrap()
-            .contains("while 3 of 4 cores are idle: pigz"));
+        assert_eq!(
+            advise(&s, &all).as_deref(),
+            Some("try pigz -p 4: gzip uses a whole core while 3 of 4 cores are idle")
+        );
     }
 
     #[test]

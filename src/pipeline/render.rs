@@ -266,7 +266,7 @@ pub fn split_text(time: &Split) -> String {
 ///   cat big   busy 3%, waits out 96%, starved 1%
 ///   gzip -9   busy 97%, starved 2%, waits in 1%
 ///   cat       busy 1%, waits in 99%
-/// advice: gzip -9 uses a whole core while 1 of 2 cores is idle: pigz would use them
+/// advice: try pigz -p 2: gzip -9 uses a whole core while 1 of 2 cores is idle
 /// ```
 ///
 /// Shares under 1% are left out of the first line; each stage's time is over the whole

@@ -606,7 +606,7 @@ fn advice_and_the_report_follow_the_bottleneck() {
     assert!(!view.short_of_cpu);
     assert_eq!(
         view.advice.as_deref(),
-        Some("gzip -9 uses a whole core while 1 of 2 cores is idle: pigz would use them")
+        Some("try pigz -p 2: gzip -9 uses a whole core while 1 of 2 cores is idle")
     );
     let report = w.report();
     assert_eq!(report.advice, view.advice);

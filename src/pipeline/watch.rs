@@ -1400,6 +1400,7 @@ impl Watcher {
             short_of_cpu: short_of_cpu(times),
             looping: stage.looping,
             peer: stage.peer.as_deref(),
+            pid: stage.view.pid,
         };
         advice::advise(&situation, &self.tools)
     }

@@ -326,9 +326,17 @@ fn rate_limited_rpv() {
         "sha256sum",
         "rpv -q -L 2M",
     );
-    // Under the table, and at the end: what to try.
-    let advice = "advice: rpv -q -L 2M is held back by its rate limit (-L 2M): raise it to go \
-                  faster";
+    // Under the table, and at the end: what to try, with the command to paste.
+    let frame = last_live_frame(&frames(&text));
+    let pid = frame
+        .iter()
+        .find(|r| r.command.starts_with("rpv -q"))
+        .unwrap_or_else(|| panic!("{frame:?}"))
+        .pid;
+    let advice = format!(
+        "advice: raise its rate limit to go faster: rpv -R {pid} -L 4M (rpv -q -L 2M is held \
+         back by -L 2M)"
+    );
     assert!(text.contains(&format!("{advice}\r")), "{text}");
     assert!(text.ends_with(&format!("{advice}\n")), "{text}");
 }
@@ -563,7 +571,10 @@ fn quiet_shows_only_the_summary_with_stats() {
     );
     assert_eq!(
         lines[3],
-        "advice: rpv -q -L 2M is held back by its rate limit (-L 2M): raise it to go faster"
+        format!(
+            "advice: raise its rate limit to go faster: rpv -R {pid} -L 4M (rpv -q -L 2M is held \
+             back by -L 2M)"
+        )
     );
 }
 
@@ -910,7 +921,10 @@ fn log_writes_the_table_at_every_update_and_the_summary_last() {
         .unwrap_or_else(|| panic!("no summary: {text}"));
     assert!(summary > *headers.last().unwrap() + 3, "{text}");
     assert_eq!(lines.len(), summary + 5, "{text}");
-    assert!(lines[summary + 4].contains(" advice: rpv -q -L 4M is held back by its rate limit"));
+    assert!(lines[summary + 4].contains(&format!(
+        " advice: raise its rate limit to go faster: rpv -R {pid} -L 8M (rpv -q -L 4M is held \
+         back by -L 4M)"
+    )));
 }
 
 /// A shell running two pipelines, each inside a subshell (`( … ) &`): watched from the
@@ -1277,7 +1291,10 @@ fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
     let summary = crate::json::of_type(&objects, "summary");
     assert_eq!(
         summary[0]["advice"],
-        "rpv -q -L 10M is held back by its rate limit (-L 10M): raise it to go faster",
+        format!(
+            "raise its rate limit to go faster: rpv -R {pid} -L 20M (rpv -q -L 10M is held back \
+             by -L 10M)"
+        ),
         "{text}"
     );
 }
@@ -1322,7 +1339,10 @@ fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
     );
     assert_eq!(
         summary[0]["advice"],
-        "rpv -q -L 4M is held back by its rate limit (-L 4M): raise it to go faster",
+        format!(
+            "raise its rate limit to go faster: rpv -R {pid} -L 8M (rpv -q -L 4M is held back by \
+             -L 4M)"
+        ),
         "{text}"
     );
 }
@@ -1573,10 +1593,18 @@ fn the_live_advice_is_wrapped_whole_at_60_columns() {
     let text = watch_with(pid, &["-f", "-i", "0.25", "-w", "60"], 3.0);
     drop(pipeline);
     let lines = plain_lines(&text);
-    let want = "advice: rpv -q -L 2M is held back by its rate limit (-L 2M): raise it to go faster";
+    let want = format!(
+        "advice: raise its rate limit to go faster: rpv -R {pid} -L 4M (rpv -q -L 2M is held \
+         back by -L 2M)"
+    );
     let at = lines
         .iter()
-        .rposition(|l| l.starts_with("advice: ") && !l.contains("raise it"))
+        .enumerate()
+        .rev()
+        .find(|(i, l)| {
+            l.starts_with("advice: ") && lines.get(i + 1).is_some_and(|n| n.starts_with("  "))
+        })
+        .map(|(i, _)| i)
         .unwrap_or_else(|| panic!("no wrapped advice: {lines:#?}"));
     let mut joined = lines[at].trim_end().to_string();
     for more in lines[at + 1..].iter().take_while(|l| l.starts_with("  ")) {
