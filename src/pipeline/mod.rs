@@ -6,7 +6,8 @@
 //! ([`discover`]; from a shell, each pipeline it runs), sampling them ([`Watcher`]: CPU,
 //! state per thread, bytes in and out — a splice user's from its neighbours
 //! ([`figures`]) —, the fill of each pipe, where each stage's time goes ([`member`],
-//! [`timeshare`])), the bottleneck rule ([`classify`]), what to try ([`advice`]) and the
+//! [`timeshare`]); a shell loop, a shell starting child after child, is one stage whose
+//! children's time and bytes are its own ([`member::Kids`])), the bottleneck rule ([`classify`]), what to try ([`advice`]) and the
 //! text of the view ([`render`]). Must not: depend on a display loop. [`Watcher::sample`]
 //! takes the time and returns a [`View`], and [`Watcher::tick`] samples wait states
 //! between two of them; whoever runs the loop calls both and draws the view (the display
