@@ -143,7 +143,7 @@ pub struct Kids {
     /// The children's states sampled while the shell waited for them.
     waits: Waits,
     /// Distinct programs the children ran, in the order first seen (at most
-    /// [`LOOP_NAMES`]).
+    /// three).
     pub programs: Vec<String>,
     /// Children seen so far.
     pub seen: u64,
