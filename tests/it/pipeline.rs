@@ -1040,6 +1040,15 @@ fn a_script_is_followed_for_its_whole_life() {
         b.display()
     ));
     let shell = pipeline.shell.id();
+    // (The shell is started through `nice`: watched once it is the shell.)
+    let start = Instant::now();
+    while comm(shell).as_deref() != Some("sh") {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "sh never started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut child = spawn_watch(shell, &["--json", "-i", "0.5"]);
     let status = wait_within(&mut child, 30.0, "the watch of the script");
     let text = crate::util::stderr_of(&mut child);
@@ -1398,8 +1407,11 @@ impl Drop for SlowPeer {
 /// the advice names the peer's address.
 #[test]
 fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let peer = SlowPeer::start(dir.path(), 16384, 0.02);
+    // 80 KB/s: few wake-ups a second, so that even a sender starved of CPU by a busy
+    // machine spends most of its time waiting on its socket.
+    let peer = SlowPeer::start(dir.path(), 4096, 0.05);
     let send = dir.path().join("send.py");
     std::fs::write(
         &send,
@@ -1531,11 +1543,14 @@ impl Drop for Sshd {
 /// with the host from ssh's command line.
 #[test]
 fn ssh_to_a_slow_remote_end_waits_on_the_network() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let Some(sshd) = Sshd::start() else {
         eprintln!("skipped: no sshd (openssh-server) or not permitted to run one");
         return;
     };
-    let remote = format!("{} -q -L 2M > /dev/null", env!("CARGO_BIN_EXE_rpv"));
+    // A slow remote end (256 KiB/s): ssh wakes up seldom, so even starved of CPU by a busy
+    // machine it spends most of its time waiting on its connection.
+    let remote = format!("{} -q -L 256K > /dev/null", env!("CARGO_BIN_EXE_rpv"));
     let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | cat | {}",
         sshd.ssh(&remote)
