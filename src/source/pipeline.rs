@@ -98,6 +98,17 @@ fn shell_name(pid: u32) -> Option<String> {
     SHELLS.contains(&comm).then(|| comm.to_string())
 }
 
+/// True if process `pid` exists and has not ended (a zombie has).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| {
+            t.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_string())
+        })
+        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+}
+
 /// The process group of `pid`.
 fn group_of(pid: u32) -> Option<u32> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -171,6 +182,10 @@ impl PipelineSource {
         let Some(shell) = self.shell else {
             return Jobs::Gone;
         };
+        // A shell that has ended (a zombie until its parent collects it) starts nothing.
+        if !alive(shell) {
+            return Jobs::Gone;
+        }
         // Scanning the shell's session costs a read per process: only when its children
         // changed (or could not be read).
         let children = children_of(shell);

@@ -1069,13 +1069,19 @@ fn a_script_is_followed_for_its_whole_life() {
         "{text}"
     );
     let stages = stage_objects(&objects);
+    // (A stage found a moment after the others of its job comes first in its table but
+    // later in the output: the sets are compared.)
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
     assert_eq!(
-        job_commands(&stages, 1),
-        ["head -c 12M /dev/zero", "rpv -q -L 8M", "cat"],
+        sorted(job_commands(&stages, 1)),
+        ["cat", "head -c 12M /dev/zero", "rpv -q -L 8M"],
         "{text}"
     );
     assert_eq!(
-        job_commands(&stages, 2),
+        sorted(job_commands(&stages, 2)),
         ["head -c 16M /dev/zero", "rpv -q -L 8M", "tr a b"],
         "{text}"
     );
@@ -1292,9 +1298,17 @@ fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
         .iter()
         .filter_map(|s| s["advice"].as_str())
         .collect();
+    // Most updates give the rate limit's advice (a moment in which the limited stage
+    // waited for a CPU longer than on its timer may give the CPU's, with its figures), and
+    // none the CPU's without the stage being starved ("0 busy stages").
     assert!(!advice.is_empty(), "{text}");
+    let limit = advice
+        .iter()
+        .filter(|a| a.starts_with("raise its rate limit to go faster: rpv -R "))
+        .count();
+    assert!(limit * 3 >= advice.len() * 2, "{advice:?}");
     assert!(
-        advice.iter().all(|a| !a.contains("short of CPU")),
+        advice.iter().all(|a| !a.contains("0 busy stages")),
         "{advice:?}"
     );
     let summary = crate::json::of_type(&objects, "summary");
@@ -1315,7 +1329,8 @@ fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
 fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
     let pipeline = Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
     let pid = pipeline.find("rpv");
-    let mut child = spawn_watch(pid, &["--json", "-i", "0.25"]);
+    // (At -i 0.5: the output is read once the watch has ended, so it must fit a pipe.)
+    let mut child = spawn_watch(pid, &["--json", "-i", "0.5"]);
     let group = format!("-{}", pipeline.shell.id());
     let signal = |sig: &str| {
         Command::new("kill")
