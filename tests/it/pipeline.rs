@@ -1614,13 +1614,20 @@ fn plain_lines(text: &str) -> Vec<String> {
     out.lines().map(str::to_string).collect()
 }
 
-/// D7: at 60 columns the live advice is wrapped onto a second row, whole, what to try
-/// first; never cut with `…`.
+/// D7: at 60 and 80 columns the live advice is wrapped onto a second row, whole, what to
+/// try first; never cut with `…`.
 #[test]
-fn the_live_advice_is_wrapped_whole_at_60_columns() {
+fn the_live_advice_is_wrapped_whole_at_60_and_80_columns() {
+    advice_wrapped_whole_at(60);
+    advice_wrapped_whole_at(80);
+}
+
+#[track_caller]
+fn advice_wrapped_whole_at(columns: usize) {
     let pipeline = Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null");
     let pid = pipeline.find("rpv");
-    let text = watch_with(pid, &["-f", "-i", "0.25", "-w", "60"], 3.0);
+    let width = columns.to_string();
+    let text = watch_with(pid, &["-f", "-i", "0.25", "-w", &width], 3.0);
     drop(pipeline);
     let lines = plain_lines(&text);
     let want = format!(
@@ -1651,7 +1658,10 @@ fn the_live_advice_is_wrapped_whole_at_60_columns() {
         .iter()
         .filter(|l| l.starts_with("advice: "))
     {
-        assert!(!line.contains('…') && line.chars().count() < 60, "{line:?}");
+        assert!(
+            !line.contains('…') && line.chars().count() < columns,
+            "{line:?}"
+        );
     }
 }
 
