@@ -132,13 +132,26 @@ pub enum Error {
         /// Why.
         err: io::Error,
     },
-    /// A file rpv creates or manages itself (the `-P` pid file, the `-U` store): `PATH:
-    /// ERROR`.
+    /// A file rpv creates or manages itself (the `-P` pid file, the `-U` store, the
+    /// `--metrics-file`): `PATH: ERROR`, or `OPTION: PATH: ERROR` when the option is named.
     OwnFile {
+        /// The option to name first (`--metrics-file`), if any (`-P` and `-U` say only the
+        /// path, as pv does).
+        option: Option<&'static str>,
         /// The path as the user gave it.
         path: PathBuf,
         /// Why.
         err: io::Error,
+    },
+    /// A path given for a file rpv writes itself names something that is not a regular file
+    /// (a device, a FIFO, a socket; what a symlink points to counts): `OPTION PATH: not a
+    /// regular file`. Replacing it would destroy it (as root, `/dev/null`); writing into it
+    /// would lose the data or wait for ever.
+    NotRegular {
+        /// `-P`, `-U` or `--metrics-file`.
+        option: &'static str,
+        /// The path as the user gave it.
+        path: PathBuf,
     },
     /// `-R`/`-Q`: the target could not be reached: `PID: ERROR`, or `PID: message not
     /// received` without an error.
@@ -186,7 +199,9 @@ impl Error {
             Error::OpenInput { .. } | Error::Output { .. } => status::ACCESS,
             Error::InputIsOutput { .. } => status::OUROBOROS,
             Error::Read { .. } | Error::Write { .. } | Error::TeeWrite { .. } => status::TRANSFER,
-            Error::OwnFile { .. } | Error::Remote { .. } => status::REMOTE_OR_PID,
+            Error::OwnFile { .. } | Error::NotRegular { .. } | Error::Remote { .. } => {
+                status::REMOTE_OR_PID
+            }
             Error::Command { err, .. } if err.kind() == io::ErrorKind::NotFound => 127,
             Error::Command { .. } => 126,
             Error::Usage(_) => status::USAGE,
@@ -203,7 +218,7 @@ impl Error {
             Error::Read { .. } => "read",
             Error::Write { .. } | Error::TeeWrite { .. } => "write",
             Error::Output { .. } => "output",
-            Error::OwnFile { .. } => "file",
+            Error::OwnFile { .. } | Error::NotRegular { .. } => "file",
             Error::Remote { .. } => "remote",
             Error::Command { .. } => "command",
             Error::Usage(_) => "usage",
@@ -253,7 +268,19 @@ impl fmt::Display for Error {
             Error::Output { path: None, err } => {
                 write!(f, "failed to stat output file: {}", e(err))
             }
-            Error::OwnFile { path, err } => write!(f, "{}: {}", path.display(), e(err)),
+            Error::OwnFile {
+                option: None,
+                path,
+                err,
+            } => write!(f, "{}: {}", path.display(), e(err)),
+            Error::OwnFile {
+                option: Some(option),
+                path,
+                err,
+            } => write!(f, "{option}: {}: {}", path.display(), e(err)),
+            Error::NotRegular { option, path } => {
+                write!(f, "{option} {}: not a regular file", path.display())
+            }
             Error::Remote {
                 pid,
                 err: Some(err),

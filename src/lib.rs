@@ -11,6 +11,7 @@ pub mod control;
 pub mod display;
 pub mod error;
 pub mod meter;
+pub mod ownfile;
 pub mod pipeline;
 pub mod plan;
 pub mod screen;

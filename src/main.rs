@@ -18,5 +18,5 @@ extern "C" fn record_closed_stdio() {
     // SAFETY: fcntl(F_GETFD) only asks whether the descriptor exists (EBADF if not); it
     // takes no pointers and changes nothing.
     let closed = |fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
-    rpv::stdio::record_closed(closed(0), closed(1));
+    rpv::stdio::record_closed(closed(0), closed(1), closed(2));
 }

@@ -11,21 +11,62 @@
 //! input. A closed stdout does not matter with `-o FILE`, nor a closed stdin when it is not
 //! an input.
 //!
-//! Owns: the record and the check of the output. Must not: touch the descriptors (the
-//! record is taken by the binary; the library has no `unsafe`).
+//! The same /dev/null is reached by name: `-o /dev/stdout`, `--tee /dev/fd/1`, `--tee
+//! /proc/self/fd/2` open the file on that descriptor. An output or `--tee` file that is
+//! the /dev/null put on a closed descriptor (same device and inode) and whose path goes
+//! through a descriptor's link in /proc (so `-o /dev/null` itself stays fine) is refused
+//! as that descriptor would be: `PATH: Bad file descriptor`, status 2 ([`reaches_closed`]).
+//!
+//! Owns: the record and the checks. Must not: touch the descriptors (the record is taken by
+//! the binary; the library has no `unsafe`).
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::cli::{Action, Options};
 use crate::error::Error;
+use crate::sys::{self, FileInfo};
 
-/// Bit 0: stdin was closed at start; bit 1: stdout was.
+/// Bit 0: stdin was closed at start; bit 1: stdout was; bit 2: stderr was.
 static CLOSED: AtomicU8 = AtomicU8::new(0);
 
 /// Records which standard descriptors were closed when the process started (called by the
 /// binary before Rust's runtime reopens them; never by the library itself).
-pub fn record_closed(stdin: bool, stdout: bool) {
-    CLOSED.store(u8::from(stdin) | u8::from(stdout) << 1, Ordering::Relaxed);
+pub fn record_closed(stdin: bool, stdout: bool, stderr: bool) {
+    let bits = u8::from(stdin) | u8::from(stdout) << 1 | u8::from(stderr) << 2;
+    CLOSED.store(bits, Ordering::Relaxed);
+}
+
+/// True if the file opened from `path`, whose `fstat` is `info`, is what stands on a
+/// standard descriptor that was closed when rpv started, reached through that descriptor's
+/// link (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`): writing there would write into
+/// the /dev/null Rust's runtime put on it.
+pub fn reaches_closed(path: &Path, info: &FileInfo) -> bool {
+    let closed = CLOSED.load(Ordering::Relaxed);
+    let fds = [sys::stdin_fd(), sys::stdout_fd(), sys::stderr_fd()];
+    let filled = fds.iter().enumerate().any(|(n, fd)| {
+        closed & (1 << n) != 0
+            && sys::fstat(*fd).is_ok_and(|i| (i.dev, i.ino) == (info.dev, info.ino))
+    });
+    filled && through_descriptor_link(path)
+}
+
+/// True if resolving `path` goes through a "magic" link of /proc (a descriptor's link, such
+/// as `/proc/self/fd/1`, which `/dev/stdout` and `/dev/fd/1` lead to). A kernel without
+/// `openat2` (before 5.6) cannot tell: yes, to be safe.
+fn through_descriptor_link(path: &Path) -> bool {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
+    matches!(
+        rustix::fs::openat2(
+            rustix::fs::CWD,
+            path,
+            flags,
+            Mode::empty(),
+            ResolveFlags::NO_MAGICLINKS
+        ),
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOSYS)
+    )
 }
 
 /// True if standard input was closed when rpv started.

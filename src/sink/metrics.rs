@@ -3,52 +3,23 @@
 //! batch jobs on many machines export metrics).
 //!
 //! Owns: the series ([`render`]: `rpv_…`, labelled with the `-N` name and rpv's PID, each
-//! with its HELP and TYPE lines) and the atomic write: the text goes to a temporary file in
-//! PATH's directory (`.NAME.PID.tmp`, which the collector's `*.prom` pattern never matches),
-//! then is renamed over PATH, so a scrape never reads half a file. The plan checks that the
-//! directory takes files before the run starts; a write that fails later is reported once
-//! and never disturbs the transfer. The file stays after the run with its final values
-//! (`rpv_done 1`, `rpv_exit_status`). Must not: write PATH in place.
+//! with its HELP and TYPE lines). Each version replaces the file whole through
+//! [`crate::ownfile::replace`] (a temporary file in PATH's directory, named `.NAME.RANDOM.tmp`
+//! so the collector's `*.prom` pattern never matches it, renamed over PATH), so a scrape
+//! never reads half a file. The plan checks the path (a regular file or nothing, none of the
+//! transfer's files) and that the directory takes files before the run starts; a write
+//! that fails later is reported once and never disturbs the transfer. The file stays after
+//! the run with its final values (`rpv_done 1`, `rpv_exit_status`). Must not: write PATH in
+//! place.
 
 use std::fmt::Write as _;
-use std::fs::OpenOptions;
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::line::is_line;
 use super::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::meter::{Event, Unit};
 use crate::sys;
 use crate::term::Term;
-
-/// The temporary file a new version of `path` is written to before the rename: in the same
-/// directory (so the rename is atomic), hidden, and not named `*.prom`.
-pub fn temp_path(path: &Path, pid: u32) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(|| "metrics".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.{pid}.tmp"))
-}
-
-/// Writes `text` to `path` atomically: a new file beside it (named after `pid`, rpv's),
-/// renamed over it.
-pub fn write_atomically(path: &Path, text: &str, pid: u32) -> io::Result<()> {
-    let temp = temp_path(path, pid);
-    let result = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&temp)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
-        .and_then(|()| std::fs::rename(&temp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
 
 /// A label value with `\`, `"` and newlines escaped.
 fn label(value: &str) -> String {
@@ -232,7 +203,7 @@ impl Metrics {
             exit: done.then_some(self.status),
         };
         let text = render(r, &name, state);
-        if let Err(e) = write_atomically(&self.path, &text, self.pid) {
+        if let Err(e) = crate::ownfile::replace(&self.path, text.as_bytes()) {
             if !std::mem::replace(&mut self.warned, true) {
                 let text = format!(
                     "--metrics-file: {}: {}",
@@ -383,26 +354,5 @@ mod tests {
             text.contains(r#"rpv_done{name="a \"b\" \\ c\nd",pid="42"} 0"#),
             "{text}"
         );
-    }
-
-    #[test]
-    fn writes_replace_the_file_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rpv.prom");
-        write_atomically(&path, "first\n", 7).unwrap();
-        write_atomically(&path, "second\n", 7).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "second\n");
-        let left: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(left, ["rpv.prom"], "no temporary file left");
-        assert_eq!(
-            temp_path(&path, 7),
-            dir.path().join(".rpv.prom.7.tmp"),
-            "not *.prom"
-        );
-        let missing = dir.path().join("no/such/dir/rpv.prom");
-        assert!(write_atomically(&missing, "x", 7).is_err());
     }
 }

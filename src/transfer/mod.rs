@@ -194,6 +194,9 @@ pub struct Settings {
     /// `--tee` outputs (opened by the plan): every byte that goes to the
     /// main output goes to each of them too.
     pub tees: Vec<outputs::TeeOutput>,
+    /// The output's name in a write error, when it is not the main output (`-U FILE` for
+    /// the store): `-U FILE: write failed: …`.
+    pub output_name: Option<String>,
     /// `--tee-error`: what a failing output does to the run.
     pub tee_error: outputs::ErrorMode,
     /// Test hooks.
@@ -930,8 +933,11 @@ impl<'a> Engine<'a> {
         Ok(max as usize)
     }
 
+    /// A call of the output's writer failed: EPIPE from a write is the reader going away;
+    /// anything else (EPIPE from `-Y`'s fdatasync or `-O`'s ftruncate included) is a write
+    /// error, named after the output when it is not the main one (the `-U` store).
     fn write_failed(&mut self, e: &io::Error) -> Step {
-        if e.raw_os_error() == Some(libc::EPIPE) {
+        if self.writer.reader_gone(e) {
             return self.output_gone();
         }
         if e.raw_os_error() == Some(libc::EINTR) {
@@ -939,8 +945,10 @@ impl<'a> Engine<'a> {
         }
         self.progress.outcome.aborted.store(true, Ordering::Relaxed);
         let err = clone_error(e);
-        self.progress
-            .emit(Event::Error(Error::Write { output: None, err }));
+        self.progress.emit(Event::Error(Error::Write {
+            output: self.settings.output_name.clone(),
+            err,
+        }));
         Step::End
     }
 
