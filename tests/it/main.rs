@@ -12,6 +12,7 @@ mod json;
 mod modifiers;
 mod monitor;
 mod options;
+mod paths;
 mod pipeline;
 mod proptests;
 mod pty;
