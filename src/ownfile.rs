@@ -252,7 +252,18 @@ fn write_temp(
             return Ok(temp);
         }
     }
-    // The filesystem has no O_TMPFILE (or /proc is missing): a name that cannot exist yet.
+    write_named(dir, name, contents, keep)
+}
+
+/// The way without O_TMPFILE (or when the unnamed file cannot be linked): a random name
+/// that cannot exist yet (O_EXCL; O_NOFOLLOW and O_NONBLOCK besides, checked with fstat),
+/// filled, and removed again if that fails.
+fn write_named(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    contents: &[u8],
+    keep: Option<(u32, u32, u32)>,
+) -> io::Result<OsString> {
     let flags = OFlags::WRONLY
         | OFlags::CREATE
         | OFlags::EXCL
@@ -452,6 +463,29 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
         assert!(std::fs::symlink_metadata(&link2).unwrap().is_file());
         assert_eq!(std::fs::read(&link2).unwrap(), b"new");
+    }
+
+    #[test]
+    fn the_named_way_makes_a_new_file_and_keeps_the_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd =
+            rustix::fs::open(dir.path(), OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let temp = write_named(
+            fd.as_fd(),
+            OsStr::new("m.prom"),
+            b"text\n",
+            Some((
+                rustix::process::geteuid().as_raw(),
+                rustix::process::getegid().as_raw(),
+                0o600,
+            )),
+        )
+        .unwrap();
+        let path = dir.path().join(&temp);
+        assert_eq!(std::fs::read(&path).unwrap(), b"text\n");
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+        assert!(temp.to_str().unwrap().starts_with(".m.prom."));
     }
 
     #[test]
