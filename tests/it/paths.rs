@@ -366,6 +366,14 @@ fn outputs_that_reach_a_closed_standard_descriptor_are_refused() {
             "rpv: /proc/self/fd/1: Bad file descriptor\n",
         ),
         (
+            "\"$0\" -q -o o --tee /proc/thread-self/fd/1 in >&-",
+            "rpv: /proc/thread-self/fd/1: Bad file descriptor\n",
+        ),
+        (
+            "\"$0\" -q -o o --tee /dev/stdin in <&-",
+            "rpv: /dev/stdin: Bad file descriptor\n",
+        ),
+        (
             "ln -s /dev/stdout link; \"$0\" -q -o o --tee link in >&-",
             "rpv: link: Bad file descriptor\n",
         ),
@@ -380,10 +388,16 @@ fn outputs_that_reach_a_closed_standard_descriptor_are_refused() {
         let o = std::fs::read(d.join("o")).unwrap_or_default();
         assert!(o.is_empty(), "{script}: refused before copying");
     }
-    // /dev/null by its own name is a fine output, closed stdout or not; an open stdout
-    // reached by name is too.
-    let (_, stderr, code) = sh_in(d, "\"$0\" -q -o /dev/null in >&-");
-    assert_eq!((stderr.as_str(), code), ("", Some(0)));
+    // /dev/null by its own name is a fine output, closed stdout or not, and so is another
+    // descriptor that is /dev/null; an open stdout reached by name is too.
+    for script in [
+        "\"$0\" -q -o /dev/null in >&-",
+        "\"$0\" -q -o o --tee /dev/fd/5 in >&- 5>/dev/null",
+        "\"$0\" -q --tee /dev/stdout in > /dev/null <&-",
+    ] {
+        let (_, stderr, code) = sh_in(d, script);
+        assert_eq!((stderr.as_str(), code), ("", Some(0)), "{script}");
+    }
     let (out, stderr, code) = sh_in(d, "\"$0\" -q -o o --tee /dev/stdout in");
     assert_eq!((stderr.as_str(), code), ("", Some(0)));
     assert_eq!(out, b"hello\n");
