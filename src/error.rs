@@ -152,6 +152,8 @@ pub enum Error {
         option: &'static str,
         /// The path as the user gave it.
         path: PathBuf,
+        /// It is a directory: `OPTION PATH: Is a directory` (errno EISDIR).
+        dir: bool,
     },
     /// `-R`/`-Q`: the target could not be reached: `PID: ERROR`, or `PID: message not
     /// received` without an error.
@@ -239,6 +241,7 @@ impl Error {
             | Error::OwnFile { err, .. }
             | Error::Command { err, .. } => err.raw_os_error(),
             Error::Remote { err, .. } => err.as_ref().and_then(io::Error::raw_os_error),
+            Error::NotRegular { dir: true, .. } => Some(libc::EISDIR),
             _ => None,
         }
     }
@@ -278,9 +281,21 @@ impl fmt::Display for Error {
                 path,
                 err,
             } => write!(f, "{option}: {}: {}", path.display(), e(err)),
-            Error::NotRegular { option, path } => {
-                write!(f, "{option} {}: not a regular file", path.display())
-            }
+            Error::NotRegular {
+                option,
+                path,
+                dir: false,
+            } => write!(f, "{option} {}: not a regular file", path.display()),
+            Error::NotRegular {
+                option,
+                path,
+                dir: true,
+            } => write!(
+                f,
+                "{option} {}: {}",
+                path.display(),
+                e(&io::Error::from_raw_os_error(libc::EISDIR))
+            ),
             Error::Remote {
                 pid,
                 err: Some(err),
@@ -319,6 +334,33 @@ mod tests {
     #[test]
     fn messages_are_pvs_and_bits_follow_the_kind() {
         let cases: Vec<(Error, &str, u8)> = vec![
+            (
+                Error::NotRegular {
+                    option: "--metrics-file",
+                    path: "/dev/null".into(),
+                    dir: false,
+                },
+                "--metrics-file /dev/null: not a regular file",
+                status::REMOTE_OR_PID,
+            ),
+            (
+                Error::NotRegular {
+                    option: "-P",
+                    path: "d".into(),
+                    dir: true,
+                },
+                "-P d: Is a directory",
+                status::REMOTE_OR_PID,
+            ),
+            (
+                Error::OwnFile {
+                    option: Some("--metrics-file"),
+                    path: "/x/m".into(),
+                    err: io(libc::ENOENT),
+                },
+                "--metrics-file: /x/m: No such file or directory",
+                status::REMOTE_OR_PID,
+            ),
             (
                 Error::OpenInput {
                     name: "x".into(),

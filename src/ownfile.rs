@@ -61,18 +61,13 @@ pub struct Own<'a> {
 const NEW_MODE: u32 = 0o644;
 
 /// Refuses a path that exists and is not a regular file (following symlinks): status 1,
-/// `OPTION PATH: not a regular file`; a directory is `PATH: Is a directory` (with the
-/// option first when `named`, as `--metrics-file` messages are).
-pub fn check_kind(option: &'static str, path: &Path, named: bool) -> Result<(), Error> {
+/// `OPTION PATH: not a regular file`, or `OPTION PATH: Is a directory`.
+pub fn check_kind(option: &'static str, path: &Path) -> Result<(), Error> {
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(Error::OwnFile {
-            option: named.then_some(option),
-            path: path.to_path_buf(),
-            err: io::Error::from_raw_os_error(libc::EISDIR),
-        }),
         Ok(meta) if !meta.is_file() => Err(Error::NotRegular {
             option,
             path: path.to_path_buf(),
+            dir: meta.is_dir(),
         }),
         // Nothing there (or a dangling symlink): created. Any other problem is the write's
         // to report.

@@ -145,11 +145,11 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
             what: "metrics",
         });
     if let Some(own) = pidfile {
-        ownfile::check_kind(own.option, own.path, false)?;
+        ownfile::check_kind(own.option, own.path)?;
         ownfile::check_clashes(o, own, metrics.as_slice())?;
     }
     if let Some(own) = metrics {
-        ownfile::check_kind(own.option, own.path, true)?;
+        ownfile::check_kind(own.option, own.path)?;
         ownfile::check_clashes(o, own, &[])?;
     }
     if let Some(own) = pidfile {
@@ -187,7 +187,7 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
                 })?;
                 (Store::Unnamed(file), Output::File(Arc::new(writer)))
             } else {
-                ownfile::check_kind("-U", path, false)?;
+                ownfile::check_kind("-U", path)?;
                 let file = open_store(path, &inputs)?;
                 (Store::Path(path.clone()), Output::File(Arc::new(file)))
             };
@@ -620,6 +620,7 @@ fn open_store(path: &Path, inputs: &[InputSpec]) -> Result<File, Error> {
         return Err(Error::NotRegular {
             option: "-U",
             path: path.to_path_buf(),
+            dir: false,
         });
     }
     sys::set_nonblocking(file.as_fd(), false).map_err(failed)?;

@@ -172,8 +172,10 @@ fn files_rpv_owns_never_replace_a_device_a_fifo_or_a_directory() {
         (
             "--metrics-file",
             "adir",
-            "rpv: --metrics-file: adir: Is a directory\n",
+            "rpv: --metrics-file adir: Is a directory\n",
         ),
+        ("-P", "adir", "rpv: -P adir: Is a directory\n"),
+        ("-U", "adir", "rpv: -U adir: Is a directory\n"),
         // A link to the descriptor, as /dev/stdout is: here a pipe.
         (
             "--metrics-file",

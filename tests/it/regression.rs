@@ -144,7 +144,7 @@ fn pid_file_errors_name_the_pid_file() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("rpv: {}: Is a directory\n", s(&sub))
+        format!("rpv: -P {}: Is a directory\n", s(&sub))
     );
     let out = rpv(&["-q", "-P", "", s(&input)]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
