@@ -187,12 +187,16 @@ fn sinks<'a>(
         sinks.push(Box::new(sink::term_progress::TermProgress::default()));
     }
     if let Some(notifier) = &display.notify {
-        sinks.push(Box::new(sink::notify::Notify::new(Arc::clone(notifier))));
+        sinks.push(Box::new(sink::notify::Notify::new(
+            Arc::clone(notifier),
+            report.finals(),
+        )));
     }
     if let Some(path) = &display.metrics_file {
         sinks.push(Box::new(sink::metrics::Metrics::new(
             path.clone(),
             report.prog(),
+            report.finals(),
         )));
     }
     sinks

@@ -691,7 +691,7 @@ fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
     let pid = std::process::id();
     let state = sink::metrics::State {
         pid,
-        now: sys::wall_clock().0,
+        start_time: None,
         done: false,
         exit: None,
     };

@@ -549,3 +549,78 @@ fn tee_outputs_have_their_own_figures() {
     );
     assert!(last("--tee /dev/full").contains("write failed"), "{text}");
 }
+
+/// Reads `child`'s stderr line by line on a thread: the lines so far, shared, and the
+/// thread (which ends when stderr closes).
+fn collect_lines(
+    child: &mut std::process::Child,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::thread::JoinHandle<()>,
+) {
+    use std::io::BufRead;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stderr = child.stderr.take().unwrap();
+    let shared = std::sync::Arc::clone(&lines);
+    let thread = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            shared.lock().unwrap().push(line.unwrap());
+        }
+    });
+    (lines, thread)
+}
+
+/// Waits (at most 30 s) until one of `lines` satisfies `found`.
+#[track_caller]
+fn wait_for_line(lines: &std::sync::Mutex<Vec<String>>, found: impl Fn(&str) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !lines.lock().unwrap().iter().any(|l| found(l)) {
+        assert!(std::time::Instant::now() < deadline, "{lines:#?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `-U` interrupted while it stores: nothing reached the output, and the `end` says so
+/// (its totals are what reached the output, not what was stored).
+#[test]
+fn u_interrupted_while_storing_ends_with_the_totals_of_the_output() {
+    use std::io::{Read, Write};
+    let mut child = rpv(&["--json", "-i", "0.1", "-U", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&data(1 << 20, 40)).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        stdout.read_to_end(&mut out).unwrap();
+        out
+    });
+    let (lines, thread) = collect_lines(&mut child);
+    wait_for_line(&lines, |l| {
+        l.contains("\"type\":\"progress\"") && l.contains("\"bytes\":1048576")
+    });
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = crate::util::wait_within(&mut child, 30.0, "-U after SIGINT");
+    drop(stdin);
+    thread.join().unwrap();
+    assert_eq!(status.code(), Some(32));
+    assert!(reader.join().unwrap().is_empty(), "nothing was forwarded");
+    let text = lines.lock().unwrap().join("\n") + "\n";
+    let objects = parse_ndjson(text.as_bytes());
+    assert!(of_type(&objects, "phase_end").is_empty(), "{text}");
+    let end = objects.last().unwrap();
+    assert_eq!(end["interrupted"], true);
+    assert_eq!(end["bytes"], 0, "what reached the output: {end}");
+    for figures in end["meters"].as_array().unwrap() {
+        assert_eq!(figures["bytes"], 0, "{end}");
+    }
+    for figures in end["inputs"].as_array().unwrap() {
+        assert_eq!(figures["bytes"], 0, "{end}");
+        assert_eq!(figures["done"], false, "{end}");
+    }
+}
