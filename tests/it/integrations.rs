@@ -1097,3 +1097,44 @@ fn watched_descriptors_are_named_by_their_path_and_summed_in_the_metrics_file() 
         assert_eq!(value(&text, "rpv_done", &labels), Some(1.0), "{text}");
     }
 }
+
+/// `--json` and `--log` on a terminal: no `OSC 9;4` (`--term-progress`, `auto` on a
+/// recognised terminal or `always`) and no window title (`-x`) on their lines; every line
+/// of `--json` is a JSON object, every line of `--log` a time-stamped record.
+#[test]
+fn json_and_log_lines_stay_pure_on_a_terminal() {
+    for voice in ["--json", "--log"] {
+        for (env, extra) in [
+            (&[WINDOWS_TERMINAL][..], &[][..]),
+            (&[][..], &["--term-progress=always"][..]),
+            (&[][..], &["-x", "windowtitle"][..]),
+            (
+                &[WINDOWS_TERMINAL][..],
+                &["--term-progress=always", "-x", "windowtitle,processtitle"][..],
+            ),
+        ] {
+            let mut args = vec![voice, "-L", "300k", "-s", "150k", "-S", "-i", "0.05"];
+            args.extend(extra);
+            let (mut child, terminal) = rpv_on_pty(&args, env, None);
+            assert!(wait(&mut child).success());
+            let (_, bytes, _) = terminal.finish();
+            let what = format!("{voice} {env:?} {extra:?}");
+            assert!(!bytes.contains(&0x1b), "{what}: {:?}", String::from_utf8_lossy(&bytes));
+            let text = String::from_utf8(bytes).unwrap();
+            let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
+            assert!(lines.len() >= 2, "{what}: {lines:?}");
+            for line in lines {
+                if voice == "--json" {
+                    let object: serde_json::Value = serde_json::from_str(line)
+                        .unwrap_or_else(|e| panic!("{what}: {e}: {line:?}"));
+                    assert!(object["type"].is_string(), "{what}: {line}");
+                } else {
+                    assert!(
+                        crate::json::iso8601_with_offset(&line[..25.min(line.len())]),
+                        "{what}: {line:?}"
+                    );
+                }
+            }
+        }
+    }
+}
