@@ -624,3 +624,36 @@ fn u_interrupted_while_storing_ends_with_the_totals_of_the_output() {
         assert_eq!(figures["done"], false, "{end}");
     }
 }
+
+/// `--log` escapes names (`-N`, file names, `--each` rows, an input that cannot be read) as
+/// the terminal does: one record per line, each starting with its time stamp, no escape.
+#[test]
+fn log_escapes_names_and_every_record_has_its_time_stamp() {
+    let dir = Dir::new();
+    let newline = dir.file("new\nline.bin", b"abc");
+    let escape = dir.file("esc\x1b[31mred.bin", b"def");
+    let missing = dir.path("gone\x1b]0;x\x07");
+    for args in [
+        vec!["--each", s(&newline), s(&escape), s(&missing)],
+        vec!["-N", "x\ny\x1b[31m", s(&newline)],
+    ] {
+        let mut all = vec!["--log"];
+        all.extend(&args);
+        let run = rpv(&all).stdout(Stdio::null()).output().unwrap();
+        let text = String::from_utf8(run.stderr).unwrap();
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
+        for line in text.lines() {
+            assert!(
+                line.len() > 25 && iso8601_with_offset(&line[..25]),
+                "{args:?}: a record without its time stamp: {line:?} in {text:?}"
+            );
+        }
+        if args[0] == "--each" {
+            assert!(text.contains("new\\nline.bin: 3.00  B"), "{text}");
+            assert!(text.contains("esc\\e[31mred.bin: 3.00  B"), "{text}");
+            assert!(text.contains("gone\\e]0;x\\x07: "), "{text}");
+        } else {
+            assert!(text.contains(" x\\ny\\e[31m: 3.00  B"), "{text}");
+        }
+    }
+}
