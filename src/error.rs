@@ -168,6 +168,8 @@ pub enum Error {
         bits: u8,
         /// The message.
         text: String,
+        /// The system error number behind it, if there is one.
+        errno: Option<i32>,
     },
 }
 
@@ -177,6 +179,16 @@ impl Error {
         Error::Other {
             bits,
             text: text.into(),
+            errno: None,
+        }
+    }
+
+    /// A message with exit bits and the system error number behind it (`ENOENT`, `ESRCH`).
+    pub fn other_errno(bits: u8, text: impl Into<String>, errno: Option<i32>) -> Error {
+        Error::Other {
+            bits,
+            text: text.into(),
+            errno,
         }
     }
 
@@ -224,6 +236,7 @@ impl Error {
             | Error::OwnFile { err, .. }
             | Error::Command { err, .. } => err.raw_os_error(),
             Error::Remote { err, .. } => err.as_ref().and_then(io::Error::raw_os_error),
+            Error::Other { errno, .. } => *errno,
             _ => None,
         }
     }

@@ -697,13 +697,14 @@ fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
     };
     let text = sink::metrics::render(None, o.name.as_deref().unwrap_or(""), state);
     sink::metrics::write_atomically(path, &text, pid).map_err(|err| {
-        Error::other(
+        Error::other_errno(
             status::REMOTE_OR_PID,
             format!(
                 "--metrics-file: {}: {}",
                 path.display(),
                 sys::strerror(&err)
             ),
+            err.raw_os_error(),
         )
     })
 }
@@ -805,9 +806,7 @@ pub fn display(o: &Options) -> DisplayConfig {
                 TermProgress::Never => false,
                 TermProgress::Always => true,
                 TermProgress::Auto => {
-                    stderr_tty
-                        && !o.quiet
-                        && term::progress::supported(&|k| std::env::var(k).ok())
+                    stderr_tty && !o.quiet && term::progress::supported(&|k| std::env::var(k).ok())
                 }
             },
         notify: sink::notify::Notifier::from_env().map(Arc::new),

@@ -117,7 +117,12 @@ fn nothing_forwarded(end: &mut Map<String, Value>) {
     }
     zero(end);
     for key in ["meters", "inputs", "outputs"] {
-        for figures in end.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten() {
+        for figures in end
+            .get_mut(key)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             if let Value::Object(o) = figures {
                 zero(o);
                 if key != "meters" {

@@ -151,23 +151,28 @@ impl Ending {
     }
 
     fn text(self, exit: u8, error: Option<&str>) -> String {
-        let Ending { lead: mut out, figures } = self;
+        let Ending {
+            lead: mut out,
+            figures,
+        } = self;
         match (exit, figures) {
-        (0, Some((moved, time, avg))) => out.push_str(&format!("done, {moved} in {time} ({avg})")),
-        (0, None) => out.push_str("done"),
-        (status::SIGNAL, Some((moved, time, _))) => {
-            out.push_str(&format!("interrupted after {moved} in {time}"));
-        }
-        (status::SIGNAL, None) => out.push_str("interrupted"),
-        (exit, figures) => {
-            out.push_str(&format!("failed (status {exit})"));
-            if let Some(error) = error {
-                out.push_str(&format!(": {error}"));
+            (0, Some((moved, time, avg))) => {
+                out.push_str(&format!("done, {moved} in {time} ({avg})"))
             }
-            if let Some((moved, time, _)) = figures {
-                out.push_str(&format!("; {moved} in {time}"));
+            (0, None) => out.push_str("done"),
+            (status::SIGNAL, Some((moved, time, _))) => {
+                out.push_str(&format!("interrupted after {moved} in {time}"));
             }
-        }
+            (status::SIGNAL, None) => out.push_str("interrupted"),
+            (exit, figures) => {
+                out.push_str(&format!("failed (status {exit})"));
+                if let Some(error) = error {
+                    out.push_str(&format!(": {error}"));
+                }
+                if let Some((moved, time, _)) = figures {
+                    out.push_str(&format!("; {moved} in {time}"));
+                }
+            }
         }
         out
     }

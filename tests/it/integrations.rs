@@ -988,7 +988,9 @@ fn a_failed_command_is_a_failure_in_the_metrics_file_and_for_systemd() {
         assert_eq!(value(&text, "rpv_bytes_total", &labels), Some(1000.0));
         let last = messages.last().map(String::as_str).unwrap_or("");
         assert!(
-            last.starts_with(&format!("STATUS=failed (status {status}); 1000 B in 0:00:0")),
+            last.starts_with(&format!(
+                "STATUS=failed (status {status}); 1000 B in 0:00:0"
+            )),
             "{script}: {messages:#?}"
         );
     }
@@ -1081,10 +1083,19 @@ fn watched_descriptors_are_named_by_their_path_and_summed_in_the_metrics_file() 
             std::fs::read_to_string(format!("/proc/{}/fdinfo/8", holder.id()))
                 .is_ok_and(|t| t.starts_with("pos:\t20000\n"))
         });
-        let mut watcher = rpv(&["-q", "-i", "0.05", "-w", "60", "-d", &target, "--metrics-file"])
-            .arg(&metrics)
-            .spawn()
-            .unwrap();
+        let mut watcher = rpv(&[
+            "-q",
+            "-i",
+            "0.05",
+            "-w",
+            "60",
+            "-d",
+            &target,
+            "--metrics-file",
+        ])
+        .arg(&metrics)
+        .spawn()
+        .unwrap();
         let labels = format!("name=\"{name}\",pid=\"{}\"", watcher.id());
         wait_until("the figures", || {
             std::fs::read_to_string(&metrics)
@@ -1119,7 +1130,11 @@ fn json_and_log_lines_stay_pure_on_a_terminal() {
             assert!(wait(&mut child).success());
             let (_, bytes, _) = terminal.finish();
             let what = format!("{voice} {env:?} {extra:?}");
-            assert!(!bytes.contains(&0x1b), "{what}: {:?}", String::from_utf8_lossy(&bytes));
+            assert!(
+                !bytes.contains(&0x1b),
+                "{what}: {:?}",
+                String::from_utf8_lossy(&bytes)
+            );
             let text = String::from_utf8(bytes).unwrap();
             let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
             assert!(lines.len() >= 2, "{what}: {lines:?}");
