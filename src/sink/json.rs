@@ -519,9 +519,11 @@ impl Json {
                 input,
                 bytes,
                 lines,
+                interrupted,
                 ..
             } => {
-                json!({"type": "input", "event": "done", "index": input, "bytes": bytes, "lines": lines})
+                json!({"type": "input", "event": "done", "index": input, "bytes": bytes,
+                       "lines": lines, "interrupted": interrupted})
             }
             Event::OutputGone => json!({"type": "output", "event": "reader_gone"}),
             Event::Trace(text) if config.trace => json!({"type": "trace", "text": text}),

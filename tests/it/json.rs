@@ -657,3 +657,70 @@ fn log_escapes_names_and_every_record_has_its_time_stamp() {
         }
     }
 }
+
+/// `--each` interrupted by Ctrl-C: the row of the input being read shows how far it got,
+/// never a full bar and 100 %; in `--json` its `done` event says `interrupted` and its
+/// figures are not `done`.
+#[test]
+fn each_input_cut_short_by_an_interrupt_shows_its_real_percentage() {
+    let dir = Dir::new();
+    let input = dir.file("five", &data(5 << 20, 41));
+    for json in [false, true] {
+        let mode = if json { "--json" } else { "-f" };
+        let mut child = rpv(&[mode, "--each", "-i", "0.1", "-L", "2M", s(&input)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (lines, thread) = if json {
+            collect_lines(&mut child)
+        } else {
+            // The rows end in \r: read raw chunks instead of lines.
+            let shared = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let mut stderr = child.stderr.take().unwrap();
+            let writer = std::sync::Arc::clone(&shared);
+            let thread = std::thread::spawn(move || {
+                use std::io::Read;
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = stderr.read(&mut buf) {
+                    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    writer.lock().unwrap().push(text);
+                }
+            });
+            (shared, thread)
+        };
+        wait_for_line(&lines, |l| l.contains("MiB") || l.contains("\"bytes\":1"));
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let status = crate::util::wait_within(&mut child, 30.0, "--each after SIGINT");
+        thread.join().unwrap();
+        assert_eq!(status.code(), Some(32));
+        let text = lines.lock().unwrap().join(if json { "\n" } else { "" });
+        if json {
+            let objects = parse_ndjson((text + "\n").as_bytes());
+            let done: Vec<&Value> = of_type(&objects, "input")
+                .into_iter()
+                .filter(|o| o["event"] == "done")
+                .collect();
+            assert_eq!(done.len(), 1, "{objects:#?}");
+            assert_eq!(done[0]["interrupted"], true, "{objects:#?}");
+            let end = objects.last().unwrap();
+            let figures = &end["inputs"][0];
+            assert_eq!(figures["done"], false, "{end}");
+            let percent = figures["percent"].as_f64().unwrap();
+            assert!(percent > 0.0 && percent < 100.0, "{end}");
+        } else {
+            let row = text
+                .split(['\r', '\n'])
+                .filter(|r| r.contains("five:"))
+                .last()
+                .unwrap_or_else(|| panic!("{text:?}"))
+                .to_string();
+            assert!(!row.contains("100%"), "the real percentage: {row:?}");
+            assert!(
+                row.contains('%') && row.contains('>'),
+                "a bar part done: {row:?}"
+            );
+        }
+    }
+}
