@@ -712,8 +712,7 @@ fn each_input_cut_short_by_an_interrupt_shows_its_real_percentage() {
         } else {
             let row = text
                 .split(['\r', '\n'])
-                .filter(|r| r.contains("five:"))
-                .last()
+                .rfind(|r| r.contains("five:"))
                 .unwrap_or_else(|| panic!("{text:?}"))
                 .to_string();
             assert!(!row.contains("100%"), "the real percentage: {row:?}");
