@@ -290,7 +290,9 @@ impl WatchSource {
                 raw_path,
                 note,
                 with_pid: self.with_pid,
-                prefix,
+                // A pipe or socket shows a process's count, not a position: its name and
+                // marker are shown even when it is watched alone.
+                prefix: prefix || !note.is_empty(),
             },
             amount: w.position,
             moved: w.progress,
