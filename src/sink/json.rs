@@ -246,10 +246,17 @@ impl Json {
                 Value::Object(o)
             })
             .collect();
+        // The run started before the set-up's messages held until now: the `start` is
+        // stamped no later than the first of them, so times never go back.
+        let time = (ledger.held.iter())
+            .filter_map(|m| m["time"].as_str())
+            .min()
+            .map_or_else(now, str::to_string);
         write(
             term,
             json!({
                 "type": "start",
+                "time": time,
                 "program": "rpv",
                 "version": env!("CARGO_PKG_VERSION"),
                 "pid": std::process::id(),

@@ -618,3 +618,32 @@ fn messages_carry_the_errno_behind_them() {
     let _ = alive.wait();
     validate_all(&runs);
 }
+
+/// Times never go back: a message of the set-up (held until the `start` is written, like
+/// the inline `--pipeline` warning outside a pipeline) carries no earlier `time` than the
+/// `start` before it.
+#[test]
+fn json_times_never_go_back() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(300_000, 52));
+    for _ in 0..5 {
+        let out = rpv(&["--json", "--pipeline", "-L", "2M", "-i", "0.05", s(&input)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        let objects = objects("--pipeline", &out.stderr, out.status.code());
+        assert!(
+            objects.iter().any(|o| o["type"] == "message"),
+            "{objects:#?}"
+        );
+        let times: Vec<&str> = objects
+            .iter()
+            .map(|o| o["time"].as_str().unwrap())
+            .collect();
+        assert!(
+            times.windows(2).all(|w| w[0] <= w[1]),
+            "times in order: {objects:#?}"
+        );
+    }
+}

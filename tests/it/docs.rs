@@ -896,7 +896,10 @@ fn every_pipeline_state_is_documented() {
     for doc in ["README.md", MAN_PAGE, "docs/json.md"] {
         let text = read_project_file(doc);
         for state in &states {
-            assert!(text.contains(state), "{doc} does not list the state {state:?}");
+            assert!(
+                text.contains(state),
+                "{doc} does not list the state {state:?}"
+            );
         }
     }
 }
