@@ -520,9 +520,12 @@ fn tee_outputs_have_their_own_figures() {
         .iter()
         .all(|p| p["outputs"].as_array().is_some_and(|o| o.len() == 2)));
 
+    // Wide enough for the paths as names (a third of the width each at most).
     let run = rpv(&[
         "--each",
         "-f",
+        "-w",
+        "200",
         "-i",
         "0.1",
         "--tee",
