@@ -134,69 +134,67 @@ fn figures(r: &Reading<'_>, name: &str, state: State) -> String {
         out: String::new(),
         labels: labels(name, state.pid),
     };
-    {
-        let m = r.meter;
-        let unit = match m.unit {
-            Unit::Bytes => "bytes",
-            Unit::Lines => "lines",
-        };
+    let m = r.meter;
+    let unit = match m.unit {
+        Unit::Bytes => "bytes",
+        Unit::Lines => "lines",
+    };
+    t.count(
+        &format!("rpv_{unit}_total"),
+        "counter",
+        &format!("The {unit} rpv has moved so far."),
+        m.amount,
+    );
+    if m.size > 0 {
         t.count(
-            &format!("rpv_{unit}_total"),
-            "counter",
-            &format!("The {unit} rpv has moved so far."),
-            m.amount,
-        );
-        if m.size > 0 {
-            t.count(
-                &format!("rpv_size_{unit}"),
-                "gauge",
-                &format!("The size of the transfer in {unit}, when it is known."),
-                m.size,
-            );
-        }
-        t.series(
-            &format!("rpv_rate_{unit}_per_second"),
+            &format!("rpv_size_{unit}"),
             "gauge",
-            &format!("The current transfer rate in {unit} per second."),
-            r.rates.rate,
-        );
-        t.series(
-            &format!("rpv_average_rate_{unit}_per_second"),
-            "gauge",
-            &format!("The average transfer rate in {unit} per second."),
-            r.rates.avg_rate,
-        );
-        let avg = r.rates.avg_rate;
-        let eta_known = m.size > 0 && !state.done && r.stalled_for.is_none() && m.moved > 0;
-        if eta_known && avg.is_finite() && avg > 0.001 {
-            t.series(
-                "rpv_eta_seconds",
-                "gauge",
-                "The estimated seconds left, when the size is known and data moves.",
-                (m.size.saturating_sub(m.amount) as f64 / avg).round(),
-            );
-        }
-        t.series(
-            "rpv_elapsed_seconds",
-            "gauge",
-            "The seconds the transfer has run (time stopped with Ctrl-Z not counted).",
-            r.elapsed,
-        );
-        if let Some(start) = state.start_time {
-            t.series(
-                "rpv_start_time_seconds",
-                "gauge",
-                "When the transfer started, in seconds since the Unix epoch.",
-                start,
-            );
-        }
-        t.count(
-            "rpv_stalled",
-            "gauge",
-            "1 while no data has moved for a while (two updates, at least 2 seconds).",
-            u64::from(r.stalled_for.is_some()),
+            &format!("The size of the transfer in {unit}, when it is known."),
+            m.size,
         );
     }
+    t.series(
+        &format!("rpv_rate_{unit}_per_second"),
+        "gauge",
+        &format!("The current transfer rate in {unit} per second."),
+        r.rates.rate,
+    );
+    t.series(
+        &format!("rpv_average_rate_{unit}_per_second"),
+        "gauge",
+        &format!("The average transfer rate in {unit} per second."),
+        r.rates.avg_rate,
+    );
+    let avg = r.rates.avg_rate;
+    let eta_known = m.size > 0 && !state.done && r.stalled_for.is_none() && m.moved > 0;
+    if eta_known && avg.is_finite() && avg > 0.001 {
+        t.series(
+            "rpv_eta_seconds",
+            "gauge",
+            "The estimated seconds left, when the size is known and data moves.",
+            (m.size.saturating_sub(m.amount) as f64 / avg).round(),
+        );
+    }
+    t.series(
+        "rpv_elapsed_seconds",
+        "gauge",
+        "The seconds the transfer has run (time stopped with Ctrl-Z not counted).",
+        r.elapsed,
+    );
+    if let Some(start) = state.start_time {
+        t.series(
+            "rpv_start_time_seconds",
+            "gauge",
+            "When the transfer started, in seconds since the Unix epoch.",
+            start,
+        );
+    }
+    t.count(
+        "rpv_stalled",
+        "gauge",
+        "1 while no data has moved for a while (two updates, at least 2 seconds).",
+        u64::from(r.stalled_for.is_some()),
+    );
     t.out
 }
 
@@ -345,12 +343,12 @@ impl Metrics {
     }
 }
 
-/// Writes `text` to `path`, and warns (once: `warned`) when that fails.
-fn write(path: &Path, text: &str, pid: u32, warned: &mut bool, voice: Voice<'_>) {
+/// Writes `text` to `path`, and warns on `term` (once: `warned`) when that fails.
+fn write(path: &Path, text: &str, pid: u32, warned: &mut bool, voice: Voice<'_>, term: &mut Term) {
     if let Err(e) = write_atomically(path, text, pid) {
         if !std::mem::replace(warned, true) {
             let text = format!("--metrics-file: {}: {}", path.display(), sys::strerror(&e));
-            warn(voice, &text, e.raw_os_error());
+            warn(voice, term, &text, e.raw_os_error());
         }
     }
 }
@@ -366,13 +364,12 @@ struct Voice<'a> {
 
 /// A warning on standard error in the voice of the run: an `rpv: …` line, a time-stamped
 /// line with `--log`, a `message` object (a `warning`, with its `errno`) with `--json`.
-fn warn(voice: Voice<'_>, text: &str, errno: Option<i32>) {
-    let mut term = Term::new(voice.prog);
+fn warn(voice: Voice<'_>, term: &mut Term, text: &str, errno: Option<i32>) {
     let prog = voice.prog;
     if voice.json {
         let mut message = super::json::message(&crate::error::Error::other(0, text), None);
         message["errno"] = errno.into();
-        super::json::write(&mut term, message);
+        super::json::write(term, message);
     } else if voice.log {
         let stamp = super::log::timestamp(sys::wall_clock());
         term.raw(&format!(
@@ -385,7 +382,7 @@ fn warn(voice: Voice<'_>, text: &str, errno: Option<i32>) {
 }
 
 impl Sink for Metrics {
-    fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, _term: &mut Term) {
+    fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         if !snapshot.final_update {
             let (_, text) = self.text(snapshot, config, false);
             let voice = Voice {
@@ -393,7 +390,7 @@ impl Sink for Metrics {
                 json: config.json,
                 log: config.log,
             };
-            write(&self.path, &text, self.pid, &mut self.warned, voice);
+            write(&self.path, &text, self.pid, &mut self.warned, voice, term);
         }
     }
 
@@ -412,7 +409,9 @@ impl Sink for Metrics {
                     json,
                     log,
                 };
-                write(&path, &text, pid, &mut warned, voice);
+                // The display loop is over: nothing else writes on stderr now.
+                let mut term = Term::new(&prog);
+                write(&path, &text, pid, &mut warned, voice, &mut term);
             }),
         );
     }
