@@ -191,7 +191,9 @@ fn sinks<'a>(
         }
     }
     if display.term_progress {
-        sinks.push(Box::new(sink::term_progress::TermProgress::default()));
+        sinks.push(Box::new(sink::term_progress::TermProgress::new(
+            report.finals(),
+        )));
     }
     if let Some(notifier) = &display.notify {
         sinks.push(Box::new(sink::notify::Notify::new(

@@ -1153,3 +1153,37 @@ fn json_and_log_lines_stay_pure_on_a_terminal() {
         }
     }
 }
+
+/// A `-M` command that fails is a failure for the terminal's indicator too: it ends in the
+/// error state, then is cleared (the status is the command's, known once it has ended).
+#[test]
+fn term_progress_ends_in_the_error_state_when_the_command_fails() {
+    let (mut child, terminal) = rpv_on_pty(
+        &[
+            "-i",
+            "0.1",
+            "-s",
+            "400k",
+            "-L",
+            "400k",
+            "-M",
+            "out",
+            "--",
+            "sh",
+            "-c",
+            "head -c 200000 /dev/zero; exit 3",
+        ],
+        &[WINDOWS_TERMINAL],
+        None,
+    );
+    assert_eq!(wait(&mut child).code(), Some(3));
+    let (_, bytes, _) = terminal.finish();
+    let bodies = osc(&bytes);
+    let (last, before) = bodies.split_last().unwrap_or_else(|| panic!("{bodies:?}"));
+    assert_eq!(last, "0", "cleared at the end: {bodies:?}");
+    assert!(
+        before.last().is_some_and(|b| state(b) == "2"),
+        "the error state before the clear: {bodies:?}"
+    );
+    assert!(before.iter().any(|b| state(b) == "1"), "{bodies:?}");
+}
