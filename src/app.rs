@@ -37,10 +37,17 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         .file_name()
         .map_or_else(|| "rpv".into(), |s| s.to_string_lossy().into_owned());
     let args = &args[1.min(args.len())..];
+    // `--help`, `--version` and `--completions` write on stdout; with `--json`, the run
+    // still ends with its `end` object on stderr.
+    let special = |text: &str| {
+        let status = print_stdout(text);
+        Report::new(&prog, cli::voice_of(args)).close(status);
+        i32::from(status)
+    };
     match cli::parse(&argv0, args) {
-        cli::Parsed::Help => print_stdout(&cli::help_text(term::size(0, 0).0)),
-        cli::Parsed::Version => print_stdout(&cli::version_text()),
-        cli::Parsed::Completions(shell) => print_stdout(&cli::completion_script(shell)),
+        cli::Parsed::Help => special(&cli::help_text(term::size(0, 0).0)),
+        cli::Parsed::Version => special(&cli::version_text()),
+        cli::Parsed::Completions(shell) => special(&cli::completion_script(shell)),
         cli::Parsed::Error(text) => {
             let report = Report::new(&prog, cli::voice_of(args));
             report.usage(&text, &argv0);
@@ -59,7 +66,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     }
 }
 
-fn print_stdout(text: &str) -> i32 {
+fn print_stdout(text: &str) -> u8 {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
@@ -184,15 +191,21 @@ fn sinks<'a>(
         }
     }
     if display.term_progress {
-        sinks.push(Box::new(sink::term_progress::TermProgress::default()));
+        sinks.push(Box::new(sink::term_progress::TermProgress::new(
+            report.finals(),
+        )));
     }
     if let Some(notifier) = &display.notify {
-        sinks.push(Box::new(sink::notify::Notify::new(Arc::clone(notifier))));
+        sinks.push(Box::new(sink::notify::Notify::new(
+            Arc::clone(notifier),
+            report.finals(),
+        )));
     }
     if let Some(path) = &display.metrics_file {
         sinks.push(Box::new(sink::metrics::Metrics::new(
             path.clone(),
             report.prog(),
+            report.finals(),
         )));
     }
     sinks

@@ -183,6 +183,8 @@ pub enum Error {
         bits: u8,
         /// The message.
         text: String,
+        /// The system error number behind it, if there is one.
+        errno: Option<i32>,
     },
 }
 
@@ -192,6 +194,16 @@ impl Error {
         Error::Other {
             bits,
             text: text.into(),
+            errno: None,
+        }
+    }
+
+    /// A message with exit bits and the system error number behind it (`ENOENT`, `ESRCH`).
+    pub fn other_errno(bits: u8, text: impl Into<String>, errno: Option<i32>) -> Error {
+        Error::Other {
+            bits,
+            text: text.into(),
+            errno,
         }
     }
 
@@ -242,6 +254,7 @@ impl Error {
             | Error::Command { err, .. } => err.raw_os_error(),
             Error::Remote { err, .. } => err.as_ref().and_then(io::Error::raw_os_error),
             Error::NotRegular { dir: true, .. } => Some(libc::EISDIR),
+            Error::Other { errno, .. } => *errno,
             _ => None,
         }
     }

@@ -196,7 +196,8 @@ pub enum Event {
         /// Whether the skip is reported as a message (`-E` once) or only counted (`-EE`).
         shown: bool,
     },
-    /// An input has been read to its end (or abandoned after an error).
+    /// An input has been read to its end (or abandoned after an error, or cut short by an
+    /// interrupt).
     InputDone {
         /// Operand index.
         input: usize,
@@ -206,6 +207,9 @@ pub enum Event {
         lines: u64,
         /// Monotonic time (ns) it was done.
         at_ns: u64,
+        /// The run was interrupted (a signal, the stall watchdog) while it was read: it was
+        /// not read to its end.
+        interrupted: bool,
     },
     /// The output's reader went away: the transfer ends quietly.
     OutputGone,

@@ -637,7 +637,7 @@ fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
     let pid = std::process::id();
     let state = sink::metrics::State {
         pid,
-        now: sys::wall_clock().0,
+        start_time: None,
         done: false,
         exit: None,
     };
@@ -703,14 +703,16 @@ pub fn display(o: &Options) -> DisplayConfig {
         log: o.log,
         quiet: o.quiet,
         pipeline: matches!(o.action, Action::Pipeline(_)),
-        term_progress: match o.term_progress {
-            TermProgress::Never => false,
-            // Into a pipe or file too, but never between the lines of --json or --log.
-            TermProgress::Always => stderr_tty || !(o.json || o.log),
-            TermProgress::Auto => {
-                stderr_tty && !o.quiet && term::progress::supported(&|k| std::env::var(k).ok())
-            }
-        },
+        // Into a pipe or file too with `always`; never with --json or --log, whose every
+        // line is an object or a record (a terminal included).
+        term_progress: !(o.json || o.log)
+            && match o.term_progress {
+                TermProgress::Never => false,
+                TermProgress::Always => true,
+                TermProgress::Auto => {
+                    stderr_tty && !o.quiet && term::progress::supported(&|k| std::env::var(k).ok())
+                }
+            },
         notify: sink::notify::Notifier::from_env().map(Arc::new),
         metrics_file: o.metrics_file.clone(),
         // A transfer's watchdog: watching (-d, -Q, --pipeline=PID) moves nothing of rpv's.

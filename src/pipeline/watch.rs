@@ -66,6 +66,20 @@ pub enum WatchError {
     Proc(io::Error),
 }
 
+impl WatchError {
+    /// The system error number behind it, if there is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            WatchError::NoSuchProcess(_) => Some(libc::ESRCH),
+            WatchError::NotPermitted(_) => Some(libc::EACCES),
+            WatchError::Proc(e) => e.raw_os_error(),
+            WatchError::Zombie(_) | WatchError::KernelThread(..) | WatchError::NotInPipeline(_) => {
+                None
+            }
+        }
+    }
+}
+
 impl std::fmt::Display for WatchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -59,6 +59,10 @@ pub struct Column {
     pub grow: bool,
     /// How it gives way: (priority, step); lower priorities give way first.
     pub steps: Vec<(u8, Give)>,
+    /// (divisor, floor): never wider than the table's width divided by `divisor` (its
+    /// suffix included), unless that is below `floor` columns, whatever room is left: a
+    /// long name leaves room for the bar.
+    pub at_most: Option<(usize, usize)>,
 }
 
 impl Column {
@@ -71,6 +75,7 @@ impl Column {
             reserve: 0,
             grow: false,
             steps: Vec::new(),
+            at_most: None,
         }
     }
 
@@ -107,6 +112,13 @@ impl Column {
     /// At `priority`, the column is left out.
     pub fn drop_at(mut self, priority: u8) -> Column {
         self.steps.push((priority, Give::Drop));
+        self
+    }
+
+    /// Never wider than `1/divisor` of the table's width, nor cut below `floor` columns
+    /// by this rule (cells cut with an ellipsis).
+    pub fn at_most(mut self, divisor: usize, floor: usize) -> Column {
+        self.at_most = Some((divisor.max(1), floor));
         self
     }
 }
@@ -305,7 +317,12 @@ impl Table<'_> {
 
     /// Fits the table's columns to `width` columns.
     pub fn layout(&self, width: usize, utf8: bool) -> Layout {
-        let natural = self.natural();
+        let mut natural = self.natural();
+        for (c, col) in self.columns.iter().enumerate() {
+            if let Some((divisor, floor)) = col.at_most {
+                natural[c] = natural[c].min((width / divisor).max(floor).max(col.reserve));
+            }
+        }
         let n = self.columns.len();
         let mut shown: Vec<bool> = (0..n)
             .map(|c| natural[c] > 0 || self.columns[c].grow)

@@ -52,6 +52,8 @@ struct InputRow {
     start: (u64, u64),
     /// Its bytes and lines once done, and when.
     done: Option<(u64, u64, u64)>,
+    /// An interrupt cut it short: it keeps its real figures and is not ended.
+    interrupted: bool,
     /// Why it could not be copied.
     error: Option<String>,
 }
@@ -177,9 +179,11 @@ impl<'a> EngineSource<'a> {
                 bytes,
                 lines,
                 at_ns,
+                interrupted,
             } => {
                 let i = row(&mut self.inputs, *input);
                 self.inputs[i].done = Some((*bytes, *lines, *at_ns));
+                self.inputs[i].interrupted = *interrupted;
                 self.done = (self.done.0 + bytes, self.done.1 + lines);
             }
             Event::InputFailed { input, error } => {
@@ -244,7 +248,9 @@ impl<'a> EngineSource<'a> {
                 Unit::Lines => lines,
                 Unit::Bytes => bytes,
             };
-            let ended = r.done.is_some() || r.error.is_some();
+            // Cut short by an interrupt: its clock stops, but it is not done (its row shows
+            // how far it got, not a full bar).
+            let ended = (r.done.is_some() && !r.interrupted) || r.error.is_some();
             out.push(MeterState {
                 id: self.input_id(index),
                 role: Role::Input(self.first_input + index),

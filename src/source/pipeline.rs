@@ -102,8 +102,9 @@ impl PipelineSource {
     /// Watches the pipelines of process `pid` (its own, or each one a shell runs), sampled
     /// every `interval` seconds.
     pub fn watch(pid: u32, interval: f64) -> Result<PipelineSource, Error> {
-        let mut watchers = Watcher::jobs(sys_proc, pid)
-            .map_err(|e| Error::other(status::ACCESS, format!("--pipeline: {e}")))?;
+        let mut watchers = Watcher::jobs(sys_proc, pid).map_err(|e| {
+            Error::other_errno(status::ACCESS, format!("--pipeline: {e}"), e.errno())
+        })?;
         let start_ns = sys::monotonic_ns();
         for watcher in &mut watchers {
             prepare(watcher, interval, start_ns);

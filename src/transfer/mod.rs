@@ -381,6 +381,7 @@ impl<'a> Engine<'a> {
             bytes: self.bytes - bytes_before,
             lines: self.lines - lines_before,
             at_ns: sys::monotonic_ns(),
+            interrupted: !more && self.stopping(),
         });
         more
     }

@@ -673,3 +673,88 @@ fn the_fanout_path_and_trace_objects_are_in_the_schema() {
     );
     validate_all(&[("fan-out".into(), String::from_utf8(out.stderr).unwrap())]);
 }
+
+/// `--help`, `--version` and `--completions` with `--json`: stdout as without it, and
+/// stderr exactly one `end` (status 0).
+#[test]
+fn help_version_and_completions_with_json_end_with_one_end() {
+    let mut runs = Vec::new();
+    for args in [&["-V"][..], &["-h"], &["--completions", "bash"]] {
+        let plain = rpv(args).output().unwrap();
+        let mut with_json = vec!["--json"];
+        with_json.extend(args);
+        let out = rpv(&with_json).output().unwrap();
+        let what = format!("{with_json:?}");
+        assert_eq!(out.status.code(), Some(0), "{what}");
+        assert!(!plain.stdout.is_empty(), "{what}");
+        assert_eq!(out.stdout, plain.stdout, "{what}: stdout as without --json");
+        let objects = objects(&what, &out.stderr, out.status.code());
+        assert_eq!(objects.len(), 1, "{what}: only the end: {objects:#?}");
+        runs.push((what, String::from_utf8(out.stderr).unwrap()));
+    }
+    validate_all(&runs);
+}
+
+/// `errno` is the system error behind a message: `ESRCH` for a process that does not exist
+/// (`--pipeline=PID`, `-d PID`), `ENOENT` for a descriptor it does not have (`-d PID:FD`) or
+/// a `--metrics-file` directory that does not exist.
+#[test]
+fn messages_carry_the_errno_behind_them() {
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let gone = gone.id().to_string();
+    let mut alive = Command::new("sleep").arg("30").spawn().unwrap();
+    let fd = format!("{}:999", alive.id());
+    let pipeline = format!("--pipeline={gone}");
+    let cases: [(&[&str], i32); 4] = [
+        (&["--json", &pipeline], libc::ESRCH),
+        (&["--json", "-d", &gone], libc::ESRCH),
+        (&["--json", "-d", &fd], libc::ENOENT),
+        (
+            &["--json", "--metrics-file", "/nonexistent/m.prom"],
+            libc::ENOENT,
+        ),
+    ];
+    let mut runs = Vec::new();
+    for (args, errno) in cases {
+        let what = format!("{args:?}");
+        let out = rpv(args).stdin(Stdio::null()).output().unwrap();
+        let objects = objects(&what, &out.stderr, out.status.code());
+        let messages = of_type(&objects, "message");
+        assert_eq!(messages.len(), 1, "{what}: {messages:#?}");
+        assert_eq!(messages[0]["errno"], errno, "{what}: {messages:#?}");
+        runs.push((what, String::from_utf8(out.stderr).unwrap()));
+    }
+    let _ = alive.kill();
+    let _ = alive.wait();
+    validate_all(&runs);
+}
+
+/// Times never go back: a message of the set-up (held until the `start` is written, like
+/// the inline `--pipeline` warning outside a pipeline) carries no earlier `time` than the
+/// `start` before it.
+#[test]
+fn json_times_never_go_back() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(300_000, 52));
+    for _ in 0..5 {
+        let out = rpv(&["--json", "--pipeline", "-L", "2M", "-i", "0.05", s(&input)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        let objects = objects("--pipeline", &out.stderr, out.status.code());
+        assert!(
+            objects.iter().any(|o| o["type"] == "message"),
+            "{objects:#?}"
+        );
+        let times: Vec<&str> = objects
+            .iter()
+            .map(|o| o["time"].as_str().unwrap())
+            .collect();
+        assert!(
+            times.windows(2).all(|w| w[0] <= w[1]),
+            "times in order: {objects:#?}"
+        );
+    }
+}

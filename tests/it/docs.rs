@@ -877,3 +877,29 @@ fn comments_cite_nothing_outside_the_project() {
     }
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// Every state the pipeline view shows (the words of `Activity::label` in
+/// src/pipeline/classify.rs) is listed in the README, the man page and docs/json.md.
+#[test]
+fn every_pipeline_state_is_documented() {
+    let code = read_project_file("src/pipeline/classify.rs");
+    let body = code
+        .split("pub fn label(self)")
+        .nth(1)
+        .and_then(|rest| rest.split("\n    }\n").next())
+        .expect("Activity::label");
+    let states: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.split("=> \"").nth(1)?.split('"').next())
+        .collect();
+    assert!(states.len() >= 13, "{states:?}");
+    for doc in ["README.md", MAN_PAGE, "docs/json.md"] {
+        let text = read_project_file(doc);
+        for state in &states {
+            assert!(
+                text.contains(state),
+                "{doc} does not list the state {state:?}"
+            );
+        }
+    }
+}

@@ -433,3 +433,37 @@ fn mode_conflicts() {
         "rpv: cannot use line mode or transfer modifier options when watching file descriptors\n"
     );
 }
+
+/// `-d PID:FD` on a pipe, alone and in the default format: the line still names it with
+/// its `(process reads)` marker (the figure is the process's count, not a position).
+#[test]
+fn a_pipe_watched_alone_shows_its_marker() {
+    let mut reader = Command::new("dd")
+        .args(["bs=4096", "of=/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = reader.id();
+    wait_for_fd(pid, 0);
+    let mut stdin = reader.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        stdin.write_all(&[7u8; 64 * 1024]).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+    });
+    let out = run_limited(
+        rpv(&["-d", &format!("{pid}:0"), "-f", "-i", "0.1"]),
+        Duration::from_secs(20),
+    );
+    feeder.join().unwrap();
+    let _ = reader.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let last = text
+        .split(['\r', '\n'])
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    assert!(last.starts_with("   0:pipe:["), "{text:?}");
+    assert!(last.contains("] (process reads): "), "{text:?}");
+}
