@@ -13,6 +13,8 @@ pub mod error;
 pub mod meter;
 pub mod pipeline;
 pub mod plan;
+#[cfg(test)]
+mod proptest_cases;
 pub mod screen;
 pub mod session;
 pub mod signals;

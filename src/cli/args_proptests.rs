@@ -91,7 +91,7 @@ fn argv() -> impl Strategy<Value = Vec<String>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(crate::proptest_cases::config(3000))]
 
     #[test]
     fn any_command_line_parses_or_is_refused_with_a_message(args in argv(), posix in any::<bool>()) {
