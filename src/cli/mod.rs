@@ -11,17 +11,44 @@ use std::path::PathBuf;
 
 mod args;
 mod complete;
+mod flags;
 mod help;
 pub mod number;
 
 pub use args::{parse, voice_of};
-pub use complete::{completion_script, Shell};
+pub use complete::completion_script;
 pub use help::{help_text, version_text};
 
 /// Largest read/write buffer (`-B`, also set by `-R`): 1 GiB. Each read and write moves at
 /// most one buffer, and the kernel hands out far less per call on pipes and sockets, so a
 /// larger buffer only costs memory. Larger values are capped to this.
 pub const MAX_BUFFER: usize = 1 << 30;
+
+/// The shells `--completions` knows, as they are named on its command line.
+pub(crate) const SHELL_NAMES: &[&str] = &["bash", "zsh", "fish"];
+
+/// A shell that rpv writes a completion script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shell {
+    /// GNU bash (needs no bash-completion package).
+    Bash,
+    /// zsh (`#compdef` file for a directory in `$fpath`).
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+impl Shell {
+    /// The shell named `name` (exactly as in [`SHELL_NAMES`]).
+    pub(crate) fn from_name(name: &str) -> Option<Shell> {
+        match name {
+            "bash" => Some(Shell::Bash),
+            "zsh" => Some(Shell::Zsh),
+            "fish" => Some(Shell::Fish),
+            _ => None,
+        }
+    }
+}
 
 /// What a failing output does to the run (`--tee-error MODE`; the names are GNU tee's
 /// `--output-error` modes). The main output's write errors always end the run, as in pv;

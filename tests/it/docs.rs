@@ -1,9 +1,9 @@
 //! The documentation people install: `--help`, the man page (`doc/rpv.1`) and the shell
 //! completions (`completions/`, `rpv --completions SHELL`) must list the same options.
 //!
-//! The help rows are held to the option table by the unit tests of `src/cli/help.rs`; these
-//! tests hold the man page and the completions to `rpv --help`, so an option added to the
-//! table without its documentation fails here, naming the option and the place it is
+//! `--help`, the parser and the completions read one option table (`src/cli/flags.rs`);
+//! these tests hold the man page and the completions to `rpv --help`, so an option added to
+//! the table without its documentation fails here, naming the option and the place it is
 //! missing from. Tools that may be missing (groff, mandoc, zsh, fish) skip their check with
 //! a message; .ci/run installs them.
 
@@ -157,7 +157,7 @@ fn man_page_has_an_entry_for_every_help_option_and_no_other() {
     for (name, tag) in &man {
         if !help.contains_key(name) {
             problems.push(format!(
-                "{MAN_PAGE} documents `{tag}`, which `rpv --help` does not list (src/cli/help.rs)"
+                "{MAN_PAGE} documents `{tag}`, which `rpv --help` does not list (src/cli/flags.rs)"
             ));
         }
     }
