@@ -18,6 +18,7 @@ use super::number::{
     is_valid_double, is_valid_integer, is_valid_size, parse_duration, parse_interval, parse_size,
 };
 use super::{Action, MonitorSide, Options, Parsed, Shell, SizeArg, TeeErrorMode, TermProgress};
+use crate::display::DisplaySwitches;
 
 /// One long name of an option of the table (its own name or an alias), with what the
 /// parser needs to know about it.
@@ -476,15 +477,8 @@ impl<'a> State<'a> {
         match short {
             'h' => return Flow::Help,
             'V' => return Flow::Version,
-            'p' => o.progress = true,
-            't' => o.timer = true,
-            'e' => o.eta = true,
-            'I' => o.fineta = true,
-            'r' => o.rate = true,
-            'a' => o.average_rate = true,
-            'b' => o.bytes = true,
-            '8' => (o.bits, o.bytes) = (true, true),
-            'T' => (o.buffer_percent, o.no_splice) = (true, true),
+            '8' => (o.bits, o.switches.bytes) = (true, true),
+            'T' => (o.switches.buffer_percent, o.no_splice) = (true, true),
             'n' => o.numeric = true,
             'q' => o.quiet = true,
             'k' => o.si = true,
@@ -506,9 +500,11 @@ impl<'a> State<'a> {
             JSON => (o.json, o.log) = (true, false),
             LOG => (o.log, o.json) = (true, false),
             EACH => o.each = true,
-            _ => {}
+            letter => {
+                o.switches.set(letter);
+            }
         }
-        if "pteIrab8Tnq".contains(short) {
+        if DisplaySwitches::LETTERS.contains(short) || "8nq".contains(short) {
             self.display_switch();
         }
         Flow::Continue

@@ -9,6 +9,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::display::DisplaySwitches;
+
 mod args;
 mod complete;
 mod flags;
@@ -190,26 +192,13 @@ pub enum SizeArg {
 /// Everything the command line said, typed, after pv's clamps but before any I/O.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Options {
-    /// `-p`
-    pub progress: bool,
-    /// `-t`
-    pub timer: bool,
-    /// `-e`
-    pub eta: bool,
-    /// `-I`
-    pub fineta: bool,
-    /// `-r`
-    pub rate: bool,
-    /// `-a`
-    pub average_rate: bool,
-    /// `-b` (also set by `-8`)
-    pub bytes: bool,
+    /// The display switches given, `-p -t -e -I -r -a -b -T` (`-8` sets `bytes`); only
+    /// those eight fields are set here (`-A`, `-N` and `-n` are the fields below).
+    pub switches: DisplaySwitches,
     /// `-8`
     pub bits: bool,
     /// `-k` was given (anywhere)
     pub si: bool,
-    /// `-T`
-    pub buffer_percent: bool,
     /// `-A N` (0 = off)
     pub last_written: u32,
     /// `-F FORMAT` (the last one given)

@@ -302,6 +302,51 @@ pub struct DisplaySwitches {
     pub numeric: bool,
 }
 
+impl DisplaySwitches {
+    /// The letters of the eight display switches (`-p -t -e -I -r -a -b -T`): the one
+    /// mapping between the letters and the fields, used by the command line, `-R` and the
+    /// control protocol's wire text.
+    pub const LETTERS: &'static str = "pteIrabT";
+
+    /// The field of switch `letter`, if it is one of [`Self::LETTERS`].
+    fn field(&mut self, letter: char) -> Option<&mut bool> {
+        Some(match letter {
+            'p' => &mut self.progress,
+            't' => &mut self.timer,
+            'e' => &mut self.eta,
+            'I' => &mut self.fineta,
+            'r' => &mut self.rate,
+            'a' => &mut self.average_rate,
+            'b' => &mut self.bytes,
+            'T' => &mut self.buffer_percent,
+            _ => return None,
+        })
+    }
+
+    /// Turns on switch `letter`; false (and no change) if it is not a switch letter.
+    pub fn set(&mut self, letter: char) -> bool {
+        self.field(letter).map(|on| *on = true).is_some()
+    }
+
+    /// The letters of the switches that are on, in [`Self::LETTERS`] order.
+    pub fn letters(&self) -> String {
+        let mut copy = *self;
+        Self::LETTERS
+            .chars()
+            .filter(|&l| copy.field(l).is_some_and(|on| *on))
+            .collect()
+    }
+
+    /// The switches named in `text` on, all others off; other characters are ignored.
+    pub fn from_letters(text: &str) -> DisplaySwitches {
+        let mut switches = DisplaySwitches::default();
+        for letter in text.chars() {
+            switches.set(letter);
+        }
+        switches
+    }
+}
+
 /// Builds pv's switch-derived format string; `size_known` decides `%e`/`%I`.
 pub fn default_format(switches: &DisplaySwitches, size_known: bool) -> String {
     let s = switches;
@@ -336,6 +381,24 @@ pub fn default_format(switches: &DisplaySwitches, size_known: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_switch_letter_turns_on_one_field_and_reads_back() {
+        for letter in DisplaySwitches::LETTERS.chars() {
+            let one = DisplaySwitches::from_letters(&letter.to_string());
+            assert_eq!(one.letters(), letter.to_string());
+            assert_ne!(one, DisplaySwitches::default(), "-{letter}");
+        }
+        let all = DisplaySwitches::from_letters(DisplaySwitches::LETTERS);
+        assert!(all.progress && all.timer && all.eta && all.fineta);
+        assert!(all.rate && all.average_rate && all.bytes && all.buffer_percent);
+        assert!(!all.name && !all.numeric && all.last_written == 0);
+        // Other characters are ignored, and the order is the table's.
+        assert_eq!(DisplaySwitches::from_letters("Tx8p-b").letters(), "pbT");
+        let mut s = DisplaySwitches::default();
+        assert!(!s.set('n'));
+        assert_eq!(s, DisplaySwitches::default());
+    }
 
     fn lit(text: &str) -> Segment {
         Segment::Literal(text.to_string())
