@@ -196,7 +196,7 @@ pub struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    /// A loop showing `sources` through `sinks` with `config`; `prog` prefixes messages.
+    /// A loop showing `sources` through `sinks` with `config`, writing to `term`.
     pub fn new(
         sources: Vec<Box<dyn Source + 'a>>,
         sinks: Vec<Box<dyn Sink + 'a>>,
@@ -569,3 +569,7 @@ impl<'a> Session<'a> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

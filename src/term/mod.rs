@@ -8,6 +8,8 @@
 //! terminal (Ctrl-S, a full pipe) stalls only the display.
 
 pub mod cursor;
+#[cfg(test)]
+pub(crate) mod memory;
 pub mod progress;
 pub mod title;
 
@@ -42,10 +44,25 @@ pub fn size(fixed_width: u32, fixed_height: u32) -> (usize, usize) {
     (width.min(65535), height)
 }
 
-/// Writes progress lines and messages to standard error.
+/// Where a [`Term`] writes.
+#[derive(Debug)]
+enum Out {
+    /// Standard error.
+    Stderr,
+    /// A buffer a test reads (see [`memory::MemoryTerm`]); `tty`: whether it passes for a
+    /// terminal (messages escape control characters).
+    #[cfg(test)]
+    Memory {
+        buffer: memory::MemoryTerm,
+        tty: bool,
+    },
+}
+
+/// Writes progress lines and messages to standard error (or, in tests, to memory).
 #[derive(Debug)]
 pub struct Term {
     fd: BorrowedFd<'static>,
+    out: Out,
     prog: String,
     /// Columns of the previous progress line.
     prev_columns: usize,
@@ -72,6 +89,7 @@ impl Term {
     pub fn new(prog: &str) -> Term {
         Term {
             fd: sys::stderr_fd(),
+            out: Out::Stderr,
             prog: prog.to_string(),
             prev_columns: 0,
             prev_term_width: 0,
@@ -84,12 +102,26 @@ impl Term {
         }
     }
 
+    /// A writer into memory, for tests: the [`memory::MemoryTerm`] returned reads what it
+    /// wrote. `tty`: it passes for a terminal. Cursor mode is never on (it needs a real
+    /// terminal).
+    #[cfg(test)]
+    pub(crate) fn in_memory(prog: &str, tty: bool) -> (Term, memory::MemoryTerm) {
+        let buffer = memory::MemoryTerm::default();
+        let mut term = Term::new(prog);
+        term.out = Out::Memory {
+            buffer: buffer.clone(),
+            tty,
+        };
+        (term, buffer)
+    }
+
     /// Switches to cursor mode (`-c`) if stderr is a terminal with a name and `$TERM` is not
     /// `dumb`; otherwise the normal `\r` mode stays (pv shows nothing at all when stderr is
     /// not a terminal). Returns whether cursor mode is on.
     pub fn enable_cursor(&mut self, height: usize) -> bool {
         self.height = height;
-        if sys::isatty(self.fd) && !dumb_terminal() {
+        if matches!(self.out, Out::Stderr) && sys::isatty(self.fd) && !dumb_terminal() {
             self.cursor = cursor::Cursor::new(self.fd);
         }
         self.cursor.is_some()
@@ -161,7 +193,11 @@ impl Term {
 
     /// Standard error is a terminal.
     pub fn is_terminal(&self) -> bool {
-        sys::isatty(self.fd)
+        match &self.out {
+            Out::Stderr => sys::isatty(self.fd),
+            #[cfg(test)]
+            Out::Memory { tty, .. } => *tty,
+        }
     }
 
     /// Writes an error message: `prog: message\n`, starting on a new line if a progress line
@@ -250,7 +286,11 @@ impl Term {
     }
 
     fn write(&mut self, data: &[u8]) {
-        write_all(self.fd, data);
+        match &self.out {
+            Out::Stderr => write_all(self.fd, data),
+            #[cfg(test)]
+            Out::Memory { buffer, .. } => buffer.push(data),
+        }
     }
 }
 
