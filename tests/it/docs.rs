@@ -430,11 +430,9 @@ impl Processes {
             .expect("spawn sleep");
         // Until it has exec'd, the child's command name is still the test's.
         let comm = format!("/proc/{}/comm", rpv.id());
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::fs::read_to_string(&comm).ok().as_deref() != Some("rpv\n") {
-            assert!(std::time::Instant::now() < deadline, "rpv did not start");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        crate::util::wait_until("rpv to start", 10.0, || {
+            std::fs::read_to_string(&comm).ok().as_deref() == Some("rpv\n")
+        });
         Processes { rpv, sleep }
     }
 }
@@ -748,17 +746,9 @@ fn zsh_types_pipeline_equals(dir: &Path) {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let wait_for = |what: &str| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            let text = pane();
-            if text.contains(what) {
-                return;
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = tmux(&["kill-server"]);
-                panic!("{what:?} never shown: {text}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        if crate::util::poll(20.0, || pane().contains(what).then_some(())).is_none() {
+            let _ = tmux(&["kill-server"]);
+            panic!("{what:?} never shown: {}", pane());
         }
     };
     wait_for(">");

@@ -17,7 +17,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::terminal::{bash_on_terminal, openpty, Terminal};
-use crate::util::{data, rpv, Dir};
+use crate::util::{self, data, rpv, Dir};
 
 /// How long anything here may take before the test counts it as hung.
 const HANG: Duration = Duration::from_secs(30);
@@ -30,28 +30,20 @@ fn kill(child: &Child, signal: libc::c_int) {
 /// Waits for `child`, killing it and failing if it takes longer than [`HANG`].
 #[track_caller]
 fn wait(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + HANG;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
+    match util::exit_within(child, HANG.as_secs_f64()) {
+        Some(status) => status,
+        None => {
             let _ = child.kill();
             let _ = child.wait();
             panic!("rpv hung");
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
 /// Polls `done` until it holds, failing after [`HANG`].
 #[track_caller]
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + HANG;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    util::wait_until(what, HANG.as_secs_f64(), done);
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -611,7 +603,8 @@ fn the_metrics_file_is_whole_at_every_read_and_final_at_the_end() {
             let bytes = value(&text, "rpv_bytes_total", &labels);
             moving |= value(&text, "rpv_done", &labels) == Some(0.0) && bytes > Some(0.0);
         }
-        std::thread::sleep(Duration::from_millis(1));
+        // Reads as fast as the machine allows, a pause between them.
+        util::pause(Duration::from_millis(1));
     }
     assert!(wait(&mut child).success());
     assert_eq!(reader.join().unwrap(), input);
@@ -761,15 +754,15 @@ impl Exporter {
                 .spawn()
                 .expect("start node_exporter");
             let mut exporter = Exporter { child, port };
-            let deadline = Instant::now() + HANG;
-            while Instant::now() < deadline {
+            // Up, or gone (the port was taken: another one).
+            let up = util::poll(HANG.as_secs_f64(), || {
                 if exporter.child.try_wait().unwrap().is_some() {
-                    break; // the port was taken: another one
+                    return Some(false);
                 }
-                if exporter.scrape().is_some() {
-                    return exporter;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+                exporter.scrape().map(|_| true)
+            });
+            if up == Some(true) {
+                return exporter;
             }
         }
         panic!("node_exporter did not start");
@@ -936,11 +929,13 @@ fn time_stopped_with_ctrl_z_does_not_count_towards_the_stall_timeout() {
         stdout.read_to_end(&mut out).unwrap();
         out
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("rpv's handlers", || {
+        util::catches(child.id(), libc::SIGTSTP)
+    });
     kill(&child, libc::SIGTSTP);
     wait_until("rpv to stop", || process_state(child.id()) == 'T');
     // Stopped for longer than the timeout.
-    std::thread::sleep(Duration::from_millis(2500));
+    util::pause(Duration::from_millis(2500));
     kill(&child, libc::SIGCONT);
     assert!(wait(&mut child).success(), "the watchdog did not fire");
     assert_eq!(reader.join().unwrap(), input);
