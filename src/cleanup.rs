@@ -15,19 +15,6 @@ pub fn register(path: PathBuf, report: bool) {
     }
 }
 
-/// Removes one registered file now (and forgets it); returns the error message, if any.
-pub fn remove(path: &std::path::Path) -> Option<String> {
-    let entry = FILES.lock().ok().and_then(|mut files| {
-        let i = files.iter().position(|(p, _)| p == path)?;
-        Some(files.remove(i))
-    });
-    let (path, report) = entry?;
-    match std::fs::remove_file(&path) {
-        Err(e) if report => Some(format!("{}: {}", path.display(), crate::sys::strerror(&e))),
-        _ => None,
-    }
-}
-
 /// Removes every registered file; returns the messages for the failures worth reporting.
 pub fn remove_all() -> Vec<String> {
     let files = FILES

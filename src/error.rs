@@ -19,7 +19,9 @@ pub mod status {
     pub const ACCESS: u8 = 2;
     /// An input is the same file as the output.
     pub const OUROBOROS: u8 = 4;
-    /// Failure closing an input or moving to the next one.
+    /// Failure closing an input or moving to the next one: pv's bit, which rpv never sets
+    /// (kept so that no other meaning takes it).
+    #[allow(dead_code)]
     pub const TRANSITION: u8 = 8;
     /// A read or write error.
     pub const TRANSFER: u8 = 16;

@@ -5,25 +5,27 @@
 #![deny(unsafe_code)]
 
 pub mod app;
-pub mod cleanup;
-pub mod cli;
-pub mod control;
-pub mod display;
-pub mod error;
-pub mod meter;
-pub mod pipeline;
-pub mod plan;
+mod cleanup;
+mod cli;
+mod control;
+mod display;
+mod error;
+mod meter;
+mod pipeline;
+mod plan;
 #[cfg(test)]
 mod proptest_cases;
-pub mod screen;
-pub mod session;
-pub mod signals;
-pub mod sink;
-pub mod source;
-pub mod stall;
-pub mod stats;
+mod screen;
+mod session;
+mod signals;
+mod sink;
+mod source;
+mod stall;
+mod stats;
 pub mod stdio;
 pub mod sys;
-pub mod term;
-pub mod transfer;
-pub mod units;
+mod term;
+mod transfer;
+mod units;
+
+pub use term::title::prepare_process_title;

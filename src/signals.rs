@@ -322,13 +322,6 @@ impl Waker {
         Waker { fd: None }
     }
 
-    /// Another waker on the same pipe (for another thread).
-    pub fn try_clone(&self) -> Waker {
-        Waker {
-            fd: self.fd.as_ref().and_then(|fd| fd.try_clone().ok()),
-        }
-    }
-
     /// Wakes the loop.
     pub fn wake(&self) {
         if let Some(fd) = &self.fd {

@@ -11,10 +11,10 @@ mod format;
 mod render;
 mod width;
 
-pub use clock::{iso8601, local_time_text};
+pub use clock::iso8601;
 pub use escape::printable;
 pub use format::{default_format, DisplaySwitches, Format, Segment};
-pub use render::{eta_seconds, render};
+pub use render::render;
 pub use width::{cut_to_width, display_width, wrap};
 
 use crate::units::CountKind;

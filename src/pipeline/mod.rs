@@ -34,4 +34,4 @@ mod fake;
 #[cfg(test)]
 mod tests;
 
-pub use watch::{Share, StageView, View, WatchError, Watcher};
+pub use watch::{StageView, WatchError, Watcher};

@@ -18,6 +18,6 @@ pub mod names;
 pub mod redraw;
 pub mod view;
 
-pub use fit::{cut, Align, Cell, Column, Give, Row, Table};
+pub use fit::{cut, Cell, Column, Row, Table};
 pub use redraw::Screen;
-pub use view::{usable_height, usable_width, Block, View};
+pub use view::{usable_width, Block, View};

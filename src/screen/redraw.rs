@@ -48,11 +48,6 @@ impl Screen {
         !self.rows.is_empty()
     }
 
-    /// Rows on the terminal now.
-    pub fn rows(&self) -> usize {
-        self.rows.len()
-    }
-
     /// The bytes for one round: `rows` (each at most `width − 1` columns) drawn from the
     /// first row, the cursor back at its start.
     pub fn round(&mut self, rows: &[String], width: usize) -> String {

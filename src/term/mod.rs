@@ -16,7 +16,7 @@ pub mod title;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::display::{display_width, printable};
+use crate::display::printable;
 use crate::screen::Screen;
 use crate::{signals, sys};
 
@@ -143,8 +143,9 @@ impl Term {
     /// Writes one normal-mode progress line followed by `\r`. When the line is narrower than
     /// the previous one and the terminal did not shrink, it is padded with spaces so no debris
     /// of the old line remains (pv pads at most 15; rpv pads the whole difference).
+    #[cfg(test)]
     pub fn draw(&mut self, line: &str, term_width: usize) {
-        let columns = display_width(line);
+        let columns = crate::display::display_width(line);
         self.draw_rows(&[(line.to_string(), columns)], term_width);
     }
 

@@ -41,6 +41,7 @@ impl ExtraSpec {
     }
 
     /// True if there is anywhere to show it.
+    #[cfg(test)]
     pub fn any(&self) -> bool {
         self.window || self.process
     }
