@@ -7,9 +7,11 @@
 //! data, for `%A`/`%L`).
 //!
 //! Must not: read clocks, files or counters, or format anything for a terminal. Sources
-//! (the engine's, watchfd's, the query's) fill these values; sinks (the line, cursor rows,
-//! the multi-line screen, numeric output, titles, statistics) consume them and never know
-//! which source produced them.
+//! (the engine's, `-d`'s, `-Q`'s and `--pipeline`'s) fill these values; sinks (the line and
+//! cursor rows, numeric output, the multi-row views of `--each`, `-d` and `--pipeline`,
+//! `--json`, `--log`, titles, statistics, and the integrations: the terminal's progress
+//! indicator, systemd's status and the metrics file) consume them and never know which
+//! source produced them.
 
 use crate::display::{BufferFill, Waiting};
 use crate::error::{Error, Side};
