@@ -3,28 +3,36 @@
 //! See ARCHITECTURE.md for the code map and the rules that must stay true.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod app;
 mod cleanup;
 mod cli;
+#[allow(unreachable_pub)] // other branches edit it this round: narrow after the merge
 mod control;
 mod display;
 mod error;
 mod meter;
+#[allow(unreachable_pub)] // other branches edit it this round: narrow after the merge
 mod pipeline;
+#[allow(unreachable_pub)] // other branches edit it this round: narrow after the merge
 mod plan;
 #[cfg(test)]
 mod proptest_cases;
 mod screen;
 mod session;
 mod signals;
+#[allow(unreachable_pub)] // other branches edit it this round: narrow after the merge
 mod sink;
+#[allow(unreachable_pub)] // other branches edit it this round: narrow after the merge
 mod source;
+#[allow(unreachable_pub)] // other branches edit it this round: narrow after the merge
 mod stall;
 mod stats;
 pub mod stdio;
 pub mod sys;
 mod term;
+#[allow(unreachable_pub)] // other branches edit it this round: narrow after the merge
 mod transfer;
 mod units;
 

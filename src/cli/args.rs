@@ -69,7 +69,7 @@ const MAX_AVERAGE_WINDOW: u32 = 7 * 24 * 3600;
 /// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
 /// basename as `<prog>` in pv's own messages. Honours `POSIXLY_CORRECT` from the environment.
 /// Arguments are taken as the bytes the kernel passed: file names need not be UTF-8.
-pub fn parse(argv0: &str, args: &[OsString]) -> Parsed {
+pub(crate) fn parse(argv0: &str, args: &[OsString]) -> Parsed {
     parse_with(argv0, args, std::env::var_os("POSIXLY_CORRECT").is_some())
 }
 
@@ -105,7 +105,7 @@ pub(crate) fn parse_with(argv0: &str, args: &[OsString], posix: bool) -> Parsed 
 /// [`parse`] finds options but going on past every error, so that even a usage error is
 /// reported the way the user asked: `--json` as an option counts, `--json` as the value of
 /// another option (`-N --json`) or after `--` does not.
-pub fn voice_of(args: &[OsString]) -> super::Voice {
+pub(crate) fn voice_of(args: &[OsString]) -> super::Voice {
     let posix = std::env::var_os("POSIXLY_CORRECT").is_some();
     let mut scanner = Scanner::new("rpv", args, posix);
     let mut voice = super::Voice::Display;

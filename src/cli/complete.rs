@@ -19,7 +19,7 @@ use super::flags::{Opt, Value, OPTIONS};
 use super::Shell;
 
 /// The completion script for `shell`, covering every documented option.
-pub fn completion_script(shell: Shell) -> String {
+pub(crate) fn completion_script(shell: Shell) -> String {
     let rows: Vec<&Opt> = OPTIONS.iter().collect();
     match shell {
         Shell::Bash => bash(&rows),

@@ -106,7 +106,7 @@ fn bug_report_line() -> String {
 /// pv's layout: line 1 is `Usage: rpv [OPTION] [FILE]...`; every option of pv's has a row
 /// starting with two spaces and its short letter (`  -R, --remote PID ...`), which scripts
 /// grep for to detect features. rpv's own options follow under a heading of their own.
-pub fn help_text(width: usize) -> String {
+pub(crate) fn help_text(width: usize) -> String {
     let margin = right_margin(width);
     let col = description_column(margin);
     let mut out = String::from("Usage: rpv [OPTION] [FILE]...\n");
@@ -134,7 +134,7 @@ pub fn help_text(width: usize) -> String {
 
 /// The `--version` text, in the GNU shape scripts expect: line 1 is `rpv <version>`, then copyright, licence and
 /// warranty lines, a blank line and a line about the project.
-pub fn version_text() -> String {
+pub(crate) fn version_text() -> String {
     format!(
         "rpv {}\n\
          Copyright 2026 The rpv developers\n\

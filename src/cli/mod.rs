@@ -15,15 +15,16 @@ mod args;
 mod complete;
 mod flags;
 mod help;
-pub mod number;
+pub(crate) mod number;
 
-pub use args::{parse, voice_of};
-pub use complete::completion_script;
-pub use help::{help_text, version_text};
+pub(crate) use args::{parse, voice_of};
+pub(crate) use complete::completion_script;
+pub(crate) use help::{help_text, version_text};
 
 /// Largest read/write buffer (`-B`, also set by `-R`): 1 GiB. Each read and write moves at
 /// most one buffer, and the kernel hands out far less per call on pipes and sockets, so a
 /// larger buffer only costs memory. Larger values are capped to this.
+#[allow(unreachable_pub)] // re-exported by `transfer` (narrowed after this round's merge)
 pub const MAX_BUFFER: usize = 1 << 30;
 
 /// The shells `--completions` knows, as they are named on its command line.
@@ -31,7 +32,7 @@ pub(crate) const SHELL_NAMES: &[&str] = &["bash", "zsh", "fish"];
 
 /// A shell that rpv writes a completion script for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shell {
+pub(crate) enum Shell {
     /// GNU bash (needs no bash-completion package).
     Bash,
     /// zsh (`#compdef` file for a directory in `$fpath`).
@@ -333,7 +334,7 @@ impl Options {
 
 /// The result of parsing a command line.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// `-h`/`--help` was reached: print [`help_text`] to stdout, exit 0.
     Help,
     /// `-V`/`--version` was reached: print [`version_text`] to stdout, exit 0.

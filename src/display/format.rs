@@ -18,7 +18,7 @@ const MAX_CHOSEN_SIZE: u64 = 65_535;
 /// `width`/`count` fields hold the number written between `%` and the sequence name
 /// (the "chosen size"); `None` when it was absent or zero.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Segment {
+pub(crate) enum Segment {
     /// Literal text, copied as is.
     Literal(String),
     /// `%p`, `%{progress}`: bar with `[`/`]` and amount text, in the `-u` style. Expands to
@@ -80,7 +80,7 @@ pub enum Segment {
 
 impl Segment {
     /// True for components that share the leftover line width when no size was chosen.
-    pub fn is_dynamic(&self) -> bool {
+    pub(crate) fn is_dynamic(&self) -> bool {
         matches!(
             self,
             Segment::Progress { width: None }
@@ -92,14 +92,14 @@ impl Segment {
 
 /// A parsed format: the segments, in order (at most 100, like pv).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Format {
+pub(crate) struct Format {
     /// The segments.
     pub segments: Vec<Segment>,
 }
 
 impl Format {
     /// Parses a format string; never fails (unknown sequences become literal text).
-    pub fn parse(text: &str) -> Format {
+    pub(crate) fn parse(text: &str) -> Format {
         let mut segments = Vec::new();
         let mut rest = text;
         while !rest.is_empty() && segments.len() < MAX_SEGMENTS {
@@ -348,7 +348,7 @@ impl DisplaySwitches {
 }
 
 /// Builds pv's switch-derived format string; `size_known` decides `%e`/`%I`.
-pub fn default_format(switches: &DisplaySwitches, size_known: bool) -> String {
+pub(crate) fn default_format(switches: &DisplaySwitches, size_known: bool) -> String {
     let s = switches;
     let mut items: Vec<String> = Vec::new();
     let mut add = |on: bool, item: &str| {
