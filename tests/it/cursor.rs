@@ -462,7 +462,9 @@ fn rows_stay_in_place_when_a_reflowing_terminal_narrows_and_widens() {
         tmux.wait_for("a redraw", |rows| rows != before);
         tmux.resize(width, 30);
     }
-    let rows = tmux.wait_for("the end", |rows| rows.iter().any(|r| r.starts_with("rc=")));
+    let rows = tmux.wait_for("the end and the next prompt", |rows| {
+        rows.iter().any(|r| r.starts_with("rc=")) && rows.last().is_some_and(|r| r == "$")
+    });
     assert_eq!(rows.len(), 6, "{rows:#?}");
     assert!(rows[0].starts_with("$ r -c -N raw") && rows[0].ends_with("rc=$?"));
     assert_rows(
