@@ -527,23 +527,32 @@ fn bash_completes_options_values_files_and_pids() {
     assert!(pids.contains(&sleep_pid), "{pids:?}");
 }
 
+/// Writes rpv's fish completion script into `dir`; its path.
+fn fish_script(dir: &Path) -> String {
+    let script = dir.join("rpv.fish");
+    std::fs::write(&script, rpv_stdout(&["--completions", "fish"])).expect("write");
+    script.to_str().expect("UTF-8 path").to_owned()
+}
+
+/// What fish completes `line` to with `script` loaded (the words, without descriptions);
+/// `None` if fish is missing.
+fn fish_complete(script: &str, line: &str) -> Option<Vec<String>> {
+    let command = format!("source {script}; complete -C '{line}'");
+    let out = run_tool("fish", &["--no-config", "-c", &command])?;
+    assert!(out.status.success(), "fish: {out:?}");
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_owned())
+            .collect(),
+    )
+}
+
 #[test]
 fn fish_completes_options_values_and_pids() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let script = dir.path().join("rpv.fish");
-    std::fs::write(&script, rpv_stdout(&["--completions", "fish"])).expect("write");
-    let script = script.to_str().expect("UTF-8 path").to_owned();
-    let complete = |line: &str| -> Option<Vec<String>> {
-        let command = format!("source {script}; complete -C '{line}'");
-        let out = run_tool("fish", &["--no-config", "-c", &command])?;
-        assert!(out.status.success(), "fish: {out:?}");
-        Some(
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(|l| l.split('\t').next().unwrap_or("").to_owned())
-                .collect(),
-        )
-    };
+    let script = fish_script(dir.path());
+    let complete = |line: &str| fish_complete(&script, line);
     let Some(got) = complete("rpv --siz") else {
         return;
     };
@@ -675,20 +684,8 @@ printf '%s\n' "${COMPREPLY[@]}"
     assert!(pids.iter().all(|p| p.parse::<u32>().is_ok()), "{pids:?}");
 
     // fish: "--pipeline=" (fish adds no space after "="), then "--pipeline=PID".
-    let script = dir.path().join("rpv.fish");
-    std::fs::write(&script, rpv_stdout(&["--completions", "fish"])).expect("write");
-    let script = script.to_str().expect("UTF-8 path").to_owned();
-    let fish = |line: &str| -> Option<Vec<String>> {
-        let command = format!("source {script}; complete -C '{line}'");
-        let out = run_tool("fish", &["--no-config", "-c", &command])?;
-        assert!(out.status.success(), "fish: {out:?}");
-        Some(
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(|l| l.split('\t').next().unwrap_or("").to_owned())
-                .collect(),
-        )
-    };
+    let script = fish_script(dir.path());
+    let fish = |line: &str| fish_complete(&script, line);
     if let Some(got) = fish("rpv --pipel") {
         assert_eq!(got, ["--pipeline="]);
         let pids = fish("rpv --pipeline=").expect("fish");
