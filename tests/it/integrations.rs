@@ -46,6 +46,26 @@ fn wait_until(what: &str, done: impl FnMut() -> bool) {
     util::wait_until(what, HANG.as_secs_f64(), done);
 }
 
+/// `rpv -q -N NAME -L 300k -i INTERVAL --metrics-file PATH INPUT`, its stdout to `stdout`;
+/// the labels of its series.
+fn metrics_run(
+    name: &str,
+    interval: &str,
+    path: &Path,
+    input: &Path,
+    stdout: Stdio,
+) -> (Child, String) {
+    let child = rpv(&["-q", "-N", name, "-L", "300k", "-i", interval])
+        .arg("--metrics-file")
+        .arg(path)
+        .arg(input)
+        .stdout(stdout)
+        .spawn()
+        .unwrap();
+    let labels = format!("name=\"{name}\",pid=\"{}\"", child.id());
+    (child, labels)
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
@@ -576,14 +596,7 @@ fn the_metrics_file_is_whole_at_every_read_and_final_at_the_end() {
     let path = dir.path("rpv.prom");
     let input = data(300_000, 5);
     let file = dir.file("in", &input);
-    let mut child = rpv(&["-q", "-N", "nightly", "-L", "300k", "-i", "0.05"])
-        .arg("--metrics-file")
-        .arg(&path)
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let labels = format!("name=\"nightly\",pid=\"{}\"", child.id());
+    let (mut child, labels) = metrics_run("nightly", "0.05", &path, &file, Stdio::piped());
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut out = Vec::new();
@@ -796,14 +809,7 @@ fn node_exporter_serves_the_series_during_and_after_the_run() {
     let path = collected.join("backup.prom");
     let input = data(300_000, 6);
     let file = dir.file("in", &input);
-    let mut child = rpv(&["-q", "-N", "backup", "-L", "300k", "-i", "0.1"])
-        .arg("--metrics-file")
-        .arg(&path)
-        .arg(&file)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let labels = format!("name=\"backup\",pid=\"{}\"", child.id());
+    let (mut child, labels) = metrics_run("backup", "0.1", &path, &file, Stdio::null());
     // During the run: bytes moved, not done (the exporter reads the file at each scrape).
     let mut during = None;
     wait_until("a scrape with bytes moved", || {
