@@ -161,6 +161,7 @@ pub(crate) fn long_only(identity: char) -> bool {
     ('\u{E000}'..='\u{F8FF}').contains(&identity)
 }
 
+use Group::{Display, Modes, Modifiers, Other, Own, Transfer};
 use Value::{File, Free, Pid, RpvPid, Words};
 
 /// Every option: pv 1.11's in pv's order (a test checks them against pv's short-option
@@ -169,64 +170,54 @@ use Value::{File, Free, Pid, RpvPid, Words};
 /// long-name prefix.
 pub(crate) const OPTIONS: &[Opt] = &[
     // Display
-    switch(Group::Display, 'p', "progress", "show a progress bar"),
+    switch(Display, 'p', "progress", "show a progress bar"),
     switch(
-        Group::Display,
+        Display,
         't',
         "timer",
         "show how long the transfer has been running",
     ),
     switch(
-        Group::Display,
+        Display,
         'e',
         "eta",
         "show the estimated time left until completion",
     ),
     switch(
-        Group::Display,
+        Display,
         'I',
         "fineta",
         "show the estimated local time of completion",
     ),
+    switch(Display, 'r', "rate", "show the current transfer rate"),
     switch(
-        Group::Display,
-        'r',
-        "rate",
-        "show the current transfer rate",
-    ),
-    switch(
-        Group::Display,
+        Display,
         'a',
         "average-rate",
         "show the average transfer rate",
     ),
+    switch(Display, 'b', "bytes", "show the amount transferred so far"),
     switch(
-        Group::Display,
-        'b',
-        "bytes",
-        "show the amount transferred so far",
-    ),
-    switch(
-        Group::Display,
+        Display,
         '8',
         "bits",
         "count and show bits rather than bytes",
     ),
     switch(
-        Group::Display,
+        Display,
         'k',
         "si",
         "use powers of 1000 rather than 1024 for units, and for size and rate values given \
          after this option",
     ),
     switch(
-        Group::Display,
+        Display,
         'T',
         "buffer-percent",
         "show how full the transfer buffer is",
     ),
     valued(
-        Group::Display,
+        Display,
         'A',
         "last-written",
         "NUM",
@@ -234,7 +225,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "show the last NUM bytes written",
     ),
     valued(
-        Group::Display,
+        Display,
         'F',
         "format",
         "FORMAT",
@@ -242,21 +233,21 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "lay out the display with FORMAT (see below) instead of the switches above",
     ),
     switch(
-        Group::Display,
+        Display,
         'n',
         "numeric",
         "print plain numbers, one line per update, instead of a display",
     ),
-    switch(Group::Display, 'q', "quiet", "show nothing at all"),
+    switch(Display, 'q', "quiet", "show nothing at all"),
     // Modifiers
     switch(
-        Group::Modifiers,
+        Modifiers,
         'W',
         "wait",
         "show nothing until the first data has been transferred",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         'D',
         "delay-start",
         "SEC",
@@ -264,7 +255,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "show nothing until SEC seconds have passed",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         's',
         "size",
         "SIZE",
@@ -272,25 +263,20 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "take SIZE as the total amount to transfer; @PATH means the size of PATH",
     ),
     switch(
-        Group::Modifiers,
+        Modifiers,
         'g',
         "gauge",
         "if the total size is unknown, show the rate as a share of the highest rate seen",
     ),
+    switch(Modifiers, 'l', "line-mode", "count lines rather than bytes"),
     switch(
-        Group::Modifiers,
-        'l',
-        "line-mode",
-        "count lines rather than bytes",
-    ),
-    switch(
-        Group::Modifiers,
+        Modifiers,
         '0',
         "null",
         "lines end with a zero byte (implies -l)",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         'i',
         "interval",
         "SEC",
@@ -298,7 +284,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "redraw every SEC seconds (default 1)",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         'm',
         "average-rate-window",
         "SEC",
@@ -306,7 +292,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "average the rate over the last SEC seconds (default 30)",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         'w',
         "width",
         "WIDTH",
@@ -314,7 +300,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "assume the terminal is WIDTH columns wide",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         'H',
         "height",
         "HEIGHT",
@@ -322,7 +308,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "assume the terminal is HEIGHT rows tall",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         'N',
         "name",
         "NAME",
@@ -330,7 +316,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "label the display with NAME",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         'u',
         "bar-style",
         "STYLE",
@@ -338,7 +324,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "draw progress bars as plain, block, granular or shaded",
     ),
     valued(
-        Group::Modifiers,
+        Modifiers,
         'x',
         "extra-display",
         "WHERE[:FORMAT]",
@@ -346,27 +332,22 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "also show progress in the window title, the process title or both (WHERE is \
          windowtitle, processtitle or both with a comma), laid out with FORMAT if given",
     ),
+    switch(Modifiers, 'v', "stats", "print rate statistics at the end"),
     switch(
-        Group::Modifiers,
-        'v',
-        "stats",
-        "print rate statistics at the end",
-    ),
-    switch(
-        Group::Modifiers,
+        Modifiers,
         'f',
         "force",
         "show progress even if standard error is not a terminal",
     ),
     switch(
-        Group::Modifiers,
+        Modifiers,
         'c',
         "cursor",
         "position the cursor so that several instances can share one terminal",
     ),
     // Transfer
     valued(
-        Group::Transfer,
+        Transfer,
         'o',
         "output",
         "FILE",
@@ -374,7 +355,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "write the data to FILE rather than standard output",
     ),
     valued(
-        Group::Transfer,
+        Transfer,
         'L',
         "rate-limit",
         "RATE",
@@ -382,7 +363,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "transfer at most RATE bytes per second",
     ),
     valued(
-        Group::Transfer,
+        Transfer,
         'B',
         "buffer-size",
         "BYTES",
@@ -390,19 +371,19 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "use a transfer buffer of BYTES bytes",
     ),
     switch(
-        Group::Transfer,
+        Transfer,
         'C',
         "no-splice",
         "always copy with read and write, never with splice",
     ),
     switch(
-        Group::Transfer,
+        Transfer,
         'E',
         "skip-errors",
         "carry on past read errors; give twice to report them briefly",
     ),
     valued(
-        Group::Transfer,
+        Transfer,
         'Z',
         "error-skip-block",
         "BYTES",
@@ -410,38 +391,33 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "when skipping a read error, skip BYTES bytes at a time",
     ),
     switch(
-        Group::Transfer,
+        Transfer,
         'S',
         "stop-at-size",
         "stop once the amount given with --size has been transferred",
     ),
     switch(
-        Group::Transfer,
+        Transfer,
         'Y',
         "sync",
         "flush the output to disk after each write",
     ),
     switch(
-        Group::Transfer,
+        Transfer,
         'K',
         "direct-io",
         "bypass the kernel's page cache (O_DIRECT)",
     ),
     switch(
-        Group::Transfer,
+        Transfer,
         'O',
         "sparse",
         "seek over runs of zero bytes in the output instead of writing them",
     )
     .alias(&["sparse-output"]),
-    switch(
-        Group::Transfer,
-        'X',
-        "discard",
-        "read the input but write nothing",
-    ),
+    switch(Transfer, 'X', "discard", "read the input but write nothing"),
     valued(
-        Group::Transfer,
+        Transfer,
         'U',
         "store-and-forward",
         "FILE",
@@ -450,7 +426,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
     ),
     // Modes
     valued(
-        Group::Modes,
+        Modes,
         'd',
         "watchfd",
         "PID[:FD]|=NAME|@LISTFILE",
@@ -459,7 +435,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
          LISTFILE) has got through its open files, or just descriptor FD",
     ),
     valued(
-        Group::Modes,
+        Modes,
         'R',
         "remote",
         "PID",
@@ -467,7 +443,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "send these settings to the instance running as process PID",
     ),
     valued(
-        Group::Modes,
+        Modes,
         'Q',
         "query",
         "PID",
@@ -475,7 +451,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "show the progress of the instance running as process PID",
     ),
     valued(
-        Group::Modes,
+        Modes,
         'M',
         "monitor",
         "in|out|both",
@@ -485,41 +461,36 @@ pub(crate) const OPTIONS: &[Opt] = &[
     ),
     // Other
     valued(
-        Group::Other,
+        Other,
         'P',
         "pidfile",
         "FILE",
         File,
         "write the process ID to FILE",
     ),
-    switch(Group::Other, 'h', "help", "show this help and exit"),
-    switch(
-        Group::Other,
-        'V',
-        "version",
-        "show version information and exit",
-    ),
+    switch(Other, 'h', "help", "show this help and exit"),
+    switch(Other, 'V', "version", "show version information and exit"),
     // Own
     switch(
-        Group::Own,
+        Own,
         EACH,
         "each",
         "show a row for each input (its own amount, bar and percentage) and a total",
     ),
     switch(
-        Group::Own,
+        Own,
         JSON,
         "json",
         "write progress as JSON objects, one per line, instead of the display",
     ),
     switch(
-        Group::Own,
+        Own,
         LOG,
         "log",
         "write plain, timestamped lines for a log file instead of the display",
     ),
     valued(
-        Group::Own,
+        Own,
         PIPELINE,
         "pipeline",
         "[=PID]",
@@ -528,7 +499,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
          name the stage that holds it back",
     ),
     valued(
-        Group::Own,
+        Own,
         TEE,
         "tee",
         "FILE",
@@ -536,7 +507,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "copy the stream to FILE as well (repeatable; a file, FIFO, device or /dev/fd/N)",
     ),
     valued(
-        Group::Own,
+        Own,
         TEE_ERROR,
         "tee-error",
         "MODE",
@@ -544,7 +515,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "what a failing output does: warn (default), warn-nopipe, exit, exit-nopipe",
     ),
     valued(
-        Group::Own,
+        Own,
         TERM_PROGRESS,
         "term-progress",
         "WHEN",
@@ -553,7 +524,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
          on terminals known to support it), always, never",
     ),
     valued(
-        Group::Own,
+        Own,
         METRICS_FILE,
         "metrics-file",
         "FILE",
@@ -562,7 +533,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
          node_exporter's textfile collector)",
     ),
     valued(
-        Group::Own,
+        Own,
         STALL_TIMEOUT,
         "stall-timeout",
         "DURATION",
@@ -571,7 +542,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
          1h30m), saying which side it waited on",
     ),
     valued(
-        Group::Own,
+        Own,
         COMPLETIONS,
         "completions",
         "SHELL",
