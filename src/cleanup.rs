@@ -9,27 +9,14 @@ static FILES: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
 
 /// Removes `path` at exit; `report` says whether a failure to remove it is an error worth
 /// a message (the pid file) or not (a temporary file already gone).
-pub fn register(path: PathBuf, report: bool) {
+pub(crate) fn register(path: PathBuf, report: bool) {
     if let Ok(mut files) = FILES.lock() {
         files.push((path, report));
     }
 }
 
-/// Removes one registered file now (and forgets it); returns the error message, if any.
-pub fn remove(path: &std::path::Path) -> Option<String> {
-    let entry = FILES.lock().ok().and_then(|mut files| {
-        let i = files.iter().position(|(p, _)| p == path)?;
-        Some(files.remove(i))
-    });
-    let (path, report) = entry?;
-    match std::fs::remove_file(&path) {
-        Err(e) if report => Some(format!("{}: {}", path.display(), crate::sys::strerror(&e))),
-        _ => None,
-    }
-}
-
 /// Removes every registered file; returns the messages for the failures worth reporting.
-pub fn remove_all() -> Vec<String> {
+pub(crate) fn remove_all() -> Vec<String> {
     let files = FILES
         .lock()
         .map(|mut f| std::mem::take(&mut *f))
@@ -45,7 +32,7 @@ pub fn remove_all() -> Vec<String> {
 
 /// Removes the registered files, puts back the O_DIRECT flags `-K` set, and exits with
 /// `status` at once.
-pub fn exit(status: u8) -> ! {
+pub(crate) fn exit(status: u8) -> ! {
     remove_all();
     crate::transfer::output::restore_direct_flags();
     std::process::exit(status.into())

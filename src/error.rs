@@ -12,24 +12,26 @@ use std::path::PathBuf;
 use crate::sys;
 
 /// Exit-status bits, OR-ed together over a run (pv's bitmask).
-pub mod status {
+pub(crate) mod status {
     /// Problem with -R/-Q/-P/-M or the store-and-forward file.
-    pub const REMOTE_OR_PID: u8 = 1;
+    pub(crate) const REMOTE_OR_PID: u8 = 1;
     /// An input, the output or a watched descriptor could not be opened or stat'ed.
-    pub const ACCESS: u8 = 2;
+    pub(crate) const ACCESS: u8 = 2;
     /// An input is the same file as the output.
-    pub const OUROBOROS: u8 = 4;
-    /// Failure closing an input or moving to the next one.
-    pub const TRANSITION: u8 = 8;
+    pub(crate) const OUROBOROS: u8 = 4;
+    /// Failure closing an input or moving to the next one: pv's bit, which rpv never sets
+    /// (kept so that no other meaning takes it).
+    #[allow(dead_code)]
+    pub(crate) const TRANSITION: u8 = 8;
     /// A read or write error.
-    pub const TRANSFER: u8 = 16;
+    pub(crate) const TRANSFER: u8 = 16;
     /// Ended by SIGINT, SIGHUP or SIGTERM.
-    pub const SIGNAL: u8 = 32;
+    pub(crate) const SIGNAL: u8 = 32;
     /// Command-line errors (and, in pv, allocation failures).
-    pub const USAGE: u8 = 64;
+    pub(crate) const USAGE: u8 = 64;
     /// `--stall-timeout`: ended because no data moved for that long (beyond pv; the one bit
     /// pv leaves free).
-    pub const STALLED: u8 = 128;
+    pub(crate) const STALLED: u8 = 128;
 }
 
 /// A side of a transfer.
@@ -63,7 +65,7 @@ pub struct Stall {
 }
 
 /// A duration as people write it: `30s`, `5m`, `1h30m`, `0.5s`.
-pub fn duration_text(seconds: f64) -> String {
+pub(crate) fn duration_text(seconds: f64) -> String {
     let whole = seconds.round();
     if (seconds - whole).abs() > 1e-9 || whole < 60.0 {
         let text = format!("{seconds:.3}");

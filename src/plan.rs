@@ -736,19 +736,16 @@ pub fn display(o: &Options) -> DisplayConfig {
 
 /// The display switches of the options; none given means `-p -t -e -r -b`.
 pub fn switches(o: &Options) -> DisplaySwitches {
-    let all = o.display_switches == 0;
+    let given = if o.display_switches == 0 {
+        DisplaySwitches::from_letters("pterb")
+    } else {
+        o.switches
+    };
     DisplaySwitches {
-        progress: o.progress || all,
-        timer: o.timer || all,
-        eta: o.eta || all,
-        fineta: o.fineta,
-        rate: o.rate || all,
-        average_rate: o.average_rate,
-        bytes: o.bytes || all,
-        buffer_percent: o.buffer_percent,
         last_written: o.last_written,
         name: o.name.is_some(),
         numeric: o.numeric,
+        ..given
     }
 }
 
@@ -776,18 +773,14 @@ fn watch(o: &Options, raw: &[OsString]) -> Result<WatchPlan, Error> {
 /// The changes an `rpv -R PID ...` command line asks for: only the options given.
 pub fn changes_from(o: &Options) -> Result<Changes, Error> {
     let mut c = Changes::default();
-    if "pteIrab8TA".chars().any(|l| o.given(l)) {
+    if DisplaySwitches::LETTERS
+        .chars()
+        .chain(['8', 'A'])
+        .any(|l| o.given(l))
+    {
         c.switches = Some(DisplaySwitches {
-            progress: o.progress,
-            timer: o.timer,
-            eta: o.eta,
-            fineta: o.fineta,
-            rate: o.rate,
-            average_rate: o.average_rate,
-            bytes: o.bytes,
-            buffer_percent: o.buffer_percent,
             last_written: o.last_written,
-            ..DisplaySwitches::default()
+            ..o.switches
         });
     }
     let given = |l: char, v| o.given(l).then_some(v);

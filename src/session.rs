@@ -167,7 +167,7 @@ fn primary(m: &MeterState) -> bool {
 
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// Every source finished.
     Finished,
     /// SIGINT, SIGHUP or SIGTERM: the sources were asked to stop.
@@ -177,7 +177,7 @@ pub enum End {
 }
 
 /// One display loop over some sources and sinks.
-pub struct Session<'a> {
+pub(crate) struct Session<'a> {
     sources: Vec<Box<dyn Source + 'a>>,
     sinks: Vec<Box<dyn Sink + 'a>>,
     config: DisplayConfig,
@@ -196,8 +196,8 @@ pub struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    /// A loop showing `sources` through `sinks` with `config`; `prog` prefixes messages.
-    pub fn new(
+    /// A loop showing `sources` through `sinks` with `config`, writing to `term`.
+    pub(crate) fn new(
         sources: Vec<Box<dyn Source + 'a>>,
         sinks: Vec<Box<dyn Sink + 'a>>,
         config: DisplayConfig,
@@ -221,7 +221,7 @@ impl<'a> Session<'a> {
 
     /// Runs the loop until every source has finished or a signal ends it; returns how it
     /// ended and the exit-status bits of the sources and the display.
-    pub fn run(mut self) -> (End, u8) {
+    pub(crate) fn run(mut self) -> (End, u8) {
         self.watchdog = self
             .config
             .stall_timeout
@@ -569,3 +569,7 @@ impl<'a> Session<'a> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

@@ -8,7 +8,7 @@
 //! ([`figures`]) —, the fill of each pipe, where each stage's time goes ([`member`],
 //! [`timeshare`])), the bottleneck rule ([`classify`]), what to try ([`advice`]) and the
 //! text of the view ([`render`]). Must not: depend on a display loop. [`Watcher::sample`]
-//! takes the time and returns a [`View`], and [`Watcher::tick`] samples wait states
+//! takes the time and returns a [`View`](watch::View), and [`Watcher::tick`] samples wait states
 //! between two of them; whoever runs the loop calls both and draws the view (the display
 //! loop, through `source::pipeline` and `sink::stages`).
 //!
@@ -34,4 +34,4 @@ mod fake;
 #[cfg(test)]
 mod tests;
 
-pub use watch::{Share, StageView, View, WatchError, Watcher};
+pub use watch::{StageView, WatchError, Watcher};

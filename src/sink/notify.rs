@@ -122,7 +122,8 @@ pub fn progress_text(config: &DisplayConfig, r: &Reading<'_>) -> String {
 /// The status at the end: `done, 2.93GiB in 0:00:25 (117MiB/s)`, `interrupted after …`, or
 /// `failed (status 16): write failed: No space left on device; 1.20GiB of 2.93GiB in
 /// 0:00:10`.
-pub fn final_text(
+#[cfg(test)]
+fn final_text(
     config: &DisplayConfig,
     r: Option<&Reading<'_>>,
     exit: u8,

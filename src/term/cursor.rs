@@ -131,6 +131,7 @@ impl Registry {
     }
 
     /// The slot of `pid`, if it has joined (its first row).
+    #[cfg(test)]
     pub fn slot_of(&self, pid: u32) -> Option<usize> {
         self.entries.iter().find(|e| e.pid == pid).map(|e| e.slot)
     }

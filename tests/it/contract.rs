@@ -240,17 +240,11 @@ fn a_watched_descriptors_path_survives_too() {
         .unwrap();
     // The holder has the file open on descriptor 3 once it runs sleep.
     let fd3 = format!("/proc/{}/fd/3", holder.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::fs::read(format!("/proc/{}/cmdline", holder.id()))
-        .map_or(true, |c| !c.starts_with(b"sleep"))
-        || std::fs::read_link(&fd3).is_err()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the holder never ran sleep"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    crate::util::wait_until("the holder to run sleep", 10.0, || {
+        std::fs::read(format!("/proc/{}/cmdline", holder.id()))
+            .is_ok_and(|c| c.starts_with(b"sleep"))
+            && std::fs::read_link(&fd3).is_ok()
+    });
     let mut watcher = rpv(&["--json", "-i", "0.1", "-d", &format!("{}:3", holder.id())])
         .current_dir(dir.dir.path())
         .stderr(Stdio::piped())

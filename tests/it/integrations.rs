@@ -17,7 +17,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::terminal::{bash_on_terminal, openpty, Terminal};
-use crate::util::{data, rpv, Dir};
+use crate::util::{self, data, rpv, Dir};
 
 /// How long anything here may take before the test counts it as hung.
 const HANG: Duration = Duration::from_secs(30);
@@ -30,28 +30,40 @@ fn kill(child: &Child, signal: libc::c_int) {
 /// Waits for `child`, killing it and failing if it takes longer than [`HANG`].
 #[track_caller]
 fn wait(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + HANG;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
+    match util::exit_within(child, HANG.as_secs_f64()) {
+        Some(status) => status,
+        None => {
             let _ = child.kill();
             let _ = child.wait();
             panic!("rpv hung");
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
 /// Polls `done` until it holds, failing after [`HANG`].
 #[track_caller]
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + HANG;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    util::wait_until(what, HANG.as_secs_f64(), done);
+}
+
+/// `rpv -q -N NAME -L 300k -i INTERVAL --metrics-file PATH INPUT`, its stdout to `stdout`;
+/// the labels of its series.
+fn metrics_run(
+    name: &str,
+    interval: &str,
+    path: &Path,
+    input: &Path,
+    stdout: Stdio,
+) -> (Child, String) {
+    let child = rpv(&["-q", "-N", name, "-L", "300k", "-i", interval])
+        .arg("--metrics-file")
+        .arg(path)
+        .arg(input)
+        .stdout(stdout)
+        .spawn()
+        .unwrap();
+    let labels = format!("name=\"{name}\",pid=\"{}\"", child.id());
+    (child, labels)
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -584,14 +596,7 @@ fn the_metrics_file_is_whole_at_every_read_and_final_at_the_end() {
     let path = dir.path("rpv.prom");
     let input = data(300_000, 5);
     let file = dir.file("in", &input);
-    let mut child = rpv(&["-q", "-N", "nightly", "-L", "300k", "-i", "0.05"])
-        .arg("--metrics-file")
-        .arg(&path)
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let labels = format!("name=\"nightly\",pid=\"{}\"", child.id());
+    let (mut child, labels) = metrics_run("nightly", "0.05", &path, &file, Stdio::piped());
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut out = Vec::new();
@@ -611,7 +616,8 @@ fn the_metrics_file_is_whole_at_every_read_and_final_at_the_end() {
             let bytes = value(&text, "rpv_bytes_total", &labels);
             moving |= value(&text, "rpv_done", &labels) == Some(0.0) && bytes > Some(0.0);
         }
-        std::thread::sleep(Duration::from_millis(1));
+        // Reads as fast as the machine allows, a pause between them.
+        util::pause(Duration::from_millis(1));
     }
     assert!(wait(&mut child).success());
     assert_eq!(reader.join().unwrap(), input);
@@ -761,15 +767,15 @@ impl Exporter {
                 .spawn()
                 .expect("start node_exporter");
             let mut exporter = Exporter { child, port };
-            let deadline = Instant::now() + HANG;
-            while Instant::now() < deadline {
+            // Up, or gone (the port was taken: another one).
+            let up = util::poll(HANG.as_secs_f64(), || {
                 if exporter.child.try_wait().unwrap().is_some() {
-                    break; // the port was taken: another one
+                    return Some(false);
                 }
-                if exporter.scrape().is_some() {
-                    return exporter;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+                exporter.scrape().map(|_| true)
+            });
+            if up == Some(true) {
+                return exporter;
             }
         }
         panic!("node_exporter did not start");
@@ -803,14 +809,7 @@ fn node_exporter_serves_the_series_during_and_after_the_run() {
     let path = collected.join("backup.prom");
     let input = data(300_000, 6);
     let file = dir.file("in", &input);
-    let mut child = rpv(&["-q", "-N", "backup", "-L", "300k", "-i", "0.1"])
-        .arg("--metrics-file")
-        .arg(&path)
-        .arg(&file)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let labels = format!("name=\"backup\",pid=\"{}\"", child.id());
+    let (mut child, labels) = metrics_run("backup", "0.1", &path, &file, Stdio::null());
     // During the run: bytes moved, not done (the exporter reads the file at each scrape).
     let mut during = None;
     wait_until("a scrape with bytes moved", || {
@@ -936,11 +935,13 @@ fn time_stopped_with_ctrl_z_does_not_count_towards_the_stall_timeout() {
         stdout.read_to_end(&mut out).unwrap();
         out
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("rpv's handlers", || {
+        util::catches(child.id(), libc::SIGTSTP)
+    });
     kill(&child, libc::SIGTSTP);
     wait_until("rpv to stop", || process_state(child.id()) == 'T');
     // Stopped for longer than the timeout.
-    std::thread::sleep(Duration::from_millis(2500));
+    util::pause(Duration::from_millis(2500));
     kill(&child, libc::SIGCONT);
     assert!(wait(&mut child).success(), "the watchdog did not fire");
     assert_eq!(reader.join().unwrap(), input);

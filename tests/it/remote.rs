@@ -8,9 +8,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::util::{rpv, Dir};
+use crate::util::{exit_within, pause, rpv, wait_until, Dir};
 
 /// A running rpv with its socket up.
 struct Target {
@@ -48,11 +48,9 @@ impl Target {
             stderr,
         };
         let socket = target.socket();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !socket.exists() {
-            assert!(Instant::now() < deadline, "no control socket at {socket:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(&format!("the control socket at {socket:?}"), 10.0, || {
+            socket.exists()
+        });
         target
     }
 
@@ -98,7 +96,8 @@ impl Target {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_secs_f64(secs));
+        // The window the rate is measured over.
+        pause(Duration::from_secs_f64(secs));
         let _ = q.kill();
         let out = q.wait_with_output().unwrap();
         let values: Vec<f64> = String::from_utf8_lossy(&out.stderr)
@@ -125,13 +124,17 @@ impl Target {
             .collect()
     }
 
-    /// `rpv -R PID ARGS`, then the display lines of `window` once the change settled
-    /// (300 ms); asserts that there are some.
+    /// `rpv -R PID ARGS`, then the display lines of `window` once the change settled (a
+    /// line was drawn after it); asserts that there are some.
     fn lines_after(&self, args: &[&str], window: Duration) -> Vec<String> {
         self.remote(args);
-        std::thread::sleep(Duration::from_millis(300));
+        let applied = self.stderr_len();
+        wait_until("a line drawn after -R", 10.0, || {
+            self.stderr.lock().unwrap()[applied..].contains(&b'\r')
+        });
         let mark = self.stderr_len();
-        std::thread::sleep(window);
+        // The window the lines are counted over.
+        pause(window);
         let lines = self.lines_since(mark);
         assert!(!lines.is_empty(), "no display after -R {args:?}");
         lines
@@ -143,16 +146,7 @@ impl Target {
 
     /// Waits for the target to exit, at most `secs`.
     fn wait(&mut self, secs: u64) -> Option<i32> {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        exit_within(&mut self.child, secs as f64)?.code()
     }
 }
 
@@ -251,8 +245,9 @@ fn remote_changes_only_the_options_given() {
         "50k",
         "/dev/zero",
     ]);
-    std::thread::sleep(Duration::from_millis(400));
-    assert!(target.lines_since(0).iter().any(|l| l.contains("first:")));
+    wait_until("the first name", 10.0, || {
+        target.lines_since(0).iter().any(|l| l.contains("first:"))
+    });
     let lines = target.lines_after(&["-N", "second"], Duration::from_millis(1000));
     assert!(
         lines.len() >= 5,
@@ -446,7 +441,7 @@ fn remote_line_limit_reaches_the_zero_copy_line_path() {
     cmd_args.push(&fifo_arg);
     let target = Target::start(&cmd_args);
     // Let the transfer run on the zero-copy path for a while first.
-    std::thread::sleep(Duration::from_millis(300));
+    pause(Duration::from_millis(300));
     target.remote(&["-L", "200"]);
     // In line mode the counters of `-Q -n -b` are lines.
     let rate = target.queried_rate(2.0);
