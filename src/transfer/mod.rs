@@ -501,11 +501,12 @@ impl<'a> Engine<'a> {
         let pace_capacity = if path == Path::Splice { in_size } else { 0 };
         self.pacer.reset(pace_capacity, self.settings.hooks.pace_ns);
         if path == Path::Splice && in_pipe && self.out_info.kind != FileKind::Pipe {
-            // Out of a pipe into a file: half the pipe per call, so the producer refills
-            // one half while rpv writes the other (measured against a whole and a quarter
-            // pipe, BENCHMARKS.md, issue 27). Into a pipe (from a file) a call asks for the
-            // whole output pipe and blocks while it is full: no poll, no timer.
-            self.splice_len = (self.splice_len / 2).max(64 << 10);
+            // Out of a pipe into a file: a quarter of the pipe per call, so the producer
+            // refills the pipe while rpv writes (measured against the whole pipe; half of
+            // it was no better on a loaded machine: BENCHMARKS.md, issue 27). Into a pipe
+            // (from a file) a call asks for the whole output pipe and blocks while it is
+            // full: no poll, no timer.
+            self.splice_len = (self.splice_len / 4).max(64 << 10);
         }
         path
     }
