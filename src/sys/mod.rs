@@ -43,8 +43,8 @@ pub use fs::{
     FileInfo, FileKind, FileVersion,
 };
 pub use pipe::{
-    constant_buffer, copy_file_range, pipe, pipe_max_size, pipe_size, poll_one, set_pipe_size,
-    splice, tee, unread_bytes, vmsplice, vmsplice_zeros, zeros, ConstBuf, ZERO_CHUNK,
+    constant_buffer, copy_file_range, pipe, pipe_size, poll_one, set_pipe_size, splice, tee,
+    unread_bytes, vmsplice, vmsplice_zeros, zeros, ConstBuf, ZERO_CHUNK,
 };
 pub use process::{
     geteuid, peer_cred, process_check, process_exists, set_thread_name, shutdown, stderr_fd,

@@ -50,19 +50,6 @@ pub fn set_pipe_size(fd: BorrowedFd<'_>, size: usize) -> io::Result<usize> {
     Ok(rustix::pipe::fcntl_setpipe_size(fd, size)?)
 }
 
-/// `/proc/sys/fs/pipe-max-size`: the largest capacity a process without CAP_SYS_RESOURCE may
-/// give a pipe. Read once; 1 MiB (the kernel's default) if it cannot be read.
-pub fn pipe_max_size() -> usize {
-    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *MAX.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .filter(|&n: &usize| n >= 4096)
-            .unwrap_or(1 << 20)
-    })
-}
-
 /// `FIONREAD`: bytes waiting unread in a pipe.
 pub fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<usize> {
     let n = rustix::io::ioctl_fionread(fd)?;

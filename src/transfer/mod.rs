@@ -1026,16 +1026,18 @@ fn skip_amount(block: u64, errors: u32) -> u64 {
     }
 }
 
-/// Grows a pipe to [`PIPE_SIZE`], or to `/proc/sys/fs/pipe-max-size` where that is lower;
-/// only ever grows. When the kernel refuses (a per-user hard limit), half as much is tried,
-/// down to the pipe's current size. Returns the resulting capacity.
+/// Grows a pipe to [`PIPE_SIZE`]; only ever grows. When the kernel refuses (EPERM: more
+/// than `/proc/sys/fs/pipe-max-size`, or a per-user hard limit), half as much is tried, down
+/// to the pipe's current size: `pipe-max-size` is a power of two pages, so a lower limit is
+/// met exactly, without reading it (a read here would be one more system call).
+/// Returns the resulting capacity.
 ///
 /// The pipe is usually shared (the shell made it, a neighbour reads or writes it, maybe
 /// more than one). Growing it changes nothing for them but how much it can hold: writes of
 /// up to `PIPE_BUF` stay atomic, and a neighbour that made it larger keeps its size.
 /// Shrinking could fail (EBUSY) or undo a neighbour's choice, so it never happens.
 fn grow_pipe(fd: BorrowedFd<'_>) -> usize {
-    grow_pipe_to(fd, PIPE_SIZE.min(sys::pipe_max_size()))
+    grow_pipe_to(fd, PIPE_SIZE)
 }
 
 /// [`grow_pipe`] with the capacity wanted.
@@ -1055,9 +1057,15 @@ mod tests {
     use super::*;
     use std::os::fd::AsFd;
 
+    /// `/proc/sys/fs/pipe-max-size`.
+    fn pipe_max_size() -> usize {
+        let text = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap();
+        text.trim().parse().unwrap()
+    }
+
     #[test]
     fn pipes_grow_to_the_limit_and_never_shrink() {
-        let max = sys::pipe_max_size();
+        let max = pipe_max_size();
         let (r, _w) = sys::pipe().unwrap();
         let want = PIPE_SIZE.min(max);
         assert_eq!(grow_pipe(r.as_fd()), want);
@@ -1073,11 +1081,5 @@ mod tests {
         let got = grow_pipe_to(r.as_fd(), 4 * max);
         assert!(got >= max, "{got} < {max}");
         assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), got);
-    }
-
-    #[test]
-    fn pipe_max_size_is_the_kernel_limit() {
-        let text = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap();
-        assert_eq!(sys::pipe_max_size(), text.trim().parse::<usize>().unwrap());
     }
 }
