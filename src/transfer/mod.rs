@@ -40,7 +40,11 @@ use limit::Limiter;
 use output::{AlignedBuf, Modifiers, Writer};
 pub use progress::Progress;
 
-/// Capacity rpv asks for on neighbouring pipes (the unprivileged maximum).
+/// Capacity rpv asks for on neighbouring pipes: the kernel's default `pipe-max-size`. Not
+/// more where an administrator raised that limit: every pipe rpv grows is charged to the
+/// user who made it, and once a user's pipes hold more than `pipe-user-pages-soft` (64 MiB
+/// by default) every new pipe of theirs gets two pages; at 1 MiB a pipe that takes 32
+/// instances of rpv in one pipeline.
 const PIPE_SIZE: usize = 1 << 20;
 /// Largest single copy_file_range call, so counters and -L stay responsive.
 const COPY_CHUNK: usize = 8 << 20;
@@ -251,8 +255,6 @@ pub struct Engine<'a> {
     adaptive: adaptive::Adaptive,
     /// Short waits for a fast producer of small pieces (pipe input on the splice path).
     pacer: adaptive::Pacer,
-    /// Non-pipe input spliced into a pipe: a zero-timeout poll of the input between splices.
-    pace: bool,
     /// The `--tee` outputs.
     tees: Vec<fanout::Tee<'a>>,
     /// Private pipes and buffers of the fan-out.
@@ -305,7 +307,6 @@ impl<'a> Engine<'a> {
             line_state: lines::LineState::default(),
             adaptive: adaptive::Adaptive::default(),
             pacer: adaptive::Pacer::default(),
-            pace: false,
             tees,
             fan: fanout::FanState::default(),
             main_live: true,
@@ -451,7 +452,6 @@ impl<'a> Engine<'a> {
         self.line_state.next_input();
         self.adaptive.reset(false, None);
         self.pacer.reset(0, None);
-        self.pace = false;
         let fan = self.tees_live();
         if let Some(path) = self.settings.hooks.force {
             // With --tee outputs the choice is between the fan-out and read/write.
@@ -504,15 +504,13 @@ impl<'a> Engine<'a> {
         );
         let pace_capacity = if path == Path::Splice { in_size } else { 0 };
         self.pacer.reset(pace_capacity, self.settings.hooks.pace_ns);
-        if path == Path::Splice && !(in_pipe && self.out_info.kind == FileKind::Pipe) {
-            // One side is not a pipe: part of the pipe per call, so the neighbour keeps
-            // filling (or draining) it while rpv works, instead of both taking turns on a
-            // full pipe. Into a pipe an eighth (128 KiB of 1 MiB) and a zero-timeout poll of
-            // the input between calls, as pv's select() does; out of a pipe a quarter.
-            // Measured on (c), (d) and (m) (BENCHMARKS.md, "Results").
-            let part = if in_pipe { 4 } else { 8 };
-            self.splice_len = (self.splice_len / part).max(64 << 10);
-            self.pace = !in_pipe;
+        if path == Path::Splice && in_pipe && self.out_info.kind != FileKind::Pipe {
+            // Out of a pipe into a file: a quarter of the pipe per call, so the producer
+            // refills the pipe while rpv writes (measured against the whole pipe; half of
+            // it was no better on a loaded machine: BENCHMARKS.md, issue 27). Into a pipe
+            // (from a file) a call asks for the whole output pipe and blocks while it is
+            // full: no poll, no timer.
+            self.splice_len = (self.splice_len / 4).max(64 << 10);
         }
         path
     }
@@ -612,9 +610,6 @@ impl<'a> Engine<'a> {
         } else if path == Path::CopyRange {
             sys::copy_file_range(fd, self.out, len)
         } else {
-            if self.pace {
-                let _ = sys::poll_one(fd, libc::POLLIN, 0);
-            }
             sys::splice(fd, self.out, len)
         };
         match result {
@@ -1040,15 +1035,60 @@ fn skip_amount(block: u64, errors: u32) -> u64 {
     }
 }
 
-/// Grows a pipe to [`PIPE_SIZE`] (only ever grows; EPERM from the per-user limit is fine,
-/// then a quarter of it is tried). Returns the resulting capacity.
+/// Grows a pipe to [`PIPE_SIZE`]; only ever grows. When the kernel refuses (EPERM: more
+/// than `/proc/sys/fs/pipe-max-size`, or a per-user hard limit), half as much is tried, down
+/// to the pipe's current size: `pipe-max-size` is a power of two pages, so a lower limit is
+/// met exactly, without reading it (a read here would be one more system call).
+/// Returns the resulting capacity.
+///
+/// The pipe is usually shared (the shell made it, a neighbour reads or writes it, maybe
+/// more than one). Growing it changes nothing for them but how much it can hold: writes of
+/// up to `PIPE_BUF` stay atomic, and a neighbour that made it larger keeps its size.
+/// Shrinking could fail (EBUSY) or undo a neighbour's choice, so it never happens.
 fn grow_pipe(fd: BorrowedFd<'_>) -> usize {
+    grow_pipe_to(fd, PIPE_SIZE)
+}
+
+/// [`grow_pipe`] with the capacity wanted.
+fn grow_pipe_to(fd: BorrowedFd<'_>, mut want: usize) -> usize {
     let current = sys::pipe_size(fd).unwrap_or(64 << 10);
-    if current >= PIPE_SIZE {
-        return current;
+    while want > current {
+        if let Ok(granted) = sys::set_pipe_size(fd, want) {
+            return granted.max(current);
+        }
+        want /= 2;
     }
-    sys::set_pipe_size(fd, PIPE_SIZE)
-        .or_else(|_| sys::set_pipe_size(fd, PIPE_SIZE / 4))
-        .unwrap_or(current)
-        .max(current)
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// `/proc/sys/fs/pipe-max-size`.
+    fn pipe_max_size() -> usize {
+        let text = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap();
+        text.trim().parse().unwrap()
+    }
+
+    #[test]
+    fn pipes_grow_to_the_limit_and_never_shrink() {
+        let max = pipe_max_size();
+        let (r, _w) = sys::pipe().unwrap();
+        let want = PIPE_SIZE.min(max);
+        assert_eq!(grow_pipe(r.as_fd()), want);
+        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), want);
+        // Asked for less than it holds: unchanged.
+        let (r, _w) = sys::pipe().unwrap();
+        sys::set_pipe_size(r.as_fd(), 256 << 10).unwrap();
+        assert_eq!(grow_pipe_to(r.as_fd(), 64 << 10), 256 << 10);
+        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), 256 << 10);
+        // Asked for more than the kernel allows: refused (EPERM without CAP_SYS_RESOURCE),
+        // then half as much until it fits.
+        let (r, _w) = sys::pipe().unwrap();
+        let got = grow_pipe_to(r.as_fd(), 4 * max);
+        assert!(got >= max, "{got} < {max}");
+        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), got);
+    }
 }

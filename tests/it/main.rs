@@ -1,5 +1,6 @@
 //! Integration tests: they spawn the real `rpv` binary.
 
+mod chunks;
 mod contract;
 mod cursor;
 mod display;
