@@ -5,8 +5,8 @@
 //! also use to wake it.
 //!
 //! - SIGINT/SIGHUP/SIGTERM: request exit (status bit 32). The handlers are installed
-//!   without `SA_RESTART`, so a blocking call on the main thread (opening a FIFO, `flock`,
-//!   a write to a blocked terminal) returns EINTR and rpv exits promptly; other threads
+//!   without `SA_RESTART`, so a blocking call on the main thread (opening a FIFO, a write
+//!   to a blocked terminal) returns EINTR and rpv exits promptly; other threads
 //!   block these signals.
 //! - SIGTSTP: note the time and stop with SIGSTOP; SIGCONT adds the stopped time to a total
 //!   that elapsed time excludes, and asks for a redraw. While the terminal's progress

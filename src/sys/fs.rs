@@ -181,14 +181,11 @@ pub fn readable(path: &Path) -> bool {
     rustix::fs::access(path, rustix::fs::Access::READ_OK).is_ok()
 }
 
-/// `flock(2)` with `LOCK_EX` (blocking) or `LOCK_UN`; EINTR is returned as an error.
-pub fn flock(fd: BorrowedFd<'_>, exclusive: bool) -> io::Result<()> {
-    let op = if exclusive {
-        rustix::fs::FlockOperation::LockExclusive
-    } else {
-        rustix::fs::FlockOperation::Unlock
-    };
-    Ok(rustix::fs::flock(fd, op)?)
+/// `flock(2)` with `LOCK_UN`. (No blocking `LOCK_EX`: an EINTR from it is not enough to end
+/// a wait, since a signal that comes between two calls is missed; lockers use [`try_flock`]
+/// with a deadline.)
+pub fn unlock(fd: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(rustix::fs::flock(fd, rustix::fs::FlockOperation::Unlock)?)
 }
 
 /// `flock(2)` with `LOCK_EX | LOCK_NB`: true if this open file now holds the lock, false if

@@ -38,8 +38,8 @@ mod title;
 pub use clock::{monotonic_ns, strerror, unix_time_ms, wall_clock};
 pub use filemap::{FileMap, MAP_SLOTS};
 pub use fs::{
-    advise_sequential, fdatasync, file_version, flock, fstat, ftruncate, is_dev_zero, lseek, pread,
-    read, readable, set_nonblocking, set_status_flag, stat, status_flags, try_flock, write,
+    advise_sequential, fdatasync, file_version, fstat, ftruncate, is_dev_zero, lseek, pread, read,
+    readable, set_nonblocking, set_status_flag, stat, status_flags, try_flock, unlock, write,
     FileInfo, FileKind, FileVersion,
 };
 pub use pipe::{
