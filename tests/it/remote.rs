@@ -455,3 +455,72 @@ fn remote_line_limit_reaches_the_zero_copy_line_path() {
         "lines/s after -L 200: {rate}"
     );
 }
+
+/// A target killed with SIGKILL cannot remove its socket; the next rpv that listens in the
+/// same directory removes it (its PID is gone), and keeps the sockets of live ones, which
+/// `-Q` still reaches.
+#[test]
+fn the_socket_of_a_killed_rpv_is_removed_by_the_next_one() {
+    let mut killed = Target::start(&["-q", "-L", "1k", "/dev/zero"]);
+    // All in one directory: the first target's runtime directory.
+    let dir = killed.runtime.dir.path().to_path_buf();
+    let spawn = || {
+        KillOnDrop(
+            rpv(&["-q", "-L", "1k", "/dev/zero"])
+                .env("XDG_RUNTIME_DIR", &dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let socket_of = |child: &KillOnDrop| {
+        let socket = dir.join("rpv").join(format!("{}.sock", child.0.id()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !socket.exists() {
+            assert!(Instant::now() < deadline, "no socket at {socket:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        socket
+    };
+    let live = spawn();
+    let live_socket = socket_of(&live);
+    let stale = killed.socket();
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    assert!(
+        stale.exists(),
+        "SIGKILL left the socket (the case under test)"
+    );
+    // A third rpv starts listening: it removes the dead one's socket.
+    let third = spawn();
+    socket_of(&third);
+    assert!(!stale.exists(), "the killed rpv's socket is still there");
+    assert!(live_socket.exists(), "a live rpv's socket was removed");
+    let query = rpv(&["-Q", &live.0.id().to_string(), "-n", "-b", "-i", "0.1"])
+        .env("XDG_RUNTIME_DIR", &dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut query = KillOnDrop(query);
+    let mut stderr = query.0.stderr.take().unwrap();
+    let mut first = [0u8; 1];
+    assert_eq!(
+        stderr.read(&mut first).unwrap(),
+        1,
+        "-Q reaches the live rpv"
+    );
+}
+
+/// A child killed (and reaped) when the test ends, whatever happens.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
