@@ -53,6 +53,9 @@ pub struct Ledger {
     held: Vec<Value>,
     /// The closing object of the last display loop, without its status yet.
     end: Option<Map<String, Value>>,
+    /// The `stall` of a display loop before the last one (the store phase of `-U`, whose
+    /// stall ends the run after what was stored is forwarded): the `end` carries it too.
+    stall: Option<Value>,
 }
 
 /// A shared [`Ledger`].
@@ -85,6 +88,9 @@ impl Ledger {
             }
             end
         });
+        if let Some(stall) = self.stall.take() {
+            end.entry("stall").or_insert(stall);
+        }
         end.insert("status".into(), json!(status));
         end.insert("time".into(), json!(now()));
         write(term, Value::Object(end));
@@ -186,6 +192,7 @@ impl Json {
         };
         let mut ledger = self.ledger.borrow_mut();
         if let Some(mut previous) = ledger.end.take() {
+            ledger.stall = previous.get("stall").cloned();
             previous.insert("type".into(), json!("phase_end"));
             previous.remove("status");
             previous.remove("interrupted");
@@ -585,6 +592,7 @@ impl Sink for Json {
                     "side": stall.side.map(Side::name),
                     "pid": pid,
                     "command": command,
+                    "tee": stall.copy,
                 }),
             );
         }
