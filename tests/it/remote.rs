@@ -524,3 +524,58 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// A target that does not answer (stopped with SIGSTOP): `-Q` and `-R` wait for its reply,
+/// and SIGINT ends that wait at once (std's reads retried through it, for the whole 10 s
+/// reply timeout).
+#[test]
+fn sigint_ends_a_client_waiting_for_a_stopped_target() {
+    let target = Target::start(&["-q", "-L", "1k", "/dev/zero"]);
+    let signal = |pid: u32, sig| {
+        let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+        rustix::process::kill_process(pid, sig).unwrap();
+    };
+    signal(target.child.id(), rustix::process::Signal::STOP);
+    for args in [&["-Q", "-n"][..], &["-R", "-L", "2k"]] {
+        let pid = target.pid();
+        let mut all = vec![args[0], pid.as_str()];
+        all.extend_from_slice(&args[1..]);
+        let mut client = KillOnDrop(
+            target
+                .client(&all)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let client_pid = client.0.id();
+        // Connected (the socket is in its descriptors): now it waits for the reply.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_dir(format!("/proc/{client_pid}/fd"))
+            .unwrap()
+            .flatten()
+            .any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+            })
+        {
+            assert!(Instant::now() < deadline, "{args:?}: never connected");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sent = Instant::now();
+        signal(client_pid, rustix::process::Signal::INT);
+        let status = loop {
+            if let Some(status) = client.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                sent.elapsed() < Duration::from_secs(1),
+                "{args:?}: SIGINT did not end the client within a second"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.code(), Some(32), "{args:?}");
+    }
+    signal(target.child.id(), rustix::process::Signal::CONT);
+}
