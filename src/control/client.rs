@@ -15,6 +15,9 @@ use super::{
 use crate::error::Error;
 use crate::sys;
 
+/// After an exit signal, how much longer a reply is awaited.
+const EXIT_WAIT: Duration = Duration::from_millis(100);
+
 /// A connection to another rpv's control socket.
 pub struct Client {
     stream: UnixStream,
@@ -82,26 +85,32 @@ impl Client {
     }
 
     /// The next line of the reply (at most [`MAX_LINE`] bytes; the last one may lack its
-    /// newline), waiting at most the timeout. An exit signal ends the wait at once (std's
-    /// reads retry through every signal, so a stopped target held `-Q`/`-R` for the whole
-    /// timeout after Ctrl-C).
+    /// newline), waiting at most the timeout. After an exit signal it waits at most
+    /// [`EXIT_WAIT`] more (std's reads retry through every signal, so a stopped target held
+    /// `-Q`/`-R` for the whole timeout after Ctrl-C; a live one still answers the last
+    /// question of a view that is ending).
     fn read_line(&mut self) -> Option<String> {
-        let deadline = Instant::now() + self.timeout;
+        let mut deadline = Instant::now() + self.timeout;
+        let mut exiting = false;
         let mut buf = [0u8; 4096];
         loop {
             if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=end).collect();
                 return String::from_utf8(line).ok();
             }
-            if self.pending.len() > MAX_LINE || crate::signals::exit_requested() {
+            if self.pending.len() > MAX_LINE {
                 return None;
+            }
+            if !exiting && crate::signals::exit_requested() {
+                exiting = true;
+                deadline = deadline.min(Instant::now() + EXIT_WAIT);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return None;
             }
             // A slice at a time, so a signal that lands between two calls is seen soon.
-            let slice = left.min(Duration::from_millis(100)).as_millis().max(1) as i32;
+            let slice = left.min(Duration::from_millis(20)).as_millis().max(1) as i32;
             if !matches!(sys::poll_one(self.stream.as_fd(), libc::POLLIN, slice), Ok(n) if n > 0) {
                 continue;
             }
