@@ -50,6 +50,8 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         cli::Parsed::Run(options) => {
             let report = Report::new(&prog, options.voice());
             let status = run(&options, &report);
+            // A -M command left by a set-up error after its start ends with rpv too.
+            end_command(&report);
             for message in cleanup::remove_all() {
                 report.error(&Error::other(0, message));
             }
