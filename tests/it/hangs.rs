@@ -435,3 +435,60 @@ fn the_rate_limit_lets_no_burst_through_after_a_stop() {
         reader.join().unwrap();
     }
 }
+
+/// `-M in` whose command stops reading: the stall names it as the side rpv waits on
+/// (`waiting for PID N (…) to read its input`), and it is ended.
+#[test]
+fn a_stall_with_m_in_names_the_command_that_does_not_read() {
+    let dir = Dir::new();
+    let pid_file = dir.path("pid");
+    let script = format!(
+        "exec 2>/dev/null; echo $$ > {}; exec sleep 30",
+        s(&pid_file)
+    );
+    let input = dir.file("in", &data(4 << 20, 55));
+    let mut child = rpv(&[
+        "--json",
+        "-q",
+        "-i",
+        "0.1",
+        "--stall-timeout",
+        "1",
+        "-M",
+        "in",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .stdin(File::open(&input).unwrap())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let command = process(pid_in(&pid_file));
+    let _leftovers = Leftovers(vec![command]);
+    let status = wait_within(&mut child, 20.0, "-M in, stalled");
+    let stderr = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(128), "{stderr}");
+    let objects = parse_ndjson(stderr.as_bytes());
+    let end = objects.last().unwrap();
+    let text = format!("sh -c {script}");
+    let text = if text.chars().count() > 80 {
+        format!("{}...", text.chars().take(77).collect::<String>())
+    } else {
+        text
+    };
+    assert_eq!(end["stall"]["side"], "output", "{stderr}");
+    assert_eq!(end["stall"]["pid"], command.0, "{stderr}");
+    assert_eq!(end["stall"]["command"], text.as_str(), "{stderr}");
+    assert_eq!(
+        message(&objects, "no data moved")["text"],
+        format!(
+            "no data moved for 1s (--stall-timeout): waiting for PID {} ({text}) to read its \
+             input",
+            command.0
+        )
+    );
+    gone_within(5.0, &[command], "the command ends with rpv");
+}
