@@ -73,6 +73,20 @@ pub fn child_ended(pid: u32) -> bool {
     }
 }
 
+/// Whether a SIGCONT sent to this process is pending, not yet handled (`ShdPnd` in
+/// `/proc/self/status`): the process was stopped and has just been continued, and the
+/// handler has not run yet. False if it cannot tell.
+pub fn continue_pending() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("ShdPnd:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGCONT - 1)) != 0)
+}
+
 /// `kill(pid, 0)`: true if the process exists (one we may not signal, EPERM, counts as
 /// existing).
 pub fn process_exists(pid: u32) -> bool {

@@ -546,12 +546,18 @@ impl<'a> Engine<'a> {
         let before = sys::monotonic_ns();
         std::thread::sleep(std::time::Duration::from_nanos(wait_ns));
         if !self.check_resumed() && sys::monotonic_ns() - before > wait_ns + LATE_NS {
-            // Late: a busy machine (made up), or a stop from outside, whose SIGCONT handler
-            // (on the main thread) may not have run yet: give it a moment to.
-            for _ in 0..3 {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                if self.check_resumed() {
-                    break;
+            // Late: a busy machine (made up), or a stop from outside whose SIGCONT the main
+            // thread has not handled yet (still pending), or is handling (a moment).
+            if sys::continue_pending() {
+                if let Some(limiter) = self.limiter.as_mut() {
+                    limiter.resumed(sys::monotonic_ns());
+                }
+            } else {
+                for _ in 0..3 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    if self.check_resumed() {
+                        break;
+                    }
                 }
             }
         }
