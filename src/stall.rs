@@ -153,13 +153,15 @@ fn holds(pid: u32, target: &Target, side: Side) -> bool {
 }
 
 /// The access mode (`O_RDONLY` 0, `O_WRONLY` 1, `O_RDWR` 2) from an `fdinfo` file's
-/// `flags:` line (octal).
+/// `flags:` line (octal). None for an `O_PATH` descriptor (a watcher holding a reference to
+/// the pipe, as a process viewer does, neither reads nor writes it) or without the line.
 fn access_mode(fdinfo: &str) -> Option<u32> {
     let flags = fdinfo
         .lines()
         .find_map(|l| l.strip_prefix("flags:"))?
         .trim();
-    u32::from_str_radix(flags, 8).ok().map(|f| f & 3)
+    let flags = u32::from_str_radix(flags, 8).ok()?;
+    (flags & libc::O_PATH as u32 == 0).then_some(flags & 3)
 }
 
 /// Of the holders `(pid, ppid)`, one that is not the parent of another, lowest PID first.
@@ -219,6 +221,8 @@ mod tests {
         assert_eq!(access_mode("pos:\t0\nflags:\t02000000\n"), Some(0));
         assert_eq!(access_mode("pos:\t0\nflags:\t0100002\n"), Some(2));
         assert_eq!(access_mode("pos:\t0\n"), None);
+        // O_PATH (010000000): not a reader nor a writer.
+        assert_eq!(access_mode("pos:\t0\nflags:\t012000000\n"), None);
     }
 
     #[test]
