@@ -304,6 +304,8 @@ pub struct Cursor {
     width: usize,
     /// The terminal was resized: ask where the cursor is before the next line.
     requery: bool,
+    /// After an exit signal, a wait for the lock ran out: later ones try once.
+    stuck: std::cell::Cell<bool>,
 }
 
 impl Cursor {
@@ -327,6 +329,7 @@ impl Cursor {
             joined: false,
             width: 0,
             requery: false,
+            stuck: std::cell::Cell::new(false),
         })
     }
 
@@ -336,11 +339,12 @@ impl Cursor {
     }
 
     /// Opens and locks the registry; reopens if the last instance removed it meanwhile.
-    /// Never waits long: the lock is tried for at most [`LOCK_WAIT_NS`] (once only after an
-    /// exit signal), so another instance that holds it while stopped (Ctrl-Z, SIGSTOP) can
-    /// neither hold this one's display loop nor keep a signal from ending it. None then: this
-    /// round draws no row (the next one tries again), quietly, as the terminal has no room
-    /// for a message that is not coordinated either.
+    /// Never waits long: the lock is tried for at most [`LOCK_WAIT_NS`], so another instance
+    /// that holds it while stopped (Ctrl-Z, SIGSTOP) can neither hold this one's display
+    /// loop nor keep a signal from ending it (instances interrupted together still take
+    /// turns at their last rows; once a wait has run out after an exit signal, later ones
+    /// try once). None then: this round draws no row (the next one tries again), quietly,
+    /// as the terminal has no room for a message that is not coordinated either.
     fn lock(&self) -> Option<Locked> {
         for _ in 0..8 {
             // O_NONBLOCK: a FIFO planted at the path never holds the open (it is then
@@ -366,7 +370,12 @@ impl Cursor {
                     Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                     Err(_) => return None,
                 }
-                if crate::signals::exit_requested() || sys::monotonic_ns() >= deadline {
+                let exiting = crate::signals::exit_requested();
+                if exiting && self.stuck.get() {
+                    return None;
+                }
+                if sys::monotonic_ns() >= deadline {
+                    self.stuck.set(exiting);
                     return None;
                 }
                 std::thread::sleep(std::time::Duration::from_nanos(LOCK_RETRY_NS));
