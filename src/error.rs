@@ -35,9 +35,10 @@ pub(crate) mod status {
 }
 
 /// A side of a transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Side {
     /// Reading the input.
+    #[default]
     Input,
     /// Writing the output.
     Output,
@@ -62,6 +63,10 @@ pub struct Stall {
     pub side: Option<Side>,
     /// The process at the other end of that side's pipe: PID and command line.
     pub peer: Option<(u32, String)>,
+    /// The peer is the command `-M` started (rpv waits for its output, or for it to read).
+    pub command: bool,
+    /// The output rpv waits to write is this `--tee` copy (not the main output).
+    pub copy: Option<String>,
 }
 
 /// A duration as people write it: `30s`, `5m`, `1h30m`, `0.5s`.
@@ -320,12 +325,25 @@ impl fmt::Display for Error {
             Error::Stalled(stall) => {
                 let time = duration_text(stall.timeout);
                 write!(f, "no data moved for {time} (--stall-timeout)")?;
-                let (waiting, towards) = match stall.side {
-                    Some(Side::Input) => ("waiting to read input", "from"),
-                    Some(Side::Output) => ("waiting to write output", "to"),
-                    None => return Ok(()),
+                match (stall.side, &stall.peer, stall.command) {
+                    (Some(Side::Input), Some((pid, command)), true) => {
+                        return write!(f, ": waiting for output of PID {pid} ({command})");
+                    }
+                    (Some(Side::Output), Some((pid, command)), true) => {
+                        return write!(f, ": waiting for PID {pid} ({command}) to read its input");
+                    }
+                    _ => {}
+                }
+                let (waiting, towards) = match (stall.side, &stall.copy) {
+                    (Some(Side::Output), Some(copy)) => {
+                        write!(f, ": waiting to write the --tee copy {copy}")?;
+                        ("", "to")
+                    }
+                    (Some(Side::Input), _) => (": waiting to read input", "from"),
+                    (Some(Side::Output), None) => (": waiting to write output", "to"),
+                    (None, _) => return Ok(()),
                 };
-                write!(f, ": {waiting}")?;
+                write!(f, "{waiting}")?;
                 match &stall.peer {
                     Some((pid, command)) => write!(f, " {towards} PID {pid} ({command})"),
                     None => Ok(()),
@@ -441,6 +459,8 @@ mod tests {
                     timeout: 30.0,
                     side: Some(Side::Input),
                     peer: Some((123, "tar -cf - /srv".into())),
+                    command: false,
+                    copy: None,
                 }),
                 "no data moved for 30s (--stall-timeout): waiting to read input from PID 123 \
                  (tar -cf - /srv)",
@@ -451,6 +471,8 @@ mod tests {
                     timeout: 5400.0,
                     side: Some(Side::Output),
                     peer: None,
+                    command: false,
+                    copy: None,
                 }),
                 "no data moved for 1h30m (--stall-timeout): waiting to write output",
                 status::STALLED,
@@ -460,8 +482,58 @@ mod tests {
                     timeout: 0.5,
                     side: None,
                     peer: None,
+                    command: false,
+                    copy: None,
                 }),
                 "no data moved for 0.5s (--stall-timeout)",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 2.0,
+                    side: Some(Side::Input),
+                    peer: Some((77, "sh -c make".into())),
+                    command: true,
+                    copy: None,
+                }),
+                "no data moved for 2s (--stall-timeout): waiting for output of PID 77 \
+                 (sh -c make)",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 2.0,
+                    side: Some(Side::Output),
+                    peer: Some((78, "gzip".into())),
+                    command: true,
+                    copy: None,
+                }),
+                "no data moved for 2s (--stall-timeout): waiting for PID 78 (gzip) to read its \
+                 input",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 2.0,
+                    side: Some(Side::Output),
+                    peer: Some((79, "sleep 20".into())),
+                    command: false,
+                    copy: Some("copy.fifo".into()),
+                }),
+                "no data moved for 2s (--stall-timeout): waiting to write the --tee copy \
+                 copy.fifo to PID 79 (sleep 20)",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 2.0,
+                    side: Some(Side::Output),
+                    peer: None,
+                    command: false,
+                    copy: Some("copy.fifo".into()),
+                }),
+                "no data moved for 2s (--stall-timeout): waiting to write the --tee copy \
+                 copy.fifo",
                 status::STALLED,
             ),
         ];

@@ -64,12 +64,18 @@ pub(crate) enum Phase {
 }
 
 /// Which side a transfer that does not move waits on (for the stall watchdog's message).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Blocked {
     /// Reading the input, or writing the output.
     pub side: Side,
     /// The inode of the pipe on that side, when it is a pipe (its other end is a process).
     pub pipe: Option<u64>,
+    /// The device and inode of the named FIFO on that side (a `--tee` FIFO).
+    pub fifo: Option<(u64, u64)>,
+    /// The `--tee` copy rpv waits to write, when that is what holds the transfer.
+    pub copy: Option<String>,
+    /// The command `-M` started, when it is at that side's other end: PID, command line.
+    pub command: Option<(u32, String)>,
 }
 
 /// The name of a meter, when it has one of its own.

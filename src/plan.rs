@@ -383,6 +383,7 @@ fn transfer(
         capture,
         each: o.each || o.json,
         outputs,
+        command: None,
     };
     Ok(TransferPlan {
         settings,
@@ -509,11 +510,12 @@ fn open_tees(o: &Options, inputs: &[InputSpec], notice: bool) -> Result<Vec<TeeO
         } else {
             open_file_output(path, inputs, notice.then_some("--tee"))?
         };
+        let meter = Arc::new(OutputMeter::for_file(&file));
         Ok(TeeOutput {
             file,
             name: path.to_string_lossy().into_owned(),
             path: path.clone(),
-            meter: Arc::new(OutputMeter::default()),
+            meter,
             shared,
         })
     };

@@ -64,7 +64,7 @@ impl Source for Scripted {
         self.0.borrow_mut().stops += 1;
     }
     fn blocked(&self) -> Option<Blocked> {
-        self.0.borrow().blocked
+        self.0.borrow().blocked.clone()
     }
     fn final_update(&self) -> bool {
         !self.0.borrow().no_final
@@ -318,6 +318,7 @@ fn a_stall_ends_the_run_with_its_status_and_says_which_side_waited() {
             blocked: Some(Blocked {
                 side: Side::Input,
                 pipe: None,
+                ..Blocked::default()
             }),
             ..Script::default()
         }],

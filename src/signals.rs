@@ -5,8 +5,8 @@
 //! also use to wake it.
 //!
 //! - SIGINT/SIGHUP/SIGTERM: request exit (status bit 32). The handlers are installed
-//!   without `SA_RESTART`, so a blocking call on the main thread (opening a FIFO, `flock`,
-//!   a write to a blocked terminal) returns EINTR and rpv exits promptly; other threads
+//!   without `SA_RESTART`, so a blocking call on the main thread (opening a FIFO, a write
+//!   to a blocked terminal) returns EINTR and rpv exits promptly; other threads
 //!   block these signals.
 //! - SIGTSTP: note the time and stop with SIGSTOP; SIGCONT adds the stopped time to a total
 //!   that elapsed time excludes, and asks for a redraw. While the terminal's progress
@@ -53,6 +53,9 @@ static STOPPED_AT: AtomicU64 = AtomicU64::new(0);
 /// SIGCONT, for cursor mode to notice that the shell wrote to the terminal meanwhile.
 static LAST_STOP: AtomicU64 = AtomicU64::new(0);
 static STOPPED_TOTAL: AtomicU64 = AtomicU64::new(0);
+/// How many times the process was continued (SIGCONT), after Ctrl-Z or a SIGSTOP sent from
+/// outside (which no handler sees): the `-L` limiter starts its schedule again after one.
+static CONTINUES: AtomicU64 = AtomicU64::new(0);
 /// The display loop is waiting in [`wait`]: SIGTSTP leaves the stop to it.
 static STOP_DEFERRED: AtomicBool = AtomicBool::new(false);
 /// SIGTSTP arrived while the stop was deferred; the display loop stops when it sees this.
@@ -123,6 +126,7 @@ pub(crate) fn take_stop() -> bool {
 }
 
 extern "C" fn on_cont(_: libc::c_int) {
+    CONTINUES.fetch_add(1, Ordering::Relaxed);
     let at = STOPPED_AT.swap(0, Ordering::Relaxed);
     if at != 0 {
         STOPPED_TOTAL.fetch_add(sys::monotonic_ns().saturating_sub(at), Ordering::Relaxed);
@@ -263,6 +267,12 @@ pub(crate) fn take_resized() -> bool {
 /// True (once) after SIGCONT: the line should be redrawn now.
 pub(crate) fn take_continued() -> bool {
     CONTINUED.swap(false, Ordering::Relaxed)
+}
+
+/// How many times the process has been continued (SIGCONT) so far: a change means it was
+/// stopped meanwhile, by Ctrl-Z or by a SIGSTOP from outside.
+pub(crate) fn continues() -> u64 {
+    CONTINUES.load(Ordering::Relaxed)
 }
 
 /// When the process was last stopped by SIGTSTP (Ctrl-Z), in monotonic ns; 0 if never.

@@ -55,6 +55,9 @@ pub struct Ledger {
     end: Option<Map<String, Value>>,
     /// That loop was `-U`'s store phase: nothing of it has reached the output.
     stored: bool,
+    /// The `stall` of a display loop before the last one (the store phase of `-U`, whose
+    /// stall ends the run after what was stored is forwarded): the `end` carries it too.
+    stall: Option<Value>,
 }
 
 /// A shared [`Ledger`].
@@ -92,6 +95,9 @@ impl Ledger {
             }
             end
         });
+        if let Some(stall) = self.stall.take() {
+            end.entry("stall").or_insert(stall);
+        }
         end.insert("status".into(), json!(status));
         end.insert("time".into(), json!(now()));
         write(term, Value::Object(end));
@@ -229,6 +235,7 @@ impl Json {
         let mut ledger = self.ledger.borrow_mut();
         ledger.stored = false;
         if let Some(mut previous) = ledger.end.take() {
+            ledger.stall = previous.get("stall").cloned();
             previous.insert("type".into(), json!("phase_end"));
             previous.remove("status");
             previous.remove("interrupted");
@@ -637,6 +644,7 @@ impl Sink for Json {
                     "side": stall.side.map(Side::name),
                     "pid": pid,
                     "command": command,
+                    "tee": stall.copy,
                 }),
             );
         }

@@ -50,6 +50,9 @@ const PIPE_SIZE: usize = 1 << 20;
 const COPY_CHUNK: usize = 8 << 20;
 /// Default read/write buffer (`-B` overrides).
 pub const DEFAULT_BUFFER: usize = 256 << 10;
+/// A limiter's sleep that ends this much later than asked may have been a stop (Ctrl-Z,
+/// SIGSTOP) whose SIGCONT the main thread has not handled yet.
+const LATE_NS: u64 = 20_000_000;
 pub use crate::cli::MAX_BUFFER;
 
 /// How one input is moved.
@@ -235,6 +238,9 @@ pub struct Engine<'a> {
     /// The "read errors detected" warning was given for the current input.
     warned: bool,
     limiter: Option<Limiter>,
+    /// [`crate::signals::continues`] and [`crate::signals::last_stop_ns`] when the limiter
+    /// last looked (a change: the process was stopped).
+    stops_seen: (u64, u64),
     /// Bytes written (published to `Counters::bytes`).
     bytes: u64,
     /// Lines written (published to `Counters::lines`).
@@ -296,6 +302,7 @@ impl<'a> Engine<'a> {
             errors_in_a_row: 0,
             warned: false,
             limiter,
+            stops_seen: (crate::signals::continues(), crate::signals::last_stop_ns()),
             bytes: 0,
             lines: 0,
             read: 0,
@@ -537,15 +544,43 @@ impl<'a> Engine<'a> {
     /// Sleeps while the `-L` budget is exhausted; at most 100 ms at a time, so a limit
     /// changed by `-R` takes effect promptly.
     fn limit_sleep(&mut self, wait_ns: u64) {
-        let stops = crate::signals::last_stop_ns();
-        std::thread::sleep(std::time::Duration::from_nanos(wait_ns.min(100_000_000)));
-        if crate::signals::last_stop_ns() != stops {
-            // Ctrl-Z came during the sleep: the time stopped is not made up.
-            if let Some(limiter) = self.limiter.as_mut() {
-                limiter.stopped();
+        let wait_ns = wait_ns.min(100_000_000);
+        let before = sys::monotonic_ns();
+        std::thread::sleep(std::time::Duration::from_nanos(wait_ns));
+        if !self.check_resumed() && sys::monotonic_ns() - before > wait_ns + LATE_NS {
+            // Late: a busy machine (made up), or a stop from outside whose SIGCONT the main
+            // thread has not handled yet (still pending), or is handling (a moment).
+            if sys::continue_pending() {
+                if let Some(limiter) = self.limiter.as_mut() {
+                    limiter.resumed(sys::monotonic_ns());
+                }
+            } else {
+                for _ in 0..3 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    if self.check_resumed() {
+                        break;
+                    }
+                }
             }
         }
         self.check_tuning();
+    }
+
+    /// The process was stopped (Ctrl-Z, or SIGSTOP from outside) since the limiter last
+    /// looked: its schedule starts again now, so neither the time stopped nor what its bucket
+    /// held comes out as a burst. True if it was. Two relaxed loads; called only with `-L`.
+    /// Ctrl-Z notes its stop before the process stops; a SIGSTOP from outside is seen by the
+    /// SIGCONT that ends it.
+    fn check_resumed(&mut self) -> bool {
+        let seen = (crate::signals::continues(), crate::signals::last_stop_ns());
+        if seen == self.stops_seen {
+            return false;
+        }
+        self.stops_seen = seen;
+        if let Some(limiter) = self.limiter.as_mut() {
+            limiter.resumed(sys::monotonic_ns());
+        }
+        true
     }
 
     /// Units (bytes or lines) still allowed by `-S`, or None without a stop size.
@@ -579,7 +614,12 @@ impl<'a> Engine<'a> {
     /// most `want`. Line mode is limited per write in `rw_step`.
     fn byte_allowance(&mut self, want: usize) -> usize {
         loop {
-            let Some(limiter) = self.limiter.as_mut().filter(|_| !self.settings.line_mode) else {
+            if self.limiter.is_none() || self.settings.line_mode {
+                return want;
+            }
+            // Stopped during the last write (not in the limiter's sleep): the same rule.
+            let _ = self.check_resumed();
+            let Some(limiter) = self.limiter.as_mut() else {
                 return want;
             };
             match limiter.allowance(want as u64, sys::monotonic_ns()) {
@@ -738,6 +778,9 @@ impl<'a> Engine<'a> {
             return (0, 0);
         }
         let want = (memchr::memchr_iter(sep, data).count() as u64).clamp(1, budget);
+        if self.limiter.is_some() {
+            let _ = self.check_resumed();
+        }
         while let Some(limiter) = self.limiter.as_mut() {
             match limiter.allowance(want, sys::monotonic_ns()) {
                 Ok(n) => {

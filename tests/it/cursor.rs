@@ -521,3 +521,73 @@ fn after_ctrl_z_and_fg_the_rows_go_below_the_shells_lines() {
         100,
     );
 }
+
+/// Another instance holds the registry's lock and does not let go (it was stopped while it
+/// drew): `rpv -c` must neither wait for it for good nor ignore SIGINT. The lock is held by
+/// this test on a registry in a temporary directory, never the real one.
+#[test]
+fn a_registry_locked_by_a_stopped_instance_does_not_hold_rpv() {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Dir::new();
+    let input = dir.file("in", &data(4 << 20, 71));
+    let out = dir.path("out");
+    let (master, slave) = crate::terminal::openpty(80, 24);
+    let terminal = Terminal::new(master, 80, 24, true);
+    let tty = rustix::termios::ttyname(slave.as_fd(), Vec::new()).unwrap();
+    let tty = tty
+        .to_str()
+        .unwrap()
+        .trim_start_matches("/dev/")
+        .replace('/', "_");
+    let euid = rustix::process::geteuid().as_raw();
+    let registry = dir.path(&format!("rpv-cursor-{tty}-{euid}"));
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&registry)
+        .unwrap();
+    rustix::fs::flock(held.as_fd(), rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let mut cmd = rpv(&["-c", "-i", "0.1", "-L", "1M", "-o", s(&out), s(&input)]);
+    for (k, v) in tmpdir_env(&dir) {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    drop(cmd);
+    // A third of a second of data: several updates have tried the lock by then.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&out).map_or(0, |m| m.len()) < 350_000 {
+        assert!(Instant::now() < deadline, "no data moved");
+        assert!(child.try_wait().unwrap().is_none(), "rpv ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Instant::now();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = crate::util::wait_within(&mut child, 10.0, "rpv -c, registry locked");
+    let took = sent.elapsed();
+    drop(held);
+    drop(terminal);
+    assert!(
+        took < Duration::from_secs(1),
+        "SIGINT ended rpv after {took:?} (the registry stayed locked)"
+    );
+    assert_eq!(status.code(), Some(32), "interrupted: {status:?}");
+    let copied = std::fs::read(&out).unwrap();
+    let all = std::fs::read(&input).unwrap();
+    assert!(
+        all.starts_with(&copied),
+        "the output is a prefix of the input"
+    );
+}

@@ -7,6 +7,7 @@ mod display;
 mod docs;
 mod errors;
 mod faults;
+mod hangs;
 mod integrations;
 mod integrity;
 mod json;

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::util::{exit_within, pause, rpv, wait_until, Dir};
 
@@ -449,4 +449,128 @@ fn remote_line_limit_reaches_the_zero_copy_line_path() {
         (100.0..400.0).contains(&rate),
         "lines/s after -L 200: {rate}"
     );
+}
+
+/// A target killed with SIGKILL cannot remove its socket; the next rpv that listens in the
+/// same directory removes it (its PID is gone), and keeps the sockets of live ones, which
+/// `-Q` still reaches.
+#[test]
+fn the_socket_of_a_killed_rpv_is_removed_by_the_next_one() {
+    let mut killed = Target::start(&["-q", "-L", "1k", "/dev/zero"]);
+    // All in one directory: the first target's runtime directory.
+    let dir = killed.runtime.dir.path().to_path_buf();
+    let spawn = || {
+        KillOnDrop(
+            rpv(&["-q", "-L", "1k", "/dev/zero"])
+                .env("XDG_RUNTIME_DIR", &dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let socket_of = |child: &KillOnDrop| {
+        let socket = dir.join("rpv").join(format!("{}.sock", child.0.id()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !socket.exists() {
+            assert!(Instant::now() < deadline, "no socket at {socket:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        socket
+    };
+    let live = spawn();
+    let live_socket = socket_of(&live);
+    let stale = killed.socket();
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    assert!(
+        stale.exists(),
+        "SIGKILL left the socket (the case under test)"
+    );
+    // A third rpv starts listening: it removes the dead one's socket.
+    let third = spawn();
+    socket_of(&third);
+    assert!(!stale.exists(), "the killed rpv's socket is still there");
+    assert!(live_socket.exists(), "a live rpv's socket was removed");
+    let query = rpv(&["-Q", &live.0.id().to_string(), "-n", "-b", "-i", "0.1"])
+        .env("XDG_RUNTIME_DIR", &dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut query = KillOnDrop(query);
+    let mut stderr = query.0.stderr.take().unwrap();
+    let mut first = [0u8; 1];
+    assert_eq!(
+        stderr.read(&mut first).unwrap(),
+        1,
+        "-Q reaches the live rpv"
+    );
+}
+
+/// A child killed (and reaped) when the test ends, whatever happens.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A target that does not answer (stopped with SIGSTOP): `-Q` and `-R` wait for its reply,
+/// and SIGINT ends that wait at once (std's reads retried through it, for the whole 10 s
+/// reply timeout).
+#[test]
+fn sigint_ends_a_client_waiting_for_a_stopped_target() {
+    let target = Target::start(&["-q", "-L", "1k", "/dev/zero"]);
+    let signal = |pid: u32, sig| {
+        let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+        rustix::process::kill_process(pid, sig).unwrap();
+    };
+    signal(target.child.id(), rustix::process::Signal::STOP);
+    for args in [&["-Q", "-n"][..], &["-R", "-L", "2k"]] {
+        let pid = target.pid();
+        let mut all = vec![args[0], pid.as_str()];
+        all.extend_from_slice(&args[1..]);
+        let mut client = KillOnDrop(
+            target
+                .client(&all)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let client_pid = client.0.id();
+        // Connected (the socket is in its descriptors): now it waits for the reply.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_dir(format!("/proc/{client_pid}/fd"))
+            .unwrap()
+            .flatten()
+            .any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+            })
+        {
+            assert!(Instant::now() < deadline, "{args:?}: never connected");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sent = Instant::now();
+        signal(client_pid, rustix::process::Signal::INT);
+        let status = loop {
+            if let Some(status) = client.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                sent.elapsed() < Duration::from_secs(1),
+                "{args:?}: SIGINT did not end the client within a second"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.code(), Some(32), "{args:?}");
+    }
+    signal(target.child.id(), rustix::process::Signal::CONT);
 }
