@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::cli::{self, MonitorSide, Options};
 use crate::control::client::{self, Client};
 use crate::control::{Reply, Request};
-use crate::error::{status, Error};
+use crate::error::{status, Error, Side};
 use crate::meter::{Role, Unit};
 use crate::plan::{self, Job, MonitorPlan, Output, TransferPlan};
 use crate::session::{End, Session};
@@ -37,10 +37,17 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         .file_name()
         .map_or_else(|| "rpv".into(), |s| s.to_string_lossy().into_owned());
     let args = &args[1.min(args.len())..];
+    // `--help`, `--version` and `--completions` write on stdout; with `--json`, the run
+    // still ends with its `end` object on stderr.
+    let special = |text: &str| {
+        let status = print_stdout(text);
+        Report::new(&prog, cli::voice_of(args)).close(status);
+        i32::from(status)
+    };
     match cli::parse(&argv0, args) {
-        cli::Parsed::Help => print_stdout(&cli::help_text(term::size(0, 0).0)),
-        cli::Parsed::Version => print_stdout(&cli::version_text()),
-        cli::Parsed::Completions(shell) => print_stdout(&cli::completion_script(shell)),
+        cli::Parsed::Help => special(&cli::help_text(term::size(0, 0).0)),
+        cli::Parsed::Version => special(&cli::version_text()),
+        cli::Parsed::Completions(shell) => special(&cli::completion_script(shell)),
         cli::Parsed::Error(text) => {
             let report = Report::new(&prog, cli::voice_of(args));
             report.usage(&text, &argv0);
@@ -50,6 +57,8 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         cli::Parsed::Run(options) => {
             let report = Report::new(&prog, options.voice());
             let status = run(&options, &report);
+            // A -M command left by a set-up error after its start ends with rpv too.
+            end_command(&report);
             for message in cleanup::remove_all() {
                 report.error(&Error::other(0, message));
             }
@@ -59,7 +68,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     }
 }
 
-fn print_stdout(text: &str) -> i32 {
+fn print_stdout(text: &str) -> u8 {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
@@ -92,10 +101,24 @@ fn run(o: &Options, report: &Report) -> u8 {
                 name: Some("(input)".into()),
                 ..display.clone()
             };
-            let status = transfers("store", vec![first], phase1, report);
+            let mut store = Some(store);
+            // A stall in the store phase still forwards what was stored, then fails.
+            let forward_stored = |end: End, status: u8| match (end, store.take()) {
+                (End::Stalled, Some(store)) => match plan::second_phase(o, &display, store) {
+                    Ok(second) => {
+                        status | transfers("forward", vec![second], display.clone(), report)
+                    }
+                    Err(e) => status | fail(report, &e),
+                },
+                _ => status,
+            };
+            let status = transfers_then("store", vec![first], phase1, report, forward_stored);
             if status != 0 {
                 return status;
             }
+            let Some(store) = store.take() else {
+                return status;
+            };
             match plan::second_phase(o, &display, store) {
                 Ok(second) => transfers("forward", vec![second], display, report),
                 Err(e) => fail(report, &e),
@@ -184,15 +207,21 @@ fn sinks<'a>(
         }
     }
     if display.term_progress {
-        sinks.push(Box::new(sink::term_progress::TermProgress::default()));
+        sinks.push(Box::new(sink::term_progress::TermProgress::new(
+            report.finals(),
+        )));
     }
     if let Some(notifier) = &display.notify {
-        sinks.push(Box::new(sink::notify::Notify::new(Arc::clone(notifier))));
+        sinks.push(Box::new(sink::notify::Notify::new(
+            Arc::clone(notifier),
+            report.finals(),
+        )));
     }
     if let Some(path) = &display.metrics_file {
         sinks.push(Box::new(sink::metrics::Metrics::new(
             path.clone(),
             report.prog(),
+            report.finals(),
         )));
     }
     sinks
@@ -239,8 +268,20 @@ fn start_of(mode: &'static str, plans: &[TransferPlan]) -> json::Start {
 fn transfers(
     mode: &'static str,
     plans: Vec<TransferPlan>,
+    display: DisplayConfig,
+    report: &Report,
+) -> u8 {
+    transfers_then(mode, plans, display, report, |_, status| status)
+}
+
+/// [`transfers`]; when the run is interrupted or stalls, `aborted` runs (with how it ended
+/// and the status so far) before rpv exits, and gives the status to exit with.
+fn transfers_then(
+    mode: &'static str,
+    plans: Vec<TransferPlan>,
     mut display: DisplayConfig,
     report: &Report,
+    aborted: impl FnOnce(End, u8) -> u8,
 ) -> u8 {
     let start = start_of(mode, &plans);
     // `--pipeline` inside a transfer: its own pipeline, its own stage counted by the engine.
@@ -303,7 +344,9 @@ fn transfers(
         let (end, status) = session(sources, display, start, report);
         if end != End::Finished {
             // Interrupted or stalled: a data thread may sit in a blocking call, so do not
-            // wait for it.
+            // wait for it. The -M command does not outlive rpv.
+            end_command(report);
+            let status = aborted(end, status);
             report.close(status);
             cleanup::exit(status);
         }
@@ -408,6 +451,14 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
             return fail(report, &Error::Command { command, err });
         }
     };
+    let command = crate::stall::shorten(&crate::display::printable(
+        &std::iter::once(&m.command)
+            .chain(&m.args)
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
+    ));
+    cleanup::register_command(child.id(), command.clone());
     // The command holds its ends now; ours must close so EOF and EPIPE work.
     drop(cmd);
     let mut plans = Vec::new();
@@ -419,7 +470,10 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
         };
         let output = Output::Pipe(Arc::new(to_command));
         match plan::monitor_side(o, &display, InputSpec::operand("-".as_ref()), output, role) {
-            Ok(p) => plans.push(p),
+            Ok(mut p) => {
+                p.meter.command = Some((child.id(), command.clone(), Side::Output));
+                plans.push(p);
+            }
             Err(e) => return fail(report, &e),
         }
     }
@@ -431,7 +485,10 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
         };
         let input = InputSpec::new(InputSource::Fd(from_command), "(pipe)".into());
         match plan::monitor_side(o, &display, input, m.output.clone(), role) {
-            Ok(p) => plans.push(p),
+            Ok(mut p) => {
+                p.meter.command = Some((child.id(), command.clone(), Side::Input));
+                plans.push(p);
+            }
             Err(e) => return fail(report, &e),
         }
     }
@@ -439,9 +496,31 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
     finish_command(report, child, own)
 }
 
-/// Waits for the command; the exit status is rpv's own if non-zero, else the command's.
+/// Ends the `-M` command if it still runs, and says so.
+fn end_command(report: &Report) {
+    if let Some(text) = cleanup::end_command() {
+        report.error(&Error::other(0, text));
+    }
+}
+
+/// Waits for the command; the exit status is rpv's own if non-zero, else the command's. An
+/// exit signal ends the wait (and the command, which must not outlive rpv).
 fn finish_command(report: &Report, mut child: Child, own: u8) -> u8 {
-    let command_code = match child.wait() {
+    let exited = loop {
+        match child.try_wait() {
+            Ok(Some(exit)) => break Ok(exit),
+            Ok(None) => {}
+            Err(e) => break Err(e),
+        }
+        if signals::exit_requested() {
+            end_command(report);
+            let _ = child.wait();
+            return own | status::SIGNAL;
+        }
+        signals::wait(20);
+    };
+    cleanup::forget_command();
+    let command_code = match exited {
         Ok(exit) => {
             use std::os::unix::process::ExitStatusExt;
             match (exit.code(), exit.signal()) {

@@ -1,35 +1,120 @@
-//! Files rpv must remove when it exits, however it exits: the `-P` pid file and the
-//! `-U -` temporary file. Exit paths that cannot unwind (an interrupt while the data thread
-//! is blocked) call [`exit`], which removes them first.
+//! What rpv must undo when it exits, however it exits: the files it made (the `-P` pid
+//! file, the `-U -` temporary file), and the command `-M` started, which must not outlive
+//! it. Exit paths that cannot unwind (an interrupt while the data thread is blocked) call
+//! [`exit`], which removes the files and ends the command first.
+//!
+//! Ending the command ([`end_command`]): SIGTERM to it and to the processes under it (a
+//! `sh -c` runs its commands as children), then, if any is still there after
+//! [`COMMAND_GRACE_NS`], SIGKILL. The command is not reaped meanwhile, so its PID cannot be
+//! reused; the processes under it are recognised by their start time.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use crate::pipeline::procfs::{parse_pids, Stat};
+use crate::sys;
+
 static FILES: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
+
+/// The command `-M` started and has not waited for yet: its PID and its command line.
+static COMMAND: Mutex<Option<(u32, String)>> = Mutex::new(None);
+
+/// How long the `-M` command has to end after SIGTERM before it gets SIGKILL.
+pub(crate) const COMMAND_GRACE_NS: u64 = 1_000_000_000;
+
+/// `-M`: the command rpv started (`pid`, its command line for messages), to end if rpv
+/// ends before it.
+pub(crate) fn register_command(pid: u32, command: String) {
+    if let Ok(mut slot) = COMMAND.lock() {
+        *slot = Some((pid, command));
+    }
+}
+
+/// The command ended (it was waited for): nothing to end any more.
+pub(crate) fn forget_command() {
+    if let Ok(mut slot) = COMMAND.lock() {
+        *slot = None;
+    }
+}
+
+/// Ends the `-M` command if it is still running (see the module notes); returns what to
+/// tell the user, or None if there was nothing to end.
+pub(crate) fn end_command() -> Option<String> {
+    let (pid, command) = COMMAND.lock().ok()?.take()?;
+    if sys::child_ended(pid) {
+        return None;
+    }
+    let family = descendants(pid);
+    let _ = sys::send_signal(pid, libc::SIGTERM);
+    for &(p, start) in &family {
+        if same_process(p, start) {
+            let _ = sys::send_signal(p, libc::SIGTERM);
+        }
+    }
+    let running = || !sys::child_ended(pid) || family.iter().any(|&(p, s)| same_process(p, s));
+    let deadline = sys::monotonic_ns() + COMMAND_GRACE_NS;
+    while running() {
+        if sys::monotonic_ns() >= deadline {
+            let _ = sys::send_signal(pid, libc::SIGKILL);
+            for &(p, start) in &family {
+                if same_process(p, start) {
+                    let _ = sys::send_signal(p, libc::SIGKILL);
+                }
+            }
+            return Some(format!(
+                "ended the command PID {pid} ({command}) with SIGKILL: it was still running \
+                 a second after SIGTERM"
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Some(format!(
+        "ended the command PID {pid} ({command}) with SIGTERM"
+    ))
+}
+
+/// The processes under `pid` (children, theirs, …) with their start times.
+fn descendants(pid: u32) -> Vec<(u32, u64)> {
+    let mut found = Vec::new();
+    let mut queue = vec![pid];
+    while let Some(parent) = queue.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children = std::fs::read_to_string(task.path().join("children"));
+            for child in parse_pids(&children.unwrap_or_default()) {
+                if found.len() < 4096 && !found.iter().any(|&(p, _)| p == child) {
+                    if let Some(stat) = stat_of(child) {
+                        found.push((child, stat.start));
+                        queue.push(child);
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+fn stat_of(pid: u32) -> Option<Stat> {
+    Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Process `pid` is still the one that started at `start`, and not a zombie.
+fn same_process(pid: u32, start: u64) -> bool {
+    stat_of(pid).is_some_and(|s| s.start == start && s.state != 'Z' && s.state != 'X')
+}
 
 /// Removes `path` at exit; `report` says whether a failure to remove it is an error worth
 /// a message (the pid file) or not (a temporary file already gone).
-pub fn register(path: PathBuf, report: bool) {
+pub(crate) fn register(path: PathBuf, report: bool) {
     if let Ok(mut files) = FILES.lock() {
         files.push((path, report));
     }
 }
 
-/// Removes one registered file now (and forgets it); returns the error message, if any.
-pub fn remove(path: &std::path::Path) -> Option<String> {
-    let entry = FILES.lock().ok().and_then(|mut files| {
-        let i = files.iter().position(|(p, _)| p == path)?;
-        Some(files.remove(i))
-    });
-    let (path, report) = entry?;
-    match std::fs::remove_file(&path) {
-        Err(e) if report => Some(format!("{}: {}", path.display(), crate::sys::strerror(&e))),
-        _ => None,
-    }
-}
-
 /// Removes every registered file; returns the messages for the failures worth reporting.
-pub fn remove_all() -> Vec<String> {
+pub(crate) fn remove_all() -> Vec<String> {
     let files = FILES
         .lock()
         .map(|mut f| std::mem::take(&mut *f))
@@ -43,9 +128,11 @@ pub fn remove_all() -> Vec<String> {
         .collect()
 }
 
-/// Removes the registered files, puts back the O_DIRECT flags `-K` set, and exits with
-/// `status` at once.
-pub fn exit(status: u8) -> ! {
+/// Ends the `-M` command (quietly: callers that can report it call [`end_command`] first),
+/// removes the registered files, puts back the O_DIRECT flags `-K` set, and exits with
+/// `status`.
+pub(crate) fn exit(status: u8) -> ! {
+    end_command();
     remove_all();
     crate::transfer::output::restore_direct_flags();
     std::process::exit(status.into())

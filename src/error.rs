@@ -12,30 +12,33 @@ use std::path::PathBuf;
 use crate::sys;
 
 /// Exit-status bits, OR-ed together over a run (pv's bitmask).
-pub mod status {
+pub(crate) mod status {
     /// Problem with -R/-Q/-P/-M or the store-and-forward file.
-    pub const REMOTE_OR_PID: u8 = 1;
+    pub(crate) const REMOTE_OR_PID: u8 = 1;
     /// An input, the output or a watched descriptor could not be opened or stat'ed.
-    pub const ACCESS: u8 = 2;
+    pub(crate) const ACCESS: u8 = 2;
     /// An input is the same file as the output.
-    pub const OUROBOROS: u8 = 4;
-    /// Failure closing an input or moving to the next one.
-    pub const TRANSITION: u8 = 8;
+    pub(crate) const OUROBOROS: u8 = 4;
+    /// Failure closing an input or moving to the next one: pv's bit, which rpv never sets
+    /// (kept so that no other meaning takes it).
+    #[allow(dead_code)]
+    pub(crate) const TRANSITION: u8 = 8;
     /// A read or write error.
-    pub const TRANSFER: u8 = 16;
+    pub(crate) const TRANSFER: u8 = 16;
     /// Ended by SIGINT, SIGHUP or SIGTERM.
-    pub const SIGNAL: u8 = 32;
+    pub(crate) const SIGNAL: u8 = 32;
     /// Command-line errors (and, in pv, allocation failures).
-    pub const USAGE: u8 = 64;
+    pub(crate) const USAGE: u8 = 64;
     /// `--stall-timeout`: ended because no data moved for that long (beyond pv; the one bit
     /// pv leaves free).
-    pub const STALLED: u8 = 128;
+    pub(crate) const STALLED: u8 = 128;
 }
 
 /// A side of a transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Side {
     /// Reading the input.
+    #[default]
     Input,
     /// Writing the output.
     Output,
@@ -60,10 +63,14 @@ pub struct Stall {
     pub side: Option<Side>,
     /// The process at the other end of that side's pipe: PID and command line.
     pub peer: Option<(u32, String)>,
+    /// The peer is the command `-M` started (rpv waits for its output, or for it to read).
+    pub command: bool,
+    /// The output rpv waits to write is this `--tee` copy (not the main output).
+    pub copy: Option<String>,
 }
 
 /// A duration as people write it: `30s`, `5m`, `1h30m`, `0.5s`.
-pub fn duration_text(seconds: f64) -> String {
+pub(crate) fn duration_text(seconds: f64) -> String {
     let whole = seconds.round();
     if (seconds - whole).abs() > 1e-9 || whole < 60.0 {
         let text = format!("{seconds:.3}");
@@ -132,13 +139,28 @@ pub enum Error {
         /// Why.
         err: io::Error,
     },
-    /// A file rpv creates or manages itself (the `-P` pid file, the `-U` store): `PATH:
-    /// ERROR`.
+    /// A file rpv creates or manages itself (the `-P` pid file, the `-U` store, the
+    /// `--metrics-file`): `PATH: ERROR`, or `OPTION: PATH: ERROR` when the option is named.
     OwnFile {
+        /// The option to name first (`--metrics-file`), if any (`-P` and `-U` say only the
+        /// path, as pv does).
+        option: Option<&'static str>,
         /// The path as the user gave it.
         path: PathBuf,
         /// Why.
         err: io::Error,
+    },
+    /// A path given for a file rpv writes itself names something that is not a regular file
+    /// (a device, a FIFO, a socket; what a symlink points to counts): `OPTION PATH: not a
+    /// regular file`. Replacing it would destroy it (as root, `/dev/null`); writing into it
+    /// would lose the data or wait for ever.
+    NotRegular {
+        /// `-P`, `-U` or `--metrics-file`.
+        option: &'static str,
+        /// The path as the user gave it.
+        path: PathBuf,
+        /// It is a directory: `OPTION PATH: Is a directory` (errno EISDIR).
+        dir: bool,
     },
     /// `-R`/`-Q`: the target could not be reached: `PID: ERROR`, or `PID: message not
     /// received` without an error.
@@ -168,6 +190,8 @@ pub enum Error {
         bits: u8,
         /// The message.
         text: String,
+        /// The system error number behind it, if there is one.
+        errno: Option<i32>,
     },
 }
 
@@ -177,6 +201,16 @@ impl Error {
         Error::Other {
             bits,
             text: text.into(),
+            errno: None,
+        }
+    }
+
+    /// A message with exit bits and the system error number behind it (`ENOENT`, `ESRCH`).
+    pub fn other_errno(bits: u8, text: impl Into<String>, errno: Option<i32>) -> Error {
+        Error::Other {
+            bits,
+            text: text.into(),
+            errno,
         }
     }
 
@@ -186,7 +220,9 @@ impl Error {
             Error::OpenInput { .. } | Error::Output { .. } => status::ACCESS,
             Error::InputIsOutput { .. } => status::OUROBOROS,
             Error::Read { .. } | Error::Write { .. } | Error::TeeWrite { .. } => status::TRANSFER,
-            Error::OwnFile { .. } | Error::Remote { .. } => status::REMOTE_OR_PID,
+            Error::OwnFile { .. } | Error::NotRegular { .. } | Error::Remote { .. } => {
+                status::REMOTE_OR_PID
+            }
             Error::Command { err, .. } if err.kind() == io::ErrorKind::NotFound => 127,
             Error::Command { .. } => 126,
             Error::Usage(_) => status::USAGE,
@@ -203,7 +239,7 @@ impl Error {
             Error::Read { .. } => "read",
             Error::Write { .. } | Error::TeeWrite { .. } => "write",
             Error::Output { .. } => "output",
-            Error::OwnFile { .. } => "file",
+            Error::OwnFile { .. } | Error::NotRegular { .. } => "file",
             Error::Remote { .. } => "remote",
             Error::Command { .. } => "command",
             Error::Usage(_) => "usage",
@@ -224,6 +260,8 @@ impl Error {
             | Error::OwnFile { err, .. }
             | Error::Command { err, .. } => err.raw_os_error(),
             Error::Remote { err, .. } => err.as_ref().and_then(io::Error::raw_os_error),
+            Error::NotRegular { dir: true, .. } => Some(libc::EISDIR),
+            Error::Other { errno, .. } => *errno,
             _ => None,
         }
     }
@@ -253,7 +291,31 @@ impl fmt::Display for Error {
             Error::Output { path: None, err } => {
                 write!(f, "failed to stat output file: {}", e(err))
             }
-            Error::OwnFile { path, err } => write!(f, "{}: {}", path.display(), e(err)),
+            Error::OwnFile {
+                option: None,
+                path,
+                err,
+            } => write!(f, "{}: {}", path.display(), e(err)),
+            Error::OwnFile {
+                option: Some(option),
+                path,
+                err,
+            } => write!(f, "{option}: {}: {}", path.display(), e(err)),
+            Error::NotRegular {
+                option,
+                path,
+                dir: false,
+            } => write!(f, "{option} {}: not a regular file", path.display()),
+            Error::NotRegular {
+                option,
+                path,
+                dir: true,
+            } => write!(
+                f,
+                "{option} {}: {}",
+                path.display(),
+                e(&io::Error::from_raw_os_error(libc::EISDIR))
+            ),
             Error::Remote {
                 pid,
                 err: Some(err),
@@ -263,12 +325,25 @@ impl fmt::Display for Error {
             Error::Stalled(stall) => {
                 let time = duration_text(stall.timeout);
                 write!(f, "no data moved for {time} (--stall-timeout)")?;
-                let (waiting, towards) = match stall.side {
-                    Some(Side::Input) => ("waiting to read input", "from"),
-                    Some(Side::Output) => ("waiting to write output", "to"),
-                    None => return Ok(()),
+                match (stall.side, &stall.peer, stall.command) {
+                    (Some(Side::Input), Some((pid, command)), true) => {
+                        return write!(f, ": waiting for output of PID {pid} ({command})");
+                    }
+                    (Some(Side::Output), Some((pid, command)), true) => {
+                        return write!(f, ": waiting for PID {pid} ({command}) to read its input");
+                    }
+                    _ => {}
+                }
+                let (waiting, towards) = match (stall.side, &stall.copy) {
+                    (Some(Side::Output), Some(copy)) => {
+                        write!(f, ": waiting to write the --tee copy {copy}")?;
+                        ("", "to")
+                    }
+                    (Some(Side::Input), _) => (": waiting to read input", "from"),
+                    (Some(Side::Output), None) => (": waiting to write output", "to"),
+                    (None, _) => return Ok(()),
                 };
-                write!(f, ": {waiting}")?;
+                write!(f, "{waiting}")?;
                 match &stall.peer {
                     Some((pid, command)) => write!(f, " {towards} PID {pid} ({command})"),
                     None => Ok(()),
@@ -292,6 +367,33 @@ mod tests {
     #[test]
     fn messages_are_pvs_and_bits_follow_the_kind() {
         let cases: Vec<(Error, &str, u8)> = vec![
+            (
+                Error::NotRegular {
+                    option: "--metrics-file",
+                    path: "/dev/null".into(),
+                    dir: false,
+                },
+                "--metrics-file /dev/null: not a regular file",
+                status::REMOTE_OR_PID,
+            ),
+            (
+                Error::NotRegular {
+                    option: "-P",
+                    path: "d".into(),
+                    dir: true,
+                },
+                "-P d: Is a directory",
+                status::REMOTE_OR_PID,
+            ),
+            (
+                Error::OwnFile {
+                    option: Some("--metrics-file"),
+                    path: "/x/m".into(),
+                    err: io(libc::ENOENT),
+                },
+                "--metrics-file: /x/m: No such file or directory",
+                status::REMOTE_OR_PID,
+            ),
             (
                 Error::OpenInput {
                     name: "x".into(),
@@ -357,6 +459,8 @@ mod tests {
                     timeout: 30.0,
                     side: Some(Side::Input),
                     peer: Some((123, "tar -cf - /srv".into())),
+                    command: false,
+                    copy: None,
                 }),
                 "no data moved for 30s (--stall-timeout): waiting to read input from PID 123 \
                  (tar -cf - /srv)",
@@ -367,6 +471,8 @@ mod tests {
                     timeout: 5400.0,
                     side: Some(Side::Output),
                     peer: None,
+                    command: false,
+                    copy: None,
                 }),
                 "no data moved for 1h30m (--stall-timeout): waiting to write output",
                 status::STALLED,
@@ -376,8 +482,58 @@ mod tests {
                     timeout: 0.5,
                     side: None,
                     peer: None,
+                    command: false,
+                    copy: None,
                 }),
                 "no data moved for 0.5s (--stall-timeout)",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 2.0,
+                    side: Some(Side::Input),
+                    peer: Some((77, "sh -c make".into())),
+                    command: true,
+                    copy: None,
+                }),
+                "no data moved for 2s (--stall-timeout): waiting for output of PID 77 \
+                 (sh -c make)",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 2.0,
+                    side: Some(Side::Output),
+                    peer: Some((78, "gzip".into())),
+                    command: true,
+                    copy: None,
+                }),
+                "no data moved for 2s (--stall-timeout): waiting for PID 78 (gzip) to read its \
+                 input",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 2.0,
+                    side: Some(Side::Output),
+                    peer: Some((79, "sleep 20".into())),
+                    command: false,
+                    copy: Some("copy.fifo".into()),
+                }),
+                "no data moved for 2s (--stall-timeout): waiting to write the --tee copy \
+                 copy.fifo to PID 79 (sleep 20)",
+                status::STALLED,
+            ),
+            (
+                Error::Stalled(Stall {
+                    timeout: 2.0,
+                    side: Some(Side::Output),
+                    peer: None,
+                    command: false,
+                    copy: Some("copy.fifo".into()),
+                }),
+                "no data moved for 2s (--stall-timeout): waiting to write the --tee copy \
+                 copy.fifo",
                 status::STALLED,
             ),
         ];

@@ -2,7 +2,7 @@
 
 fn main() {
     // First, while this is the only thread: lets `-x processtitle` use the environment area.
-    rpv::term::title::prepare_process_title();
+    rpv::prepare_process_title();
     let args = std::env::args_os().collect();
     std::process::exit(rpv::app::main_with_args(args));
 }
@@ -18,5 +18,5 @@ extern "C" fn record_closed_stdio() {
     // SAFETY: fcntl(F_GETFD) only asks whether the descriptor exists (EBADF if not); it
     // takes no pointers and changes nothing.
     let closed = |fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
-    rpv::stdio::record_closed(closed(0), closed(1));
+    rpv::stdio::record_closed(closed(0), closed(1), closed(2));
 }

@@ -7,20 +7,22 @@
 //! data, for `%A`/`%L`).
 //!
 //! Must not: read clocks, files or counters, or format anything for a terminal. Sources
-//! (the engine's, watchfd's, the query's) fill these values; sinks (the line, cursor rows,
-//! the multi-line screen, numeric output, titles, statistics) consume them and never know
-//! which source produced them.
+//! (the engine's, `-d`'s, `-Q`'s and `--pipeline`'s) fill these values; sinks (the line and
+//! cursor rows, numeric output, the multi-row views of `--each`, `-d` and `--pipeline`,
+//! `--json`, `--log`, titles, statistics, and the integrations: the terminal's progress
+//! indicator, systemd's status and the metrics file) consume them and never know which
+//! source produced them.
 
 use crate::display::{BufferFill, Waiting};
 use crate::error::{Error, Side};
 use crate::pipeline::StageView;
 
 /// Identifies a meter for the whole run (the display keeps its rate history by it).
-pub type MeterId = u64;
+pub(crate) type MeterId = u64;
 
 /// What a meter measures, which tells sinks where it belongs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Role {
+pub(crate) enum Role {
     /// A whole transfer: the line pv shows.
     #[default]
     Transfer,
@@ -40,7 +42,7 @@ pub enum Role {
 
 /// The unit of a meter's amount.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Unit {
+pub(crate) enum Unit {
     /// Bytes.
     #[default]
     Bytes,
@@ -50,7 +52,7 @@ pub enum Unit {
 
 /// Where a meter is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Its clock has not started yet (`-W`: nothing written so far).
     Waiting,
     /// Moving.
@@ -62,17 +64,23 @@ pub enum Phase {
 }
 
 /// Which side a transfer that does not move waits on (for the stall watchdog's message).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Blocked {
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Blocked {
     /// Reading the input, or writing the output.
     pub side: Side,
     /// The inode of the pipe on that side, when it is a pipe (its other end is a process).
     pub pipe: Option<u64>,
+    /// The device and inode of the named FIFO on that side (a `--tee` FIFO).
+    pub fifo: Option<(u64, u64)>,
+    /// The `--tee` copy rpv waits to write, when that is what holds the transfer.
+    pub copy: Option<String>,
+    /// The command `-M` started, when it is at that side's other end: PID, command line.
+    pub command: Option<(u32, String)>,
 }
 
 /// The name of a meter, when it has one of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Label {
+pub(crate) enum Label {
     /// No name of its own (a transfer: the display's `-N` applies).
     #[default]
     None,
@@ -102,7 +110,7 @@ pub enum Label {
 
 /// The state of one meter at one moment.
 #[derive(Debug, Clone, Default)]
-pub struct MeterState {
+pub(crate) struct MeterState {
     /// Stable for the whole run.
     pub id: MeterId,
     /// What it measures.
@@ -144,7 +152,7 @@ pub struct MeterState {
 /// Something that happened during a run. Sinks show errors and warnings; the other events
 /// are shown only where asked for (`RPV_TEST_TRACE`, NDJSON).
 #[derive(Debug)]
-pub enum Event {
+pub(crate) enum Event {
     /// An input was opened.
     InputOpened {
         /// Operand index.
@@ -196,7 +204,8 @@ pub enum Event {
         /// Whether the skip is reported as a message (`-E` once) or only counted (`-EE`).
         shown: bool,
     },
-    /// An input has been read to its end (or abandoned after an error).
+    /// An input has been read to its end (or abandoned after an error, or cut short by an
+    /// interrupt).
     InputDone {
         /// Operand index.
         input: usize,
@@ -206,6 +215,9 @@ pub enum Event {
         lines: u64,
         /// Monotonic time (ns) it was done.
         at_ns: u64,
+        /// The run was interrupted (a signal, the stall watchdog) while it was read: it was
+        /// not read to its end.
+        interrupted: bool,
     },
     /// The output's reader went away: the transfer ends quietly.
     OutputGone,
@@ -235,7 +247,7 @@ pub enum Event {
 impl Event {
     /// The line a person sees for this event (without `rpv: `), if any. Path choices,
     /// fallbacks and adaptations are shown only when `trace` is set (a test hook).
-    pub fn message(&self, trace: bool) -> Option<String> {
+    pub(crate) fn message(&self, trace: bool) -> Option<String> {
         match self {
             Event::Error(e) | Event::InputFailed { error: e, .. } => Some(e.to_string()),
             Event::ReadErrorSkipped {
@@ -261,7 +273,7 @@ impl Event {
 
 /// The end of the data written so far, for `%A` (last bytes) and `%L` (previous line).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Tail {
+pub(crate) struct Tail {
     /// The last bytes written, oldest first, at most [`Tail::LAST`].
     pub last: Vec<u8>,
     /// The most recent complete line, without its separator, at most [`Tail::LINE`] bytes.
@@ -272,12 +284,12 @@ pub struct Tail {
 
 impl Tail {
     /// Bytes kept for `%A` (pv's limit).
-    pub const LAST: usize = 256;
+    pub(crate) const LAST: usize = 256;
     /// Bytes kept of a line for `%L` (pv's limit).
-    pub const LINE: usize = 1024;
+    pub(crate) const LINE: usize = 1024;
 
     /// Records that `data` was written; `sep` ends lines.
-    pub fn feed(&mut self, data: &[u8], sep: u8) {
+    pub(crate) fn feed(&mut self, data: &[u8], sep: u8) {
         let keep = data.len().min(Self::LAST);
         let excess = (self.last.len() + keep).saturating_sub(Self::LAST);
         self.last.drain(..excess);

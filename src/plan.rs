@@ -13,7 +13,6 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,6 +21,7 @@ use crate::control::Changes;
 use crate::display::{BarStyle, DisplaySwitches};
 use crate::error::{status, Error};
 use crate::meter::{Role, Unit};
+use crate::ownfile::{self, Own};
 use crate::sink::{self, DisplayConfig, Style};
 use crate::source::engine::EngineMeter;
 use crate::source::watch::items::{self, Target};
@@ -127,16 +127,36 @@ pub struct Plan {
     pub job: Job,
 }
 
-/// Makes the plan for `o`. The pid file (`-P`) is written first, like pv.
+/// Makes the plan for `o`. The files rpv writes for itself (`-P`, `--metrics-file`) are
+/// checked, then written first, like pv's pid file.
 pub fn plan(o: &Options) -> Result<Plan, Error> {
-    if let Some(path) = &o.pidfile {
-        check_pidfile(o, path)?;
-        write_pidfile(path)?;
+    let pidfile = o.pidfile.as_deref().map(|path| Own {
+        option: "-P",
+        path,
+        what: "pid",
+    });
+    let metrics = o
+        .metrics_file
+        .as_deref()
+        .filter(|_| !matches!(o.action, Action::Remote(_)))
+        .map(|path| Own {
+            option: "--metrics-file",
+            path,
+            what: "metrics",
+        });
+    if let Some(own) = pidfile {
+        ownfile::check_kind(own.option, own.path)?;
+        ownfile::check_clashes(o, own, metrics.as_slice())?;
     }
-    if !matches!(o.action, Action::Remote(_)) {
-        if let Some(path) = &o.metrics_file {
-            start_metrics(path, o)?;
-        }
+    if let Some(own) = metrics {
+        ownfile::check_kind(own.option, own.path)?;
+        ownfile::check_clashes(o, own, &[])?;
+    }
+    if let Some(own) = pidfile {
+        write_pidfile(own.path)?;
+    }
+    if let Some(own) = metrics {
+        start_metrics(own.path, o)?;
     }
     let display = display(o);
     let job = match &o.action {
@@ -161,18 +181,19 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
             let (store, output) = if path.as_os_str() == "-" {
                 let file = tempfile::tempfile().map_err(temp_failed)?;
                 let writer = file.try_clone().map_err(|err| Error::OwnFile {
+                    option: None,
                     path: path.clone(),
                     err,
                 })?;
                 (Store::Unnamed(file), Output::File(Arc::new(writer)))
             } else {
-                check_store(path)?;
-                let output = open_output(Some(path), &inputs, notices(&display))?;
-                (Store::Path(path.clone()), output)
+                ownfile::check_kind("-U", path)?;
+                let file = open_store(path, &inputs)?;
+                (Store::Path(path.clone()), Output::File(Arc::new(file)))
             };
             // The tees get the forwarded data, in the second phase.
             let sizing = Sizing::Inputs(&o.size);
-            let first = transfer(
+            let mut first = transfer(
                 o,
                 &display,
                 inputs,
@@ -181,6 +202,12 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
                 sizing,
                 Vec::new(),
             )?;
+            // A write error there is the store's, not the output's.
+            first.settings.output_name = Some(if path.as_os_str() == "-" {
+                format!("-U - (in {})", std::env::temp_dir().display())
+            } else {
+                format!("-U {}", path.display())
+            });
             Job::Store(first, store)
         }
         Action::Monitor(side) => {
@@ -215,6 +242,7 @@ pub fn second_phase(
     let input = match store {
         Store::Unnamed(file) => {
             sys::lseek(file.as_fd(), 0, libc::SEEK_SET).map_err(|err| Error::OwnFile {
+                option: None,
                 path: std::env::temp_dir(),
                 err,
             })?;
@@ -331,6 +359,7 @@ fn transfer(
         hooks,
         tee_error: o.tee_error,
         tees,
+        output_name: None,
     };
     let outputs = settings
         .tees
@@ -354,6 +383,7 @@ fn transfer(
         capture,
         each: o.each || o.json,
         outputs,
+        command: None,
     };
     Ok(TransferPlan {
         settings,
@@ -438,6 +468,23 @@ fn open_file_output(path: &Path, inputs: &[InputSpec], which: Option<&str>) -> R
     }
     .map_err(failed)?;
     let out_info = sys::fstat(file.as_fd()).map_err(failed)?;
+    if crate::stdio::reaches_closed(path, &out_info) {
+        return Err(failed(io::Error::from_raw_os_error(libc::EBADF)));
+    }
+    // rpv's own input pipe (`--tee /dev/stdin` with a pipe on stdin): what it wrote would
+    // come back as input, for ever.
+    if out_info.kind == FileKind::Pipe {
+        let same_pipe = |i: &&InputSpec| {
+            i.info().is_ok_and(|info| {
+                info.kind == FileKind::Pipe && (info.dev, info.ino) == (out_info.dev, out_info.ino)
+            })
+        };
+        if let Some(input) = inputs.iter().find(same_pipe) {
+            return Err(Error::InputIsOutput {
+                name: input.name.clone(),
+            });
+        }
+    }
     if out_info.kind == FileKind::Regular {
         let is_out = |i: &InputSpec| {
             i.info()
@@ -463,11 +510,12 @@ fn open_tees(o: &Options, inputs: &[InputSpec], notice: bool) -> Result<Vec<TeeO
         } else {
             open_file_output(path, inputs, notice.then_some("--tee"))?
         };
+        let meter = Arc::new(OutputMeter::for_file(&file));
         Ok(TeeOutput {
             file,
             name: path.to_string_lossy().into_owned(),
             path: path.clone(),
-            meter: Arc::new(OutputMeter::default()),
+            meter,
             shared,
         })
     };
@@ -550,212 +598,71 @@ fn temp_failed(err: io::Error) -> Error {
 
 /// `-U FILE`: the store is written, then read back, so it must be a regular file (or not
 /// exist yet): `/dev/null` would lose the data, `/dev/zero` give zeros for ever, a FIFO
-/// wait for a reader that is rpv itself.
-fn check_store(path: &Path) -> Result<(), Error> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.file_type().is_file() => Err(Error::other(
-            status::REMOTE_OR_PID,
-            format!("-U {}: not a regular file", path.display()),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Refuses a `-P` path that is also a file of the transfer (an input, the output, a
-/// `--tee` output or the `-U` store): the pid file replaces it, and is removed at the end,
-/// so its data would be lost. Status 4 and a message in the form of "input file is output
-/// file". Only a regular file (or nothing) may be replaced: anything else is refused too.
-fn check_pidfile(o: &Options, pidfile: &Path) -> Result<(), Error> {
-    let refused = |what: &str| {
-        Error::other(
-            status::REMOTE_OR_PID,
-            format!("-P {}: {what}", pidfile.display()),
-        )
+/// wait for a reader that is rpv itself. Opened without waiting (a FIFO put there after
+/// [`ownfile::check_kind`] is refused too), truncated unless every input is the store (then
+/// the engine refuses them: input file is output file). Problems are the store's (status
+/// 1, kind `file`), not the output's.
+fn open_store(path: &Path, inputs: &[InputSpec]) -> Result<File, Error> {
+    use rustix::fs::{Mode, OFlags};
+    let failed = |err| Error::OwnFile {
+        option: None,
+        path: path.to_path_buf(),
+        err,
     };
-    let existing = std::fs::symlink_metadata(pidfile).ok();
-    match &existing {
-        Some(meta) if meta.file_type().is_dir() => {
-            return Err(Error::OwnFile {
-                path: pidfile.to_path_buf(),
-                err: io::Error::from_raw_os_error(libc::EISDIR),
-            })
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = loop {
+        match rustix::fs::open(path, flags, Mode::from_raw_mode(0o666)) {
+            Ok(fd) => break File::from(fd),
+            Err(rustix::io::Errno::INTR) if !signals::exit_requested() => {}
+            Err(e) => return Err(failed(e.into())),
         }
-        Some(meta) if !meta.file_type().is_file() => return Err(refused("not a regular file")),
-        _ => {}
-    }
-    let existing = existing.map(|m| (m.dev(), m.ino()));
-    // The same file: the same directory entry, or (it exists) the same inode.
-    let same_path = |path: &Path| {
-        same_entry(pidfile, path)
-            || existing
-                .is_some_and(|id| std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == id))
     };
-    let same_fd = |fd: BorrowedFd<'_>| {
-        existing.is_some_and(|id| sys::fstat(fd).is_ok_and(|i| (i.dev, i.ino) == id))
-    };
-    let transfers = match &o.action {
-        Action::Transfer | Action::Pipeline(None) | Action::StoreAndForward(_) => true,
-        Action::Monitor(side) => {
-            let reads_stdin = *side != MonitorSide::Out;
-            let stdout = o.output.as_deref().is_none_or(|p| p.as_os_str() == "-");
-            if reads_stdin && same_fd(sys::stdin_fd()) {
-                return Err(pid_clash("input", "(stdin)"));
-            }
-            if stdout && same_fd(sys::stdout_fd()) {
-                return Err(pid_clash("output", "(stdout)"));
-            }
-            if let Some(out) = o.output.as_deref().filter(|p| p.as_os_str() != "-") {
-                if same_path(out) {
-                    return Err(pid_clash("output", &out.to_string_lossy()));
-                }
-            }
-            false
-        }
-        _ => false,
-    };
-    if !transfers {
-        return Ok(());
+    let info = sys::fstat(file.as_fd()).map_err(failed)?;
+    if info.kind != FileKind::Regular {
+        return Err(Error::NotRegular {
+            option: "-U",
+            path: path.to_path_buf(),
+            dir: false,
+        });
     }
-    let operands: Vec<&Path> = if o.files.is_empty() {
-        vec![Path::new("-")]
-    } else {
-        o.files.iter().map(Path::new).collect()
-    };
-    for input in operands {
-        let clash = if input.as_os_str() == "-" {
-            same_fd(sys::stdin_fd())
-        } else {
-            same_path(input)
-        };
-        if clash {
-            return Err(pid_clash("input", &stdio_name(input, "(stdin)")));
-        }
+    sys::set_nonblocking(file.as_fd(), false).map_err(failed)?;
+    let is_store = |i: &InputSpec| i.info().is_ok_and(|i| input::is_output(&i, &info));
+    if inputs.is_empty() || !inputs.iter().all(is_store) {
+        sys::ftruncate(file.as_fd(), 0).map_err(failed)?;
     }
-    let mut outputs: Vec<(&str, &Path)> =
-        vec![("output", o.output.as_deref().unwrap_or("-".as_ref()))];
-    if let Action::StoreAndForward(store) = &o.action {
-        outputs.push(("-U", store));
-    }
-    outputs.extend(o.tees.iter().map(|t| ("--tee", t.as_path())));
-    for (role, out) in outputs {
-        let clash = if out.as_os_str() == "-" {
-            same_fd(sys::stdout_fd())
-        } else {
-            same_path(out)
-        };
-        if clash {
-            return Err(pid_clash(role, &stdio_name(out, "(stdout)")));
-        }
-    }
-    Ok(())
+    Ok(file)
 }
 
-/// `path` as shown in a message: `stdio` for `-`.
-fn stdio_name(path: &Path, stdio: &str) -> String {
-    if path.as_os_str() == "-" {
-        stdio.to_string()
-    } else {
-        path.to_string_lossy().into_owned()
-    }
-}
-
-/// "input file is pid file: NAME" (status 4, like "input file is output file").
-fn pid_clash(role: &str, name: &str) -> Error {
-    Error::other(
-        status::OUROBOROS,
-        format!("{role} file is pid file: {name}"),
-    )
-}
-
-/// True if `a` and `b` name the same directory entry: the same directory (by device and
-/// inode) and the same last component, whether or not the file exists yet.
-fn same_entry(a: &Path, b: &Path) -> bool {
-    let parent_id = |p: &Path| {
-        let dir = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        std::fs::metadata(dir).ok().map(|m| (m.dev(), m.ino()))
-    };
-    a.file_name().is_some()
-        && a.file_name() == b.file_name()
-        && parent_id(a).is_some_and(|id| parent_id(b) == Some(id))
-}
-
-/// Writes `"<pid>\n"` to `path` atomically (a temporary file in the same directory, mode
-/// 0644, renamed over it) and registers it for removal at exit. Only a regular file (or
-/// nothing) is ever replaced: pv would rename over a device node.
 /// `--metrics-file`: the first version of the file (nothing moved yet, not done), which
 /// also tells at once whether its directory takes files.
 fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
     let pid = std::process::id();
     let state = sink::metrics::State {
         pid,
-        now: sys::wall_clock().0,
+        start_time: None,
         done: false,
         exit: None,
     };
     let text = sink::metrics::render(None, o.name.as_deref().unwrap_or(""), state);
-    sink::metrics::write_atomically(path, &text, pid).map_err(|err| {
-        Error::other(
-            status::REMOTE_OR_PID,
-            format!(
-                "--metrics-file: {}: {}",
-                path.display(),
-                sys::strerror(&err)
-            ),
-        )
+    ownfile::replace(path, text.as_bytes()).map_err(|err| Error::OwnFile {
+        option: Some("--metrics-file"),
+        path: path.to_path_buf(),
+        err,
     })
 }
 
+/// Writes `"<pid>\n"` to `path` atomically ([`ownfile::replace`]: only a regular file, or
+/// nothing, is ever replaced; pv would rename over a device node) and registers it for
+/// removal at exit.
 fn write_pidfile(path: &Path) -> Result<(), Error> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let failed = |err| Error::OwnFile {
+    let text = format!("{}\n", std::process::id());
+    ownfile::replace(path, text.as_bytes()).map_err(|err| Error::OwnFile {
+        option: None,
         path: path.to_path_buf(),
-        err: os_error(err),
-    };
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    // make_in (not tempfile_in): its errors are the system's, without the temporary path.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".rpv-pid")
-        .make_in(dir, |temp| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .open(temp)
-        })
-        .map_err(failed)?;
-    temp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .and_then(|()| writeln!(temp, "{}", std::process::id()))
-        .map_err(failed)?;
-    temp.persist(path).map_err(|e| failed(e.error))?;
+        err,
+    })?;
     crate::cleanup::register(path.to_path_buf(), true);
     Ok(())
-}
-
-/// The system error inside `e` (tempfile wraps its errors with the temporary path, which
-/// the user never named).
-fn os_error(e: io::Error) -> io::Error {
-    if e.raw_os_error().is_some() {
-        return e;
-    }
-    let mut source = e.get_ref().and_then(|inner| inner.source());
-    while let Some(s) = source {
-        if let Some(errno) = s
-            .downcast_ref::<io::Error>()
-            .and_then(io::Error::raw_os_error)
-        {
-            return io::Error::from_raw_os_error(errno);
-        }
-        source = s.source();
-    }
-    e
 }
 
 /// The display settings of the options, with the terminal probed.
@@ -798,14 +705,16 @@ pub fn display(o: &Options) -> DisplayConfig {
         log: o.log,
         quiet: o.quiet,
         pipeline: matches!(o.action, Action::Pipeline(_)),
-        term_progress: match o.term_progress {
-            TermProgress::Never => false,
-            // Into a pipe or file too, but never between the lines of --json or --log.
-            TermProgress::Always => stderr_tty || !(o.json || o.log),
-            TermProgress::Auto => {
-                stderr_tty && !o.quiet && term::progress::supported(&|k| std::env::var(k).ok())
-            }
-        },
+        // Into a pipe or file too with `always`; never with --json or --log, whose every
+        // line is an object or a record (a terminal included).
+        term_progress: !(o.json || o.log)
+            && match o.term_progress {
+                TermProgress::Never => false,
+                TermProgress::Always => true,
+                TermProgress::Auto => {
+                    stderr_tty && !o.quiet && term::progress::supported(&|k| std::env::var(k).ok())
+                }
+            },
         notify: sink::notify::Notifier::from_env().map(Arc::new),
         metrics_file: o.metrics_file.clone(),
         // A transfer's watchdog: watching (-d, -Q, --pipeline=PID) moves nothing of rpv's.
@@ -829,19 +738,16 @@ pub fn display(o: &Options) -> DisplayConfig {
 
 /// The display switches of the options; none given means `-p -t -e -r -b`.
 pub fn switches(o: &Options) -> DisplaySwitches {
-    let all = o.display_switches == 0;
+    let given = if o.display_switches == 0 {
+        DisplaySwitches::from_letters("pterb")
+    } else {
+        o.switches
+    };
     DisplaySwitches {
-        progress: o.progress || all,
-        timer: o.timer || all,
-        eta: o.eta || all,
-        fineta: o.fineta,
-        rate: o.rate || all,
-        average_rate: o.average_rate,
-        bytes: o.bytes || all,
-        buffer_percent: o.buffer_percent,
         last_written: o.last_written,
         name: o.name.is_some(),
         numeric: o.numeric,
+        ..given
     }
 }
 
@@ -869,18 +775,14 @@ fn watch(o: &Options, raw: &[OsString]) -> Result<WatchPlan, Error> {
 /// The changes an `rpv -R PID ...` command line asks for: only the options given.
 pub fn changes_from(o: &Options) -> Result<Changes, Error> {
     let mut c = Changes::default();
-    if "pteIrab8TA".chars().any(|l| o.given(l)) {
+    if DisplaySwitches::LETTERS
+        .chars()
+        .chain(['8', 'A'])
+        .any(|l| o.given(l))
+    {
         c.switches = Some(DisplaySwitches {
-            progress: o.progress,
-            timer: o.timer,
-            eta: o.eta,
-            fineta: o.fineta,
-            rate: o.rate,
-            average_rate: o.average_rate,
-            bytes: o.bytes,
-            buffer_percent: o.buffer_percent,
             last_written: o.last_written,
-            ..DisplaySwitches::default()
+            ..o.switches
         });
     }
     let given = |l: char, v| o.given(l).then_some(v);

@@ -167,7 +167,7 @@ fn primary(m: &MeterState) -> bool {
 
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// Every source finished.
     Finished,
     /// SIGINT, SIGHUP or SIGTERM: the sources were asked to stop.
@@ -177,7 +177,7 @@ pub enum End {
 }
 
 /// One display loop over some sources and sinks.
-pub struct Session<'a> {
+pub(crate) struct Session<'a> {
     sources: Vec<Box<dyn Source + 'a>>,
     sinks: Vec<Box<dyn Sink + 'a>>,
     config: DisplayConfig,
@@ -196,8 +196,8 @@ pub struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    /// A loop showing `sources` through `sinks` with `config`; `prog` prefixes messages.
-    pub fn new(
+    /// A loop showing `sources` through `sinks` with `config`, writing to `term`.
+    pub(crate) fn new(
         sources: Vec<Box<dyn Source + 'a>>,
         sinks: Vec<Box<dyn Sink + 'a>>,
         config: DisplayConfig,
@@ -221,7 +221,7 @@ impl<'a> Session<'a> {
 
     /// Runs the loop until every source has finished or a signal ends it; returns how it
     /// ended and the exit-status bits of the sources and the display.
-    pub fn run(mut self) -> (End, u8) {
+    pub(crate) fn run(mut self) -> (End, u8) {
         self.watchdog = self
             .config
             .stall_timeout
@@ -229,10 +229,15 @@ impl<'a> Session<'a> {
         let first = self.config.delay_ns.max(self.config.interval_ns);
         let start = sys::monotonic_ns();
         let mut next_due = start + first;
+        let watch_every = self.watch_period_ns();
+        let mut next_watch = start + watch_every;
         self.listen_at = start + LISTEN_AFTER_NS;
         let end = loop {
             let now = sys::monotonic_ns();
             let mut wait_ns = next_due.saturating_sub(now);
+            if self.watchdog.is_some() {
+                wait_ns = wait_ns.min(next_watch.saturating_sub(now));
+            }
             if !self.control_tried {
                 wait_ns = wait_ns.min(self.listen_at.saturating_sub(now));
             }
@@ -264,12 +269,19 @@ impl<'a> Session<'a> {
             }
             let now = sys::monotonic_ns();
             self.listen(now);
-            if signals::take_continued() || now >= next_due {
+            let updated = signals::take_continued() || now >= next_due;
+            if updated {
                 self.update(false);
                 next_due += self.config.interval_ns;
                 if next_due < now {
                     next_due = now + self.config.interval_ns;
                 }
+            }
+            if self.watchdog.is_some() && (updated || now >= next_watch) {
+                if !updated {
+                    self.sample();
+                }
+                next_watch = now + watch_every;
                 if self.stalled() {
                     break End::Stalled;
                 }
@@ -293,6 +305,16 @@ impl<'a> Session<'a> {
             }
             signals::wait(SETTLE_KICK_MS);
         }
+    }
+
+    /// How often the stall watchdog looks at the counters: often enough that it sees the
+    /// last movement within half an interval (so it fires at most one interval after the
+    /// timeout, as documented), and within a tenth of the timeout; at most every 10 ms.
+    fn watch_period_ns(&self) -> u64 {
+        let timeout_ns = self.watchdog.as_ref().map_or(0.0, |w| w.timeout() * 1e9) as u64;
+        (timeout_ns / 10)
+            .min(self.config.interval_ns / 2)
+            .max(10_000_000)
     }
 
     /// Whether the stall watchdog fires: nothing the transfer moves (its meters, both sides
@@ -569,3 +591,7 @@ impl<'a> Session<'a> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

@@ -5,8 +5,8 @@
 //! also use to wake it.
 //!
 //! - SIGINT/SIGHUP/SIGTERM: request exit (status bit 32). The handlers are installed
-//!   without `SA_RESTART`, so a blocking call on the main thread (opening a FIFO, `flock`,
-//!   a write to a blocked terminal) returns EINTR and rpv exits promptly; other threads
+//!   without `SA_RESTART`, so a blocking call on the main thread (opening a FIFO, a write
+//!   to a blocked terminal) returns EINTR and rpv exits promptly; other threads
 //!   block these signals.
 //! - SIGTSTP: note the time and stop with SIGSTOP; SIGCONT adds the stopped time to a total
 //!   that elapsed time excludes, and asks for a redraw. While the terminal's progress
@@ -53,6 +53,9 @@ static STOPPED_AT: AtomicU64 = AtomicU64::new(0);
 /// SIGCONT, for cursor mode to notice that the shell wrote to the terminal meanwhile.
 static LAST_STOP: AtomicU64 = AtomicU64::new(0);
 static STOPPED_TOTAL: AtomicU64 = AtomicU64::new(0);
+/// How many times the process was continued (SIGCONT), after Ctrl-Z or a SIGSTOP sent from
+/// outside (which no handler sees): the `-L` limiter starts its schedule again after one.
+static CONTINUES: AtomicU64 = AtomicU64::new(0);
 /// The display loop is waiting in [`wait`]: SIGTSTP leaves the stop to it.
 static STOP_DEFERRED: AtomicBool = AtomicBool::new(false);
 /// SIGTSTP arrived while the stop was deferred; the display loop stops when it sees this.
@@ -104,7 +107,7 @@ extern "C" fn on_tstp(_: libc::c_int) {
 }
 
 /// Stops the process now (SIGSTOP), noting the time; returns after SIGCONT.
-pub fn stop() {
+pub(crate) fn stop() {
     if ON_STOP_ARMED.swap(false, Ordering::Relaxed) {
         if let Some((fd, bytes)) = ON_STOP.get() {
             let _ = sys::write(fd.as_fd(), bytes);
@@ -118,11 +121,12 @@ pub fn stop() {
 
 /// True (once) when Ctrl-Z arrived while the display loop waited: it should make the
 /// terminal ready and call [`stop`].
-pub fn take_stop() -> bool {
+pub(crate) fn take_stop() -> bool {
     STOP_PENDING.swap(false, Ordering::Relaxed)
 }
 
 extern "C" fn on_cont(_: libc::c_int) {
+    CONTINUES.fetch_add(1, Ordering::Relaxed);
     let at = STOPPED_AT.swap(0, Ordering::Relaxed);
     if at != 0 {
         STOPPED_TOTAL.fetch_add(sys::monotonic_ns().saturating_sub(at), Ordering::Relaxed);
@@ -152,7 +156,7 @@ extern "C" fn on_foreign(sig: libc::c_int) {
 /// Installs the handlers and creates the wake pipe, once per process (later calls do
 /// nothing). Returns false if the wake pipe could not be made (the display loop then
 /// polls on its interval alone).
-pub fn install() -> bool {
+pub(crate) fn install() -> bool {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if let Ok((read, write)) = sys::pipe() {
@@ -178,35 +182,35 @@ pub fn install() -> bool {
 
 /// Blocks the handled signals and the kick in the calling thread (the control threads), so
 /// the signals interrupt the main thread's blocking calls.
-pub fn block_in_this_thread() {
+pub(crate) fn block_in_this_thread() {
     sys::block_signals(&HANDLED);
     sys::block_signals(&[KICK]);
 }
 
 /// Prepares a data thread: the handled signals blocked (they go to the main thread), the
 /// kick left open. Returns what the display loop uses to kick this thread.
-pub fn data_thread() -> Kick {
+pub(crate) fn data_thread() -> Kick {
     sys::block_signals(&HANDLED);
     Kick(sys::thread_id())
 }
 
 /// Interrupts a blocking call of one data thread (see the module notes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kick(i32);
+pub(crate) struct Kick(i32);
 
 impl Kick {
     /// Sends the kick. Harmless if the thread has ended (or makes no blocking call now).
-    pub fn send(self) {
+    pub(crate) fn send(self) {
         sys::interrupt_thread(self.0, KICK);
     }
 
     /// As a number (0 is no thread), to keep in an atomic.
-    pub fn to_raw(self) -> i32 {
+    pub(crate) fn to_raw(self) -> i32 {
         self.0
     }
 
     /// From [`Kick::to_raw`]; None for 0.
-    pub fn from_raw(raw: i32) -> Option<Kick> {
+    pub(crate) fn from_raw(raw: i32) -> Option<Kick> {
         (raw != 0).then_some(Kick(raw))
     }
 }
@@ -215,7 +219,7 @@ impl Kick {
 /// a tick (20 ms of SIGALRM; the call returns EINTR or the part it had done), so its callers
 /// can give up at a deadline of their own. Does nothing before an exit signal, or after the
 /// first call. Called on the main thread only.
-pub fn bound_blocking_calls() {
+pub(crate) fn bound_blocking_calls() {
     static TICKING: AtomicBool = AtomicBool::new(false);
     if exit_requested() && !TICKING.swap(true, Ordering::Relaxed) {
         let _ = sys::start_alarm_ticks(20);
@@ -223,7 +227,7 @@ pub fn bound_blocking_calls() {
 }
 
 /// A waker for the display loop (a duplicate of the wake pipe's write end).
-pub fn waker() -> Waker {
+pub(crate) fn waker() -> Waker {
     match WAKE.get().and_then(|(_, w)| w.try_clone().ok()) {
         Some(fd) => Waker::new(fd),
         None => Waker::none(),
@@ -237,7 +241,7 @@ fn wake_fd() -> Option<BorrowedFd<'static>> {
 
 /// Waits up to `timeout_ms` for a wake-up (a signal, an event, the end of the engine), then
 /// empties the wake pipe. A Ctrl-Z meanwhile is left to the caller (see [`take_stop`]).
-pub fn wait(timeout_ms: i32) {
+pub(crate) fn wait(timeout_ms: i32) {
     match wake_fd() {
         Some(fd) => {
             STOP_DEFERRED.store(true, Ordering::Relaxed);
@@ -251,45 +255,51 @@ pub fn wait(timeout_ms: i32) {
 }
 
 /// True once SIGINT, SIGHUP or SIGTERM arrived.
-pub fn exit_requested() -> bool {
+pub(crate) fn exit_requested() -> bool {
     EXIT.load(Ordering::Relaxed)
 }
 
 /// True (once) after SIGWINCH or SIGCONT: the terminal size should be re-read.
-pub fn take_resized() -> bool {
+pub(crate) fn take_resized() -> bool {
     RESIZED.swap(false, Ordering::Relaxed)
 }
 
 /// True (once) after SIGCONT: the line should be redrawn now.
-pub fn take_continued() -> bool {
+pub(crate) fn take_continued() -> bool {
     CONTINUED.swap(false, Ordering::Relaxed)
 }
 
+/// How many times the process has been continued (SIGCONT) so far: a change means it was
+/// stopped meanwhile, by Ctrl-Z or by a SIGSTOP from outside.
+pub(crate) fn continues() -> u64 {
+    CONTINUES.load(Ordering::Relaxed)
+}
+
 /// When the process was last stopped by SIGTSTP (Ctrl-Z), in monotonic ns; 0 if never.
-pub fn last_stop_ns() -> u64 {
+pub(crate) fn last_stop_ns() -> u64 {
     LAST_STOP.load(Ordering::Relaxed)
 }
 
 /// Nanoseconds spent stopped (Ctrl-Z) so far.
-pub fn stopped_ns() -> u64 {
+pub(crate) fn stopped_ns() -> u64 {
     STOPPED_TOTAL.load(Ordering::Relaxed)
 }
 
 /// Has SIGTSTP write `bytes` to `fd` before rpv stops, whenever [`arm_on_stop`] armed it
 /// (`fd` should be non-blocking: a handler must not wait). Set once per process; false if it
 /// was already set.
-pub fn write_on_stop(fd: OwnedFd, bytes: &'static [u8]) -> bool {
+pub(crate) fn write_on_stop(fd: OwnedFd, bytes: &'static [u8]) -> bool {
     ON_STOP.set((fd, bytes)).is_ok()
 }
 
 /// Arms (or disarms) the write of [`write_on_stop`] at the next SIGTSTP; the handler
 /// disarms it when it writes.
-pub fn arm_on_stop(armed: bool) {
+pub(crate) fn arm_on_stop(armed: bool) {
     ON_STOP_ARMED.store(armed, Ordering::Relaxed);
 }
 
 /// A note for the user after SIGUSR1/SIGUSR2 (pv's own remote control), once per signal.
-pub fn take_foreign() -> Option<String> {
+pub(crate) fn take_foreign() -> Option<String> {
     let seen = FOREIGN.swap(0, Ordering::Relaxed);
     let new = seen & !REPORTED.fetch_or(seen, Ordering::Relaxed);
     let name = match new {
@@ -306,31 +316,24 @@ pub fn take_foreign() -> Option<String> {
 /// Wakes the display loop: a byte written to its wake pipe (never blocks; a full pipe
 /// already means "wake up").
 #[derive(Debug, Default)]
-pub struct Waker {
+pub(crate) struct Waker {
     fd: Option<OwnedFd>,
 }
 
 impl Waker {
     /// A waker on the write end of the display loop's wake pipe.
-    pub fn new(fd: OwnedFd) -> Waker {
+    pub(crate) fn new(fd: OwnedFd) -> Waker {
         let _ = sys::set_nonblocking(fd.as_fd(), true);
         Waker { fd: Some(fd) }
     }
 
     /// A waker that does nothing (no display loop).
-    pub fn none() -> Waker {
+    pub(crate) fn none() -> Waker {
         Waker { fd: None }
     }
 
-    /// Another waker on the same pipe (for another thread).
-    pub fn try_clone(&self) -> Waker {
-        Waker {
-            fd: self.fd.as_ref().and_then(|fd| fd.try_clone().ok()),
-        }
-    }
-
     /// Wakes the loop.
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         if let Some(fd) = &self.fd {
             let _ = sys::write(fd.as_fd(), b"w");
         }

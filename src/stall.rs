@@ -60,19 +60,44 @@ impl Watchdog {
 /// The error that ends a stalled transfer: the timeout, the side (if the source could tell)
 /// and the process at the other end of its pipe (if there is one we may see).
 pub fn report(timeout: f64, blocked: Option<Blocked>) -> Error {
-    let peer = blocked.and_then(|b| peer(b.pipe?, b.side));
+    let Some(b) = blocked else {
+        return Error::Stalled(Stall {
+            timeout,
+            side: None,
+            peer: None,
+            command: false,
+            copy: None,
+        });
+    };
+    let command = b.command.is_some();
+    let peer = match b.command {
+        Some(command) => Some(command),
+        None => match (b.pipe, b.fifo) {
+            (Some(inode), _) => peer(&Target::Pipe(inode), b.side),
+            (None, Some((dev, ino))) => peer(&Target::Fifo(dev, ino), b.side),
+            (None, None) => None,
+        },
+    };
     Error::Stalled(Stall {
         timeout,
-        side: blocked.map(|b| b.side),
+        side: Some(b.side),
         peer,
+        command,
+        copy: b.copy,
     })
+}
+
+/// What the peer holds open: an anonymous pipe (by inode) or a named FIFO (device, inode).
+enum Target {
+    Pipe(u64),
+    Fifo(u64, u64),
 }
 
 /// The process holding the other end of the pipe `inode`: a writer when rpv waits on its
 /// input, a reader when it waits on its output; rpv itself left out. Of several, one that is
 /// not the parent of another holder (a subshell that only passes the pipe on), then the
 /// lowest PID.
-fn peer(inode: u64, side: Side) -> Option<(u32, String)> {
+fn peer(target: &Target, side: Side) -> Option<(u32, String)> {
     let me = std::process::id();
     let mut holders = Vec::new();
     for entry in fs::read_dir("/proc").ok()?.flatten() {
@@ -83,7 +108,7 @@ fn peer(inode: u64, side: Side) -> Option<(u32, String)> {
         else {
             continue;
         };
-        if pid != me && holds(pid, inode, side) {
+        if pid != me && holds(pid, target, side) {
             let ppid = fs::read_to_string(format!("/proc/{pid}/stat"))
                 .ok()
                 .and_then(|s| Stat::parse(&s))
@@ -97,19 +122,24 @@ fn peer(inode: u64, side: Side) -> Option<(u32, String)> {
     Some((pid, shorten(&command)))
 }
 
-/// Whether process `pid` has the pipe `inode` open on the far side of `side` (a reader's
-/// write end, a writer's read end).
-fn holds(pid: u32, inode: u64, side: Side) -> bool {
+/// Whether process `pid` has `target` open on the far side of `side` (a reader's write
+/// end, a writer's read end).
+fn holds(pid: u32, target: &Target, side: Side) -> bool {
+    use std::os::unix::fs::MetadataExt;
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
     fds.flatten().any(|fd| {
         let link = fs::read_link(fd.path()).ok();
-        let same = link
-            .as_deref()
-            .and_then(|l| l.to_str())
-            .and_then(pipe_inode)
-            .is_some_and(|i| i == inode);
+        let link = link.as_deref().and_then(|l| l.to_str());
+        let same = match *target {
+            Target::Pipe(inode) => link.and_then(pipe_inode).is_some_and(|i| i == inode),
+            // A path: stat (which opens nothing, so a FIFO never blocks it) for the inode.
+            Target::Fifo(dev, ino) => {
+                link.is_some_and(|l| l.starts_with('/'))
+                    && fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino)
+            }
+        };
         same && {
             let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
             fs::read_to_string(info)
@@ -123,13 +153,15 @@ fn holds(pid: u32, inode: u64, side: Side) -> bool {
 }
 
 /// The access mode (`O_RDONLY` 0, `O_WRONLY` 1, `O_RDWR` 2) from an `fdinfo` file's
-/// `flags:` line (octal).
+/// `flags:` line (octal). None for an `O_PATH` descriptor (a watcher holding a reference to
+/// the pipe, as a process viewer does, neither reads nor writes it) or without the line.
 fn access_mode(fdinfo: &str) -> Option<u32> {
     let flags = fdinfo
         .lines()
         .find_map(|l| l.strip_prefix("flags:"))?
         .trim();
-    u32::from_str_radix(flags, 8).ok().map(|f| f & 3)
+    let flags = u32::from_str_radix(flags, 8).ok()?;
+    (flags & libc::O_PATH as u32 == 0).then_some(flags & 3)
 }
 
 /// Of the holders `(pid, ppid)`, one that is not the parent of another, lowest PID first.
@@ -146,7 +178,7 @@ fn choose(holders: &[(u32, u32)]) -> Option<u32> {
 }
 
 /// A command line cut to [`COMMAND_WIDTH`] characters.
-fn shorten(command: &str) -> String {
+pub fn shorten(command: &str) -> String {
     if command.chars().count() <= COMMAND_WIDTH {
         return command.to_string();
     }
@@ -189,6 +221,8 @@ mod tests {
         assert_eq!(access_mode("pos:\t0\nflags:\t02000000\n"), Some(0));
         assert_eq!(access_mode("pos:\t0\nflags:\t0100002\n"), Some(2));
         assert_eq!(access_mode("pos:\t0\n"), None);
+        // O_PATH (010000000): not a reader nor a writer.
+        assert_eq!(access_mode("pos:\t0\nflags:\t012000000\n"), None);
     }
 
     #[test]
@@ -251,7 +285,12 @@ mod tests {
                 .as_deref()
                 .and_then(|l| l.to_str())
                 .and_then(pipe_inode);
-            let peers = inode.map(|i| (peer(i, Side::Input), peer(i, Side::Output)));
+            let peers = inode.map(|i| {
+                (
+                    peer(&Target::Pipe(i), Side::Input),
+                    peer(&Target::Pipe(i), Side::Output),
+                )
+            });
             (writer, reader, peers)
         });
         let _ = std::process::Command::new("pkill")

@@ -6,7 +6,7 @@
 
 /// The figures for one display update.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Rates {
+pub(crate) struct Rates {
     /// Current rate in units (bytes or lines) per second; at the final update, the
     /// whole-transfer average.
     pub rate: f64,
@@ -21,7 +21,7 @@ pub struct Rates {
 
 /// State kept between display updates.
 #[derive(Debug, Clone)]
-pub struct RateTracker {
+pub(crate) struct RateTracker {
     /// Seconds between samples of the average-rate ring (5 if the window ≥ 20 s, else 1).
     sample_every: f64,
     /// Ring capacity: window / sample_every + 1.
@@ -45,7 +45,7 @@ pub struct RateTracker {
 
 impl RateTracker {
     /// `window_secs` is `-m` (default 30, at least 1).
-    pub fn new(window_secs: u32) -> Self {
+    pub(crate) fn new(window_secs: u32) -> Self {
         let window = window_secs.max(1) as usize;
         let (sample_every, capacity) = if window >= 20 {
             (5.0, window / 5 + 1)
@@ -73,7 +73,7 @@ impl RateTracker {
 
     /// Records one update at `elapsed` seconds with `transferred` units so far; `size` 0 means
     /// unknown. `final_update` replaces rate and average by transferred / max(elapsed, 1e-6).
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         elapsed: f64,
         transferred: u64,
@@ -155,12 +155,12 @@ impl RateTracker {
     /// Forgets the windowed average's samples: after a stall, the average (and the ETA
     /// built on it) starts again from the rate now, instead of carrying the stall for a
     /// whole window.
-    pub fn restart_average(&mut self) {
+    pub(crate) fn restart_average(&mut self) {
         self.samples.clear();
     }
 
     /// Minimum, mean, maximum and mean deviation of the rates measured; None before any.
-    pub fn rate_stats(&self) -> Option<(f64, f64, f64, f64)> {
+    pub(crate) fn rate_stats(&self) -> Option<(f64, f64, f64, f64)> {
         if self.measured == 0 {
             return None;
         }
@@ -173,7 +173,7 @@ impl RateTracker {
     /// The `--stats` line without its newline, e.g.
     /// `rate min/avg/max/mdev = 1.000/2.000/3.000/0.816 B/s`, or `rate not measured`.
     /// `unit` is the label to print (`B/s`, `b/s`, `/s`); `multiplier` scales the values (8 for -8).
-    pub fn stats_line(&self, unit: &str, multiplier: f64) -> String {
+    pub(crate) fn stats_line(&self, unit: &str, multiplier: f64) -> String {
         let Some((min, mean, max, mdev)) = self.rate_stats() else {
             return "rate not measured".to_string();
         };
@@ -189,7 +189,7 @@ impl RateTracker {
 
 /// Watches a meter for stalls: no progress for a while.
 #[derive(Debug, Clone, Default)]
-pub struct StallWatch {
+pub(crate) struct StallWatch {
     /// The amount last seen, and when it last changed (elapsed seconds).
     last: Option<(u64, f64)>,
     stalled: bool,
@@ -197,7 +197,7 @@ pub struct StallWatch {
 
 /// What [`StallWatch::observe`] saw.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Stall {
+pub(crate) struct Stall {
     /// Seconds without progress, once that has lasted at least the threshold.
     pub stalled_for: Option<f64>,
     /// Progress came back after a stall (the average rate should start again).
@@ -207,7 +207,7 @@ pub struct Stall {
 impl StallWatch {
     /// Records `moved` (forward progress so far) at `elapsed` seconds; a meter is stalled
     /// once nothing moved for `threshold` seconds (from its start, if nothing moved yet).
-    pub fn observe(&mut self, elapsed: f64, moved: u64, threshold: f64) -> Stall {
+    pub(crate) fn observe(&mut self, elapsed: f64, moved: u64, threshold: f64) -> Stall {
         let since = match self.last {
             Some((amount, at)) if amount == moved => at,
             Some(_) => {

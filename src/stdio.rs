@@ -11,21 +11,85 @@
 //! input. A closed stdout does not matter with `-o FILE`, nor a closed stdin when it is not
 //! an input.
 //!
-//! Owns: the record and the check of the output. Must not: touch the descriptors (the
-//! record is taken by the binary; the library has no `unsafe`).
+//! The same /dev/null is reached by name: `-o /dev/stdout`, `--tee /dev/fd/1`, `--tee
+//! /proc/self/fd/2` open the file on that descriptor. An output or `--tee` file whose path
+//! leads to one of rpv's descriptors 0-2 through /proc (following symlinks one at a time),
+//! where that descriptor was closed at start, is refused as that descriptor would be:
+//! `PATH: Bad file descriptor`, status 2 ([`reaches_closed`]). `-o /dev/null` itself, or
+//! another descriptor that is /dev/null, stays fine.
+//!
+//! Owns: the record and the checks. Must not: touch the descriptors (the record is taken by
+//! the binary; the library has no `unsafe`).
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::cli::{Action, Options};
 use crate::error::Error;
+use crate::sys::{self, FileInfo};
 
-/// Bit 0: stdin was closed at start; bit 1: stdout was.
+/// Bit 0: stdin was closed at start; bit 1: stdout was; bit 2: stderr was.
 static CLOSED: AtomicU8 = AtomicU8::new(0);
 
 /// Records which standard descriptors were closed when the process started (called by the
 /// binary before Rust's runtime reopens them; never by the library itself).
-pub fn record_closed(stdin: bool, stdout: bool) {
-    CLOSED.store(u8::from(stdin) | u8::from(stdout) << 1, Ordering::Relaxed);
+pub fn record_closed(stdin: bool, stdout: bool, stderr: bool) {
+    let bits = u8::from(stdin) | u8::from(stdout) << 1 | u8::from(stderr) << 2;
+    CLOSED.store(bits, Ordering::Relaxed);
+}
+
+/// True if the file opened from `path`, whose `fstat` is `info`, is what stands on a
+/// standard descriptor that was closed when rpv started, reached through that descriptor's
+/// link (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`, or a symlink to one of them):
+/// writing there would write into the /dev/null Rust's runtime put on it.
+pub fn reaches_closed(path: &Path, info: &FileInfo) -> bool {
+    let closed = CLOSED.load(Ordering::Relaxed);
+    let Some(n) = descriptor_named(path) else {
+        return false;
+    };
+    let fd = match n {
+        0 => sys::stdin_fd(),
+        1 => sys::stdout_fd(),
+        2 => sys::stderr_fd(),
+        _ => return false,
+    };
+    closed & (1 << n) != 0 && sys::fstat(fd).is_ok_and(|i| (i.dev, i.ino) == (info.dev, info.ino))
+}
+
+/// The descriptor of rpv's own that `path` names through /proc (`/proc/self/fd/N`,
+/// `/proc/thread-self/fd/N`, `/dev/fd/N`, `/dev/stdout`, and symlinks leading there), if it
+/// does. Symlinks are followed one at a time (at most 40, as the kernel does) until a name
+/// whose directory is rpv's own descriptor directory.
+fn descriptor_named(path: &Path) -> Option<u32> {
+    let pid = std::process::id().to_string();
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let name = path.file_name()?;
+        if let Ok(dir) = std::fs::canonicalize(dir) {
+            // /proc/PID/fd or /proc/PID/task/TID/fd.
+            let parts: Vec<_> = dir
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            let ours = match parts.as_slice() {
+                [root, proc, p, fd] => root == "/" && proc == "proc" && *p == pid && fd == "fd",
+                [root, proc, p, task, _, fd] => {
+                    root == "/" && proc == "proc" && *p == pid && task == "task" && fd == "fd"
+                }
+                _ => false,
+            };
+            if ours {
+                return name.to_str()?.parse().ok();
+            }
+        }
+        let target = std::fs::read_link(&path).ok()?;
+        path = dir.join(target);
+    }
+    None
 }
 
 /// True if standard input was closed when rpv started.

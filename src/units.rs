@@ -11,7 +11,7 @@
 
 /// What is being counted; decides the prefix ratio (1024 or 1000) and the prefix field width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CountKind {
+pub(crate) enum CountKind {
     /// Bytes with binary prefixes (`KiB`, `MiB`): the default.
     #[default]
     BinaryBytes,
@@ -32,7 +32,7 @@ const DAY: u64 = 86_400;
 
 /// pv's "describe amount": number field + prefix field + `suffix`.
 /// `value` is already multiplied by 8 for `-8`. Example: (1024.0, BinaryBytes, "B") → "1.00KiB".
-pub fn describe_amount(value: f64, kind: CountKind, suffix: &str) -> String {
+pub(crate) fn describe_amount(value: f64, kind: CountKind, suffix: &str) -> String {
     let (ratio, prefixes) = match kind {
         CountKind::BinaryBytes => (1024.0, &BINARY_PREFIXES),
         CountKind::DecimalBytes | CountKind::Lines => (1000.0, &DECIMAL_PREFIXES),
@@ -119,7 +119,7 @@ fn strip_fraction_zeros(text: &str) -> String {
 
 /// Elapsed-time text of `%t`: `H:MM:SS`, or `D:HH:MM:SS` above 86400 s.
 /// `secs` is already clamped to [0, 360000000] by the caller.
-pub fn format_elapsed(secs: f64) -> String {
+pub(crate) fn format_elapsed(secs: f64) -> String {
     let whole = if secs.is_finite() && secs > 0.0 {
         secs as u64
     } else {
@@ -133,7 +133,7 @@ pub fn format_elapsed(secs: f64) -> String {
 }
 
 /// ETA text without the `ETA ` prefix: `H:MM:SS`, or `D:HH:MM:SS` above 86400 s.
-pub fn format_eta(secs: u64) -> String {
+pub(crate) fn format_eta(secs: u64) -> String {
     if secs > DAY {
         day_form(secs)
     } else {

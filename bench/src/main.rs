@@ -11,6 +11,8 @@
 //!   dropped so that the harness can be exercised before rpv works.
 //! * `RPV_BENCH_RPV_ARGS`: extra whitespace-separated arguments for rpv.
 //! * `RPV_BENCH_PV`: pv binary (default `/usr/bin/pv`).
+//! * `RPV_BENCH_BASE`: another rpv build, run as the row "rpv base" with rpv's arguments.
+//! * `RPV_BENCH_PV_RS`, `RPV_BENCH_RUSTY_PV`: the Rust peers (default: found on PATH).
 //! * `RPV_BENCH_TMPDIR`: where the data files go (default: `$TMPDIR` or /tmp).
 
 mod doctor;
@@ -26,7 +28,7 @@ use runner::{Ctx, RpvSpec};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
-use topology::{Sizes, Topology};
+use topology::{Peer, Sizes, Topology};
 
 /// Parsed command line of the benchmark itself.
 struct Options {
@@ -111,6 +113,35 @@ fn find_pv() -> Option<PathBuf> {
     pv.is_file().then_some(pv)
 }
 
+/// A program named `name` on PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The Rust peers: from their environment variables, else from PATH. `cargo install pv`
+/// installs pv-rs as `pv`; a `pv` on PATH counts as pv-rs when it says it is a 0.x version
+/// (Debian's pv is 1.x).
+fn find_peers() -> Vec<(Peer, PathBuf)> {
+    let pv_rs = || {
+        on_path("pv-rs")
+            .or_else(|| on_path("pv").filter(|p| sysinfo::version(p).starts_with("pv 0.")))
+    };
+    Peer::ALL
+        .into_iter()
+        .filter_map(|peer| {
+            let (var, found) = match peer {
+                Peer::PvRs => ("RPV_BENCH_PV_RS", pv_rs()),
+                Peer::RustyPv => ("RPV_BENCH_RUSTY_PV", on_path("rusty-pv")),
+            };
+            let path = std::env::var_os(var).map(PathBuf::from).or(found)?;
+            path.is_file().then_some((peer, path))
+        })
+        .collect()
+}
+
 fn select(all: Vec<Topology>, only: &[String]) -> Result<Vec<Topology>, String> {
     if only.is_empty() {
         return Ok(all);
@@ -148,6 +179,8 @@ fn bench(o: Options) -> Result<ExitCode, String> {
     let ctx = Ctx {
         rpv: rpv_spec(&exe),
         pv: find_pv(),
+        base: std::env::var_os("RPV_BENCH_BASE").map(PathBuf::from),
+        peers: find_peers(),
         exe,
         dir: scratch_dir()?,
         timeout: Duration::from_secs(if o.quick { 10 } else { 60 }),
@@ -184,10 +217,11 @@ fn run_all(
         }
         results.push(result);
         eprintln!(
-            "rpv-bench: ({}) {} took {:.1} s",
+            "rpv-bench: ({}) {} took {:.1} s; load {}",
             t.id,
             t.name,
-            t0.elapsed().as_secs_f64()
+            t0.elapsed().as_secs_f64(),
+            sysinfo::load()
         );
     }
     eprintln!("rpv-bench: total {:.1} s", start.elapsed().as_secs_f64());

@@ -107,21 +107,23 @@ impl<'a> Table<'a> {
     /// Prints the results table to stdout.
     pub fn print(&self) {
         println!(
-            "{:<18} {:<10} {:>9} {:>7} {:>9} {:>10} {:>8}  notes",
-            "topology", "tool", "GiB/s", "vs pv", "vs direct", "CPU s/GiB", "RSS MiB"
+            "{:<18} {:<10} {:>9} {:>7} {:>7} {:>9} {:>10} {:>8}  notes",
+            "topology", "tool", "GiB/s", "vs pv", "vs peer", "vs direct", "CPU s/GiB", "RSS MiB"
         );
         for (t, sums) in &self.rows {
             let name = format!("({}) {}", t.topology.id, t.topology.name);
             for (v, s) in t.variants.iter().zip(sums) {
                 let note = self.note(t, v, s);
                 let pv = ratio(s.gibps, self.rate(&t.topology.name, "pv"));
+                let peer = ratio(s.gibps, self.best_peer(&t.topology.name));
                 let direct = ratio(s.gibps, self.rate(&t.topology.name, "direct"));
                 println!(
-                    "{:<18} {:<10} {:>9} {:>7} {:>9} {:>10} {:>8}  {}",
+                    "{:<18} {:<10} {:>9} {:>7} {:>7} {:>9} {:>10} {:>8}  {}",
                     name,
                     v.variant.label,
                     fmt(s.gibps, rate_digits(s.gibps)),
                     fmt(pv, 2),
+                    fmt(peer, 2),
                     fmt(direct, 2),
                     fmt(s.cpu_per_gib, 3),
                     fmt(s.rss_mib, 1),
@@ -247,9 +249,28 @@ impl Table<'_> {
         median(pairs.collect())
     }
 
-    fn best_baseline(&self, name: &str) -> Option<f64> {
-        let rates = ["pv", "pv -C", "cat"].map(|l| self.rate(name, l));
+    /// The best median of the pv-like tools in topology `name`: pv, pv -C and the Rust
+    /// peers (whichever ran).
+    pub fn best_peer(&self, name: &str) -> Option<f64> {
+        let rates = crate::topology::PEERS.map(|l| self.rate(name, l));
         rates.into_iter().flatten().reduce(f64::max)
+    }
+
+    fn best_baseline(&self, name: &str) -> Option<f64> {
+        let rates = self
+            .best_peer(name)
+            .into_iter()
+            .chain(self.rate(name, "cat"));
+        rates.reduce(f64::max)
+    }
+
+    /// The median over topologies of rpv's median over the base build's ("rpv base").
+    fn vs_base(&self) -> Option<f64> {
+        let ratios = self
+            .rows
+            .iter()
+            .filter_map(|(t, _)| self.vs(&t.topology.name, "rpv", "rpv base"));
+        median(ratios.collect())
     }
 
     fn rpv_peak_rss(&self) -> Option<f64> {
@@ -292,7 +313,28 @@ impl Table<'_> {
         };
         let rpv = |name| self.rate(name, "rpv");
         let small = ratio(rpv("small-writes"), self.best_baseline("small-writes"));
+        let vs_peer = |name| ratio(rpv(name), self.best_peer(name));
+        let vs_direct = |name| self.vs(name, "rpv", "direct");
         vec![
+            at_least("(c) file->pipe: rpv/best peer", vs_peer("file-pipe"), 1.1),
+            at_least(
+                "(m) file->1 MiB pipe: rpv/best peer",
+                vs_peer("file-pipe-1m"),
+                1.1,
+            ),
+            at_least("(a) pipe->pipe: rpv/best peer", vs_peer("pipe-pipe"), 1.1),
+            at_least(
+                "(n) pipe->1 MiB pipes: rpv/best peer",
+                vs_peer("pipe-pipe-1m"),
+                1.1,
+            ),
+            at_least("(f) chain: rpv|rpv/direct", vs_direct("chain"), 0.8),
+            at_least("(f) chain: rpv|rpv/best peer", vs_peer("chain"), 1.1),
+            at_least("(d) pipe->file: rpv/best peer", vs_peer("pipe-file"), 1.0),
+            at_least("(e) file->file: rpv/best peer", vs_peer("file-file"), 1.0),
+            at_least("(i) -l: rpv/best peer", vs_peer("lines"), 1.0),
+            at_least("(j) /dev/zero -S -s: rpv/best peer", vs_peer("zero"), 1.0),
+            at_least("(h) O_NONBLOCK: rpv/best peer", vs_peer("nonblock"), 1.0),
             at_least("(a) pipe->pipe: rpv/pv", vs_pv("pipe-pipe"), 1.3),
             at_least(
                 "(a) pipe->pipe: rpv/direct",
@@ -304,7 +346,7 @@ impl Table<'_> {
             at_least("(d) pipe->file: rpv/pv", vs_pv("pipe-file"), 1.1),
             at_least("(e) file->file: rpv/pv", vs_pv("file-file"), 1.1),
             at_least("(f) chain: rpv|rpv / pv|pv", vs_pv("chain"), 2.0),
-            at_least("(g) 1000-byte writes: rpv / best(pv,pv -C,cat)", small, 1.0),
+            at_least("(g) 1000-byte writes: rpv / best(peers,cat)", small, 1.0),
             at_least(
                 "(h) O_NONBLOCK: rpv(h)/rpv(a)",
                 ratio(rpv("nonblock"), rpv("pipe-pipe")),
@@ -336,6 +378,42 @@ impl Table<'_> {
             info(
                 "(m) file->pipe, 1 MiB sink pipe: rpv/pv",
                 vs_pv("file-pipe-1m"),
+            ),
+            info(
+                "rpv/(rpv base), median of the topologies' ratios",
+                self.vs_base(),
+            ),
+            info(
+                "(a) pipe->pipe: rpv/relay",
+                self.vs("pipe-pipe", "rpv", "relay"),
+            ),
+            info(
+                "(a) pipe->pipe: relay/direct",
+                self.vs("pipe-pipe", "relay", "direct"),
+            ),
+            info(
+                "(n) 1 MiB pipes: rpv/relay",
+                self.vs("pipe-pipe-1m", "rpv", "relay"),
+            ),
+            info(
+                "(n) 1 MiB pipes: relay/direct",
+                self.vs("pipe-pipe-1m", "relay", "direct"),
+            ),
+            info(
+                "(f) chain: rpv|rpv / relay|relay",
+                self.vs("chain", "rpv", "relay"),
+            ),
+            info(
+                "(f) chain: relay|relay / direct",
+                self.vs("chain", "relay", "direct"),
+            ),
+            info(
+                "(c) file->pipe: rpv/relay",
+                self.vs("file-pipe", "rpv", "relay"),
+            ),
+            info(
+                "(m) file->1 MiB pipe: rpv/relay",
+                self.vs("file-pipe-1m", "rpv", "relay"),
             ),
             at_least(
                 "(o) --tee file on tmpfs: rpv/tee",
@@ -387,6 +465,7 @@ impl Table<'_> {
             (false, true) => " (quick mode: sizes too small, indicative only)",
             (false, false) => "",
         };
+        println!("load at the end: {}", crate::sysinfo::load());
         println!("targets{caveat}:");
         for t in self.targets() {
             let verdict = match t.value {

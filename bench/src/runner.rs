@@ -3,7 +3,7 @@
 
 use crate::helpers::FILL;
 use crate::pipeline::{Outcome, Pipeline, Stage};
-use crate::topology::{Dst, Kind, Src, TeeTo, Topology, Variant, TEE_ARG};
+use crate::topology::{Dst, Kind, Peer, Src, TeeTo, Topology, Variant, TEE_ARG};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -30,6 +30,10 @@ pub struct Ctx {
     pub rpv: RpvSpec,
     /// Debian pv, if installed.
     pub pv: Option<PathBuf>,
+    /// Another build of rpv to compare with (`RPV_BENCH_BASE`), if given.
+    pub base: Option<PathBuf>,
+    /// The Rust peers that were found.
+    pub peers: Vec<(Peer, PathBuf)>,
     /// Scratch directory holding the data files.
     pub dir: PathBuf,
     /// Per-run deadline.
@@ -97,6 +101,8 @@ impl Ctx {
     fn skip_reason(&self, t: &Topology, v: &Variant) -> Option<String> {
         match v.kind {
             Kind::Pv if self.pv.is_none() => Some("pv not installed".into()),
+            Kind::Base if self.base.is_none() => Some("no RPV_BENCH_BASE".into()),
+            Kind::Peer(p) if self.peer(p).is_none() => Some(format!("{} not found", p.label())),
             Kind::Rpv if self.rpv.pretend && matches!(t.src, Src::DevZero) => {
                 Some("pretend rpv cannot stop at -s".into())
             }
@@ -110,15 +116,26 @@ impl Ctx {
         }
     }
 
+    /// The path of a Rust peer, if it was found.
+    pub fn peer(&self, peer: Peer) -> Option<&PathBuf> {
+        self.peers
+            .iter()
+            .find(|(p, _)| *p == peer)
+            .map(|(_, path)| path)
+    }
+
     fn tool_argv(&self, t: &Topology, v: &Variant) -> Vec<OsString> {
         let mut argv: Vec<OsString> = match &v.kind {
             Kind::Direct => return Vec::new(),
             Kind::Rpv => vec![self.rpv.path.clone().into()],
+            Kind::Base => vec![self.base.clone().unwrap_or_default().into()],
+            Kind::Peer(p) => vec![self.peer(*p).cloned().unwrap_or_default().into()],
             Kind::Pv => vec![self.pv.clone().unwrap_or_default().into()],
             Kind::Other(prog) => vec![prog.into()],
             Kind::Relay => vec![self.exe.clone().into(), "relay".into()],
         };
-        if v.kind == Kind::Rpv && self.rpv.pretend {
+        let rpv = matches!(v.kind, Kind::Rpv | Kind::Base);
+        if rpv && self.rpv.pretend {
             argv.extend(self.rpv.extra.iter().map(Into::into));
             return argv;
         }
@@ -127,7 +144,7 @@ impl Ctx {
             Some(path) if a == TEE_ARG => path.clone().into_os_string(),
             _ => a.into(),
         }));
-        if v.kind == Kind::Rpv {
+        if rpv {
             argv.extend(self.rpv.extra.iter().map(Into::into));
         }
         argv

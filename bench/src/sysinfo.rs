@@ -25,9 +25,32 @@ pub fn print_header(ctx: &Ctx, quick: bool, reps: usize) {
     };
     println!("rpv:     {}{pretend}", ctx.rpv.path.display());
     match &ctx.pv {
-        Some(pv) => println!("pv:      {} ({})", pv.display(), pv_version(pv)),
+        Some(pv) => println!("pv:      {} ({})", pv.display(), version(pv)),
         None => println!("pv:      not installed: pv rows are skipped (apt-get install pv)"),
     }
+    if let Some(base) = &ctx.base {
+        println!("base:    {} (row \"rpv base\")", base.display());
+    }
+    for peer in crate::topology::Peer::ALL {
+        match ctx.peer(peer) {
+            Some(p) => println!(
+                "{:<8} {} ({})",
+                format!("{}:", peer.label()),
+                p.display(),
+                version(p)
+            ),
+            None => println!(
+                "{:<8} not found: rows skipped (cargo install {}; or set RPV_BENCH_{})",
+                format!("{}:", peer.label()),
+                match peer {
+                    crate::topology::Peer::PvRs => "pv",
+                    crate::topology::Peer::RustyPv => "rusty-pv",
+                },
+                peer.label().to_uppercase().replace('-', "_"),
+            ),
+        }
+    }
+    println!("load:    {}", load());
     println!("scratch: {} ({})", ctx.dir.display(), fs_type(&ctx.dir));
 }
 
@@ -62,7 +85,13 @@ fn cpus() -> usize {
     std::thread::available_parallelism().map_or(0, |n| n.get())
 }
 
-fn pv_version(pv: &std::path::Path) -> String {
+/// The load averages (1, 5, 15 minutes) and the running/total tasks, from /proc/loadavg.
+pub fn load() -> String {
+    first_line("/proc/loadavg")
+}
+
+/// The first line of `PROG --version`.
+pub fn version(pv: &std::path::Path) -> String {
     let out = std::process::Command::new(pv).arg("--version").output();
     out.ok()
         .and_then(|o| {

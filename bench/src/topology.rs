@@ -68,7 +68,37 @@ pub enum Kind {
     Other(&'static str),
     /// `rpv-bench relay`: the fewest syscalls a relay can make (the ceiling for rpv).
     Relay,
+    /// Another build of rpv (`RPV_BENCH_BASE`), given the same arguments: a before/after
+    /// comparison alternated in one run.
+    Base,
+    /// A Rust pv clone found on PATH or named by an environment variable.
+    Peer(Peer),
 }
+
+/// The Rust peers compared when installed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// The `pv` crate ("pv-rs"; `cargo install pv` installs it as `pv`).
+    PvRs,
+    /// The `rusty-pv` crate (read/write only, no `-S`, `-C`).
+    RustyPv,
+}
+
+impl Peer {
+    /// Both peers.
+    pub const ALL: [Peer; 2] = [Peer::PvRs, Peer::RustyPv];
+
+    /// Row label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Peer::PvRs => "pv-rs",
+            Peer::RustyPv => "rusty-pv",
+        }
+    }
+}
+
+/// Labels of the pv-like tools a result of rpv is compared with ("best peer").
+pub const PEERS: [&str; 4] = ["pv", "pv -C", "pv-rs", "rusty-pv"];
 
 /// One tool setup compared within a topology.
 #[derive(Clone, Debug)]
@@ -178,7 +208,8 @@ fn variant(label: &str, kind: Kind, args: &[&str]) -> Variant {
     }
 }
 
-/// direct, rpv, pv, pv -C, cat: each tool gets `-q` plus `flags`.
+/// direct, rpv, rpv base, pv, pv -C, pv-rs, rusty-pv, cat: each tool gets `-q` plus
+/// `flags` (rows whose tool is not installed are skipped).
 fn standard(flags: &[&str], direct: bool, cat: bool) -> Vec<Variant> {
     let with = |pre: &[&'static str]| -> Vec<&str> { pre.iter().chain(flags).copied().collect() };
     let mut v = Vec::new();
@@ -186,8 +217,12 @@ fn standard(flags: &[&str], direct: bool, cat: bool) -> Vec<Variant> {
         v.push(variant("direct", Kind::Direct, &[]));
     }
     v.push(variant("rpv", Kind::Rpv, &with(&["-q"])));
+    v.push(variant("rpv base", Kind::Base, &with(&["-q"])));
     v.push(variant("pv", Kind::Pv, &with(&["-q"])));
     v.push(variant("pv -C", Kind::Pv, &with(&["-q", "-C"])));
+    for peer in Peer::ALL {
+        v.push(variant(peer.label(), Kind::Peer(peer), &with(&["-q"])));
+    }
     if cat {
         v.push(variant("cat", Kind::Other("cat"), &[]));
     }
@@ -252,6 +287,11 @@ pub fn all(s: &Sizes) -> Vec<Topology> {
         zero(s),
     ];
     v[4].variants.retain(|x| x.kind != Kind::Direct);
+    // The bare splice loop (no display, no counters, no checks) where rpv splices into a
+    // pipe: what any relay gets on this machine and kernel.
+    for t in v.iter_mut().filter(|t| matches!(t.id, "a" | "c" | "f")) {
+        t.variants.push(variant("relay", Kind::Relay, &["splice"]));
+    }
     v.extend([MIB, 100 * MIB, GIB].map(|r| rate(s, r)));
     v.push(display(s));
     // Beyond the research's setups: every neighbour already at the unprivileged maximum
@@ -260,12 +300,18 @@ pub fn all(s: &Sizes) -> Vec<Topology> {
         pipe: 1 << 20,
         nonblock: false,
     };
-    v.push(topo("m", "file-pipe-1m", Src::DataFile, max, s.data_file));
     let src = Src::Vmsplice {
         nonblock: false,
         max: true,
     };
-    v.push(topo("n", "pipe-pipe-1m", src, max, s.pipe));
+    let relay = variant("relay", Kind::Relay, &["splice"]);
+    for mut t in [
+        topo("m", "file-pipe-1m", Src::DataFile, max, s.data_file),
+        topo("n", "pipe-pipe-1m", src, max, s.pipe),
+    ] {
+        t.variants.push(relay.clone());
+        v.push(t);
+    }
     v.push(tee_file("o", "tee-shm", TeeTo::Shm, s));
     v.push(tee_file("p", "tee-disk", TeeTo::Disk, s));
     v.push(tee_pipe(s));
@@ -318,7 +364,8 @@ fn nonblock(s: &Sizes) -> Topology {
     for v in &mut t.variants {
         match v.label.as_str() {
             "pv" | "pv -C" => v.cap = Some(s.nonblock_pv),
-            "cat" => v.allow_fail = true, // cat aborts on EAGAIN
+            // read/write without a poll: EAGAIN ends them
+            "cat" | "rusty-pv" => v.allow_fail = true,
             _ => {}
         }
     }
@@ -336,6 +383,7 @@ fn zero(s: &Sizes) -> Topology {
     let size = s.pipe.to_string();
     let mut t = topo("j", "zero", Src::DevZero, GROW, s.pipe);
     t.variants = standard(&["-S", "-s", &size], false, false);
+    t.variants.retain(|v| v.kind != Kind::Peer(Peer::RustyPv));
     t.variants
         .push(variant("head -c", Kind::Other("head"), &["-c", &size]));
     t
@@ -350,7 +398,8 @@ fn rate(s: &Sizes, rate: u64) -> Topology {
     let mut t = topo("k", &name, VMS, GROW, rate * s.rate_secs);
     t.rate = Some(rate);
     t.variants = standard(&["-L", &arg], false, false);
-    t.variants.retain(|v| v.label != "pv -C");
+    t.variants
+        .retain(|v| matches!(v.label.as_str(), "rpv" | "pv"));
     t
 }
 

@@ -1,4 +1,4 @@
-//! `getopt_long` emulation and the option table.
+//! `getopt_long` emulation over the option table (`flags`).
 //!
 //! Owns: splitting argv into options and operands exactly as glibc `getopt_long` does for
 //! pv's option string (permutation, bundling, attached values, long-name prefixes, `--`,
@@ -10,149 +10,44 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use super::complete::Shell;
+use super::flags::{
+    long_only, Opt, COMPLETIONS, EACH, JSON, LOG, METRICS_FILE, OPTIONS, PIPELINE, STALL_TIMEOUT,
+    TEE, TEE_ERROR, TERM_PROGRESS,
+};
 use super::number::{
     is_valid_double, is_valid_integer, is_valid_size, parse_duration, parse_interval, parse_size,
 };
-use super::{Action, MonitorSide, Options, Parsed, SizeArg, TeeErrorMode, TermProgress};
+use super::{Action, MonitorSide, Options, Parsed, Shell, SizeArg, TeeErrorMode, TermProgress};
+use crate::display::DisplaySwitches;
 
-/// One row of the option table: a short letter and a long name for the same option.
+/// One long name of an option of the table (its own name or an alias), with what the
+/// parser needs to know about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Flag {
-    /// The short letter; also the option's identity (getopt's `val`).
+    /// The option's identity (see [`Opt::short`]).
     pub(crate) short: char,
-    /// The long name without `--`.
+    /// This long name, without `--`.
     pub(crate) long: &'static str,
     /// True if the option requires a value.
     pub(crate) takes_value: bool,
-    /// True if the option may have a value, attached with `=` (getopt_long's
-    /// `optional_argument`; long options only).
+    /// True if the option may have a value, attached with `=`.
     pub(crate) optional: bool,
 }
 
-const fn flag(short: char, long: &'static str) -> Flag {
-    Flag {
-        short,
-        long,
-        takes_value: false,
-        optional: false,
-    }
+/// Every long name the parser accepts, in table order, an option's aliases right after its
+/// own name (the order glibc lists the possibilities of an ambiguous prefix in).
+pub(crate) fn flags() -> impl Iterator<Item = Flag> {
+    OPTIONS.iter().flat_map(|opt: &'static Opt| {
+        std::iter::once(opt.long)
+            .chain(opt.aliases.iter().copied())
+            .map(move |long| Flag {
+                short: opt.short,
+                long,
+                takes_value: opt.takes_value(),
+                optional: opt.optional(),
+            })
+    })
 }
-
-/// A long option whose value is optional and must be attached (`--name=VALUE`).
-const fn optional(short: char, long: &'static str) -> Flag {
-    Flag {
-        short,
-        long,
-        takes_value: false,
-        optional: true,
-    }
-}
-
-const fn valued(short: char, long: &'static str) -> Flag {
-    Flag {
-        short,
-        long,
-        takes_value: true,
-        optional: false,
-    }
-}
-
-/// The identity of `--completions SHELL`, an rpv option with no short letter. Options that
-/// have only a long name take identities from the Unicode private use area: no one types
-/// those as option letters, and [`find_short`] never matches them.
-pub(crate) const COMPLETIONS: char = '\u{E000}';
-
-/// The identity of `--json`.
-pub(crate) const JSON: char = '\u{E001}';
-/// The identity of `--log`.
-pub(crate) const LOG: char = '\u{E002}';
-/// The identity of `--each`.
-pub(crate) const EACH: char = '\u{E003}';
-/// The identity of `--pipeline[=PID]`.
-pub(crate) const PIPELINE: char = '\u{E004}';
-/// The identity of `--tee FILE`.
-pub(crate) const TEE: char = '\u{E005}';
-/// The identity of `--tee-error MODE`.
-pub(crate) const TEE_ERROR: char = '\u{E006}';
-/// The identity of `--term-progress WHEN`.
-pub(crate) const TERM_PROGRESS: char = '\u{E010}';
-/// The identity of `--metrics-file PATH`.
-pub(crate) const METRICS_FILE: char = '\u{E011}';
-/// The identity of `--stall-timeout DURATION`.
-pub(crate) const STALL_TIMEOUT: char = '\u{E012}';
-
-/// True for the identity of an option that has only a long name (see [`COMPLETIONS`]).
-pub(crate) fn long_only(identity: char) -> bool {
-    ('\u{E000}'..='\u{F8FF}').contains(&identity)
-}
-
-/// Every option of pv 1.11, in pv's order (a test checks it against pv's
-/// short-option string). The order matters: it is the order
-/// in which glibc lists the possibilities of an ambiguous long-name prefix.
-pub(crate) const FLAGS: &[Flag] = &[
-    flag('p', "progress"),
-    flag('t', "timer"),
-    flag('e', "eta"),
-    flag('I', "fineta"),
-    flag('r', "rate"),
-    flag('a', "average-rate"),
-    flag('b', "bytes"),
-    flag('8', "bits"),
-    flag('k', "si"),
-    flag('T', "buffer-percent"),
-    valued('A', "last-written"),
-    valued('F', "format"),
-    flag('n', "numeric"),
-    flag('q', "quiet"),
-    flag('W', "wait"),
-    valued('D', "delay-start"),
-    valued('s', "size"),
-    flag('g', "gauge"),
-    flag('l', "line-mode"),
-    flag('0', "null"),
-    valued('i', "interval"),
-    valued('m', "average-rate-window"),
-    valued('w', "width"),
-    valued('H', "height"),
-    valued('N', "name"),
-    valued('u', "bar-style"),
-    valued('x', "extra-display"),
-    flag('v', "stats"),
-    flag('f', "force"),
-    flag('c', "cursor"),
-    valued('o', "output"),
-    valued('L', "rate-limit"),
-    valued('B', "buffer-size"),
-    flag('C', "no-splice"),
-    flag('E', "skip-errors"),
-    valued('Z', "error-skip-block"),
-    flag('S', "stop-at-size"),
-    flag('Y', "sync"),
-    flag('K', "direct-io"),
-    flag('O', "sparse"),
-    flag('O', "sparse-output"),
-    flag('X', "discard"),
-    valued('U', "store-and-forward"),
-    valued('d', "watchfd"),
-    valued('R', "remote"),
-    valued('Q', "query"),
-    valued('M', "monitor"),
-    valued('P', "pidfile"),
-    flag('h', "help"),
-    flag('V', "version"),
-    // rpv's own options: long names only, after pv's (see `find_long`).
-    flag(EACH, "each"),
-    flag(JSON, "json"),
-    flag(LOG, "log"),
-    optional(PIPELINE, "pipeline"),
-    valued(TEE, "tee"),
-    valued(TEE_ERROR, "tee-error"),
-    valued(TERM_PROGRESS, "term-progress"),
-    valued(METRICS_FILE, "metrics-file"),
-    valued(STALL_TIMEOUT, "stall-timeout"),
-    valued(COMPLETIONS, "completions"),
-];
 
 /// The words `-x` accepts before its `:FORMAT` (the ones `term::title::ExtraSpec` knows).
 pub(crate) const EXTRA_TARGETS: [&str; 6] = [
@@ -174,7 +69,7 @@ const MAX_AVERAGE_WINDOW: u32 = 7 * 24 * 3600;
 /// Parses `args` (without `argv[0]`); `argv0` is used in glibc-style diagnostics and its
 /// basename as `<prog>` in pv's own messages. Honours `POSIXLY_CORRECT` from the environment.
 /// Arguments are taken as the bytes the kernel passed: file names need not be UTF-8.
-pub fn parse(argv0: &str, args: &[OsString]) -> Parsed {
+pub(crate) fn parse(argv0: &str, args: &[OsString]) -> Parsed {
     parse_with(argv0, args, std::env::var_os("POSIXLY_CORRECT").is_some())
 }
 
@@ -210,7 +105,7 @@ pub(crate) fn parse_with(argv0: &str, args: &[OsString], posix: bool) -> Parsed 
 /// [`parse`] finds options but going on past every error, so that even a usage error is
 /// reported the way the user asked: `--json` as an option counts, `--json` as the value of
 /// another option (`-N --json`) or after `--` does not.
-pub fn voice_of(args: &[OsString]) -> super::Voice {
+pub(crate) fn voice_of(args: &[OsString]) -> super::Voice {
     let posix = std::env::var_os("POSIXLY_CORRECT").is_some();
     let mut scanner = Scanner::new("rpv", args, posix);
     let mut voice = super::Voice::Display;
@@ -230,8 +125,8 @@ fn basename(argv0: &str) -> &str {
 }
 
 /// Finds the option for a short letter.
-fn find_short(c: char) -> Option<&'static Flag> {
-    FLAGS.iter().find(|f| f.short == c && !long_only(c))
+fn find_short(c: char) -> Option<Flag> {
+    flags().find(|f| f.short == c && !long_only(c))
 }
 
 /// Why a long name did not select exactly one option.
@@ -248,8 +143,8 @@ enum LongMatchError {
 /// A prefix is looked up among pv's options first and among rpv's own only if no pv option
 /// has it, so rpv's additions never change how a pv command line is read (`--c` stays
 /// `--cursor`, and `--p` stays ambiguous with pv's own list of possibilities).
-fn find_long(name: &[u8]) -> Result<&'static Flag, LongMatchError> {
-    if let Some(exact) = FLAGS.iter().find(|f| f.long.as_bytes() == name) {
+fn find_long(name: &[u8]) -> Result<Flag, LongMatchError> {
+    if let Some(exact) = flags().find(|f| f.long.as_bytes() == name) {
         return Ok(exact);
     }
     match find_prefix(name, false) {
@@ -260,12 +155,11 @@ fn find_long(name: &[u8]) -> Result<&'static Flag, LongMatchError> {
 
 /// The one option whose long name starts with `name`, among pv's options (or among all of
 /// them if `all`).
-fn find_prefix(name: &[u8], all: bool) -> Result<&'static Flag, LongMatchError> {
-    let mut first: Option<&'static Flag> = None;
+fn find_prefix(name: &[u8], all: bool) -> Result<Flag, LongMatchError> {
+    let mut first: Option<Flag> = None;
     let mut ambiguous = Vec::new();
-    let candidates = FLAGS
-        .iter()
-        .filter(|f| (all || !long_only(f.short)) && f.long.as_bytes().starts_with(name));
+    let candidates =
+        flags().filter(|f| (all || !long_only(f.short)) && f.long.as_bytes().starts_with(name));
     for candidate in candidates {
         match first {
             None => first = Some(candidate),
@@ -583,15 +477,8 @@ impl<'a> State<'a> {
         match short {
             'h' => return Flow::Help,
             'V' => return Flow::Version,
-            'p' => o.progress = true,
-            't' => o.timer = true,
-            'e' => o.eta = true,
-            'I' => o.fineta = true,
-            'r' => o.rate = true,
-            'a' => o.average_rate = true,
-            'b' => o.bytes = true,
-            '8' => (o.bits, o.bytes) = (true, true),
-            'T' => (o.buffer_percent, o.no_splice) = (true, true),
+            '8' => (o.bits, o.switches.bytes) = (true, true),
+            'T' => (o.switches.buffer_percent, o.no_splice) = (true, true),
             'n' => o.numeric = true,
             'q' => o.quiet = true,
             'k' => o.si = true,
@@ -613,9 +500,11 @@ impl<'a> State<'a> {
             JSON => (o.json, o.log) = (true, false),
             LOG => (o.log, o.json) = (true, false),
             EACH => o.each = true,
-            _ => {}
+            letter => {
+                o.switches.set(letter);
+            }
         }
-        if "pteIrab8Tnq".contains(short) {
+        if DisplaySwitches::LETTERS.contains(short) || "8nq".contains(short) {
             self.display_switch();
         }
         Flow::Continue
@@ -942,7 +831,7 @@ impl<'a> State<'a> {
         else {
             return Ok(());
         };
-        let name = match FLAGS.iter().find(|f| f.short == refused) {
+        let name = match flags().find(|f| f.short == refused) {
             Some(f) if long_only(refused) => format!("--{}", f.long),
             _ => format!("-{refused}"),
         };

@@ -58,7 +58,7 @@ const AWKWARD: &[&str] = &[
 /// One argument: an option in one of its spellings (with or without a value), a value or
 /// an operand.
 fn argument() -> impl Strategy<Value = Vec<String>> {
-    let flag = prop::sample::select(FLAGS.to_vec());
+    let flag = prop::sample::select(flags().collect::<Vec<_>>());
     let value = prop_oneof![
         prop::sample::select(AWKWARD).prop_map(str::to_owned),
         "[0-9]{1,25}[.,]?[0-9]{0,6}[ kKmMgGtT]?",
@@ -91,7 +91,7 @@ fn argv() -> impl Strategy<Value = Vec<String>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(crate::proptest_cases::config(3000))]
 
     #[test]
     fn any_command_line_parses_or_is_refused_with_a_message(args in argv(), posix in any::<bool>()) {

@@ -32,7 +32,7 @@ fn err_as(argv0: &str, args: &[&str]) -> String {
     }
 }
 
-/// pv 1.11's short-option string; `FLAGS` must describe exactly these options.
+/// pv 1.11's short-option string; the option table must describe exactly these options.
 const SHORT_OPTIONS: &str =
     "hVpteIrab8kTA:fvnqcWD:s:gl0i:w:H:N:u:F:x:L:B:CEZ:SYKOXU:R:Q:P:d:m:o:M:";
 
@@ -47,8 +47,7 @@ fn table_matches_pv_short_option_string() {
     while let Some(c) = chars.next() {
         from_string.push((c, chars.next_if_eq(&':').is_some()));
     }
-    let mut from_table: Vec<(char, bool)> = FLAGS
-        .iter()
+    let mut from_table: Vec<(char, bool)> = flags()
         .filter(|f| !long_only(f.short))
         .map(|f| (f.short, f.takes_value))
         .collect();
@@ -60,22 +59,19 @@ fn table_matches_pv_short_option_string() {
 
 #[test]
 fn table_long_names_are_unique_and_lowercase() {
-    for (i, f) in FLAGS.iter().enumerate() {
+    let all: Vec<Flag> = flags().collect();
+    for (i, f) in all.iter().enumerate() {
         assert!(f
             .long
             .chars()
             .all(|c| c.is_ascii_lowercase() || c == '-' || c.is_ascii_digit()));
-        assert!(
-            FLAGS[i + 1..].iter().all(|g| g.long != f.long),
-            "{}",
-            f.long
-        );
+        assert!(all[i + 1..].iter().all(|g| g.long != f.long), "{}", f.long);
     }
 }
 
 #[test]
 fn every_long_name_selects_its_short_letter() {
-    for f in FLAGS.iter().filter(|f| !long_only(f.short)) {
+    for f in flags().filter(|f| !long_only(f.short)) {
         let long = format!("--{}", f.long);
         let mut args = vec![long.as_str()];
         if f.takes_value {
@@ -120,54 +116,54 @@ fn defaults() {
 
 #[test]
 fn test_progress() {
-    assert!(!run(&[]).progress);
-    assert!(run(&["-p"]).progress);
-    assert!(run(&["--progress"]).progress);
-    assert!(run(&["--prog"]).progress);
+    assert!(!run(&[]).switches.progress);
+    assert!(run(&["-p"]).switches.progress);
+    assert!(run(&["--progress"]).switches.progress);
+    assert!(run(&["--prog"]).switches.progress);
     assert_eq!(run(&["-p"]).display_switches, 1);
 }
 
 #[test]
 fn test_timer() {
-    assert!(run(&["-t"]).timer);
-    assert!(run(&["--timer"]).timer);
+    assert!(run(&["-t"]).switches.timer);
+    assert!(run(&["--timer"]).switches.timer);
     assert_eq!(run(&["--timer"]).display_switches, 1);
 }
 
 #[test]
 fn test_eta() {
-    assert!(run(&["-e"]).eta);
-    assert!(run(&["--eta"]).eta);
+    assert!(run(&["-e"]).switches.eta);
+    assert!(run(&["--eta"]).switches.eta);
     assert_eq!(run(&["-e"]).display_switches, 1);
 }
 
 #[test]
 fn test_fineta() {
-    assert!(run(&["-I"]).fineta);
-    assert!(run(&["--fineta"]).fineta);
-    assert!(run(&["--fin"]).fineta);
+    assert!(run(&["-I"]).switches.fineta);
+    assert!(run(&["--fineta"]).switches.fineta);
+    assert!(run(&["--fin"]).switches.fineta);
     assert_eq!(run(&["-I"]).display_switches, 1);
 }
 
 #[test]
 fn test_rate() {
-    assert!(run(&["-r"]).rate);
-    assert!(run(&["--rate"]).rate);
-    assert!(!run(&["--rate"]).average_rate);
+    assert!(run(&["-r"]).switches.rate);
+    assert!(run(&["--rate"]).switches.rate);
+    assert!(!run(&["--rate"]).switches.average_rate);
     assert_eq!(run(&["-r"]).display_switches, 1);
 }
 
 #[test]
 fn test_average_rate() {
-    assert!(run(&["-a"]).average_rate);
-    assert!(run(&["--average-rate"]).average_rate);
+    assert!(run(&["-a"]).switches.average_rate);
+    assert!(run(&["--average-rate"]).switches.average_rate);
     assert_eq!(run(&["-a"]).display_switches, 1);
 }
 
 #[test]
 fn test_bytes() {
-    assert!(run(&["-b"]).bytes);
-    assert!(run(&["--bytes"]).bytes);
+    assert!(run(&["-b"]).switches.bytes);
+    assert!(run(&["--bytes"]).switches.bytes);
     assert!(!run(&["-b"]).bits);
     assert_eq!(run(&["-b"]).display_switches, 1);
 }
@@ -175,16 +171,16 @@ fn test_bytes() {
 #[test]
 fn test_bits() {
     let o = run(&["-8"]);
-    assert!(o.bits && o.bytes);
-    assert!(run(&["--bits"]).bytes);
+    assert!(o.bits && o.switches.bytes);
+    assert!(run(&["--bits"]).switches.bytes);
     assert_eq!(o.display_switches, 1);
 }
 
 #[test]
 fn test_buffer_percent() {
     let o = run(&["-T"]);
-    assert!(o.buffer_percent && o.no_splice);
-    assert!(run(&["--buffer-percent"]).buffer_percent);
+    assert!(o.switches.buffer_percent && o.no_splice);
+    assert!(run(&["--buffer-percent"]).switches.buffer_percent);
     assert_eq!(o.display_switches, 1);
 }
 
@@ -842,12 +838,18 @@ fn test_version() {
 #[test]
 fn bundling() {
     let o = run(&["-pterb"]);
-    assert!(o.progress && o.timer && o.eta && o.rate && o.bytes);
+    assert!(
+        o.switches.progress
+            && o.switches.timer
+            && o.switches.eta
+            && o.switches.rate
+            && o.switches.bytes
+    );
     let o = run(&["-qSs5"]);
     assert!(o.quiet && o.stop_at_size);
     assert_eq!(o.size, SizeArg::Value(5));
     let o = run(&["-XfnbSs", "8G"]);
-    assert!(o.discard && o.force && o.numeric && o.bytes && o.stop_at_size);
+    assert!(o.discard && o.force && o.numeric && o.switches.bytes && o.stop_at_size);
     assert_eq!(o.size, SizeArg::Value(8 << 30));
 }
 
@@ -893,13 +895,13 @@ fn posixly_correct_stops_at_first_operand() {
     let Parsed::Run(o) = parse_with("rpv", &args, true) else {
         panic!("POSIX parse failed");
     };
-    assert!(o.progress && !o.quiet);
+    assert!(o.switches.progress && !o.quiet);
     assert_eq!(o.files, ["a", "-q", "--", "b"]);
 }
 
 #[test]
 fn long_prefixes() {
-    assert!(run(&["--prog"]).progress);
+    assert!(run(&["--prog"]).switches.progress);
     assert_eq!(run(&["--form", "%b"]).format.as_deref(), Some("%b"));
     assert_eq!(run(&["--siz=3"]).size, SizeArg::Value(3));
     assert_eq!(run(&["--average-rate-w", "9"]).average_window, 9);
@@ -908,8 +910,8 @@ fn long_prefixes() {
         Action::WatchFd(vec!["9".into()])
     );
     // An exact name wins over longer names it prefixes.
-    assert!(run(&["--rate"]).rate);
-    assert!(run(&["--average-rate"]).average_rate);
+    assert!(run(&["--rate"]).switches.rate);
+    assert!(run(&["--average-rate"]).switches.average_rate);
     assert!(run(&["--si"]).si);
 }
 
@@ -1262,7 +1264,7 @@ fn tee_is_repeatable_and_takes_its_error_mode() {
     // Long names only: the private identities are not short options.
     assert!(matches!(parsed(&["-\u{E005}", "x"]), Parsed::Error(_)));
     // A pv prefix keeps its meaning: --t is pv's --timer alone.
-    assert!(run(&["--t"]).timer);
+    assert!(run(&["--t"]).switches.timer);
 }
 
 #[test]

@@ -1,409 +1,17 @@
-//! `--help` and `--version` text, and the table of documented options behind them.
+//! `--help` and `--version` text.
 //!
-//! Owns: the wording of the help rows (our own, not pv's), what kind of value each option
-//! takes (shell completions are generated from these rows: see `complete`), and pv's help
-//! layout: a description column shared by all rows, word wrapping to the terminal width,
-//! groups separated by blank lines, rpv's own options in a group with a heading of its own,
-//! and the list of format sequences. Must not: ask the terminal for its width (the caller
-//! passes it in) or print anything.
+//! Owns: pv's help layout for the rows of the option table (`flags`): a description column
+//! shared by all rows, word wrapping to the terminal width, groups separated by blank lines,
+//! rpv's own options in a group with a heading of its own, and the list of format
+//! sequences. Must not: ask the terminal for its width (the caller passes it in), print
+//! anything, or name an option (the rows come from `flags`).
 //!
 //! The man page (`doc/rpv.1`) is written by hand, because it explains far more than a help
-//! row can hold; the integration tests (`tests/it/docs.rs`) hold it to these rows: an option
-//! missing from either side, or shown with a different value name, fails them.
+//! row can hold; the integration tests (`tests/it/docs.rs`) hold it to `rpv --help`: an
+//! option missing from either side, or shown with a different value name, fails them.
 
-use super::args::long_only;
-use super::complete::SHELL_NAMES;
+use super::flags::{Opt, OPTIONS};
 use crate::display::wrap;
-
-/// What an option's value is, for shell completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Value {
-    /// No value (a switch), or a value nothing can suggest (a number, a format, a name).
-    Free,
-    /// A file name.
-    File,
-    /// The ID of any process.
-    Pid,
-    /// The ID of a running rpv (what `-R` and `-Q` talk to).
-    RpvPid,
-    /// One of these words.
-    Words(&'static [&'static str]),
-}
-
-/// One help row: `  -S, --long ARG` (or `      --long ARG` for an option with no short
-/// letter) followed by the description.
-#[derive(Debug)]
-pub(crate) struct Row {
-    /// The option's identity in the option table (its short letter, or a private character
-    /// for an option that has only a long name).
-    pub(crate) short: char,
-    /// The long name without `--`.
-    pub(crate) long: &'static str,
-    /// Value name, or `""` for switches.
-    pub(crate) arg: &'static str,
-    /// What the value is, for completion.
-    pub(crate) value: Value,
-    /// The description.
-    pub(crate) text: &'static str,
-}
-
-impl Row {
-    /// The short letter, unless the option has only a long name.
-    pub(crate) fn letter(&self) -> Option<char> {
-        (!long_only(self.short)).then_some(self.short)
-    }
-}
-
-/// A switch (an option without a value).
-const fn switch(short: char, long: &'static str, text: &'static str) -> Row {
-    Row {
-        short,
-        long,
-        arg: "",
-        value: Value::Free,
-        text,
-    }
-}
-
-/// An option that takes a value named `arg`.
-const fn valued(
-    short: char,
-    long: &'static str,
-    arg: &'static str,
-    value: Value,
-    text: &'static str,
-) -> Row {
-    Row {
-        short,
-        long,
-        arg,
-        value,
-        text,
-    }
-}
-
-use Value::{File, Free, Pid, RpvPid, Words};
-
-const DISPLAY: &[Row] = &[
-    switch('p', "progress", "show a progress bar"),
-    switch('t', "timer", "show how long the transfer has been running"),
-    switch('e', "eta", "show the estimated time left until completion"),
-    switch('I', "fineta", "show the estimated local time of completion"),
-    switch('r', "rate", "show the current transfer rate"),
-    switch('a', "average-rate", "show the average transfer rate"),
-    switch('b', "bytes", "show the amount transferred so far"),
-    switch('8', "bits", "count and show bits rather than bytes"),
-    switch(
-        'k',
-        "si",
-        "use powers of 1000 rather than 1024 for units, and for size and rate values given \
-         after this option",
-    ),
-    switch(
-        'T',
-        "buffer-percent",
-        "show how full the transfer buffer is",
-    ),
-    valued(
-        'A',
-        "last-written",
-        "NUM",
-        Free,
-        "show the last NUM bytes written",
-    ),
-    valued(
-        'F',
-        "format",
-        "FORMAT",
-        Free,
-        "lay out the display with FORMAT (see below) instead of the switches above",
-    ),
-    switch(
-        'n',
-        "numeric",
-        "print plain numbers, one line per update, instead of a display",
-    ),
-    switch('q', "quiet", "show nothing at all"),
-];
-
-const MODIFIERS: &[Row] = &[
-    switch(
-        'W',
-        "wait",
-        "show nothing until the first data has been transferred",
-    ),
-    valued(
-        'D',
-        "delay-start",
-        "SEC",
-        Free,
-        "show nothing until SEC seconds have passed",
-    ),
-    valued(
-        's',
-        "size",
-        "SIZE",
-        Free,
-        "take SIZE as the total amount to transfer; @PATH means the size of PATH",
-    ),
-    switch(
-        'g',
-        "gauge",
-        "if the total size is unknown, show the rate as a share of the highest rate seen",
-    ),
-    switch('l', "line-mode", "count lines rather than bytes"),
-    switch('0', "null", "lines end with a zero byte (implies -l)"),
-    valued(
-        'i',
-        "interval",
-        "SEC",
-        Free,
-        "redraw every SEC seconds (default 1)",
-    ),
-    valued(
-        'm',
-        "average-rate-window",
-        "SEC",
-        Free,
-        "average the rate over the last SEC seconds (default 30)",
-    ),
-    valued(
-        'w',
-        "width",
-        "WIDTH",
-        Free,
-        "assume the terminal is WIDTH columns wide",
-    ),
-    valued(
-        'H',
-        "height",
-        "HEIGHT",
-        Free,
-        "assume the terminal is HEIGHT rows tall",
-    ),
-    valued('N', "name", "NAME", Free, "label the display with NAME"),
-    valued(
-        'u',
-        "bar-style",
-        "STYLE",
-        Words(&["plain", "block", "granular", "shaded"]),
-        "draw progress bars as plain, block, granular or shaded",
-    ),
-    valued(
-        'x',
-        "extra-display",
-        "WHERE[:FORMAT]",
-        Words(&["windowtitle", "processtitle", "windowtitle,processtitle"]),
-        "also show progress in the window title, the process title or both (WHERE is \
-         windowtitle, processtitle or both with a comma), laid out with FORMAT if given",
-    ),
-    switch('v', "stats", "print rate statistics at the end"),
-    switch(
-        'f',
-        "force",
-        "show progress even if standard error is not a terminal",
-    ),
-    switch(
-        'c',
-        "cursor",
-        "position the cursor so that several instances can share one terminal",
-    ),
-];
-
-const TRANSFER: &[Row] = &[
-    valued(
-        'o',
-        "output",
-        "FILE",
-        File,
-        "write the data to FILE rather than standard output",
-    ),
-    valued(
-        'L',
-        "rate-limit",
-        "RATE",
-        Free,
-        "transfer at most RATE bytes per second",
-    ),
-    valued(
-        'B',
-        "buffer-size",
-        "BYTES",
-        Free,
-        "use a transfer buffer of BYTES bytes",
-    ),
-    switch(
-        'C',
-        "no-splice",
-        "always copy with read and write, never with splice",
-    ),
-    switch(
-        'E',
-        "skip-errors",
-        "carry on past read errors; give twice to report them briefly",
-    ),
-    valued(
-        'Z',
-        "error-skip-block",
-        "BYTES",
-        Free,
-        "when skipping a read error, skip BYTES bytes at a time",
-    ),
-    switch(
-        'S',
-        "stop-at-size",
-        "stop once the amount given with --size has been transferred",
-    ),
-    switch('Y', "sync", "flush the output to disk after each write"),
-    switch(
-        'K',
-        "direct-io",
-        "bypass the kernel's page cache (O_DIRECT)",
-    ),
-    switch(
-        'O',
-        "sparse",
-        "seek over runs of zero bytes in the output instead of writing them",
-    ),
-    switch('X', "discard", "read the input but write nothing"),
-    valued(
-        'U',
-        "store-and-forward",
-        "FILE",
-        File,
-        "read all input into FILE before writing any output; - means a temporary file",
-    ),
-];
-
-const MODES: &[Row] = &[
-    valued(
-        'd',
-        "watchfd",
-        "PID[:FD]|=NAME|@LISTFILE",
-        Pid,
-        "show how far process PID (or every process called NAME, or every item listed in \
-         LISTFILE) has got through its open files, or just descriptor FD",
-    ),
-    valued(
-        'R',
-        "remote",
-        "PID",
-        RpvPid,
-        "send these settings to the instance running as process PID",
-    ),
-    valued(
-        'Q',
-        "query",
-        "PID",
-        RpvPid,
-        "show the progress of the instance running as process PID",
-    ),
-    valued(
-        'M',
-        "monitor",
-        "in|out|both",
-        Words(&["in", "out", "both"]),
-        "run the command given after the options (and after --) and meter its standard \
-         input, its standard output or both",
-    ),
-];
-
-const OTHER: &[Row] = &[
-    valued('P', "pidfile", "FILE", File, "write the process ID to FILE"),
-    switch('h', "help", "show this help and exit"),
-    switch('V', "version", "show version information and exit"),
-];
-
-/// rpv's own options: pv does not have them. Each has only a long name, so that no pv
-/// command line changes meaning.
-const RPV_OWN: &[Row] = &[
-    switch(
-        super::args::EACH,
-        "each",
-        "show a row for each input (its own amount, bar and percentage) and a total",
-    ),
-    switch(
-        super::args::JSON,
-        "json",
-        "write progress as JSON objects, one per line, instead of the display",
-    ),
-    switch(
-        super::args::LOG,
-        "log",
-        "write plain, timestamped lines for a log file instead of the display",
-    ),
-    valued(
-        super::args::PIPELINE,
-        "pipeline",
-        "[=PID]",
-        Pid,
-        "show every stage of the pipeline (PID's, or the one rpv copies in) and \
-         name the stage that holds it back",
-    ),
-    valued(
-        super::args::TEE,
-        "tee",
-        "FILE",
-        File,
-        "copy the stream to FILE as well (repeatable; a file, FIFO, device or /dev/fd/N)",
-    ),
-    valued(
-        super::args::TEE_ERROR,
-        "tee-error",
-        "MODE",
-        Words(&["warn", "warn-nopipe", "exit", "exit-nopipe"]),
-        "what a failing output does: warn (default), warn-nopipe, exit, exit-nopipe",
-    ),
-    valued(
-        super::args::TERM_PROGRESS,
-        "term-progress",
-        "WHEN",
-        Words(&["auto", "always", "never"]),
-        "show progress in the terminal's taskbar or tab indicator (OSC 9;4): auto (default: \
-         on terminals known to support it), always, never",
-    ),
-    valued(
-        super::args::METRICS_FILE,
-        "metrics-file",
-        "FILE",
-        File,
-        "keep FILE up to date with the progress in Prometheus text format (for \
-         node_exporter's textfile collector)",
-    ),
-    valued(
-        super::args::STALL_TIMEOUT,
-        "stall-timeout",
-        "DURATION",
-        Free,
-        "end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, \
-         1h30m), saying which side it waited on",
-    ),
-    valued(
-        super::args::COMPLETIONS,
-        "completions",
-        "SHELL",
-        Words(SHELL_NAMES),
-        "print the command-line completion script for SHELL (bash, zsh or fish) and exit",
-    ),
-];
-
-/// The heading of the group of rpv's own options (pv's groups have none).
-pub(crate) const RPV_OWN_HEADING: &str = "rpv's own options (not in pv):";
-
-/// The help groups in order: a heading (`""` for none) and the rows.
-const GROUPS: &[(&str, &[Row])] = &[
-    ("", DISPLAY),
-    ("", MODIFIERS),
-    ("", TRANSFER),
-    ("", MODES),
-    ("", OTHER),
-    (RPV_OWN_HEADING, RPV_OWN),
-];
-
-/// Every documented option, in help order.
-pub(crate) fn rows() -> impl Iterator<Item = &'static Row> {
-    GROUPS.iter().flat_map(|(_, rows)| rows.iter())
-}
 
 const DESCRIPTION: &str = "Copy FILEs, or standard input, to standard output, showing progress.";
 
@@ -434,7 +42,7 @@ fn right_margin(width: usize) -> usize {
 /// `-p, --progress`, `-s, --size SIZE`, or `    --completions SHELL` for an option with no
 /// short letter (its long name lines up with the others); an optional value is written
 /// `[=VALUE]`, attached to the name.
-fn option_part(row: &Row) -> String {
+fn option_part(row: &Opt) -> String {
     let names = match row.letter() {
         Some(letter) => format!("-{letter}, --{}", row.long),
         None => format!("    --{}", row.long),
@@ -464,11 +72,15 @@ fn push_wrapped(out: &mut String, text: &str, col: usize, margin: usize) {
 /// The description column: the widest option part plus indent and gap, but leaving at least
 /// 50 columns for descriptions.
 fn description_column(margin: usize) -> usize {
-    let widest = rows().map(|r| option_part(r).len()).max().unwrap_or(0);
+    let widest = OPTIONS
+        .iter()
+        .map(|r| option_part(r).len())
+        .max()
+        .unwrap_or(0);
     (widest + 4).min(margin.saturating_sub(50)).max(2)
 }
 
-fn push_row(out: &mut String, row: &Row, col: usize, margin: usize) {
+fn push_row(out: &mut String, row: &Opt, col: usize, margin: usize) {
     let lead = format!("  {}", option_part(row));
     out.push_str(&lead);
     if lead.len() + 2 <= col {
@@ -494,19 +106,22 @@ fn bug_report_line() -> String {
 /// pv's layout: line 1 is `Usage: rpv [OPTION] [FILE]...`; every option of pv's has a row
 /// starting with two spaces and its short letter (`  -R, --remote PID ...`), which scripts
 /// grep for to detect features. rpv's own options follow under a heading of their own.
-pub fn help_text(width: usize) -> String {
+pub(crate) fn help_text(width: usize) -> String {
     let margin = right_margin(width);
     let col = description_column(margin);
     let mut out = String::from("Usage: rpv [OPTION] [FILE]...\n");
     push_wrapped(&mut out, DESCRIPTION, 0, margin);
-    for (heading, rows) in GROUPS {
-        out.push('\n');
-        if !heading.is_empty() {
-            push_wrapped(&mut out, heading, 0, margin);
+    let mut group = None;
+    for row in OPTIONS {
+        if group != Some(row.group) {
+            group = Some(row.group);
+            out.push('\n');
+            let heading = row.group.heading();
+            if !heading.is_empty() {
+                push_wrapped(&mut out, heading, 0, margin);
+            }
         }
-        for row in rows.iter() {
-            push_row(&mut out, row, col, margin);
-        }
+        push_row(&mut out, row, col, margin);
     }
     out.push_str("\nSupported format sequences:\n\n  ");
     push_wrapped(&mut out, FORMAT_SEQUENCES, 2, margin);
@@ -519,7 +134,7 @@ pub fn help_text(width: usize) -> String {
 
 /// The `--version` text, in the GNU shape scripts expect: line 1 is `rpv <version>`, then copyright, licence and
 /// warranty lines, a blank line and a line about the project.
-pub fn version_text() -> String {
+pub(crate) fn version_text() -> String {
     format!(
         "rpv {}\n\
          Copyright 2026 The rpv developers\n\
@@ -534,8 +149,11 @@ pub fn version_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::args::FLAGS;
+    use crate::cli::flags::{long_only, Group, Value};
     use crate::display::wrap;
+
+    /// The heading of the group of rpv's own options (pv's groups have none).
+    const RPV_OWN_HEADING: &str = Group::Own.heading();
 
     /// pv 1.11's long option names (`--sparse-output` is its undocumented alias of
     /// `--sparse`), to tell pv's options from rpv's own.
@@ -591,17 +209,6 @@ mod tests {
         "version",
     ];
 
-    /// Options of the table that are documented: all but later aliases of an earlier row
-    /// (`--sparse-output`).
-    fn documented_flags() -> Vec<&'static crate::cli::args::Flag> {
-        FLAGS
-            .iter()
-            .enumerate()
-            .filter(|(i, f)| FLAGS[..*i].iter().all(|g| g.short != f.short))
-            .map(|(_, f)| f)
-            .collect()
-    }
-
     #[test]
     fn first_lines() {
         let help = help_text(80);
@@ -634,12 +241,10 @@ mod tests {
     #[test]
     fn every_option_has_a_row() {
         let help = help_text(80);
-        let documented = documented_flags();
-        for flag in &documented {
-            let lead = if long_only(flag.short) {
-                format!("\n      --{}", flag.long)
-            } else {
-                format!("\n  -{}, --{}", flag.short, flag.long)
+        for opt in OPTIONS {
+            let lead = match opt.letter() {
+                Some(letter) => format!("\n  -{letter}, --{}", opt.long),
+                None => format!("\n      --{}", opt.long),
             };
             let at = help
                 .find(&lead)
@@ -652,33 +257,52 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("  -") || l.starts_with("      --"))
             .count();
-        assert_eq!(shown, documented.len());
-        assert_eq!(rows().count(), documented.len());
+        assert_eq!(shown, OPTIONS.len());
+        // Aliases are accepted but not shown.
+        assert!(!help.contains("sparse-output"));
     }
 
     #[test]
-    fn rows_take_values_exactly_when_the_option_does() {
-        for row in rows() {
-            let flag = FLAGS
-                .iter()
-                .find(|f| f.short == row.short)
-                .expect("known option");
-            assert_eq!(flag.long, row.long);
-            assert_eq!(
-                flag.takes_value || flag.optional,
-                !row.arg.is_empty(),
-                "--{}",
-                row.long
-            );
-            assert_eq!(flag.optional, row.arg.starts_with("[="), "--{}", row.long);
-            if row.arg.is_empty() {
-                assert_eq!(
-                    row.value,
-                    Value::Free,
-                    "a switch has no value: --{}",
-                    row.long
+    fn groups_are_listed_once_each_in_order() {
+        let mut seen: Vec<Group> = Vec::new();
+        for opt in OPTIONS {
+            if seen.last() != Some(&opt.group) {
+                assert!(
+                    !seen.contains(&opt.group),
+                    "{:?} split at --{}",
+                    opt.group,
+                    opt.long
                 );
+                seen.push(opt.group);
             }
+        }
+        assert_eq!(
+            seen,
+            [
+                Group::Display,
+                Group::Modifiers,
+                Group::Transfer,
+                Group::Modes,
+                Group::Other,
+                Group::Own
+            ]
+        );
+        // One blank line before each group; two around the format sequences' heading, one
+        // before the systemd note and one before the last line.
+        let help = help_text(80);
+        let blank = help.lines().filter(|l| l.is_empty()).count();
+        assert_eq!(blank, seen.len() + 4, "{help}");
+    }
+
+    #[test]
+    fn switches_complete_nothing() {
+        for opt in OPTIONS.iter().filter(|o| o.arg.is_empty()) {
+            assert_eq!(
+                opt.value,
+                Value::Free,
+                "a switch has no value: --{}",
+                opt.long
+            );
         }
     }
 
@@ -718,9 +342,9 @@ mod tests {
         for name in &own {
             assert!(!PV_LONG_NAMES.contains(&name.as_str()), "--{name} is pv's");
         }
-        let expected: Vec<&str> = FLAGS
+        let expected: Vec<&str> = OPTIONS
             .iter()
-            .filter(|f| !PV_LONG_NAMES.contains(&f.long) && f.long != "sparse-output")
+            .filter(|f| !PV_LONG_NAMES.contains(&f.long))
             .map(|f| f.long)
             .collect();
         assert_eq!(own, expected, "every rpv option, in table order");
@@ -729,9 +353,13 @@ mod tests {
 
     #[test]
     fn pv_options_keep_pv_identities() {
-        for flag in FLAGS {
-            let pv = PV_LONG_NAMES.contains(&flag.long) || flag.long == "sparse-output";
-            assert_eq!(pv, !long_only(flag.short), "--{}", flag.long);
+        for opt in OPTIONS {
+            let pv = PV_LONG_NAMES.contains(&opt.long);
+            assert_eq!(pv, !long_only(opt.short), "--{}", opt.long);
+            assert_eq!(pv, opt.group != Group::Own, "--{}", opt.long);
+            for alias in opt.aliases {
+                assert!(pv && *alias == "sparse-output", "--{alias}");
+            }
         }
     }
 
@@ -761,12 +389,14 @@ mod tests {
 
     #[test]
     fn option_parts() {
-        let row = |short, arg| Row {
+        let row = |short, arg| Opt {
             short,
             long: "name",
+            aliases: &[],
             arg,
             value: Value::Free,
             text: "",
+            group: Group::Other,
         };
         assert_eq!(option_part(&row('N', "")), "-N, --name");
         assert_eq!(option_part(&row('N', "NAME")), "-N, --name NAME");

@@ -9,19 +9,49 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::display::DisplaySwitches;
+
 mod args;
 mod complete;
+mod flags;
 mod help;
-pub mod number;
+pub(crate) mod number;
 
-pub use args::{parse, voice_of};
-pub use complete::{completion_script, Shell};
-pub use help::{help_text, version_text};
+pub(crate) use args::{parse, voice_of};
+pub(crate) use complete::completion_script;
+pub(crate) use help::{help_text, version_text};
 
 /// Largest read/write buffer (`-B`, also set by `-R`): 1 GiB. Each read and write moves at
 /// most one buffer, and the kernel hands out far less per call on pipes and sockets, so a
 /// larger buffer only costs memory. Larger values are capped to this.
+#[allow(unreachable_pub)] // re-exported by `transfer` (narrowed after this round's merge)
 pub const MAX_BUFFER: usize = 1 << 30;
+
+/// The shells `--completions` knows, as they are named on its command line.
+pub(crate) const SHELL_NAMES: &[&str] = &["bash", "zsh", "fish"];
+
+/// A shell that rpv writes a completion script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shell {
+    /// GNU bash (needs no bash-completion package).
+    Bash,
+    /// zsh (`#compdef` file for a directory in `$fpath`).
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+impl Shell {
+    /// The shell named `name` (exactly as in [`SHELL_NAMES`]).
+    pub(crate) fn from_name(name: &str) -> Option<Shell> {
+        match name {
+            "bash" => Some(Shell::Bash),
+            "zsh" => Some(Shell::Zsh),
+            "fish" => Some(Shell::Fish),
+            _ => None,
+        }
+    }
+}
 
 /// What a failing output does to the run (`--tee-error MODE`; the names are GNU tee's
 /// `--output-error` modes). The main output's write errors always end the run, as in pv;
@@ -163,26 +193,13 @@ pub enum SizeArg {
 /// Everything the command line said, typed, after pv's clamps but before any I/O.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Options {
-    /// `-p`
-    pub progress: bool,
-    /// `-t`
-    pub timer: bool,
-    /// `-e`
-    pub eta: bool,
-    /// `-I`
-    pub fineta: bool,
-    /// `-r`
-    pub rate: bool,
-    /// `-a`
-    pub average_rate: bool,
-    /// `-b` (also set by `-8`)
-    pub bytes: bool,
+    /// The display switches given, `-p -t -e -I -r -a -b -T` (`-8` sets `bytes`); only
+    /// those eight fields are set here (`-A`, `-N` and `-n` are the fields below).
+    pub switches: DisplaySwitches,
     /// `-8`
     pub bits: bool,
     /// `-k` was given (anywhere)
     pub si: bool,
-    /// `-T`
-    pub buffer_percent: bool,
     /// `-A N` (0 = off)
     pub last_written: u32,
     /// `-F FORMAT` (the last one given)
@@ -317,7 +334,7 @@ impl Options {
 
 /// The result of parsing a command line.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// `-h`/`--help` was reached: print [`help_text`] to stdout, exit 0.
     Help,
     /// `-V`/`--version` was reached: print [`version_text`] to stdout, exit 0.

@@ -24,7 +24,7 @@ fn skip_fraction(s: &str) -> &str {
 /// True if `s` is a valid `ANY_WITH_SUFFIX` value: `-s -L -B -Z`.
 ///
 /// Syntax: `[ \t]* digit+ ( [.,] digit* )? ( [ \t]* [kKmMgGtT] )?`, whole string.
-pub fn is_valid_size(s: &str) -> bool {
+pub(crate) fn is_valid_size(s: &str) -> bool {
     let Some(rest) = leading_digits(s) else {
         return false;
     };
@@ -43,14 +43,14 @@ pub fn is_valid_size(s: &str) -> bool {
 /// True if `s` is a valid `BARE_INTEGER` value: `-A -w -H -R -Q -m`.
 ///
 /// Syntax: `[ \t]* digit+`, whole string.
-pub fn is_valid_integer(s: &str) -> bool {
+pub(crate) fn is_valid_integer(s: &str) -> bool {
     leading_digits(s).is_some_and(str::is_empty)
 }
 
 /// True if `s` is a valid `BARE_DOUBLE` value: `-i -D`.
 ///
 /// Syntax: `[ \t]* digit+ ( [.,] digit* )?`, whole string.
-pub fn is_valid_double(s: &str) -> bool {
+pub(crate) fn is_valid_double(s: &str) -> bool {
     leading_digits(s).is_some_and(|rest| skip_fraction(rest).is_empty())
 }
 
@@ -121,7 +121,7 @@ fn multiplier(suffix: Option<char>, si: bool) -> u64 {
 /// At most 4 fraction digits are used, and the fraction is scaled by the multiplier in integer
 /// arithmetic, so `1.5` is 1 but `1.5k` is 1536. Unlike pv, which wraps around silently (so
 /// `-S -s 18446744073709551617` would stop after 1 byte), a value too large is refused.
-pub fn parse_size(s: &str, si: bool) -> Option<u64> {
+pub(crate) fn parse_size(s: &str, si: bool) -> Option<u64> {
     let n = scan(s, 4);
     let suffix = n.rest.trim_start_matches([' ', '\t']).chars().next();
     let mult = multiplier(suffix, si);
@@ -133,7 +133,7 @@ pub fn parse_size(s: &str, si: bool) -> Option<u64> {
 /// Converts an interval in seconds. Never fails.
 ///
 /// Leading non-digits are skipped and at most 6 fraction digits are used.
-pub fn parse_interval(s: &str) -> f64 {
+pub(crate) fn parse_interval(s: &str) -> f64 {
     let start = s.find(|c: char| c.is_ascii_digit()).unwrap_or(s.len());
     let digits = s[start..].trim_start_matches(|c: char| c.is_ascii_digit());
     let integer = s[start..s.len() - digits.len()]
@@ -151,7 +151,7 @@ const MAX_DURATION: f64 = 360_000_000.0;
 /// numbers each followed by a unit, `ms`, `s`, `m`, `h` or `d` (`30s`, `1.5m`, `1h30m`).
 /// The decimal mark is `.` or `,`; spaces around the value are ignored. `None` for anything
 /// else; values beyond about 11 years are that.
-pub fn parse_duration(s: &str) -> Option<f64> {
+pub(crate) fn parse_duration(s: &str) -> Option<f64> {
     let s = s.trim();
     let mut rest = s;
     let mut total = 0.0;

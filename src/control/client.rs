@@ -1,6 +1,6 @@
 //! The client side of the control channel: `-R` sends changes, `-Q` asks for progress.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
@@ -15,10 +15,16 @@ use super::{
 use crate::error::Error;
 use crate::sys;
 
+/// After an exit signal, how much longer a reply is awaited.
+const EXIT_WAIT: Duration = Duration::from_millis(100);
+
 /// A connection to another rpv's control socket.
 pub struct Client {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
+    stream: UnixStream,
+    /// Bytes of a reply received and not yet used.
+    pending: Vec<u8>,
+    /// How long a reply is awaited.
+    timeout: Duration,
 }
 
 impl Client {
@@ -44,12 +50,11 @@ impl Client {
             if !trusted && !unchecked {
                 continue;
             }
-            let _ = stream.set_read_timeout(Some(REPLY_TIMEOUT));
             let _ = stream.set_write_timeout(Some(REPLY_TIMEOUT));
-            let writer = stream.try_clone().ok()?;
             return Some(Client {
-                reader: BufReader::new(stream),
-                writer,
+                stream,
+                pending: Vec::new(),
+                timeout: REPLY_TIMEOUT,
             });
         }
         None
@@ -74,16 +79,53 @@ impl Client {
     pub fn ask(&mut self, request: &Request) -> Option<Reply> {
         // A target that has finished shuts the connection down after sending its final
         // state: the write then fails, but that state is still there to read.
-        let _ = self.writer.write_all(encode_request(request).as_bytes());
-        let mut line = String::new();
-        let n = (&mut self.reader)
-            .take(MAX_LINE as u64)
-            .read_line(&mut line)
-            .ok()?;
-        if n == 0 {
-            return None;
-        }
+        let _ = (&self.stream).write_all(encode_request(request).as_bytes());
+        let line = self.read_line()?;
         decode_reply(&line)
+    }
+
+    /// The next line of the reply (at most [`MAX_LINE`] bytes; the last one may lack its
+    /// newline), waiting at most the timeout. After an exit signal it waits at most
+    /// [`EXIT_WAIT`] more (std's reads retry through every signal, so a stopped target held
+    /// `-Q`/`-R` for the whole timeout after Ctrl-C; a live one still answers the last
+    /// question of a view that is ending).
+    fn read_line(&mut self) -> Option<String> {
+        let mut deadline = Instant::now() + self.timeout;
+        let mut exiting = false;
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.pending.drain(..=end).collect();
+                return String::from_utf8(line).ok();
+            }
+            if self.pending.len() > MAX_LINE {
+                return None;
+            }
+            if !exiting && crate::signals::exit_requested() {
+                exiting = true;
+                deadline = deadline.min(Instant::now() + EXIT_WAIT);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            // A slice at a time, so a signal that lands between two calls is seen soon.
+            let slice = left.min(Duration::from_millis(20)).as_millis().max(1) as i32;
+            if !matches!(sys::poll_one(self.stream.as_fd(), libc::POLLIN, slice), Ok(n) if n > 0) {
+                continue;
+            }
+            match sys::read(self.stream.as_fd(), &mut buf) {
+                Ok(0) if self.pending.is_empty() => return None,
+                Ok(0) => {
+                    let line = std::mem::take(&mut self.pending);
+                    return String::from_utf8(line).ok();
+                }
+                Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return None,
+            }
+        }
     }
 }
 
@@ -96,13 +138,9 @@ pub(crate) struct ProgressQuery {
 impl ProgressQuery {
     /// Connects to `pid`'s control channel; `None` if it has none we may use.
     pub(crate) fn connect(pid: u32, timeout: std::time::Duration) -> Option<ProgressQuery> {
-        let client = Client::connect(pid)?;
-        client
-            .reader
-            .get_ref()
-            .set_read_timeout(Some(timeout))
-            .ok()?;
-        client.writer.set_write_timeout(Some(timeout)).ok()?;
+        let mut client = Client::connect(pid)?;
+        client.timeout = timeout;
+        client.stream.set_write_timeout(Some(timeout)).ok()?;
         Some(ProgressQuery { client })
     }
 

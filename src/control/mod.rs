@@ -11,7 +11,9 @@
 //! `XDG_RUNTIME_DIR`. The directory is created with mode 0700 and must be a real directory
 //! (not a symlink) owned by the effective user; the socket is 0600. Every connection is
 //! checked with `SO_PEERCRED` (same effective user, or root) before a byte is read; the
-//! client checks in turn that the socket is served by the target PID itself.
+//! client checks in turn that the socket is served by the target PID itself. A server that
+//! starts listening removes the sockets of PIDs that are gone (SIGKILL leaves them), so none
+//! piles up.
 //!
 //! Protocol (one connection per client; UTF-8 text lines; values escape `\` and newlines):
 //!

@@ -43,20 +43,7 @@ pub fn encode_request(request: &Request) -> String {
         Request::Set(c) => {
             out.push_str("set\n");
             if let Some(sw) = &c.switches {
-                let letters: String = [
-                    (sw.progress, 'p'),
-                    (sw.timer, 't'),
-                    (sw.eta, 'e'),
-                    (sw.fineta, 'I'),
-                    (sw.rate, 'r'),
-                    (sw.average_rate, 'a'),
-                    (sw.bytes, 'b'),
-                    (sw.buffer_percent, 'T'),
-                ]
-                .iter()
-                .filter(|(on, _)| *on)
-                .map(|(_, l)| *l)
-                .collect();
+                let letters = sw.letters();
                 out.push_str(&format!(
                     "switches={letters}\nlast_written={}\n",
                     sw.last_written
@@ -120,19 +107,10 @@ pub fn decode_request(lines: &[String]) -> Result<Request, String> {
         };
         match key {
             "switches" => {
-                let has = |l| value.contains(l);
                 let last = c.switches.map_or(0, |s| s.last_written);
                 c.switches = Some(DisplaySwitches {
-                    progress: has('p'),
-                    timer: has('t'),
-                    eta: has('e'),
-                    fineta: has('I'),
-                    rate: has('r'),
-                    average_rate: has('a'),
-                    bytes: has('b'),
-                    buffer_percent: has('T'),
                     last_written: last,
-                    ..DisplaySwitches::default()
+                    ..DisplaySwitches::from_letters(value)
                 });
             }
             "last_written" => {

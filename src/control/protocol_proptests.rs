@@ -93,7 +93,7 @@ fn request_lines() -> impl Strategy<Value = Vec<String>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(crate::proptest_cases::config(2000))]
 
     #[test]
     fn any_request_decodes_or_is_refused_with_a_reason(lines in request_lines(), cut in 0..3usize) {

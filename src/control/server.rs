@@ -16,6 +16,33 @@ use super::{own_dir, peer_allowed, private_dir, Reply, Request, MAX_LINE, REPLY_
 use crate::signals::Waker;
 use crate::sys;
 
+/// Removes the sockets of processes that are gone (killed with SIGKILL, or by the OOM
+/// killer: they had no chance to remove theirs) from our private directory. Only names of
+/// the form `PID.sock` that are sockets are looked at; a live process keeps its socket
+/// whatever it is (a reused PID's socket is replaced by its new owner when it listens).
+fn remove_stale(dir: &std::path::Path) {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".sock"))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let socket = entry.file_type().is_ok_and(|t| t.is_socket());
+        if socket && pid != me && pid != 0 && !sys::process_exists(pid) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Requests waiting for the display loop, each with the channel for its reply.
 #[derive(Default)]
 struct Inbox {
@@ -43,6 +70,7 @@ impl Server {
         let path = dir.join(format!("{}.sock", std::process::id()));
         // A socket left by an earlier process with our PID (it crashed): ours to replace.
         let _ = std::fs::remove_file(&path);
+        remove_stale(&dir);
         let listener = UnixListener::bind(&path).ok()?;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
         let handle = OwnedFd::from(listener.try_clone().ok()?);

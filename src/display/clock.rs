@@ -8,7 +8,7 @@ const DAY: i64 = 86_400;
 
 /// `HH:MM:SS`, or `YYYY-MM-DD HH:MM:SS` when `with_date`, for Unix time `secs` shifted by
 /// `utc_offset` seconds.
-pub fn local_time_text(secs: i64, utc_offset: i32, with_date: bool) -> String {
+pub(crate) fn local_time_text(secs: i64, utc_offset: i32, with_date: bool) -> String {
     let local = secs.saturating_add(i64::from(utc_offset));
     let of_day = local.rem_euclid(DAY);
     let time = format!(
@@ -27,7 +27,7 @@ pub fn local_time_text(secs: i64, utc_offset: i32, with_date: bool) -> String {
 /// ISO 8601 / RFC 3339 date and time of Unix time `secs` (+ `millis` ms):
 /// `2026-11-24T11:08:05+01:00` in local time at `Some(utc_offset)` seconds, or
 /// `2026-11-24T10:08:05.123Z` in UTC for `None`; the milliseconds are shown when given.
-pub fn iso8601(secs: i64, millis: Option<u32>, utc_offset: Option<i32>) -> String {
+pub(crate) fn iso8601(secs: i64, millis: Option<u32>, utc_offset: Option<i32>) -> String {
     let offset = utc_offset.unwrap_or(0);
     let local = secs.saturating_add(i64::from(offset));
     let (year, month, day) = civil_from_days(local.div_euclid(DAY));

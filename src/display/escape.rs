@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// `text` with every control character replaced by its escape; borrowed when there is none.
-pub fn printable(text: &str) -> Cow<'_, str> {
+pub(crate) fn printable(text: &str) -> Cow<'_, str> {
     if !text.chars().any(char::is_control) {
         return Cow::Borrowed(text);
     }

@@ -18,7 +18,7 @@ const MAX_CHOSEN_SIZE: u64 = 65_535;
 /// `width`/`count` fields hold the number written between `%` and the sequence name
 /// (the "chosen size"); `None` when it was absent or zero.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Segment {
+pub(crate) enum Segment {
     /// Literal text, copied as is.
     Literal(String),
     /// `%p`, `%{progress}`: bar with `[`/`]` and amount text, in the `-u` style. Expands to
@@ -80,7 +80,7 @@ pub enum Segment {
 
 impl Segment {
     /// True for components that share the leftover line width when no size was chosen.
-    pub fn is_dynamic(&self) -> bool {
+    pub(crate) fn is_dynamic(&self) -> bool {
         matches!(
             self,
             Segment::Progress { width: None }
@@ -92,14 +92,14 @@ impl Segment {
 
 /// A parsed format: the segments, in order (at most 100, like pv).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Format {
+pub(crate) struct Format {
     /// The segments.
     pub segments: Vec<Segment>,
 }
 
 impl Format {
     /// Parses a format string; never fails (unknown sequences become literal text).
-    pub fn parse(text: &str) -> Format {
+    pub(crate) fn parse(text: &str) -> Format {
         let mut segments = Vec::new();
         let mut rest = text;
         while !rest.is_empty() && segments.len() < MAX_SEGMENTS {
@@ -302,8 +302,53 @@ pub struct DisplaySwitches {
     pub numeric: bool,
 }
 
+impl DisplaySwitches {
+    /// The letters of the eight display switches (`-p -t -e -I -r -a -b -T`): the one
+    /// mapping between the letters and the fields, used by the command line, `-R` and the
+    /// control protocol's wire text.
+    pub const LETTERS: &'static str = "pteIrabT";
+
+    /// The field of switch `letter`, if it is one of [`Self::LETTERS`].
+    fn field(&mut self, letter: char) -> Option<&mut bool> {
+        Some(match letter {
+            'p' => &mut self.progress,
+            't' => &mut self.timer,
+            'e' => &mut self.eta,
+            'I' => &mut self.fineta,
+            'r' => &mut self.rate,
+            'a' => &mut self.average_rate,
+            'b' => &mut self.bytes,
+            'T' => &mut self.buffer_percent,
+            _ => return None,
+        })
+    }
+
+    /// Turns on switch `letter`; false (and no change) if it is not a switch letter.
+    pub fn set(&mut self, letter: char) -> bool {
+        self.field(letter).map(|on| *on = true).is_some()
+    }
+
+    /// The letters of the switches that are on, in [`Self::LETTERS`] order.
+    pub fn letters(&self) -> String {
+        let mut copy = *self;
+        Self::LETTERS
+            .chars()
+            .filter(|&l| copy.field(l).is_some_and(|on| *on))
+            .collect()
+    }
+
+    /// The switches named in `text` on, all others off; other characters are ignored.
+    pub fn from_letters(text: &str) -> DisplaySwitches {
+        let mut switches = DisplaySwitches::default();
+        for letter in text.chars() {
+            switches.set(letter);
+        }
+        switches
+    }
+}
+
 /// Builds pv's switch-derived format string; `size_known` decides `%e`/`%I`.
-pub fn default_format(switches: &DisplaySwitches, size_known: bool) -> String {
+pub(crate) fn default_format(switches: &DisplaySwitches, size_known: bool) -> String {
     let s = switches;
     let mut items: Vec<String> = Vec::new();
     let mut add = |on: bool, item: &str| {
@@ -336,6 +381,24 @@ pub fn default_format(switches: &DisplaySwitches, size_known: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_switch_letter_turns_on_one_field_and_reads_back() {
+        for letter in DisplaySwitches::LETTERS.chars() {
+            let one = DisplaySwitches::from_letters(&letter.to_string());
+            assert_eq!(one.letters(), letter.to_string());
+            assert_ne!(one, DisplaySwitches::default(), "-{letter}");
+        }
+        let all = DisplaySwitches::from_letters(DisplaySwitches::LETTERS);
+        assert!(all.progress && all.timer && all.eta && all.fineta);
+        assert!(all.rate && all.average_rate && all.bytes && all.buffer_percent);
+        assert!(!all.name && !all.numeric && all.last_written == 0);
+        // Other characters are ignored, and the order is the table's.
+        assert_eq!(DisplaySwitches::from_letters("Tx8p-b").letters(), "pbT");
+        let mut s = DisplaySwitches::default();
+        assert!(!s.set('n'));
+        assert_eq!(s, DisplaySwitches::default());
+    }
 
     fn lit(text: &str) -> Segment {
         Segment::Literal(text.to_string())

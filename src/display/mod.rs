@@ -11,17 +11,17 @@ mod format;
 mod render;
 mod width;
 
-pub use clock::{iso8601, local_time_text};
-pub use escape::printable;
-pub use format::{default_format, DisplaySwitches, Format, Segment};
-pub use render::{eta_seconds, render};
-pub use width::{cut_to_width, display_width, wrap};
+pub(crate) use clock::iso8601;
+pub(crate) use escape::printable;
+pub(crate) use format::{default_format, DisplaySwitches, Format, Segment};
+pub(crate) use render::render;
+pub(crate) use width::{cut_to_width, display_width, wrap};
 
 use crate::units::CountKind;
 
 /// Bar styles of `-u`/`%{bar-STYLE}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BarStyle {
+pub(crate) enum BarStyle {
     /// `=` fillers, `>` tip, `<=>` indicator.
     #[default]
     Plain,
@@ -35,7 +35,7 @@ pub enum BarStyle {
 
 impl BarStyle {
     /// `-u` argument → style; unknown names give `Plain` (silently, like pv).
-    pub fn from_name(name: &str) -> BarStyle {
+    pub(crate) fn from_name(name: &str) -> BarStyle {
         match name {
             "block" => BarStyle::Block,
             "granular" => BarStyle::Granular,
@@ -47,7 +47,7 @@ impl BarStyle {
 
 /// State of the transfer buffer for `%T`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum BufferFill {
+pub(crate) enum BufferFill {
     /// No buffer exists yet: `%T` renders empty.
     #[default]
     None,
@@ -60,7 +60,7 @@ pub enum BufferFill {
 /// Which side a stage of a pipeline waits on, from how full its input and output pipes
 /// are (`%{bottleneck}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Waiting {
+pub(crate) enum Waiting {
     /// Its input pipe is empty: the stage before it is slower.
     Input,
     /// Its output pipe is full: the stage after it is slower.
@@ -72,7 +72,7 @@ pub enum Waiting {
 
 impl Waiting {
     /// The words `%{bottleneck}` shows.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Waiting::Input => "waits for input",
             Waiting::Output => "waits for output",
@@ -84,7 +84,7 @@ impl Waiting {
 /// Everything one display update may show. Built by the caller from a counters snapshot and
 /// [`crate::stats::Rates`]; rendering never looks anywhere else.
 #[derive(Debug, Clone, Default)]
-pub struct Frame<'a> {
+pub(crate) struct Frame<'a> {
     /// Elapsed seconds, stopped time excluded.
     pub elapsed: f64,
     /// Bytes or lines transferred (already adjusted for unread pipe contents).

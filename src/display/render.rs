@@ -55,7 +55,7 @@ const SGR_CODES_PER_ESCAPE: usize = 16;
 ///
 /// Of several components of one kind, the last gives way first. A component that gives way
 /// takes one neighbouring blank separator with it.
-pub fn render(format: &Format, frame: &Frame, width: usize) -> String {
+pub(crate) fn render(format: &Format, frame: &Frame, width: usize) -> String {
     let segments = &format.segments;
     let mut levels = vec![Level::Full; segments.len()];
     let mut rule = 0;
@@ -319,7 +319,7 @@ fn render_rate(frame: &Frame, value: f64, open: char, close: char) -> String {
 /// Seconds left: what is left over the windowed average rate, to the nearest second, 0
 /// when nothing has moved yet or the rate is negligible. pv truncates, so its ETA (and
 /// `%I`) reads up to a second short, and "ETA 0:00:00" stays for the whole last second.
-pub fn eta_seconds(frame: &Frame) -> u64 {
+pub(crate) fn eta_seconds(frame: &Frame) -> u64 {
     let moved = frame.transferred.saturating_sub(frame.initial_offset);
     if moved < 1 || frame.avg_rate.is_nan() || frame.avg_rate < 0.001 {
         return 0;

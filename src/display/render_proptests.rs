@@ -184,7 +184,7 @@ impl FrameData {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1500))]
+    #![proptest_config(crate::proptest_cases::config(1500))]
 
     #[test]
     fn any_format_renders_within_the_width(

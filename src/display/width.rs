@@ -8,7 +8,7 @@
 use unicode_width::UnicodeWidthChar;
 
 /// Width of `text` in terminal columns, skipping CSI escape sequences.
-pub fn display_width(text: &str) -> usize {
+pub(crate) fn display_width(text: &str) -> usize {
     let mut width = 0;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -26,7 +26,7 @@ pub fn display_width(text: &str) -> usize {
 
 /// The longest start of `text` that is at most `width` columns wide, with every CSI escape
 /// of the whole text kept (they take no columns, and a colour reset at the end must stay).
-pub fn cut_to_width(text: &str, width: usize) -> String {
+pub(crate) fn cut_to_width(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len());
     let mut used = 0;
     let mut chars = text.chars().peekable();
@@ -55,7 +55,7 @@ pub fn cut_to_width(text: &str, width: usize) -> String {
 
 /// Splits `text` into lines of at most `avail` columns, breaking after the last space that
 /// fits (the space stays at the end of the line) or, failing that, inside the word.
-pub fn wrap(text: &str, avail: usize) -> Vec<&str> {
+pub(crate) fn wrap(text: &str, avail: usize) -> Vec<&str> {
     let avail = avail.max(1);
     let mut lines = Vec::new();
     let mut rest = text;

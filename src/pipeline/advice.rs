@@ -89,6 +89,7 @@ impl Tools {
     }
 
     /// These tools, as if they were installed (tests).
+    #[cfg(test)]
     pub fn of(names: &[&'static str]) -> Tools {
         Tools {
             installed: names.to_vec(),

@@ -71,7 +71,8 @@ pub struct Table {
 }
 
 impl Table {
-    /// A table of these processes (for tests and for callers that scanned themselves).
+    /// A table of these processes (tests).
+    #[cfg(test)]
     pub fn from_procs(procs: impl IntoIterator<Item = ProcInfo>) -> Table {
         Table {
             procs: procs.into_iter().map(|p| (p.pid, p)).collect(),

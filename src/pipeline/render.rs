@@ -216,8 +216,9 @@ pub fn table_lines(stages: &[&StageView], width: usize, kind: CountKind) -> Vec<
     out
 }
 
-/// One stage's row alone, at most `width` columns (for `--log`).
-pub fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
+/// One stage's row alone, at most `width` columns (tests).
+#[cfg(test)]
+fn row(stage: &StageView, width: usize, kind: CountKind) -> String {
     let table = Table {
         header: false,
         ..table(&[stage], kind)

@@ -21,7 +21,7 @@ use super::discover::{self, DiscoverError, End, Segment, StageSpec, Table};
 use super::figures::{self, Counted, Side};
 use super::member::{Member, Pipes};
 use super::procfs::CpuTimes;
-use super::procfs::{self, Fill, Proc, ProcFile, Stat, SysProc};
+use super::procfs::{self, Fill, Proc, ProcFile, Stat};
 use super::timeshare::{self, Part, Split};
 
 /// Rates and CPU use are averaged over at least this long, in nanoseconds (tick-based CPU
@@ -64,6 +64,20 @@ pub enum WatchError {
     NotInPipeline(u32),
     /// `/proc` could not be read.
     Proc(io::Error),
+}
+
+impl WatchError {
+    /// The system error number behind it, if there is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            WatchError::NoSuchProcess(_) => Some(libc::ESRCH),
+            WatchError::NotPermitted(_) => Some(libc::EACCES),
+            WatchError::Proc(e) => e.raw_os_error(),
+            WatchError::Zombie(_) | WatchError::KernelThread(..) | WatchError::NotInPipeline(_) => {
+                None
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for WatchError {
@@ -356,11 +370,6 @@ fn locate(proc: &mut dyn Proc, pid: u32) -> Result<(Stat, Table, Vec<Segment>), 
 }
 
 impl Watcher {
-    /// Watches the pipeline of `pid` through the real `/proc`.
-    pub fn new(pid: u32) -> Result<Watcher, WatchError> {
-        Watcher::with_proc(Box::new(SysProc::new()), pid)
-    }
-
     /// Sets the programs advice may name (those installed: [`Tools::from_path`]).
     pub fn set_tools(&mut self, tools: Tools) {
         self.tools = tools;
@@ -492,7 +501,8 @@ impl Watcher {
         self.stages.iter().all(|s| s.ended)
     }
 
-    /// How many times `/proc` has been scanned for stages (the first included).
+    /// How many times `/proc` has been scanned for stages, the first included (tests).
+    #[cfg(test)]
     pub fn scans(&self) -> u64 {
         self.scans
     }

@@ -19,14 +19,14 @@ use crate::display::{cut_to_width, display_width, printable};
 /// The priority of the step that lets an overlong span (an error's reason) be cut to what
 /// is left of the row: after every step above 40 columns, before the minimal layouts
 /// (priorities from 90), so a reason stays whole as long as the figures do.
-pub const SPAN_CUT: u8 = 89;
+pub(crate) const SPAN_CUT: u8 = 89;
 
 /// Columns a cut span needs at least (its ellipsis).
 const SPAN_MIN: usize = 1;
 
 /// How a column lines up its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
+pub(crate) enum Align {
     /// Text at the left edge, spaces after it.
     Left,
     /// Text at the right edge (numbers).
@@ -35,7 +35,7 @@ pub enum Align {
 
 /// One way a column gives way when a row does not fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Give {
+pub(crate) enum Give {
     /// Its cells may be cut, with an ellipsis, down to this many columns (its suffix
     /// included).
     Cut(usize),
@@ -45,7 +45,7 @@ pub enum Give {
 
 /// One column of a table: its title, how it lines up, and how it gives way.
 #[derive(Debug, Clone)]
-pub struct Column {
+pub(crate) struct Column {
     /// Title in the header row (when the table has one).
     pub title: String,
     /// How cells line up.
@@ -59,11 +59,15 @@ pub struct Column {
     pub grow: bool,
     /// How it gives way: (priority, step); lower priorities give way first.
     pub steps: Vec<(u8, Give)>,
+    /// (divisor, floor): never wider than the table's width divided by `divisor` (its
+    /// suffix included), unless that is below `floor` columns, whatever room is left: a
+    /// long name leaves room for the bar.
+    pub at_most: Option<(usize, usize)>,
 }
 
 impl Column {
     /// A left-aligned column that never gives way.
-    pub fn new(title: &str) -> Column {
+    pub(crate) fn new(title: &str) -> Column {
         Column {
             title: title.to_string(),
             align: Align::Left,
@@ -71,48 +75,56 @@ impl Column {
             reserve: 0,
             grow: false,
             steps: Vec::new(),
+            at_most: None,
         }
     }
 
     /// Cells are right-aligned.
-    pub fn right(mut self) -> Column {
+    pub(crate) fn right(mut self) -> Column {
         self.align = Align::Right;
         self
     }
 
     /// At least `columns` wide when shown.
-    pub fn reserve(mut self, columns: usize) -> Column {
+    pub(crate) fn reserve(mut self, columns: usize) -> Column {
         self.reserve = columns;
         self
     }
 
     /// `suffix` after every non-empty cell.
-    pub fn suffix(mut self, suffix: &'static str) -> Column {
+    pub(crate) fn suffix(mut self, suffix: &'static str) -> Column {
         self.suffix = suffix;
         self
     }
 
     /// Takes the width left over; never narrower than its reserve.
-    pub fn grow(mut self) -> Column {
+    pub(crate) fn grow(mut self) -> Column {
         self.grow = true;
         self
     }
 
     /// At `priority`, its cells may be cut down to `columns`.
-    pub fn cut(mut self, priority: u8, columns: usize) -> Column {
+    pub(crate) fn cut(mut self, priority: u8, columns: usize) -> Column {
         self.steps.push((priority, Give::Cut(columns)));
         self
     }
 
     /// At `priority`, the column is left out.
-    pub fn drop_at(mut self, priority: u8) -> Column {
+    pub(crate) fn drop_at(mut self, priority: u8) -> Column {
         self.steps.push((priority, Give::Drop));
+        self
+    }
+
+    /// Never wider than `1/divisor` of the table's width, nor cut below `floor` columns
+    /// by this rule (cells cut with an ellipsis).
+    pub(crate) fn at_most(mut self, divisor: usize, floor: usize) -> Column {
+        self.at_most = Some((divisor.max(1), floor));
         self
     }
 }
 
 /// What a row shows in one column.
-pub enum Cell<'a> {
+pub(crate) enum Cell<'a> {
     /// Nothing (spaces).
     Empty,
     /// Text, already safe for the terminal (see [`Cell::text`]).
@@ -133,7 +145,7 @@ impl std::fmt::Debug for Cell<'_> {
 
 impl Cell<'_> {
     /// A text cell; control characters are shown escaped (a newline never starts a row).
-    pub fn text(text: &str) -> Cell<'static> {
+    pub(crate) fn text(text: &str) -> Cell<'static> {
         Cell::Text(printable(text).into_owned())
     }
 
@@ -147,7 +159,7 @@ impl Cell<'_> {
 
 /// One row of a table.
 #[derive(Debug)]
-pub struct Row<'a> {
+pub(crate) struct Row<'a> {
     /// One cell per column (missing cells are empty).
     pub cells: Vec<Cell<'a>>,
     /// From this column on, one text instead of the cells (an error's reason).
@@ -163,7 +175,7 @@ pub struct Row<'a> {
 
 impl<'a> Row<'a> {
     /// A row of `cells`.
-    pub fn new(cells: Vec<Cell<'a>>) -> Row<'a> {
+    pub(crate) fn new(cells: Vec<Cell<'a>>) -> Row<'a> {
         Row {
             cells,
             span: None,
@@ -174,26 +186,26 @@ impl<'a> Row<'a> {
     }
 
     /// From column `from` on, `text` (escaped for the terminal) instead of cells.
-    pub fn span(mut self, from: usize, text: &str) -> Row<'a> {
+    pub(crate) fn span(mut self, from: usize, text: &str) -> Row<'a> {
         self.span = Some((from, printable(text).into_owned()));
         self
     }
 
     /// Kept visible when the terminal is short.
-    pub fn keep(mut self, keep: bool) -> Row<'a> {
+    pub(crate) fn keep(mut self, keep: bool) -> Row<'a> {
         self.keep = keep;
         self
     }
 
     /// A total row (kept, and `+N more` goes above it).
-    pub fn total(mut self) -> Row<'a> {
+    pub(crate) fn total(mut self) -> Row<'a> {
         self.total = true;
         self.keep = true;
         self
     }
 
     /// Its rank among the rows that are not kept.
-    pub fn rank(mut self, rank: u32) -> Row<'a> {
+    pub(crate) fn rank(mut self, rank: u32) -> Row<'a> {
         self.rank = rank;
         self
     }
@@ -208,7 +220,7 @@ impl<'a> Row<'a> {
 
 /// Rows in columns, with an optional header row of the column titles.
 #[derive(Debug, Default)]
-pub struct Table<'a> {
+pub(crate) struct Table<'a> {
     /// The columns, left to right.
     pub columns: Vec<Column>,
     /// Show a header row with the titles.
@@ -219,7 +231,7 @@ pub struct Table<'a> {
 
 /// `text` in at most `width` columns: cut with an ellipsis (`…` in a UTF-8 locale, `...`
 /// otherwise) when it is wider. Escapes (colours) are kept.
-pub fn cut(text: &str, width: usize, utf8: bool) -> String {
+pub(crate) fn cut(text: &str, width: usize, utf8: bool) -> String {
     if display_width(text) <= width {
         return text.to_string();
     }
@@ -264,7 +276,7 @@ fn trailing_escapes(text: &str) -> usize {
 
 /// The widths a table's columns get at one terminal width (`None`: left out).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// Per column.
     pub widths: Vec<Option<usize>>,
     /// The width the rows must fit in.
@@ -304,8 +316,13 @@ impl Table<'_> {
     }
 
     /// Fits the table's columns to `width` columns.
-    pub fn layout(&self, width: usize, utf8: bool) -> Layout {
-        let natural = self.natural();
+    pub(crate) fn layout(&self, width: usize, utf8: bool) -> Layout {
+        let mut natural = self.natural();
+        for (c, col) in self.columns.iter().enumerate() {
+            if let Some((divisor, floor)) = col.at_most {
+                natural[c] = natural[c].min((width / divisor).max(floor).max(col.reserve));
+            }
+        }
         let n = self.columns.len();
         let mut shown: Vec<bool> = (0..n)
             .map(|c| natural[c] > 0 || self.columns[c].grow)
@@ -409,7 +426,7 @@ impl Table<'_> {
     }
 
     /// The header row, at `layout`.
-    pub fn header_line(&self, layout: &Layout) -> String {
+    pub(crate) fn header_line(&self, layout: &Layout) -> String {
         let cells: Vec<Cell<'_>> = self
             .columns
             .iter()
@@ -420,7 +437,7 @@ impl Table<'_> {
     }
 
     /// Row `row` at `layout`.
-    pub fn row_line(&self, row: &Row<'_>, layout: &Layout) -> String {
+    pub(crate) fn row_line(&self, row: &Row<'_>, layout: &Layout) -> String {
         self.line(row, layout, true)
     }
 

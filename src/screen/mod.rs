@@ -13,11 +13,11 @@
 //! watched descriptors ([`names`]). Must not: write anything, read the terminal or a clock;
 //! everything here is pure and tested with synthetic rows (and a `vt100` terminal).
 
-pub mod fit;
-pub mod names;
-pub mod redraw;
-pub mod view;
+pub(crate) mod fit;
+pub(crate) mod names;
+pub(crate) mod redraw;
+pub(crate) mod view;
 
-pub use fit::{cut, Align, Cell, Column, Give, Row, Table};
-pub use redraw::Screen;
-pub use view::{usable_height, usable_width, Block, View};
+pub(crate) use fit::{cut, Cell, Column, Row, Table};
+pub(crate) use redraw::Screen;
+pub(crate) use view::{usable_width, Block, View};

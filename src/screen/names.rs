@@ -5,7 +5,7 @@ use crate::display::printable;
 /// Shortens `path` to at most `max` characters: the first ⌊max/4⌋ characters, `...`, and
 /// the last `max − ⌊max/4⌋ − 3` characters (pv's rule, counted in characters so UTF-8 is
 /// never split). `max` below 4 is treated as 4.
-pub fn shorten(path: &str, max: usize) -> String {
+pub(crate) fn shorten(path: &str, max: usize) -> String {
     let max = max.max(4);
     let count = path.chars().count();
     if count <= max {
@@ -23,7 +23,14 @@ pub fn shorten(path: &str, max: usize) -> String {
 /// watched; the path shortened to width/2 − 6 (− 9 with PIDs) characters; `label` (for
 /// pipes and sockets) is appended after shortening so it always shows. Control characters
 /// in the path are shown escaped (before shortening, so the escapes count).
-pub fn name(pid: u32, fd: i32, path: &str, label: &str, with_pid: bool, width: usize) -> String {
+pub(crate) fn name(
+    pid: u32,
+    fd: i32,
+    path: &str,
+    label: &str,
+    with_pid: bool,
+    width: usize,
+) -> String {
     let max = (width / 2).saturating_sub(if with_pid { 15 } else { 6 });
     let path = shorten(&printable(path), max);
     if with_pid {

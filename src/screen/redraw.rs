@@ -31,7 +31,7 @@ const UP: &str = "\x1b[A";
 
 /// The rows on the terminal now.
 #[derive(Debug, Default, Clone)]
-pub struct Screen {
+pub(crate) struct Screen {
     /// The rows drawn last round (the cursor waits at the start of the first).
     rows: Vec<String>,
     /// Their widths in columns.
@@ -44,18 +44,13 @@ pub struct Screen {
 
 impl Screen {
     /// True while rows are on the terminal.
-    pub fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         !self.rows.is_empty()
-    }
-
-    /// Rows on the terminal now.
-    pub fn rows(&self) -> usize {
-        self.rows.len()
     }
 
     /// The bytes for one round: `rows` (each at most `width − 1` columns) drawn from the
     /// first row, the cursor back at its start.
-    pub fn round(&mut self, rows: &[String], width: usize) -> String {
+    pub(crate) fn round(&mut self, rows: &[String], width: usize) -> String {
         self.multi |= rows.len() > 1;
         let mut out = String::new();
         if self.multi {
@@ -109,7 +104,7 @@ impl Screen {
 
     /// The bytes that write `text` (a message, no newline) on the first row and draw the
     /// rows again below it, the cursor back at the start of the first of them.
-    pub fn over(&mut self, text: &str, width: usize) -> String {
+    pub(crate) fn over(&mut self, text: &str, width: usize) -> String {
         let mut out = String::from("\r");
         out.push_str(text);
         if self.multi {
@@ -133,7 +128,7 @@ impl Screen {
     }
 
     /// The end: the cursor to the start of the row below the rows, which stay as they are.
-    pub fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         let mut out = String::new();
         if self.multi {
             out.push_str(WRAP);
@@ -148,7 +143,7 @@ impl Screen {
 
     /// Ctrl-Z: the rows are erased (what the shell writes next goes where they were; after
     /// `fg` they are drawn again below it).
-    pub fn erase(&mut self) -> String {
+    pub(crate) fn erase(&mut self) -> String {
         let out = if self.rows.is_empty() {
             String::new()
         } else if self.multi {

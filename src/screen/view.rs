@@ -12,18 +12,18 @@ use super::fit::{cut, Table};
 use crate::display::printable;
 
 /// Columns a row may use on a terminal `width` columns wide: never the last one.
-pub fn usable_width(width: usize) -> usize {
+pub(crate) fn usable_width(width: usize) -> usize {
     width.saturating_sub(1).max(1)
 }
 
 /// Rows a view may use on a terminal `height` rows high: one is left for the cursor.
-pub fn usable_height(height: usize) -> usize {
+pub(crate) fn usable_height(height: usize) -> usize {
     height.saturating_sub(1).max(1)
 }
 
 /// One part of a view, top to bottom.
 #[derive(Debug)]
-pub enum Block<'a> {
+pub(crate) enum Block<'a> {
     /// Rows in columns.
     Table(Table<'a>),
     /// A line of its own (a transfer's progress line, advice): always shown, cut with an
@@ -33,20 +33,20 @@ pub enum Block<'a> {
 
 impl Block<'_> {
     /// A line of text a file or process may have chosen: control characters are escaped.
-    pub fn text(text: &str) -> Block<'static> {
+    pub(crate) fn text(text: &str) -> Block<'static> {
         Block::Line(printable(text).into_owned())
     }
 
     /// A line already safe for the terminal (rendered by the `-F` renderer, which may
     /// colour it): drawn as it is.
-    pub fn rendered(line: String) -> Block<'static> {
+    pub(crate) fn rendered(line: String) -> Block<'static> {
         Block::Line(line)
     }
 }
 
 /// Everything one multi-row view shows.
 #[derive(Debug, Default)]
-pub struct View<'a> {
+pub(crate) struct View<'a> {
     /// Tables and lines, top to bottom.
     pub blocks: Vec<Block<'a>>,
     /// The locale is UTF-8 (the ellipsis is `…`, else `...`).
@@ -64,7 +64,7 @@ enum Unit {
 impl View<'_> {
     /// The rows to draw on a terminal of `width` × `height`: at most `width − 1` columns
     /// each, at most `height − 1` of them.
-    pub fn lines(&self, width: usize, height: usize) -> Vec<String> {
+    pub(crate) fn lines(&self, width: usize, height: usize) -> Vec<String> {
         let width = usable_width(width);
         let room = usable_height(height);
         let mut units = Vec::new();

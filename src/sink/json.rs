@@ -53,6 +53,11 @@ pub struct Ledger {
     held: Vec<Value>,
     /// The closing object of the last display loop, without its status yet.
     end: Option<Map<String, Value>>,
+    /// That loop was `-U`'s store phase: nothing of it has reached the output.
+    stored: bool,
+    /// The `stall` of a display loop before the last one (the store phase of `-U`, whose
+    /// stall ends the run after what was stored is forwarded): the `end` carries it too.
+    stall: Option<Value>,
 }
 
 /// A shared [`Ledger`].
@@ -76,6 +81,11 @@ impl Ledger {
         for message in std::mem::take(&mut self.held) {
             write(term, message);
         }
+        if std::mem::take(&mut self.stored) {
+            if let Some(end) = &mut self.end {
+                nothing_forwarded(end);
+            }
+        }
         let mut end = self.end.take().unwrap_or_else(|| {
             let mut end = Map::new();
             end.insert("type".into(), json!("end"));
@@ -85,9 +95,47 @@ impl Ledger {
             }
             end
         });
+        if let Some(stall) = self.stall.take() {
+            end.entry("stall").or_insert(stall);
+        }
         end.insert("status".into(), json!(status));
         end.insert("time".into(), json!(now()));
         write(term, Value::Object(end));
+    }
+}
+
+/// The closing object of `-U`'s store phase when the run ends there (interrupted, or the
+/// store failed): its totals are what reached the output, which is nothing. (The store's
+/// own figures were in its `progress` objects.)
+fn nothing_forwarded(end: &mut Map<String, Value>) {
+    fn zero(o: &mut Map<String, Value>) {
+        for key in ["bytes", "lines", "rate", "average_rate"] {
+            if let Some(v) = o.get_mut(key) {
+                *v = json!(0);
+            }
+        }
+        if let Some(p) = o.get_mut("percent").filter(|p| !p.is_null()) {
+            *p = json!(0.0);
+        }
+        if let Some(stats) = o.get_mut("rate_stats") {
+            *stats = Value::Null;
+        }
+    }
+    zero(end);
+    for key in ["meters", "inputs", "outputs"] {
+        for figures in end
+            .get_mut(key)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Value::Object(o) = figures {
+                zero(o);
+                if key != "meters" {
+                    o.insert("done".into(), json!(false));
+                }
+            }
+        }
     }
 }
 
@@ -185,7 +233,9 @@ impl Json {
             return;
         };
         let mut ledger = self.ledger.borrow_mut();
+        ledger.stored = false;
         if let Some(mut previous) = ledger.end.take() {
+            ledger.stall = previous.get("stall").cloned();
             previous.insert("type".into(), json!("phase_end"));
             previous.remove("status");
             previous.remove("interrupted");
@@ -203,10 +253,17 @@ impl Json {
                 Value::Object(o)
             })
             .collect();
+        // The run started before the set-up's messages held until now: the `start` is
+        // stamped no later than the first of them, so times never go back.
+        let time = (ledger.held.iter())
+            .filter_map(|m| m["time"].as_str())
+            .min()
+            .map_or_else(now, str::to_string);
         write(
             term,
             json!({
                 "type": "start",
+                "time": time,
                 "program": "rpv",
                 "version": env!("CARGO_PKG_VERSION"),
                 "pid": std::process::id(),
@@ -476,9 +533,11 @@ impl Json {
                 input,
                 bytes,
                 lines,
+                interrupted,
                 ..
             } => {
-                json!({"type": "input", "event": "done", "index": input, "bytes": bytes, "lines": lines})
+                json!({"type": "input", "event": "done", "index": input, "bytes": bytes,
+                       "lines": lines, "interrupted": interrupted})
             }
             Event::OutputGone => json!({"type": "output", "event": "reader_gone"}),
             Event::Trace(text) if config.trace => json!({"type": "trace", "text": text}),
@@ -585,6 +644,7 @@ impl Sink for Json {
                     "side": stall.side.map(Side::name),
                     "pid": pid,
                     "command": command,
+                    "tee": stall.copy,
                 }),
             );
         }
@@ -615,6 +675,8 @@ impl Sink for Json {
             json!(self.part(config, snapshot, is_output)),
         );
         end.insert("meters".into(), json!(meters));
-        self.ledger.borrow_mut().end = Some(end);
+        let mut ledger = self.ledger.borrow_mut();
+        ledger.end = Some(end);
+        ledger.stored = self.mode == "store";
     }
 }

@@ -5,14 +5,16 @@
 //! ISO 8601 with its UTC offset (`2026-11-23T18:40:01+01:00`), then the usual fields (the display's format, without colour
 //! and without `\r` or escape sequences); nothing for a meter that did not move during an
 //! update, except a heartbeat once a minute; always a final line; messages as timestamped
-//! `rpv: ...` lines (control characters in them, from a file name, escaped: one line each).
+//! `rpv: ...` lines (control characters in them, from a file name, escaped: one line each;
+//! names in progress lines, `-N` and file names, escaped the same way).
 //! The stages of `--pipeline` are a table written at every update (a header, then a row
 //! per stage), and the pipeline's summary comes last. Must not: write carriage returns or
 //! escape sequences.
 
 use std::collections::HashMap;
 
-use super::{render_line, DisplayConfig, Formats, Sink, Snapshot};
+use super::{render_row, DisplayConfig, Formats, Sink, Snapshot};
+use crate::display::printable;
 use crate::meter::{Event, MeterId, Role};
 use crate::sys;
 use crate::term::Term;
@@ -82,9 +84,13 @@ impl Log {
                 continue;
             }
             self.last.insert(id, (r.meter.amount, now));
+            // Names (`-N`, file names) escaped as on the terminal: one record per line.
             let line = match &r.meter.note {
-                Some(note) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
-                None => render_line(&mut self.formats, &config, r, snapshot),
+                Some(note) => {
+                    let name = config.label(r.meter).unwrap_or_default();
+                    printable(&format!("{name}: {note}")).into_owned()
+                }
+                None => render_row(&mut self.formats, &config, r, snapshot, config.width),
             };
             out.push_str(&stamp);
             out.push(' ');
@@ -117,7 +123,7 @@ impl Sink for Log {
         }
         if let Some(text) = event.message(config.trace) {
             let stamp = timestamp(sys::wall_clock());
-            let text = crate::display::printable(&text);
+            let text = printable(&text);
             term.raw(&format!("{stamp} {}: {text}\n", self.prog));
         }
     }

@@ -27,6 +27,9 @@ pub mod stats;
 pub mod term_progress;
 pub mod title;
 
+#[cfg(test)]
+pub(crate) mod tests;
+
 use crate::display::{self, BarStyle, DisplaySwitches, Format, Frame, Segment};
 use crate::meter::{Event, Label, MeterId, MeterState, Role, Unit};
 use crate::stats::{RateTracker, Rates};

@@ -159,9 +159,10 @@ impl Part {
         }
     }
 
-    /// How the column lines up and gives way. The order things go in, as the terminal
-    /// narrows: `%A`, `%T`, `%a`, `%I`; the bar; the elapsed time, then the ETA; the
-    /// name is cut (to 16, then 8 columns) along the way. The amount, the rate and the
+    /// How the column lines up and gives way. The names take at most a third of the
+    /// width (16 columns at least), so a long name leaves the bar its room. The order
+    /// things go in, as the terminal narrows: `%A`, `%T`, `%a`, `%I`; the bar; the elapsed
+    /// time, then the ETA; the name is cut (to 16, then 8 columns) along the way. The amount, the rate and the
     /// percentage stay down to 40 columns; below that the minimal layout drops the rate,
     /// then the amount, and cuts the name to 4 columns: `name…: 42%`.
     fn column(self) -> Column {
@@ -170,6 +171,7 @@ impl Part {
                 .right()
                 .suffix(":")
                 .reserve(10)
+                .at_most(3, 16)
                 .cut(25, 16)
                 .cut(60, 8)
                 .cut(92, 4),
@@ -238,6 +240,11 @@ fn each_row<'a>(
         frame.size = frame.transferred.max(1);
         frame.percentage = 100.0;
     }
+    if frame.size > 0 && frame.transferred >= frame.size {
+        // All of it has moved (the input's end may not be seen yet): no `ETA 0:00:00`,
+        // the ETA is blank as on a finished line.
+        frame.final_update = true;
+    }
     let cells = present
         .iter()
         .map(|&part| {
@@ -289,7 +296,76 @@ fn part_cell<'a>(part: Part, segment: &Segment, frame: &Frame<'a>) -> Cell<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::reason;
+    use super::*;
+    use crate::display::DisplaySwitches;
+    use crate::meter::{Label, MeterState};
+    use crate::stats::{RateTracker, Rates};
+
+    /// The text of each cell of `row` (bars drawn 20 wide).
+    fn texts(row: &Row<'_>) -> Vec<String> {
+        row.cells
+            .iter()
+            .map(|c| match c {
+                Cell::Empty => String::new(),
+                Cell::Text(t) => t.clone(),
+                Cell::Draw(draw) => draw(20),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_row_read_to_its_size_shows_no_eta() {
+        let tracker = RateTracker::new(30);
+        let config = DisplayConfig {
+            each: true,
+            switches: DisplaySwitches {
+                progress: true,
+                timer: true,
+                eta: true,
+                rate: true,
+                bytes: true,
+                ..DisplaySwitches::default()
+            },
+            ..DisplayConfig::default()
+        };
+        let snapshot = Snapshot {
+            readings: Vec::new(),
+            final_update: false,
+            clock: std::cell::OnceCell::new(),
+        };
+        for (amount, eta) in [(500, true), (1000, false)] {
+            // Still running (its end not seen yet): at its size, no ETA.
+            let m = MeterState {
+                role: Role::Input(0),
+                label: Label::Text("f01.bin".into()),
+                amount,
+                moved: amount,
+                size: 1000,
+                started_ns: Some(0),
+                ..MeterState::default()
+            };
+            let r = Reading {
+                meter: &m,
+                elapsed: 1.0,
+                rates: Rates {
+                    rate: 1000.0,
+                    avg_rate: 1000.0,
+                    percentage: amount as f64 / 10.0,
+                    max_rate: 1000.0,
+                },
+                tracker: &tracker,
+                final_update: false,
+                stalled_for: None,
+            };
+            let format = Format::parse(&config.format_text(&m));
+            let cells = texts(&each_row(&config, &snapshot, &r, &format, &PARTS));
+            assert_eq!(
+                cells.iter().any(|c| c.starts_with("ETA ")),
+                eta,
+                "{amount}: {cells:?}"
+            );
+        }
+    }
 
     #[test]
     fn reasons_do_not_repeat_the_name() {

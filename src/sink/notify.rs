@@ -17,6 +17,7 @@ use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::sync::Arc;
 
 use super::line::is_line;
+use super::report::SharedFinals;
 use super::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::error::status;
 use crate::meter::Event;
@@ -121,36 +122,61 @@ pub fn progress_text(config: &DisplayConfig, r: &Reading<'_>) -> String {
 /// The status at the end: `done, 2.93GiB in 0:00:25 (117MiB/s)`, `interrupted after …`, or
 /// `failed (status 16): write failed: No space left on device; 1.20GiB of 2.93GiB in
 /// 0:00:10`.
-pub fn final_text(
+#[cfg(test)]
+fn final_text(
     config: &DisplayConfig,
     r: Option<&Reading<'_>>,
     exit: u8,
     error: Option<&str>,
 ) -> String {
-    let figures = r.map(|r| {
-        let kind = config.style.kind(r.meter.unit);
-        let time = units::format_elapsed(r.elapsed);
-        (so_far(r, kind), time, rate(r.rates.avg_rate, kind))
-    });
-    let mut out = r.map(|r| lead(config, r)).unwrap_or_default();
-    match (exit, figures) {
-        (0, Some((moved, time, avg))) => out.push_str(&format!("done, {moved} in {time} ({avg})")),
-        (0, None) => out.push_str("done"),
-        (status::SIGNAL, Some((moved, time, _))) => {
-            out.push_str(&format!("interrupted after {moved} in {time}"));
-        }
-        (status::SIGNAL, None) => out.push_str("interrupted"),
-        (exit, figures) => {
-            out.push_str(&format!("failed (status {exit})"));
-            if let Some(error) = error {
-                out.push_str(&format!(": {error}"));
-            }
-            if let Some((moved, time, _)) = figures {
-                out.push_str(&format!("; {moved} in {time}"));
-            }
-        }
+    Ending::of(config, r).text(exit, error)
+}
+
+/// What the final status says, but the exit status and the error: the name, and the amount,
+/// time and average rate of the run.
+#[derive(Debug, Clone)]
+struct Ending {
+    lead: String,
+    figures: Option<(String, String, String)>,
+}
+
+impl Ending {
+    fn of(config: &DisplayConfig, r: Option<&Reading<'_>>) -> Ending {
+        let figures = r.map(|r| {
+            let kind = config.style.kind(r.meter.unit);
+            let time = units::format_elapsed(r.elapsed);
+            (so_far(r, kind), time, rate(r.rates.avg_rate, kind))
+        });
+        let lead = r.map(|r| lead(config, r)).unwrap_or_default();
+        Ending { lead, figures }
     }
-    out
+
+    fn text(self, exit: u8, error: Option<&str>) -> String {
+        let Ending {
+            lead: mut out,
+            figures,
+        } = self;
+        match (exit, figures) {
+            (0, Some((moved, time, avg))) => {
+                out.push_str(&format!("done, {moved} in {time} ({avg})"))
+            }
+            (0, None) => out.push_str("done"),
+            (status::SIGNAL, Some((moved, time, _))) => {
+                out.push_str(&format!("interrupted after {moved} in {time}"));
+            }
+            (status::SIGNAL, None) => out.push_str("interrupted"),
+            (exit, figures) => {
+                out.push_str(&format!("failed (status {exit})"));
+                if let Some(error) = error {
+                    out.push_str(&format!(": {error}"));
+                }
+                if let Some((moved, time, _)) = figures {
+                    out.push_str(&format!("; {moved} in {time}"));
+                }
+            }
+        }
+        out
+    }
 }
 
 /// The reading the status is about: the transfer (or the first meter).
@@ -168,17 +194,18 @@ pub struct Notify {
     notifier: Arc<Notifier>,
     /// The last error reported (for the final status).
     error: Option<String>,
-    /// The exit status, from the `Finished` event.
-    status: u8,
+    /// Where the final status goes, once rpv knows its exit status.
+    finals: SharedFinals,
 }
 
 impl Notify {
-    /// A sink sending through `notifier`.
-    pub fn new(notifier: Arc<Notifier>) -> Notify {
+    /// A sink sending through `notifier`; the final status, with the status rpv exits
+    /// with, is left in `finals`.
+    pub fn new(notifier: Arc<Notifier>, finals: SharedFinals) -> Notify {
         Notify {
             notifier,
             error: None,
-            status: 0,
+            finals,
         }
     }
 }
@@ -189,7 +216,6 @@ impl Sink for Notify {
             Event::Error(e) | Event::InputFailed { error: e, .. } if e.exit_bits() != 0 => {
                 self.error = Some(e.to_string());
             }
-            Event::Finished { status } => self.status = *status,
             _ => {}
         }
     }
@@ -214,13 +240,13 @@ impl Sink for Notify {
         config: &DisplayConfig,
         _term: &mut crate::term::Term,
     ) {
-        let text = final_text(
-            config,
-            main_reading(snapshot),
-            self.status,
-            self.error.as_deref(),
+        let ending = Ending::of(config, main_reading(snapshot));
+        let (notifier, error) = (Arc::clone(&self.notifier), self.error.clone());
+        // The status rpv exits with (a `-M` command's) is known only once it has ended.
+        self.finals.borrow_mut().set(
+            "notify",
+            Box::new(move |status| notifier.status(&ending.text(status, error.as_deref()))),
         );
-        self.notifier.status(&text);
     }
 }
 

@@ -5,8 +5,9 @@
 //! (control characters escaped on a terminal), a time-stamped line with `--log`, a JSON
 //! `message` object with `--json` — and closing a `--json` run with its `end` object once
 //! the exit status is known (after a `-M` command has ended and the set-up's files are
-//! removed). Must not: decide the exit status (the glue does) or show progress (the
-//! sinks do).
+//! removed); the same for the other sinks' last word ([`Finals`]: the metrics file's
+//! `rpv_exit_status`, systemd's final status), so every sink reports the status rpv exits
+//! with. Must not: decide the exit status (the glue does) or show progress (the sinks do).
 
 use std::rc::Rc;
 
@@ -20,12 +21,48 @@ use crate::signals;
 use crate::sys;
 use crate::term::Term;
 
+/// A sink's last word, written once the exit status is known (it is given the status).
+pub type Final = Box<dyn FnOnce(u8)>;
+
+/// The sinks' last words, one per kind of sink: a later display loop's (the second phase
+/// of `-U`) replaces an earlier one's.
+#[derive(Default)]
+pub struct Finals {
+    pending: Vec<(&'static str, Final)>,
+}
+
+impl std::fmt::Debug for Finals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kinds: Vec<&str> = self.pending.iter().map(|(kind, _)| *kind).collect();
+        f.debug_struct("Finals").field("pending", &kinds).finish()
+    }
+}
+
+impl Finals {
+    /// `last` is what the sink of `kind` writes at the end, in place of what it said before.
+    pub fn set(&mut self, kind: &'static str, last: Final) {
+        self.pending.retain(|(k, _)| *k != kind);
+        self.pending.push((kind, last));
+    }
+
+    /// Writes every last word with `status`, once.
+    fn close(&mut self, status: u8) {
+        for (_, last) in std::mem::take(&mut self.pending) {
+            last(status);
+        }
+    }
+}
+
+/// [`Finals`] shared by a run's sinks and its report.
+pub type SharedFinals = Rc<std::cell::RefCell<Finals>>;
+
 /// The voice of one rpv process outside its display loops.
 #[derive(Debug)]
 pub struct Report {
     prog: String,
     voice: Voice,
     ledger: SharedLedger,
+    finals: SharedFinals,
 }
 
 impl Report {
@@ -35,6 +72,7 @@ impl Report {
             prog: prog.to_string(),
             voice,
             ledger: Rc::new(std::cell::RefCell::new(Ledger::default())),
+            finals: SharedFinals::default(),
         }
     }
 
@@ -46,6 +84,11 @@ impl Report {
     /// What the `--json` sinks of this run share with the report.
     pub fn ledger(&self) -> SharedLedger {
         Rc::clone(&self.ledger)
+    }
+
+    /// Where the sinks of this run leave their last words.
+    pub fn finals(&self) -> SharedFinals {
+        Rc::clone(&self.finals)
     }
 
     /// Reports an error or a warning (exit bits 0).
@@ -106,9 +149,10 @@ impl Report {
         format!("{stamp} {}\n", printable(line))
     }
 
-    /// The run is over and rpv exits with `status`: with `--json`, what is held and the
-    /// `end` object.
+    /// The run is over and rpv exits with `status`: the sinks' last words, then, with
+    /// `--json`, what is held and the `end` object.
     pub fn close(&self, status: u8) {
+        self.finals.borrow_mut().close(status);
         if self.voice == Voice::Json {
             let mut term = Term::new(&self.prog);
             let interrupted = signals::exit_requested();

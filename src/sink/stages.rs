@@ -48,7 +48,7 @@ impl Sink for Stages {
             if let Some(advice) = job.iter().find_map(|s| s.advice.as_deref()) {
                 // Whole, wrapped at spaces to the terminal (what to try comes first).
                 for line in wrapped(&format!("advice: {advice}"), width) {
-                    blocks.push(Block::rendered(line));
+                    blocks.push(Block::text(&line));
                 }
             }
         }

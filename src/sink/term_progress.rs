@@ -4,11 +4,13 @@
 //! Owns: what the indicator shows — the percentage while the size is known, busy
 //! (indeterminate) while it is not, paused while the transfer is stalled, error once an
 //! error was reported — and that it is cleared at the end, however the run ends (after an
-//! error state, when the run failed). The plan decides whether this sink runs (`auto`'s
+//! error state, when the status rpv exits with is a failure: a `-M` command's included, so
+//! the last step waits for the report's close). The plan decides whether this sink runs (`auto`'s
 //! detection); the writer, its lock (one rpv per terminal) and the clear on Ctrl-Z are
 //! `term::progress`'s.
 
 use super::line::is_line;
+use super::report::SharedFinals;
 use super::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::error::status;
 use crate::meter::Event;
@@ -16,7 +18,7 @@ use crate::term::progress::{self, Indicator, State};
 use crate::term::Term;
 
 /// `--term-progress`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TermProgress {
     /// The writer, once the first update asked for it (`None` inside: another rpv has it).
     indicator: Option<Option<&'static Indicator>>,
@@ -26,8 +28,9 @@ pub struct TermProgress {
     failed: bool,
     /// The percentage shown last.
     percent: u8,
-    /// The exit status, from the `Finished` event.
-    status: u8,
+    /// Where the end (the error state of a failed run, then the clear) goes, once rpv
+    /// knows the status it exits with.
+    finals: SharedFinals,
 }
 
 /// The percentage of a reading whose size is known, 0-100 (rounded down: 100 only at the
@@ -37,6 +40,17 @@ fn percent(r: &Reading<'_>) -> Option<u8> {
 }
 
 impl TermProgress {
+    /// A sink whose end is left in `finals`.
+    pub fn new(finals: SharedFinals) -> TermProgress {
+        TermProgress {
+            indicator: None,
+            shown: false,
+            failed: false,
+            percent: 0,
+            finals,
+        }
+    }
+
     fn show(&mut self, state: State, config: &DisplayConfig) {
         let indicator = *self
             .indicator
@@ -54,7 +68,6 @@ impl Sink for TermProgress {
             Event::Error(e) | Event::InputFailed { error: e, .. } if e.exit_bits() != 0 => {
                 self.failed = true;
             }
-            Event::Finished { status } => self.status = *status,
             _ => {}
         }
     }
@@ -83,15 +96,21 @@ impl Sink for TermProgress {
         self.show(state, config);
     }
 
-    fn finish(&mut self, _snapshot: &Snapshot<'_>, config: &DisplayConfig, _term: &mut Term) {
-        if !self.shown {
+    fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, _term: &mut Term) {
+        let (Some(Some(indicator)), true) = (self.indicator, self.shown) else {
             return;
-        }
-        // A failed run shows the error state before the indicator goes (an interrupt is
-        // the user's choice, not a failure).
-        if self.status & !status::SIGNAL != 0 {
-            self.show(State::Error(self.percent), config);
-        }
-        self.show(State::Clear, config);
+        };
+        let percent = self.percent;
+        self.finals.borrow_mut().set(
+            "term_progress",
+            Box::new(move |exit| {
+                // A failed run shows the error state before the indicator goes (an
+                // interrupt is the user's choice, not a failure).
+                if exit & !status::SIGNAL != 0 {
+                    indicator.set(State::Error(percent));
+                }
+                indicator.set(State::Clear);
+            }),
+        );
     }
 }

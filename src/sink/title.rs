@@ -3,7 +3,8 @@
 //!
 //! Owns: the extra display's own format (`-x SPEC:FORMAT`, else the line's format) and where
 //! it goes. The process title is set at every update, even with `-q` or in the background;
-//! the window title only while the line itself is shown, on a terminal that is not `dumb`.
+//! the window title only while the line itself is shown, on a terminal that is not `dumb`
+//! (so never with `--json` or `--log`: every line they write is an object or a record).
 
 use super::line::is_line;
 use super::{DisplayConfig, Formats, Sink, Snapshot};
@@ -36,6 +37,7 @@ impl Sink for Title {
             return;
         };
         let window = spec.window && config.stderr_tty && !term::dumb_terminal();
+        let window = window && !config.json && !config.log;
         let window = window && config.visible();
         if !window && !spec.process {
             return;

@@ -40,6 +40,9 @@ pub struct EngineMeter {
     pub each: bool,
     /// The `--tee` outputs: their names and counters (a meter each).
     pub outputs: Vec<(String, Arc<OutputMeter>)>,
+    /// `-M`: the command at one side of this transfer (PID, command line, and the side:
+    /// input for `-M out`, output for `-M in`).
+    pub command: Option<(u32, String, Side)>,
 }
 
 /// What is known of one input (`--each`), from the engine's events.
@@ -52,6 +55,8 @@ struct InputRow {
     start: (u64, u64),
     /// Its bytes and lines once done, and when.
     done: Option<(u64, u64, u64)>,
+    /// An interrupt cut it short: it keeps its real figures and is not ended.
+    interrupted: bool,
     /// Why it could not be copied.
     error: Option<String>,
 }
@@ -177,9 +182,11 @@ impl<'a> EngineSource<'a> {
                 bytes,
                 lines,
                 at_ns,
+                interrupted,
             } => {
                 let i = row(&mut self.inputs, *input);
                 self.inputs[i].done = Some((*bytes, *lines, *at_ns));
+                self.inputs[i].interrupted = *interrupted;
                 self.done = (self.done.0 + bytes, self.done.1 + lines);
             }
             Event::InputFailed { input, error } => {
@@ -244,7 +251,9 @@ impl<'a> EngineSource<'a> {
                 Unit::Lines => lines,
                 Unit::Bytes => bytes,
             };
-            let ended = r.done.is_some() || r.error.is_some();
+            // Cut short by an interrupt: its clock stops, but it is not done (its row shows
+            // how far it got, not a full bar).
+            let ended = (r.done.is_some() && !r.interrupted) || r.error.is_some();
             out.push(MeterState {
                 id: self.input_id(index),
                 role: Role::Input(self.first_input + index),
@@ -427,38 +436,82 @@ impl Source for EngineSource<'_> {
     /// buffer mean the write waits and an empty buffer the read; on a zero-copy path into a
     /// pipe with room, the input (a file, a device, a socket) does not deliver.
     fn blocked(&self) -> Option<Blocked> {
-        let pipe_of = |fd| {
-            sys::fstat(fd)
-                .ok()
-                .filter(|i| i.kind == FileKind::Pipe)
-                .map(|i| i.ino)
+        let pipe_of = |fd| match sys::pipe_id(fd) {
+            Some(sys::PipeId::Pipe(inode)) => (Some(inode), None),
+            Some(sys::PipeId::Fifo(dev, ino)) => (None, Some((dev, ino))),
+            None => (None, None),
         };
-        let out_pipe = || self.out.as_ref().and_then(|o| pipe_of(o.fd()));
+        let out_pipe = || self.out.as_ref().map_or((None, None), |o| pipe_of(o.fd()));
         let unread = self.unread();
-        let blocked = |side, pipe| Some(Blocked { side, pipe });
-        if self.out_pipe > 0 && unread * 10 >= self.out_pipe as u64 * 9 {
-            return blocked(Side::Output, out_pipe());
-        }
-        if self.in_pipe > 0 {
-            let queued = sys::unread_bytes(sys::stdin_fd()).unwrap_or(0) as u64;
-            return if queued * 10 <= self.in_pipe as u64 {
-                blocked(Side::Input, pipe_of(sys::stdin_fd()))
-            } else {
-                blocked(Side::Output, None)
-            };
-        }
         let c = &self.progress.counters;
-        if !c.zero_copy.load(Ordering::Relaxed) && c.buffer_capacity.load(Ordering::Relaxed) > 0 {
-            return if c.buffered.load(Ordering::Relaxed) > 0 {
-                blocked(Side::Output, out_pipe())
-            } else {
-                blocked(Side::Input, None)
+        let found = |side, (pipe, fifo)| Blocked {
+            side,
+            pipe,
+            fifo,
+            ..Blocked::default()
+        };
+        // A --tee copy that is full (its reader does not read), or behind the main output
+        // (which is not full): that copy holds the rest.
+        let lagging = || {
+            let written = c.bytes.load(Ordering::Relaxed);
+            let open = || {
+                self.meter
+                    .outputs
+                    .iter()
+                    .filter(|(_, m)| m.state() == OutputState::Open)
             };
-        }
-        if self.out_pipe > 0 {
-            return blocked(Side::Input, None);
-        }
-        None
+            open().find(|(_, m)| m.full()).or_else(|| {
+                open()
+                    .filter(|(_, m)| m.bytes() < written)
+                    .min_by_key(|(_, m)| m.bytes())
+            })
+        };
+        let blocked = if self.out_pipe > 0 && unread * 10 >= self.out_pipe as u64 * 9 {
+            Some(found(Side::Output, out_pipe()))
+        } else if let Some((name, meter)) = lagging() {
+            let ends = match meter.pipe() {
+                Some(sys::PipeId::Pipe(inode)) => (Some(inode), None),
+                Some(sys::PipeId::Fifo(dev, ino)) => (None, Some((dev, ino))),
+                None => (None, None),
+            };
+            Some(Blocked {
+                copy: Some(name.clone()),
+                ..found(Side::Output, ends)
+            })
+        } else if self.in_pipe > 0 {
+            let queued = sys::unread_bytes(sys::stdin_fd()).unwrap_or(0) as u64;
+            Some(if queued * 10 <= self.in_pipe as u64 {
+                found(Side::Input, pipe_of(sys::stdin_fd()))
+            } else {
+                found(Side::Output, (None, None))
+            })
+        } else if !c.zero_copy.load(Ordering::Relaxed)
+            && c.buffer_capacity.load(Ordering::Relaxed) > 0
+        {
+            Some(if c.buffered.load(Ordering::Relaxed) > 0 {
+                found(Side::Output, out_pipe())
+            } else {
+                found(Side::Input, (None, None))
+            })
+        } else if self.out_pipe > 0 {
+            Some(found(Side::Input, (None, None)))
+        } else {
+            // `-M out` into a file or a device: nothing else can hold it than its command.
+            self.meter
+                .command
+                .as_ref()
+                .filter(|(_, _, side)| *side == Side::Input)
+                .map(|_| found(Side::Input, (None, None)))
+        };
+        // The -M command at that side: named as rpv started it (not a process under it).
+        blocked.map(|mut b| {
+            if let Some((pid, command, side)) = &self.meter.command {
+                if *side == b.side && b.copy.is_none() {
+                    b.command = Some((*pid, command.clone()));
+                }
+            }
+            b
+        })
     }
 
     fn poll_period_ns(&self) -> Option<u64> {

@@ -137,7 +137,9 @@ impl PipelineSource {
     /// Watches the pipelines of process `pid` (its own, or each one a shell runs), sampled
     /// every `interval` seconds.
     pub fn watch(pid: u32, interval: f64) -> Result<PipelineSource, Error> {
-        let fail = |e: WatchError| Error::other(status::ACCESS, format!("--pipeline: {e}"));
+        let fail = |e: WatchError| {
+            Error::other_errno(status::ACCESS, format!("--pipeline: {e}"), e.errno())
+        };
         let mut note = None;
         let mut watchers = match Watcher::jobs(sys_proc, pid) {
             Ok(watchers) => watchers,

@@ -181,14 +181,37 @@ pub fn readable(path: &Path) -> bool {
     rustix::fs::access(path, rustix::fs::Access::READ_OK).is_ok()
 }
 
-/// `flock(2)` with `LOCK_EX` (blocking) or `LOCK_UN`; EINTR is returned as an error.
-pub fn flock(fd: BorrowedFd<'_>, exclusive: bool) -> io::Result<()> {
-    let op = if exclusive {
-        rustix::fs::FlockOperation::LockExclusive
+/// What identifies the pipe or FIFO open on `fd`: `Ok(Pipe(inode))` for an anonymous pipe
+/// (`/proc/*/fd` shows `pipe:[inode]`), `Fifo(dev, inode)` for a named FIFO (shown by its
+/// path); None for anything else.
+pub fn pipe_id(fd: BorrowedFd<'_>) -> Option<PipeId> {
+    let info = fstat(fd).ok()?;
+    if info.kind != FileKind::Pipe {
+        return None;
+    }
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    let link = std::fs::read_link(format!("/proc/self/fd/{raw}")).ok()?;
+    if link.to_str().is_some_and(|l| l.starts_with("pipe:[")) {
+        Some(PipeId::Pipe(info.ino))
     } else {
-        rustix::fs::FlockOperation::Unlock
-    };
-    Ok(rustix::fs::flock(fd, op)?)
+        Some(PipeId::Fifo(info.dev, info.ino))
+    }
+}
+
+/// A pipe or FIFO, as [`pipe_id`] tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipeId {
+    /// An anonymous pipe: its inode.
+    Pipe(u64),
+    /// A named FIFO: device and inode.
+    Fifo(u64, u64),
+}
+
+/// `flock(2)` with `LOCK_UN`. (No blocking `LOCK_EX`: an EINTR from it is not enough to end
+/// a wait, since a signal that comes between two calls is missed; lockers use [`try_flock`]
+/// with a deadline.)
+pub fn unlock(fd: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(rustix::fs::flock(fd, rustix::fs::FlockOperation::Unlock)?)
 }
 
 /// `flock(2)` with `LOCK_EX | LOCK_NB`: true if this open file now holds the lock, false if

@@ -38,17 +38,17 @@ mod title;
 pub use clock::{monotonic_ns, strerror, unix_time_ms, wall_clock};
 pub use filemap::{FileMap, MAP_SLOTS};
 pub use fs::{
-    advise_sequential, fdatasync, file_version, flock, fstat, ftruncate, is_dev_zero, lseek, pread,
-    read, readable, set_nonblocking, set_status_flag, stat, status_flags, try_flock, write,
-    FileInfo, FileKind, FileVersion,
+    advise_sequential, fdatasync, file_version, fstat, ftruncate, is_dev_zero, lseek, pipe_id,
+    pread, read, readable, set_nonblocking, set_status_flag, stat, status_flags, try_flock, unlock,
+    write, FileInfo, FileKind, FileVersion, PipeId,
 };
 pub use pipe::{
-    constant_buffer, copy_file_range, pipe, pipe_size, poll_one, set_pipe_size, splice, tee,
-    unread_bytes, vmsplice, vmsplice_zeros, zeros, ConstBuf, ZERO_CHUNK,
+    constant_buffer, copy_file_range, pipe, pipe_fill, pipe_size, poll_one, set_pipe_size, splice,
+    tee, unread_bytes, vmsplice, vmsplice_zeros, zeros, ConstBuf, ZERO_CHUNK,
 };
 pub use process::{
-    geteuid, peer_cred, process_check, process_exists, set_thread_name, shutdown, stderr_fd,
-    stdin_fd, stdout_fd,
+    child_ended, continue_pending, geteuid, peer_cred, process_check, process_exists, send_signal,
+    set_thread_name, shutdown, stderr_fd, stdin_fd, stdout_fd,
 };
 pub use signal::{
     block_signals, ignore_signal, interrupt_thread, raise, set_signal_handler, start_alarm_ticks,

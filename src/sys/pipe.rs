@@ -56,6 +56,25 @@ pub fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<usize> {
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
+/// How full the pipe or FIFO `id` open on descriptor `raw` of this process is: (unread
+/// bytes, capacity); None if `raw` is no longer that pipe (closed, or reused for something
+/// else) or cannot be asked. For the display thread, about a descriptor the data thread
+/// owns (a `--tee` FIFO): it only looks (`fstat`, `FIONREAD`, `F_GETPIPE_SZ`), never reads,
+/// writes or closes.
+pub fn pipe_fill(raw: std::os::fd::RawFd, id: super::PipeId) -> Option<(usize, usize)> {
+    if raw < 0 {
+        return None;
+    }
+    // SAFETY: `raw` is not -1, and the borrow lives only for these three calls, none of
+    // which reads, writes or closes it. If the data thread closed it meanwhile they fail
+    // with EBADF; if the number was reused, the check of `id` stops before the ioctls.
+    let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+    if super::pipe_id(fd)? != id {
+        return None;
+    }
+    Some((unread_bytes(fd).ok()?, pipe_size(fd).ok()?))
+}
+
 /// `poll(2)` on one descriptor for `events` (`POLLIN`, `POLLOUT`, … as the C bits), waiting
 /// at most `timeout_ms` (negative: no limit); returns the `revents` (0 on timeout). EINTR is
 /// returned as an error so callers can check their stop flags.

@@ -40,6 +40,53 @@ pub fn process_check(pid: u32) -> io::Result<()> {
     Ok(rustix::process::test_kill_process(pid)?)
 }
 
+/// `kill(pid, sig)` (SIGTERM or SIGKILL; other numbers are not sent).
+pub fn send_signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .filter(|p| p.as_raw_nonzero().get() > 0)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+    let sig = match sig {
+        libc::SIGTERM => rustix::process::Signal::TERM,
+        libc::SIGKILL => rustix::process::Signal::KILL,
+        _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    };
+    Ok(rustix::process::kill_process(pid, sig)?)
+}
+
+/// Whether our child `pid` has ended (`waitid` with `WNOHANG | WNOWAIT`: it is not reaped,
+/// so its PID stays ours, and a later `wait` still gets its status). True too if it is not
+/// a child of ours (nothing to wait for).
+pub fn child_ended(pid: u32) -> bool {
+    use rustix::process::{waitid, WaitId, WaitIdOptions};
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return true;
+    };
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    loop {
+        match waitid(WaitId::Pid(pid), options) {
+            Ok(status) => return status.is_some(),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Whether a SIGCONT sent to this process is pending, not yet handled (`ShdPnd` in
+/// `/proc/self/status`): the process was stopped and has just been continued, and the
+/// handler has not run yet. False if it cannot tell.
+pub fn continue_pending() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("ShdPnd:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGCONT - 1)) != 0)
+}
+
 /// `kill(pid, 0)`: true if the process exists (one we may not signal, EPERM, counts as
 /// existing).
 pub fn process_exists(pid: u32) -> bool {

@@ -33,6 +33,12 @@ use crate::sys;
 /// How long to wait for the terminal's answer to `ESC[6n` (pv waits forever).
 const QUERY_TIMEOUT_MS: u64 = 1000;
 
+/// How long one round waits for the registry's lock (held by another instance while it
+/// draws, or for as long as that one is stopped in the middle of it).
+const LOCK_WAIT_NS: u64 = 200_000_000;
+/// Time between two tries of the lock.
+const LOCK_RETRY_NS: u64 = 5_000_000;
+
 /// One running instance in the registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
@@ -131,6 +137,7 @@ impl Registry {
     }
 
     /// The slot of `pid`, if it has joined (its first row).
+    #[cfg(test)]
     pub fn slot_of(&self, pid: u32) -> Option<usize> {
         self.entries.iter().find(|e| e.pid == pid).map(|e| e.slot)
     }
@@ -263,7 +270,7 @@ struct Locked {
 
 impl Drop for Locked {
     fn drop(&mut self) {
-        let _ = sys::flock(self.file.as_fd(), false);
+        let _ = sys::unlock(self.file.as_fd());
     }
 }
 
@@ -298,6 +305,8 @@ pub struct Cursor {
     width: usize,
     /// The terminal was resized: ask where the cursor is before the next line.
     requery: bool,
+    /// After an exit signal, a wait for the lock ran out: later ones try once.
+    stuck: std::cell::Cell<bool>,
 }
 
 impl Cursor {
@@ -321,6 +330,7 @@ impl Cursor {
             joined: false,
             width: 0,
             requery: false,
+            stuck: std::cell::Cell::new(false),
         })
     }
 
@@ -330,31 +340,46 @@ impl Cursor {
     }
 
     /// Opens and locks the registry; reopens if the last instance removed it meanwhile.
+    /// Never waits long: the lock is tried for at most [`LOCK_WAIT_NS`], so another instance
+    /// that holds it while stopped (Ctrl-Z, SIGSTOP) can neither hold this one's display
+    /// loop nor keep a signal from ending it (instances interrupted together still take
+    /// turns at their last rows; once a wait has run out after an exit signal, later ones
+    /// try once). None then: this round draws no row (the next one tries again), quietly,
+    /// as the terminal has no room for a message that is not coordinated either.
     fn lock(&self) -> Option<Locked> {
         for _ in 0..8 {
+            // O_NONBLOCK: a FIFO planted at the path never holds the open (it is then
+            // refused as not a regular file).
             let file = OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
                 .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
                 .open(&self.path)
                 .ok()?;
             let meta = file.metadata().ok()?;
             if !usable(&meta) {
                 return None;
             }
+            let deadline = sys::monotonic_ns() + LOCK_WAIT_NS;
             loop {
-                match sys::flock(file.as_fd(), true) {
-                    Ok(()) => break,
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
-                        if crate::signals::exit_requested() {
-                            return None;
-                        }
-                    }
+                match sys::try_flock(file.as_fd()) {
+                    Ok(true) => break,
+                    Ok(false) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                     Err(_) => return None,
                 }
+                let exiting = crate::signals::exit_requested();
+                if exiting && self.stuck.get() {
+                    return None;
+                }
+                if sys::monotonic_ns() >= deadline {
+                    self.stuck.set(exiting);
+                    return None;
+                }
+                std::thread::sleep(std::time::Duration::from_nanos(LOCK_RETRY_NS));
             }
             let locked = Locked { file };
             // Still the file at `path` (not unlinked by a leaving instance)?

@@ -7,27 +7,30 @@
 //! size detection. Only the display thread uses it, so a blocked
 //! terminal (Ctrl-S, a full pipe) stalls only the display.
 
+#[allow(unreachable_pub)] // another branch edits it this round: narrow after the merge
 pub mod cursor;
-pub mod progress;
-pub mod title;
+#[cfg(test)]
+pub(crate) mod memory;
+pub(crate) mod progress;
+pub(crate) mod title;
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::display::{display_width, printable};
+use crate::display::printable;
 use crate::screen::Screen;
 use crate::{signals, sys};
 
-pub use title::ExtraSpec;
+pub(crate) use title::ExtraSpec;
 
 /// True if `$TERM` is `dumb`: no escape sequences at all (no cursor mode, no window title).
-pub fn dumb_terminal() -> bool {
+pub(crate) fn dumb_terminal() -> bool {
     std::env::var("TERM").is_ok_and(|t| t == "dumb")
 }
 
 /// Terminal width and height for the display: `-w`/`-H` if non-zero, else `TIOCGWINSZ` on
 /// stderr, else 80×25.
-pub fn size(fixed_width: u32, fixed_height: u32) -> (usize, usize) {
+pub(crate) fn size(fixed_width: u32, fixed_height: u32) -> (usize, usize) {
     let detected = sys::window_size(sys::stderr_fd());
     let width = match (fixed_width, detected) {
         (w, _) if w > 0 => w as usize,
@@ -42,10 +45,25 @@ pub fn size(fixed_width: u32, fixed_height: u32) -> (usize, usize) {
     (width.min(65535), height)
 }
 
-/// Writes progress lines and messages to standard error.
+/// Where a [`Term`] writes.
 #[derive(Debug)]
-pub struct Term {
+enum Out {
+    /// Standard error.
+    Stderr,
+    /// A buffer a test reads (see [`memory::MemoryTerm`]); `tty`: whether it passes for a
+    /// terminal (messages escape control characters).
+    #[cfg(test)]
+    Memory {
+        buffer: memory::MemoryTerm,
+        tty: bool,
+    },
+}
+
+/// Writes progress lines and messages to standard error (or, in tests, to memory).
+#[derive(Debug)]
+pub(crate) struct Term {
     fd: BorrowedFd<'static>,
+    out: Out,
     prog: String,
     /// Columns of the previous progress line.
     prev_columns: usize,
@@ -69,9 +87,10 @@ pub struct Term {
 
 impl Term {
     /// A writer on stderr; `prog` prefixes messages (`rpv: …`).
-    pub fn new(prog: &str) -> Term {
+    pub(crate) fn new(prog: &str) -> Term {
         Term {
             fd: sys::stderr_fd(),
+            out: Out::Stderr,
             prog: prog.to_string(),
             prev_columns: 0,
             prev_term_width: 0,
@@ -84,19 +103,33 @@ impl Term {
         }
     }
 
+    /// A writer into memory, for tests: the [`memory::MemoryTerm`] returned reads what it
+    /// wrote. `tty`: it passes for a terminal. Cursor mode is never on (it needs a real
+    /// terminal).
+    #[cfg(test)]
+    pub(crate) fn in_memory(prog: &str, tty: bool) -> (Term, memory::MemoryTerm) {
+        let buffer = memory::MemoryTerm::default();
+        let mut term = Term::new(prog);
+        term.out = Out::Memory {
+            buffer: buffer.clone(),
+            tty,
+        };
+        (term, buffer)
+    }
+
     /// Switches to cursor mode (`-c`) if stderr is a terminal with a name and `$TERM` is not
     /// `dumb`; otherwise the normal `\r` mode stays (pv shows nothing at all when stderr is
     /// not a terminal). Returns whether cursor mode is on.
-    pub fn enable_cursor(&mut self, height: usize) -> bool {
+    pub(crate) fn enable_cursor(&mut self, height: usize) -> bool {
         self.height = height;
-        if sys::isatty(self.fd) && !dumb_terminal() {
+        if matches!(self.out, Out::Stderr) && sys::isatty(self.fd) && !dumb_terminal() {
             self.cursor = cursor::Cursor::new(self.fd);
         }
         self.cursor.is_some()
     }
 
     /// The terminal size changed (SIGWINCH or SIGCONT).
-    pub fn resized(&mut self, height: usize) {
+    pub(crate) fn resized(&mut self, height: usize) {
         self.height = height;
         if let Some(c) = self.cursor.as_mut() {
             c.resized();
@@ -104,21 +137,22 @@ impl Term {
     }
 
     /// Writes the window-title sequence for `text` (`-x window`).
-    pub fn window_title(&mut self, text: &str) {
+    pub(crate) fn window_title(&mut self, text: &str) {
         self.write(title::window_sequence(text).as_bytes());
     }
 
     /// Writes one normal-mode progress line followed by `\r`. When the line is narrower than
     /// the previous one and the terminal did not shrink, it is padded with spaces so no debris
     /// of the old line remains (pv pads at most 15; rpv pads the whole difference).
-    pub fn draw(&mut self, line: &str, term_width: usize) {
-        let columns = display_width(line);
+    #[cfg(test)]
+    pub(crate) fn draw(&mut self, line: &str, term_width: usize) {
+        let columns = crate::display::display_width(line);
         self.draw_rows(&[(line.to_string(), columns)], term_width);
     }
 
     /// Draws several progress lines (each with its width in columns): in cursor mode each on
     /// a row of its own; otherwise one after the other on the same line.
-    pub fn draw_rows(&mut self, lines: &[(String, usize)], term_width: usize) {
+    pub(crate) fn draw_rows(&mut self, lines: &[(String, usize)], term_width: usize) {
         if let Some(c) = self.cursor.as_mut() {
             c.draw(self.fd, lines, term_width, self.height);
             return;
@@ -130,7 +164,7 @@ impl Term {
 
     /// The run was interrupted: the terminal may have echoed `^C` where the cursor was, so
     /// the next line starts with a carriage return.
-    pub fn interrupted(&mut self) {
+    pub(crate) fn interrupted(&mut self) {
         self.restart_line = true;
     }
 
@@ -152,7 +186,7 @@ impl Term {
     }
 
     /// Writes one numeric-mode line (`line` + `\n`).
-    pub fn numeric(&mut self, line: &str) {
+    pub(crate) fn numeric(&mut self, line: &str) {
         let mut out = String::with_capacity(line.len() + 1);
         out.push_str(line);
         out.push('\n');
@@ -160,14 +194,18 @@ impl Term {
     }
 
     /// Standard error is a terminal.
-    pub fn is_terminal(&self) -> bool {
-        sys::isatty(self.fd)
+    pub(crate) fn is_terminal(&self) -> bool {
+        match &self.out {
+            Out::Stderr => sys::isatty(self.fd),
+            #[cfg(test)]
+            Out::Memory { tty, .. } => *tty,
+        }
     }
 
     /// Writes an error message: `prog: message\n`, starting on a new line if a progress line
     /// is on the screen. On a terminal, control characters in it (from a file name) are
     /// shown escaped.
-    pub fn message(&mut self, message: &str) {
+    pub(crate) fn message(&mut self, message: &str) {
         let escaped;
         let message = if self.is_terminal() {
             escaped = printable(message);
@@ -195,7 +233,7 @@ impl Term {
     }
 
     /// Ends the run: `\n` after the last progress line, if any was written.
-    pub fn finish_line(&mut self) {
+    pub(crate) fn finish_line(&mut self) {
         if let Some(c) = self.cursor.as_mut() {
             c.finish(self.fd, self.height);
             return;
@@ -207,7 +245,7 @@ impl Term {
 
     /// Draws the rows of a multi-row view (each fitted by [`crate::screen::View`] to the
     /// width) in place of the rows drawn before.
-    pub fn draw_screen(&mut self, rows: &[String], term_width: usize) {
+    pub(crate) fn draw_screen(&mut self, rows: &[String], term_width: usize) {
         let bytes = self.screen.round(rows, term_width);
         self.screen_width = term_width;
         self.wrote_line = false;
@@ -215,25 +253,25 @@ impl Term {
     }
 
     /// Ends a multi-row view: its rows stay, the cursor goes below them.
-    pub fn finish_screen(&mut self) {
+    pub(crate) fn finish_screen(&mut self) {
         let bytes = self.screen.finish();
         self.write(bytes.as_bytes());
     }
 
     /// The process is about to stop (Ctrl-Z): a multi-row view's rows are erased, so the
     /// shell's lines go where they were and the rows start again below them after `fg`.
-    pub fn suspend(&mut self) {
+    pub(crate) fn suspend(&mut self) {
         let bytes = self.screen.erase();
         self.write(bytes.as_bytes());
     }
 
     /// Cursor mode (`-c`) is on: progress lines are rows of their own.
-    pub fn cursor_rows(&self) -> bool {
+    pub(crate) fn cursor_rows(&self) -> bool {
         self.cursor.is_some()
     }
 
     /// Writes raw text (for `--stats`).
-    pub fn raw(&mut self, text: &str) {
+    pub(crate) fn raw(&mut self, text: &str) {
         if self.screen.active() {
             let bytes = self
                 .screen
@@ -250,7 +288,11 @@ impl Term {
     }
 
     fn write(&mut self, data: &[u8]) {
-        write_all(self.fd, data);
+        match &self.out {
+            Out::Stderr => write_all(self.fd, data),
+            #[cfg(test)]
+            Out::Memory { buffer, .. } => buffer.push(data),
+        }
     }
 }
 
@@ -310,7 +352,7 @@ fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) {
 }
 
 /// The locale (LC_ALL, else LC_CTYPE, else LANG) uses UTF-8: Unicode bar styles are allowed.
-pub fn utf8_locale() -> bool {
+pub(crate) fn utf8_locale() -> bool {
     ["LC_ALL", "LC_CTYPE", "LANG"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
@@ -322,7 +364,7 @@ pub fn utf8_locale() -> bool {
 
 /// Colour escapes may be written: not with `NO_COLOR` set and non-empty, not on `TERM=dumb`,
 /// and only with a `TERM` (or `-f`).
-pub fn colour_allowed(force: bool) -> bool {
+pub(crate) fn colour_allowed(force: bool) -> bool {
     let no_color = std::env::var("NO_COLOR").is_ok_and(|v| !v.is_empty());
     let term = std::env::var("TERM").unwrap_or_default();
     !no_color && term != "dumb" && (force || !term.is_empty())

@@ -19,7 +19,7 @@ use crate::{signals, sys};
 
 /// What the indicator shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     /// Nothing: the indicator is removed.
     Clear,
     /// Progress, in percent (0-100).
@@ -33,11 +33,11 @@ pub enum State {
 }
 
 /// The sequence that clears the indicator.
-pub const CLEAR: &[u8] = b"\x1b]9;4;0\x1b\\";
+pub(crate) const CLEAR: &[u8] = b"\x1b]9;4;0\x1b\\";
 
 impl State {
     /// `ESC ] 9 ; 4 ; STATE [; PERCENT] ST`, with ST = `ESC \`.
-    pub fn sequence(self) -> String {
+    pub(crate) fn sequence(self) -> String {
         let body = match self {
             State::Clear => "0".to_string(),
             State::Normal(p) => format!("1;{}", p.min(100)),
@@ -67,7 +67,7 @@ fn version(text: &str) -> [u32; 3] {
 /// 7900 or more). Never through tmux or screen (`TMUX`, `STY`, or a `TERM` of theirs: they
 /// do not pass the sequence on, while the variables of the terminal around them stay set),
 /// nor on `TERM=dumb`.
-pub fn supported(env: &dyn Fn(&str) -> Option<String>) -> bool {
+pub(crate) fn supported(env: &dyn Fn(&str) -> Option<String>) -> bool {
     let var = |name: &str| env(name).filter(|v| !v.is_empty());
     let term = var("TERM").unwrap_or_default();
     let multiplexed = var("TMUX").is_some()
@@ -93,7 +93,7 @@ pub fn supported(env: &dyn Fn(&str) -> Option<String>) -> bool {
 
 /// Where the sequences go.
 #[derive(Debug)]
-pub struct Indicator {
+pub(crate) struct Indicator {
     /// rpv's own descriptor on the terminal (non-blocking, locked); `None` when standard
     /// error is not a terminal (`--term-progress=always`): then standard error itself.
     tty: Option<File>,
@@ -102,7 +102,7 @@ pub struct Indicator {
 /// The indicator of this process, set up at the first call (later calls return the same):
 /// `None` if standard error is a terminal that another rpv's indicator already uses, or that
 /// cannot be opened again. `stderr_tty`: standard error is a terminal.
-pub fn indicator(stderr_tty: bool) -> Option<&'static Indicator> {
+pub(crate) fn indicator(stderr_tty: bool) -> Option<&'static Indicator> {
     static INDICATOR: OnceLock<Option<Indicator>> = OnceLock::new();
     INDICATOR
         .get_or_init(|| {
@@ -139,7 +139,7 @@ fn open_terminal() -> Option<File> {
 impl Indicator {
     /// Shows `state`. On a terminal that does not take it at once (Ctrl-S), an update is
     /// dropped; a clear waits up to a second.
-    pub fn set(&self, state: State) {
+    pub(crate) fn set(&self, state: State) {
         let text = state.sequence();
         match &self.tty {
             Some(tty) => {

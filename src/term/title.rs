@@ -9,7 +9,7 @@ use crate::sys;
 
 /// Where the extra display goes, and its own format.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ExtraSpec {
+pub(crate) struct ExtraSpec {
     /// `window`/`windowtitle`: the xterm title (`OSC 2`).
     pub window: bool,
     /// `process`/`proc`/`processtitle`/`proctitle`: the process title (`ps`).
@@ -21,7 +21,7 @@ pub struct ExtraSpec {
 impl ExtraSpec {
     /// Parses `-x SPEC`: comma-separated words, then optionally `:FORMAT`. Unknown words are
     /// ignored (like pv).
-    pub fn parse(spec: &str) -> ExtraSpec {
+    pub(crate) fn parse(spec: &str) -> ExtraSpec {
         let (words, format) = match spec.split_once(':') {
             Some((w, f)) => (w, Some(f.to_string())),
             None => (spec, None),
@@ -41,18 +41,19 @@ impl ExtraSpec {
     }
 
     /// True if there is anywhere to show it.
-    pub fn any(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn any(&self) -> bool {
         self.window || self.process
     }
 }
 
 /// `text` without control characters (an ESC or BEL would end the title sequence early).
-pub fn clean(text: &str) -> String {
+pub(crate) fn clean(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).collect()
 }
 
 /// The window-title sequence for `text`: `ESC ] 2 ; text ESC \`.
-pub fn window_sequence(text: &str) -> String {
+pub(crate) fn window_sequence(text: &str) -> String {
     format!("\x1b]2;{}\x1b\\", clean(text))
 }
 
@@ -68,7 +69,7 @@ pub fn prepare_process_title() {
 /// program name. Overwrites the argv area (what `ps -f`, `top -c` and `/proc/PID/cmdline`
 /// show) and leaves the command name (`comm`, used by `pgrep`/`killall`) alone; only if the
 /// argv area is unknown (no `/proc`) does it fall back to the 15-byte thread name.
-pub fn set_process_title(prog: &str, text: &str) {
+pub(crate) fn set_process_title(prog: &str, text: &str) {
     let title = format!("{prog} -- {}", clean(text));
     if !sys::set_process_title(title.as_bytes()) {
         sys::set_thread_name(title.as_bytes());

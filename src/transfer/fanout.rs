@@ -922,7 +922,8 @@ impl Engine<'_> {
             // then). The output keeps what it got; the run ends.
             return Err(self.interrupted());
         }
-        let broken = e.raw_os_error() == Some(libc::EPIPE);
+        // (EPIPE from -Y's fdatasync or -O's ftruncate is a failure, not a reader gone.)
+        let broken = self.tees[i].writer.reader_gone(e);
         let mode = self.settings.tee_error;
         let tee = &mut self.tees[i];
         tee.live = false;

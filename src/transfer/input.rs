@@ -126,9 +126,16 @@ pub fn is_output(input: &FileInfo, output: &FileInfo) -> bool {
         && input.ino == output.ino
 }
 
-/// Size of a block device in bytes, by seeking to its end.
+/// Size of a block device in bytes, by seeking to its end. Opened without blocking (a FIFO
+/// put at the path since it was looked at would otherwise hold the open, which std retries
+/// through every signal) and checked to be a block device still.
 fn block_device_size(path: &Path) -> io::Result<u64> {
-    let f = File::open(path)?;
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let f = File::from(rustix::fs::open(path, flags, Mode::empty())?);
+    if sys::fstat(f.as_fd())?.kind != FileKind::Block {
+        return Err(io::Error::from_raw_os_error(libc::ENOTBLK));
+    }
     sys::lseek(f.as_fd(), 0, libc::SEEK_END)
 }
 

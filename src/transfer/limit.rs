@@ -9,8 +9,10 @@
 //! stalled (pv keeps up to 5 s worth). A wakeup from the limiter's own sleep that comes late
 //! (a busy machine gives rpv its CPU late) is different: nothing else held the transfer back,
 //! so up to 1 s of lateness is made up rather than lost, and the average rate holds on a
-//! loaded machine. Time stopped by Ctrl-Z is not lateness: the engine says so
-//! ([`Limiter::stopped`]) and it is capped like a stall. Pure: callers pass `now` in nanoseconds.
+//! loaded machine. Time stopped (Ctrl-Z, or a SIGSTOP from outside) is neither lateness nor a
+//! stall: the engine says so ([`Limiter::resumed`]) and the schedule starts again at the
+//! resume, with nothing in the bucket, so no burst follows a stop. Pure: callers pass `now`
+//! in nanoseconds.
 
 /// Token bucket over units (bytes, or lines in line mode) per second.
 #[derive(Debug, Clone)]
@@ -84,10 +86,14 @@ impl Limiter {
         Err((wait_s * 1e9).ceil().max(1.0) as u64)
     }
 
-    /// The process was stopped (Ctrl-Z) since the last answer: the time since is not the
-    /// limiter's own sleep, and is not made up.
-    pub fn stopped(&mut self) {
+    /// The process was stopped (Ctrl-Z, SIGSTOP) since the last answer and runs again at
+    /// `now_ns`: the time stopped is not made up, and what the bucket held is dropped, so
+    /// from the resume on at most `rate × time since` moves, as after the start.
+    pub fn resumed(&mut self, now_ns: u64) {
+        let earned = self.rate * (now_ns.saturating_sub(self.start_ns) as f64 / 1e9);
+        self.spent = self.spent.max(earned);
         self.slept = false;
+        self.carry = 0.0;
     }
 
     /// Records that `units` moved.
@@ -218,11 +224,45 @@ mod tests {
         let mut lim = Limiter::new(1000, 0);
         assert!(lim.allowance(1000, 0).is_err());
         assert_eq!(lim.allowance(1_000_000, 10 * SEC), Ok(1000));
-        // Stopped by Ctrl-Z during the sleep: capped like a stall.
+        // Stopped (Ctrl-Z, SIGSTOP) during the sleep, resumed at 2 s: nothing is made up,
+        // and nothing is kept for a burst either; the schedule starts again at the resume.
         let mut lim = Limiter::new(1000, 0);
         assert!(lim.allowance(1000, 0).is_err());
-        lim.stopped();
-        assert_eq!(lim.allowance(1_000_000, 2 * SEC), Ok(100));
+        lim.resumed(2 * SEC);
+        assert_eq!(lim.allowance(1_000_000, 2 * SEC), Err(SEC / 100));
+        // (A nanosecond more: the float sums of the schedule round down at the exact time.)
+        assert_eq!(lim.allowance(1_000_000, 2 * SEC + SEC / 100 + 1), Ok(10));
+    }
+
+    #[test]
+    fn after_a_stop_no_window_moves_more_than_the_rate() {
+        // 1000 units/s, a stop of 3 s at 1 s (the bucket full of late-wakeup credit then),
+        // resumed at 4 s: in the half second after the resume at most 500 units move.
+        let mut lim = Limiter::new(1000, 0);
+        let (mut now, mut moved) = (0, 0);
+        while now < SEC {
+            match lim.allowance(1_000_000, now) {
+                Ok(n) => {
+                    lim.consume(n);
+                    moved += n;
+                }
+                Err(wait) => now += wait,
+            }
+        }
+        let resume = 4 * SEC;
+        lim.resumed(resume);
+        let (mut now, before) = (resume, moved);
+        while now < resume + SEC / 2 {
+            match lim.allowance(1_000_000, now) {
+                Ok(n) => {
+                    lim.consume(n);
+                    moved += n;
+                }
+                Err(wait) => now += wait,
+            }
+        }
+        assert!(moved - before <= 500, "{} units in 0.5 s", moved - before);
+        assert!(moved - before >= 480, "the rate holds: {}", moved - before);
     }
 
     #[test]

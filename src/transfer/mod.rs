@@ -40,12 +40,19 @@ use limit::Limiter;
 use output::{AlignedBuf, Modifiers, Writer};
 pub use progress::Progress;
 
-/// Capacity rpv asks for on neighbouring pipes (the unprivileged maximum).
+/// Capacity rpv asks for on neighbouring pipes: the kernel's default `pipe-max-size`. Not
+/// more where an administrator raised that limit: every pipe rpv grows is charged to the
+/// user who made it, and once a user's pipes hold more than `pipe-user-pages-soft` (64 MiB
+/// by default) every new pipe of theirs gets two pages; at 1 MiB a pipe that takes 32
+/// instances of rpv in one pipeline.
 const PIPE_SIZE: usize = 1 << 20;
 /// Largest single copy_file_range call, so counters and -L stay responsive.
 const COPY_CHUNK: usize = 8 << 20;
 /// Default read/write buffer (`-B` overrides).
 pub const DEFAULT_BUFFER: usize = 256 << 10;
+/// A limiter's sleep that ends this much later than asked may have been a stop (Ctrl-Z,
+/// SIGSTOP) whose SIGCONT the main thread has not handled yet.
+const LATE_NS: u64 = 20_000_000;
 pub use crate::cli::MAX_BUFFER;
 
 /// How one input is moved.
@@ -194,6 +201,9 @@ pub struct Settings {
     /// `--tee` outputs (opened by the plan): every byte that goes to the
     /// main output goes to each of them too.
     pub tees: Vec<outputs::TeeOutput>,
+    /// The output's name in a write error, when it is not the main output (`-U FILE` for
+    /// the store): `-U FILE: write failed: …`.
+    pub output_name: Option<String>,
     /// `--tee-error`: what a failing output does to the run.
     pub tee_error: outputs::ErrorMode,
     /// Test hooks.
@@ -228,6 +238,9 @@ pub struct Engine<'a> {
     /// The "read errors detected" warning was given for the current input.
     warned: bool,
     limiter: Option<Limiter>,
+    /// [`crate::signals::continues`] and [`crate::signals::last_stop_ns`] when the limiter
+    /// last looked (a change: the process was stopped).
+    stops_seen: (u64, u64),
     /// Bytes written (published to `Counters::bytes`).
     bytes: u64,
     /// Lines written (published to `Counters::lines`).
@@ -248,8 +261,6 @@ pub struct Engine<'a> {
     adaptive: adaptive::Adaptive,
     /// Short waits for a fast producer of small pieces (pipe input on the splice path).
     pacer: adaptive::Pacer,
-    /// Non-pipe input spliced into a pipe: a zero-timeout poll of the input between splices.
-    pace: bool,
     /// The `--tee` outputs.
     tees: Vec<fanout::Tee<'a>>,
     /// Private pipes and buffers of the fan-out.
@@ -291,6 +302,7 @@ impl<'a> Engine<'a> {
             errors_in_a_row: 0,
             warned: false,
             limiter,
+            stops_seen: (crate::signals::continues(), crate::signals::last_stop_ns()),
             bytes: 0,
             lines: 0,
             read: 0,
@@ -302,7 +314,6 @@ impl<'a> Engine<'a> {
             line_state: lines::LineState::default(),
             adaptive: adaptive::Adaptive::default(),
             pacer: adaptive::Pacer::default(),
-            pace: false,
             tees,
             fan: fanout::FanState::default(),
             main_live: true,
@@ -378,6 +389,7 @@ impl<'a> Engine<'a> {
             bytes: self.bytes - bytes_before,
             lines: self.lines - lines_before,
             at_ns: sys::monotonic_ns(),
+            interrupted: !more && self.stopping(),
         });
         more
     }
@@ -447,7 +459,6 @@ impl<'a> Engine<'a> {
         self.line_state.next_input();
         self.adaptive.reset(false, None);
         self.pacer.reset(0, None);
-        self.pace = false;
         let fan = self.tees_live();
         if let Some(path) = self.settings.hooks.force {
             // With --tee outputs the choice is between the fan-out and read/write.
@@ -500,15 +511,13 @@ impl<'a> Engine<'a> {
         );
         let pace_capacity = if path == Path::Splice { in_size } else { 0 };
         self.pacer.reset(pace_capacity, self.settings.hooks.pace_ns);
-        if path == Path::Splice && !(in_pipe && self.out_info.kind == FileKind::Pipe) {
-            // One side is not a pipe: part of the pipe per call, so the neighbour keeps
-            // filling (or draining) it while rpv works, instead of both taking turns on a
-            // full pipe. Into a pipe an eighth (128 KiB of 1 MiB) and a zero-timeout poll of
-            // the input between calls, as pv's select() does; out of a pipe a quarter.
-            // Measured on (c), (d) and (m) (BENCHMARKS.md, "Results").
-            let part = if in_pipe { 4 } else { 8 };
-            self.splice_len = (self.splice_len / part).max(64 << 10);
-            self.pace = !in_pipe;
+        if path == Path::Splice && in_pipe && self.out_info.kind != FileKind::Pipe {
+            // Out of a pipe into a file: a quarter of the pipe per call, so the producer
+            // refills the pipe while rpv writes (measured against the whole pipe; half of
+            // it was no better on a loaded machine: BENCHMARKS.md, issue 27). Into a pipe
+            // (from a file) a call asks for the whole output pipe and blocks while it is
+            // full: no poll, no timer.
+            self.splice_len = (self.splice_len / 4).max(64 << 10);
         }
         path
     }
@@ -535,15 +544,43 @@ impl<'a> Engine<'a> {
     /// Sleeps while the `-L` budget is exhausted; at most 100 ms at a time, so a limit
     /// changed by `-R` takes effect promptly.
     fn limit_sleep(&mut self, wait_ns: u64) {
-        let stops = crate::signals::last_stop_ns();
-        std::thread::sleep(std::time::Duration::from_nanos(wait_ns.min(100_000_000)));
-        if crate::signals::last_stop_ns() != stops {
-            // Ctrl-Z came during the sleep: the time stopped is not made up.
-            if let Some(limiter) = self.limiter.as_mut() {
-                limiter.stopped();
+        let wait_ns = wait_ns.min(100_000_000);
+        let before = sys::monotonic_ns();
+        std::thread::sleep(std::time::Duration::from_nanos(wait_ns));
+        if !self.check_resumed() && sys::monotonic_ns() - before > wait_ns + LATE_NS {
+            // Late: a busy machine (made up), or a stop from outside whose SIGCONT the main
+            // thread has not handled yet (still pending), or is handling (a moment).
+            if sys::continue_pending() {
+                if let Some(limiter) = self.limiter.as_mut() {
+                    limiter.resumed(sys::monotonic_ns());
+                }
+            } else {
+                for _ in 0..3 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    if self.check_resumed() {
+                        break;
+                    }
+                }
             }
         }
         self.check_tuning();
+    }
+
+    /// The process was stopped (Ctrl-Z, or SIGSTOP from outside) since the limiter last
+    /// looked: its schedule starts again now, so neither the time stopped nor what its bucket
+    /// held comes out as a burst. True if it was. Two relaxed loads; called only with `-L`.
+    /// Ctrl-Z notes its stop before the process stops; a SIGSTOP from outside is seen by the
+    /// SIGCONT that ends it.
+    fn check_resumed(&mut self) -> bool {
+        let seen = (crate::signals::continues(), crate::signals::last_stop_ns());
+        if seen == self.stops_seen {
+            return false;
+        }
+        self.stops_seen = seen;
+        if let Some(limiter) = self.limiter.as_mut() {
+            limiter.resumed(sys::monotonic_ns());
+        }
+        true
     }
 
     /// Units (bytes or lines) still allowed by `-S`, or None without a stop size.
@@ -577,7 +614,12 @@ impl<'a> Engine<'a> {
     /// most `want`. Line mode is limited per write in `rw_step`.
     fn byte_allowance(&mut self, want: usize) -> usize {
         loop {
-            let Some(limiter) = self.limiter.as_mut().filter(|_| !self.settings.line_mode) else {
+            if self.limiter.is_none() || self.settings.line_mode {
+                return want;
+            }
+            // Stopped during the last write (not in the limiter's sleep): the same rule.
+            let _ = self.check_resumed();
+            let Some(limiter) = self.limiter.as_mut() else {
                 return want;
             };
             match limiter.allowance(want as u64, sys::monotonic_ns()) {
@@ -608,9 +650,6 @@ impl<'a> Engine<'a> {
         } else if path == Path::CopyRange {
             sys::copy_file_range(fd, self.out, len)
         } else {
-            if self.pace {
-                let _ = sys::poll_one(fd, libc::POLLIN, 0);
-            }
             sys::splice(fd, self.out, len)
         };
         match result {
@@ -739,6 +778,9 @@ impl<'a> Engine<'a> {
             return (0, 0);
         }
         let want = (memchr::memchr_iter(sep, data).count() as u64).clamp(1, budget);
+        if self.limiter.is_some() {
+            let _ = self.check_resumed();
+        }
         while let Some(limiter) = self.limiter.as_mut() {
             match limiter.allowance(want, sys::monotonic_ns()) {
                 Ok(n) => {
@@ -930,8 +972,11 @@ impl<'a> Engine<'a> {
         Ok(max as usize)
     }
 
+    /// A call of the output's writer failed: EPIPE from a write is the reader going away;
+    /// anything else (EPIPE from `-Y`'s fdatasync or `-O`'s ftruncate included) is a write
+    /// error, named after the output when it is not the main one (the `-U` store).
     fn write_failed(&mut self, e: &io::Error) -> Step {
-        if e.raw_os_error() == Some(libc::EPIPE) {
+        if self.writer.reader_gone(e) {
             return self.output_gone();
         }
         if e.raw_os_error() == Some(libc::EINTR) {
@@ -939,8 +984,10 @@ impl<'a> Engine<'a> {
         }
         self.progress.outcome.aborted.store(true, Ordering::Relaxed);
         let err = clone_error(e);
-        self.progress
-            .emit(Event::Error(Error::Write { output: None, err }));
+        self.progress.emit(Event::Error(Error::Write {
+            output: self.settings.output_name.clone(),
+            err,
+        }));
         Step::End
     }
 
@@ -1031,15 +1078,60 @@ fn skip_amount(block: u64, errors: u32) -> u64 {
     }
 }
 
-/// Grows a pipe to [`PIPE_SIZE`] (only ever grows; EPERM from the per-user limit is fine,
-/// then a quarter of it is tried). Returns the resulting capacity.
+/// Grows a pipe to [`PIPE_SIZE`]; only ever grows. When the kernel refuses (EPERM: more
+/// than `/proc/sys/fs/pipe-max-size`, or a per-user hard limit), half as much is tried, down
+/// to the pipe's current size: `pipe-max-size` is a power of two pages, so a lower limit is
+/// met exactly, without reading it (a read here would be one more system call).
+/// Returns the resulting capacity.
+///
+/// The pipe is usually shared (the shell made it, a neighbour reads or writes it, maybe
+/// more than one). Growing it changes nothing for them but how much it can hold: writes of
+/// up to `PIPE_BUF` stay atomic, and a neighbour that made it larger keeps its size.
+/// Shrinking could fail (EBUSY) or undo a neighbour's choice, so it never happens.
 fn grow_pipe(fd: BorrowedFd<'_>) -> usize {
+    grow_pipe_to(fd, PIPE_SIZE)
+}
+
+/// [`grow_pipe`] with the capacity wanted.
+fn grow_pipe_to(fd: BorrowedFd<'_>, mut want: usize) -> usize {
     let current = sys::pipe_size(fd).unwrap_or(64 << 10);
-    if current >= PIPE_SIZE {
-        return current;
+    while want > current {
+        if let Ok(granted) = sys::set_pipe_size(fd, want) {
+            return granted.max(current);
+        }
+        want /= 2;
     }
-    sys::set_pipe_size(fd, PIPE_SIZE)
-        .or_else(|_| sys::set_pipe_size(fd, PIPE_SIZE / 4))
-        .unwrap_or(current)
-        .max(current)
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    /// `/proc/sys/fs/pipe-max-size`.
+    fn pipe_max_size() -> usize {
+        let text = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap();
+        text.trim().parse().unwrap()
+    }
+
+    #[test]
+    fn pipes_grow_to_the_limit_and_never_shrink() {
+        let max = pipe_max_size();
+        let (r, _w) = sys::pipe().unwrap();
+        let want = PIPE_SIZE.min(max);
+        assert_eq!(grow_pipe(r.as_fd()), want);
+        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), want);
+        // Asked for less than it holds: unchanged.
+        let (r, _w) = sys::pipe().unwrap();
+        sys::set_pipe_size(r.as_fd(), 256 << 10).unwrap();
+        assert_eq!(grow_pipe_to(r.as_fd(), 64 << 10), 256 << 10);
+        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), 256 << 10);
+        // Asked for more than the kernel allows: refused (EPERM without CAP_SYS_RESOURCE),
+        // then half as much until it fits.
+        let (r, _w) = sys::pipe().unwrap();
+        let got = grow_pipe_to(r.as_fd(), 4 * max);
+        assert!(got >= max, "{got} < {max}");
+        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), got);
+    }
 }

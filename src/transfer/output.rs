@@ -32,6 +32,10 @@ pub struct Writer<'a> {
     /// Bytes of the current (or last) [`Writer::write`] that reached the output: all of
     /// them after a success, the part before the error after a failure.
     done: usize,
+    /// The last failure came from a call that is not a write (`fdatasync` for `-Y`,
+    /// `ftruncate` or `lseek` for `-O`): its EPIPE is an error like any other, not the reader
+    /// going away (a FUSE or network filesystem may return any errno there).
+    failed_beside_write: bool,
 }
 
 /// Modifiers that change how data is written.
@@ -67,13 +71,22 @@ impl<'a> Writer<'a> {
             _direct_guard: direct_guard,
             hole_at_end: false,
             done: 0,
+            failed_beside_write: false,
         }
+    }
+
+    /// True if `e`, returned by [`Writer::write`] or [`Writer::finish`], means that the
+    /// output's reader went away: EPIPE from a write itself. EPIPE from `fdatasync` or
+    /// `ftruncate` (no pipe is involved there) is a write error.
+    pub fn reader_gone(&self, e: &io::Error) -> bool {
+        e.raw_os_error() == Some(libc::EPIPE) && !self.failed_beside_write
     }
 
     /// Writes all of `data` (or seeks over its zero blocks, or drops it). After an error,
     /// [`Writer::written`] says how much of it reached the output first.
     pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
         self.done = 0;
+        self.failed_beside_write = false;
         if self.discard || data.is_empty() {
             self.done = data.len();
             return Ok(());
@@ -109,7 +122,10 @@ impl<'a> Writer<'a> {
                         self.sync = false;
                         Ok(())
                     }
-                    _ => Err(e),
+                    _ => {
+                        self.failed_beside_write = true;
+                        Err(e)
+                    }
                 },
             };
         }
@@ -175,8 +191,10 @@ impl<'a> Writer<'a> {
     /// Ends the output: a file whose last blocks were holes gets its full length.
     pub fn finish(&mut self) -> io::Result<()> {
         if self.hole_at_end {
+            self.failed_beside_write = true;
             let end = sys::lseek(self.fd, 0, libc::SEEK_CUR)?;
             sys::ftruncate(self.fd, end)?;
+            self.failed_beside_write = false;
             self.hole_at_end = false;
         }
         Ok(())

@@ -31,9 +31,34 @@ pub enum OutputState {
 pub struct OutputMeter {
     bytes: AtomicU64,
     state: AtomicU8,
+    /// The pipe or FIFO the output is, if it is one, and its descriptor (for the stall
+    /// watchdog: how full it is, and the process at its other end).
+    pipe: Option<(crate::sys::PipeId, std::os::fd::RawFd)>,
 }
 
 impl OutputMeter {
+    /// The meter of an output open on `file`.
+    pub fn for_file(file: &File) -> OutputMeter {
+        use std::os::fd::{AsFd, AsRawFd};
+        OutputMeter {
+            pipe: crate::sys::pipe_id(file.as_fd()).map(|id| (id, file.as_raw_fd())),
+            ..OutputMeter::default()
+        }
+    }
+
+    /// The pipe or FIFO this output is, if it is one.
+    pub fn pipe(&self) -> Option<crate::sys::PipeId> {
+        self.pipe.map(|(id, _)| id)
+    }
+
+    /// Whether this output is a pipe or FIFO that is (nearly) full: its reader does not
+    /// keep up. Looked at from the display thread, once, when a stall is reported.
+    pub fn full(&self) -> bool {
+        self.pipe
+            .and_then(|(id, raw)| crate::sys::pipe_fill(raw, id))
+            .is_some_and(|(unread, capacity)| unread * 10 >= capacity * 9)
+    }
+
     /// Bytes this output has received: written to it, or moved into its pipe.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)

@@ -82,7 +82,7 @@ fn every_error_path_speaks_json_and_ends_once_with_the_status() {
         (vec!["--json", "-o", "/nonexistent/x", i], 2, "output"),
         (vec!["--json", "--tee", "/nonexistent/x", i], 2, "output"),
         (vec!["--json", "-P", "/nonexistent/p", i], 1, "file"),
-        (vec!["--json", "-U", "/nonexistent/u", i], 2, "output"),
+        (vec!["--json", "-U", "/nonexistent/u", i], 1, "file"),
         (vec!["--json", "-s", "@/nonexistent/size", i], 64, "usage"),
         (
             vec!["--json", "-M", "out", "--", "/nonexistent/cmd"],
@@ -240,17 +240,11 @@ fn a_watched_descriptors_path_survives_too() {
         .unwrap();
     // The holder has the file open on descriptor 3 once it runs sleep.
     let fd3 = format!("/proc/{}/fd/3", holder.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::fs::read(format!("/proc/{}/cmdline", holder.id()))
-        .map_or(true, |c| !c.starts_with(b"sleep"))
-        || std::fs::read_link(&fd3).is_err()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the holder never ran sleep"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    crate::util::wait_until("the holder to run sleep", 10.0, || {
+        std::fs::read(format!("/proc/{}/cmdline", holder.id()))
+            .is_ok_and(|c| c.starts_with(b"sleep"))
+            && std::fs::read_link(&fd3).is_ok()
+    });
     let mut watcher = rpv(&["--json", "-i", "0.1", "-d", &format!("{}:3", holder.id())])
         .current_dir(dir.dir.path())
         .stderr(Stdio::piped())
@@ -345,6 +339,108 @@ fn random_command_lines_with_json_speak_only_json() {
     let out = dir.path("out");
     let tee = dir.path("tee");
     let files = [s(&input), s(&small), "/nonexistent/in", "-"].map(String::from);
+    // Odd paths for the files rpv writes itself: they must come out of every run unchanged.
+    let fifo = dir.path("planted-fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let planted_dir = dir.path("planted-dir");
+    std::fs::create_dir(&planted_dir).unwrap();
+    let device = dir.path("planted-null");
+    let device = Command::new("mknod")
+        .arg(&device)
+        .args(["c", "1", "3"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+        .then_some(device);
+    let mut odd = vec![s(&fifo), s(&planted_dir)];
+    if let Some(device) = &device {
+        odd.push(s(device));
+    } else {
+        eprintln!("mknod not allowed: no device node among the odd paths");
+    }
+    let metrics = format!("{}/m.prom", s(&planted_dir));
+    let mut odd_words: Vec<Vec<String>> = odd
+        .iter()
+        .flat_map(|p| {
+            [
+                vec!["--metrics-file".to_string(), p.to_string()],
+                vec!["-P".to_string(), p.to_string()],
+            ]
+        })
+        .collect();
+    // An input as the value, with that input as an operand (`-` is stdin, the small file).
+    for (path, operand) in [(s(&input), s(&input)), (s(&small), "-")] {
+        for option in ["--metrics-file", "-P"] {
+            odd_words.push([option, path, operand].map(String::from).to_vec());
+        }
+    }
+    odd_words.push(vec!["--metrics-file".into(), metrics]);
+    odd_words.push(vec!["-U".into(), s(&fifo).into()]);
+    if let Some(device) = &device {
+        odd_words.push(vec!["-U".into(), s(device).into()]);
+    }
+    let (input_bytes, small_bytes) = (
+        std::fs::read(&input).unwrap(),
+        std::fs::read(&small).unwrap(),
+    );
+    let restore = || {
+        for path in [&fifo, &planted_dir] {
+            let _ = std::fs::remove_file(path).or_else(|_| std::fs::remove_dir_all(path));
+        }
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        std::fs::create_dir(&planted_dir).unwrap();
+        if let Some(device) = &device {
+            let _ = std::fs::remove_file(device).or_else(|_| std::fs::remove_dir_all(device));
+            assert!(Command::new("mknod")
+                .arg(device)
+                .args(["c", "1", "3"])
+                .status()
+                .unwrap()
+                .success());
+        }
+        std::fs::write(&input, &input_bytes).unwrap();
+        std::fs::write(&small, &small_bytes).unwrap();
+    };
+    let unchanged = |args: &[String]| -> Result<(), String> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let kind = |p: &std::path::Path| std::fs::symlink_metadata(p).map(|m| m.file_type());
+        if !kind(&fifo).is_ok_and(|t| t.is_fifo()) {
+            return Err("the FIFO was replaced".into());
+        }
+        if !kind(&planted_dir).is_ok_and(|t| t.is_dir()) {
+            return Err("the directory was replaced".into());
+        }
+        if let Some(device) = &device {
+            let meta = std::fs::symlink_metadata(device).map_err(|e| e.to_string())?;
+            if !meta.file_type().is_char_device() || meta.rdev() != libc::makedev(1, 3) {
+                return Err("the device node was replaced".into());
+            }
+        }
+        // An input is left alone (a file named by --metrics-file or -P without being an
+        // input may be replaced: in the watching modes, or when -M takes the operands).
+        let other_mode = args.iter().any(|a| {
+            ["-M", "-R", "-Q", "-d"].contains(&a.as_str()) || a.starts_with("--pipeline=")
+        });
+        let owned = |p: &str| {
+            args.windows(2)
+                .any(|w| (w[0] == "--metrics-file" || w[0] == "-P") && w[1] == p)
+        };
+        for (path, bytes) in [(&input, &input_bytes), (&small, &small_bytes)] {
+            if (!owned(s(path)) || !other_mode) && std::fs::read(path).ok().as_ref() != Some(bytes)
+            {
+                return Err(format!("{} was changed", s(path)));
+            }
+        }
+        Ok(())
+    };
     let words: Vec<Vec<String>> = [
         &["-p"][..],
         &["-q"],
@@ -393,6 +489,7 @@ fn random_command_lines_with_json_speak_only_json() {
     ]
     .iter()
     .map(|w| w.iter().map(|s| s.to_string()).collect())
+    .chain(odd_words)
     .collect();
     let word = prop::sample::select(words);
     let file = prop::sample::select(files.to_vec()).prop_map(|f| vec![f]);
@@ -427,6 +524,11 @@ fn random_command_lines_with_json_speak_only_json() {
     runner
         .run(&line, |args| {
             let what = format!("{args:?}");
+            // Each case starts from the planted objects as made (after a failing case, so
+            // that the shrunk case is the one that changed them).
+            if unchanged(&args).is_err() {
+                restore();
+            }
             let mut child = rpv(&[])
                 .args(&args)
                 .stdin(std::fs::File::open(&small).unwrap())
@@ -438,6 +540,9 @@ fn random_command_lines_with_json_speak_only_json() {
             let text = crate::util::stderr_of(&mut child);
             prop_assert!(!text.contains("panicked"), "{what}: {text}");
             let _ = objects(&what, text.as_bytes(), status.code());
+            if let Err(e) = unchanged(&args) {
+                prop_assert!(false, "{what}: {e}\n{text}");
+            }
             runs.borrow_mut().push((what, text));
             Ok(())
         })
@@ -561,4 +666,89 @@ fn the_fanout_path_and_trace_objects_are_in_the_schema() {
         "{objects:#?}"
     );
     validate_all(&[("fan-out".into(), String::from_utf8(out.stderr).unwrap())]);
+}
+
+/// `--help`, `--version` and `--completions` with `--json`: stdout as without it, and
+/// stderr exactly one `end` (status 0).
+#[test]
+fn help_version_and_completions_with_json_end_with_one_end() {
+    let mut runs = Vec::new();
+    for args in [&["-V"][..], &["-h"], &["--completions", "bash"]] {
+        let plain = rpv(args).output().unwrap();
+        let mut with_json = vec!["--json"];
+        with_json.extend(args);
+        let out = rpv(&with_json).output().unwrap();
+        let what = format!("{with_json:?}");
+        assert_eq!(out.status.code(), Some(0), "{what}");
+        assert!(!plain.stdout.is_empty(), "{what}");
+        assert_eq!(out.stdout, plain.stdout, "{what}: stdout as without --json");
+        let objects = objects(&what, &out.stderr, out.status.code());
+        assert_eq!(objects.len(), 1, "{what}: only the end: {objects:#?}");
+        runs.push((what, String::from_utf8(out.stderr).unwrap()));
+    }
+    validate_all(&runs);
+}
+
+/// `errno` is the system error behind a message: `ESRCH` for a process that does not exist
+/// (`--pipeline=PID`, `-d PID`), `ENOENT` for a descriptor it does not have (`-d PID:FD`) or
+/// a `--metrics-file` directory that does not exist.
+#[test]
+fn messages_carry_the_errno_behind_them() {
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let gone = gone.id().to_string();
+    let mut alive = Command::new("sleep").arg("30").spawn().unwrap();
+    let fd = format!("{}:999", alive.id());
+    let pipeline = format!("--pipeline={gone}");
+    let cases: [(&[&str], i32); 4] = [
+        (&["--json", &pipeline], libc::ESRCH),
+        (&["--json", "-d", &gone], libc::ESRCH),
+        (&["--json", "-d", &fd], libc::ENOENT),
+        (
+            &["--json", "--metrics-file", "/nonexistent/m.prom"],
+            libc::ENOENT,
+        ),
+    ];
+    let mut runs = Vec::new();
+    for (args, errno) in cases {
+        let what = format!("{args:?}");
+        let out = rpv(args).stdin(Stdio::null()).output().unwrap();
+        let objects = objects(&what, &out.stderr, out.status.code());
+        let messages = of_type(&objects, "message");
+        assert_eq!(messages.len(), 1, "{what}: {messages:#?}");
+        assert_eq!(messages[0]["errno"], errno, "{what}: {messages:#?}");
+        runs.push((what, String::from_utf8(out.stderr).unwrap()));
+    }
+    let _ = alive.kill();
+    let _ = alive.wait();
+    validate_all(&runs);
+}
+
+/// Times never go back: a message of the set-up (held until the `start` is written, like
+/// the inline `--pipeline` warning outside a pipeline) carries no earlier `time` than the
+/// `start` before it.
+#[test]
+fn json_times_never_go_back() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(300_000, 52));
+    for _ in 0..5 {
+        let out = rpv(&["--json", "--pipeline", "-L", "2M", "-i", "0.05", s(&input)])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        let objects = objects("--pipeline", &out.stderr, out.status.code());
+        assert!(
+            objects.iter().any(|o| o["type"] == "message"),
+            "{objects:#?}"
+        );
+        let times: Vec<&str> = objects
+            .iter()
+            .map(|o| o["time"].as_str().unwrap())
+            .collect();
+        assert!(
+            times.windows(2).all(|w| w[0] <= w[1]),
+            "times in order: {objects:#?}"
+        );
+    }
 }

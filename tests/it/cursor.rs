@@ -5,7 +5,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::terminal::{bash_on_terminal, Terminal};
-use crate::util::{data, rpv, s, Dir};
+use crate::tmux::Tmux;
+use crate::util::{data, poll, rpv, s, wait_until, Dir};
 
 /// Each name is on exactly one row, alone, with its final amount; the rows are consecutive
 /// in the order given, the text after them is on the next row. Returns the first row index.
@@ -180,14 +181,11 @@ fn resizing_keeps_every_row_clean() {
     );
     let (rows, _, queries) = run(&dir, &script, 90, 20, true, |t| {
         // Resize once every instance has its row (a fixed sleep raced with slow starts).
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !["one:", "two:", "three:"]
-            .iter()
-            .all(|n| t.contents().contains(n))
-        {
-            assert!(Instant::now() < deadline, "the three rows never appeared");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until("the three rows", 10.0, || {
+            ["one:", "two:", "three:"]
+                .iter()
+                .all(|n| t.contents().contains(n))
+        });
         t.resize(60, 12);
     });
     assert_rows(
@@ -225,11 +223,7 @@ fn an_instance_started_after_a_resize_finds_the_rows_again() {
         go = s(&go),
     );
     let (rows, _, queries) = run(&dir, &script, 80, 24, true, |t| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !t.contents().contains("one:") {
-            assert!(Instant::now() < deadline, "`one` never drew");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until("`one` to draw", 20.0, || t.contents().contains("one:"));
         // `one` is on row 21; the text scrolls up 3 rows to keep it on the new row 18.
         t.resize(80, 18);
         std::fs::write(&go, b"").unwrap();
@@ -339,17 +333,15 @@ fn process_title_shows_progress() {
         .spawn()
         .unwrap();
     let path = format!("/proc/{}/cmdline", child.id());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut seen = String::new();
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        seen = std::fs::read(&path)
+    let read = || {
+        std::fs::read(&path)
             .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-            .unwrap_or_default();
-        if seen.contains("rpv -- ") && seen.contains("KiB") {
-            break;
-        }
-    }
+            .unwrap_or_default()
+    };
+    let seen = poll(5.0, || {
+        Some(read()).filter(|seen| seen.contains("rpv -- ") && seen.contains("KiB"))
+    })
+    .unwrap_or_else(read);
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap_or_default();
     assert!(child.wait().unwrap().success());
     assert!(
@@ -432,104 +424,17 @@ fn a_planted_symlink_is_not_followed() {
     assert!(rows.iter().any(|r| r == "done"), "{rows:#?}");
 }
 
-/// A tmux server of its own (socket and registry in `dir`), 100×30, running `script` in
-/// bash with `$RPV` set.
-struct Tmux<'a> {
-    dir: &'a Dir,
-    /// tmux is not installed (the test is skipped).
-    absent: bool,
+/// A 100×30 tmux terminal whose rpv instances keep their registry in `dir`; `None` (the
+/// test is skipped) without tmux.
+fn tmux<'a>(dir: &'a Dir, name: &str) -> Option<Tmux<'a>> {
+    let env = tmpdir_env(dir);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Tmux::start_with(dir, name, 100, 30, false, &env)
 }
 
-impl Tmux<'_> {
-    /// An interactive bash, 100×30, with `PS1='$ '`, in `dir` (which holds the registry),
-    /// a function `r` running rpv, and a clear screen.
-    fn shell(dir: &Dir) -> Tmux<'_> {
-        if std::process::Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_err()
-        {
-            return Tmux { dir, absent: true };
-        }
-        let tmux = Tmux { dir, absent: false };
-        let mut start = vec![
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-x",
-            "100",
-            "-y",
-            "30",
-        ];
-        let env: Vec<String> = tmpdir_env(dir)
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .chain([
-                format!("RPV={}", env!("CARGO_BIN_EXE_rpv")),
-                "LC_ALL=C".into(),
-            ])
-            .collect();
-        for e in &env {
-            start.extend(["-e", e]);
-        }
-        start.extend(["bash", "--norc", "--noprofile"]);
-        let started = tmux.cmd(&start);
-        assert!(started.status.success(), "{started:?}");
-        tmux.keys(&format!(
-            "r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; printf '\\033[H\\033[2J'; cd {}",
-            s(dir.dir.path())
-        ));
-        std::thread::sleep(Duration::from_millis(500));
-        tmux
-    }
-
-    /// Types `text` and Enter.
-    fn keys(&self, text: &str) {
-        self.cmd(&["send-keys", "-l", text]);
-        self.cmd(&["send-keys", "Enter"]);
-    }
-
-    /// Waits up to 30 s for a row starting with `rc=`.
-    fn wait_for_rc(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.pane().iter().any(|r| r.starts_with("rc=")) {
-            assert!(Instant::now() < deadline, "no end: {:#?}", self.pane());
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
-        std::process::Command::new("tmux")
-            .arg("-L")
-            .arg("rpv-test")
-            .args(args)
-            .env("TMUX_TMPDIR", self.dir.dir.path())
-            .env_remove("TMUX")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run tmux")
-    }
-
-    fn pane(&self) -> Vec<String> {
-        let out = self.cmd(&["capture-pane", "-p"]);
-        let mut rows: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.trim_end().to_string())
-            .collect();
-        while rows.last().is_some_and(|r| r.is_empty()) {
-            rows.pop();
-        }
-        rows
-    }
-}
-
-impl Drop for Tmux<'_> {
-    fn drop(&mut self) {
-        if !self.absent {
-            self.cmd(&["kill-server"]);
-        }
-    }
+/// The rows of `names` are all on the screen.
+fn all_shown(rows: &[String], names: &[&str]) -> bool {
+    names.iter().all(|n| rows.iter().any(|r| r.contains(n)))
 }
 
 /// A terminal that reflows (tmux, like VTE and kitty: long lines are rewrapped when it
@@ -543,19 +448,23 @@ fn rows_stay_in_place_when_a_reflowing_terminal_narrows_and_widens() {
     // 300 MB at 30 MB/s: 10 seconds. (Written out, not sparse: the instances must be as
     // busy as with real data for the redraws to race with the resizes as they do for users.)
     dir.file("in", &vec![0u8; 300_000_000]);
-    let tmux = Tmux::shell(&dir);
-    if tmux.absent {
-        eprintln!("skipped: tmux is not installed (.ci/run installs it)");
+    let Some(tmux) = tmux(&dir, "cursor-reflow") else {
         return;
-    }
+    };
     tmux.keys("r -c -N raw -L 30M in | r -c -N gz | r -c -N out > /dev/null; echo rc=$?");
-    // Twice narrowed and widened, near the instances' redraws (every second).
-    for width in ["60", "120", "60", "120"] {
-        std::thread::sleep(Duration::from_millis(2000));
-        tmux.cmd(&["resize-window", "-x", width, "-y", "30"]);
+    tmux.wait_for("the three rows", |rows| {
+        all_shown(rows, &["raw:", "gz:", "out:"])
+    });
+    // Twice narrowed and widened, each right after one of the instances' redraws (every
+    // second), while they run.
+    for width in [60, 120, 60, 120] {
+        let before = tmux.pane(false);
+        tmux.wait_for("a redraw", |rows| rows != before);
+        tmux.resize(width, 30);
     }
-    tmux.wait_for_rc();
-    let rows = tmux.pane();
+    let rows = tmux.wait_for("the end and the next prompt", |rows| {
+        rows.iter().any(|r| r.starts_with("rc=")) && rows.last().is_some_and(|r| r == "$")
+    });
     assert_eq!(rows.len(), 6, "{rows:#?}");
     assert!(rows[0].starts_with("$ r -c -N raw") && rows[0].ends_with("rc=$?"));
     assert_rows(
@@ -575,28 +484,24 @@ fn rows_stay_in_place_when_a_reflowing_terminal_narrows_and_widens() {
 #[test]
 fn after_ctrl_z_and_fg_the_rows_go_below_the_shells_lines() {
     let dir = Dir::new();
-    let tmux = Tmux::shell(&dir);
-    if tmux.absent {
-        eprintln!("skipped: tmux is not installed (.ci/run installs it)");
+    let Some(tmux) = tmux(&dir, "cursor-ctrl-z") else {
         return;
-    }
+    };
     dir.file("in", &vec![0u8; 100_000_000]);
     tmux.keys("r -c -N raw -L 20M in | r -c -N gz | r -c -N out > /dev/null");
-    std::thread::sleep(Duration::from_millis(2000));
-    tmux.cmd(&["send-keys", "C-z"]);
-    std::thread::sleep(Duration::from_millis(1000));
+    tmux.wait_for("the three rows", |rows| {
+        all_shown(rows, &["raw:", "gz:", "out:"])
+    });
+    tmux.press("C-z");
+    tmux.wait_for("the job to stop", |rows| {
+        rows.iter().any(|r| r.contains("Stopped"))
+    });
     tmux.keys("fg");
     // The end: three final rows, then the next prompt.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let rows = loop {
-        let rows = tmux.pane();
+    let rows = tmux.wait_for("the end", |rows| {
         let finals = rows.iter().filter(|r| r.contains(" 95.4MiB 0:00:")).count();
-        if finals == 3 && rows.last().is_some_and(|r| r == "$") {
-            break rows;
-        }
-        assert!(Instant::now() < deadline, "no end: {rows:#?}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        finals == 3 && rows.last().is_some_and(|r| r == "$")
+    });
     let first = rows
         .iter()
         .position(|r| r.contains(" 95.4MiB 0:00:"))
@@ -614,5 +519,75 @@ fn after_ctrl_z_and_fg_the_rows_go_below_the_shells_lines() {
         &[("raw", "95.4MiB"), ("gz", "95.4MiB"), ("out", "95.4MiB")],
         "$",
         100,
+    );
+}
+
+/// Another instance holds the registry's lock and does not let go (it was stopped while it
+/// drew): `rpv -c` must neither wait for it for good nor ignore SIGINT. The lock is held by
+/// this test on a registry in a temporary directory, never the real one.
+#[test]
+fn a_registry_locked_by_a_stopped_instance_does_not_hold_rpv() {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = Dir::new();
+    let input = dir.file("in", &data(4 << 20, 71));
+    let out = dir.path("out");
+    let (master, slave) = crate::terminal::openpty(80, 24);
+    let terminal = Terminal::new(master, 80, 24, true);
+    let tty = rustix::termios::ttyname(slave.as_fd(), Vec::new()).unwrap();
+    let tty = tty
+        .to_str()
+        .unwrap()
+        .trim_start_matches("/dev/")
+        .replace('/', "_");
+    let euid = rustix::process::geteuid().as_raw();
+    let registry = dir.path(&format!("rpv-cursor-{tty}-{euid}"));
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&registry)
+        .unwrap();
+    rustix::fs::flock(held.as_fd(), rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let mut cmd = rpv(&["-c", "-i", "0.1", "-L", "1M", "-o", s(&out), s(&input)]);
+    for (k, v) in tmpdir_env(&dir) {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    drop(cmd);
+    // A third of a second of data: several updates have tried the lock by then.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&out).map_or(0, |m| m.len()) < 350_000 {
+        assert!(Instant::now() < deadline, "no data moved");
+        assert!(child.try_wait().unwrap().is_none(), "rpv ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Instant::now();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let status = crate::util::wait_within(&mut child, 10.0, "rpv -c, registry locked");
+    let took = sent.elapsed();
+    drop(held);
+    drop(terminal);
+    assert!(
+        took < Duration::from_secs(1),
+        "SIGINT ended rpv after {took:?} (the registry stayed locked)"
+    );
+    assert_eq!(status.code(), Some(32), "interrupted: {status:?}");
+    let copied = std::fs::read(&out).unwrap();
+    let all = std::fs::read(&input).unwrap();
+    assert!(
+        all.starts_with(&copied),
+        "the output is a prefix of the input"
     );
 }

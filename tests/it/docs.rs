@@ -1,9 +1,9 @@
 //! The documentation people install: `--help`, the man page (`doc/rpv.1`) and the shell
 //! completions (`completions/`, `rpv --completions SHELL`) must list the same options.
 //!
-//! The help rows are held to the option table by the unit tests of `src/cli/help.rs`; these
-//! tests hold the man page and the completions to `rpv --help`, so an option added to the
-//! table without its documentation fails here, naming the option and the place it is
+//! `--help`, the parser and the completions read one option table (`src/cli/flags.rs`);
+//! these tests hold the man page and the completions to `rpv --help`, so an option added to
+//! the table without its documentation fails here, naming the option and the place it is
 //! missing from. Tools that may be missing (groff, mandoc, zsh, fish) skip their check with
 //! a message; .ci/run installs them.
 
@@ -157,7 +157,7 @@ fn man_page_has_an_entry_for_every_help_option_and_no_other() {
     for (name, tag) in &man {
         if !help.contains_key(name) {
             problems.push(format!(
-                "{MAN_PAGE} documents `{tag}`, which `rpv --help` does not list (src/cli/help.rs)"
+                "{MAN_PAGE} documents `{tag}`, which `rpv --help` does not list (src/cli/flags.rs)"
             ));
         }
     }
@@ -430,11 +430,9 @@ impl Processes {
             .expect("spawn sleep");
         // Until it has exec'd, the child's command name is still the test's.
         let comm = format!("/proc/{}/comm", rpv.id());
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::fs::read_to_string(&comm).ok().as_deref() != Some("rpv\n") {
-            assert!(std::time::Instant::now() < deadline, "rpv did not start");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        crate::util::wait_until("rpv to start", 10.0, || {
+            std::fs::read_to_string(&comm).ok().as_deref() == Some("rpv\n")
+        });
         Processes { rpv, sleep }
     }
 }
@@ -529,23 +527,32 @@ fn bash_completes_options_values_files_and_pids() {
     assert!(pids.contains(&sleep_pid), "{pids:?}");
 }
 
+/// Writes rpv's fish completion script into `dir`; its path.
+fn fish_script(dir: &Path) -> String {
+    let script = dir.join("rpv.fish");
+    std::fs::write(&script, rpv_stdout(&["--completions", "fish"])).expect("write");
+    script.to_str().expect("UTF-8 path").to_owned()
+}
+
+/// What fish completes `line` to with `script` loaded (the words, without descriptions);
+/// `None` if fish is missing.
+fn fish_complete(script: &str, line: &str) -> Option<Vec<String>> {
+    let command = format!("source {script}; complete -C '{line}'");
+    let out = run_tool("fish", &["--no-config", "-c", &command])?;
+    assert!(out.status.success(), "fish: {out:?}");
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_owned())
+            .collect(),
+    )
+}
+
 #[test]
 fn fish_completes_options_values_and_pids() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let script = dir.path().join("rpv.fish");
-    std::fs::write(&script, rpv_stdout(&["--completions", "fish"])).expect("write");
-    let script = script.to_str().expect("UTF-8 path").to_owned();
-    let complete = |line: &str| -> Option<Vec<String>> {
-        let command = format!("source {script}; complete -C '{line}'");
-        let out = run_tool("fish", &["--no-config", "-c", &command])?;
-        assert!(out.status.success(), "fish: {out:?}");
-        Some(
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(|l| l.split('\t').next().unwrap_or("").to_owned())
-                .collect(),
-        )
-    };
+    let script = fish_script(dir.path());
+    let complete = |line: &str| fish_complete(&script, line);
     let Some(got) = complete("rpv --siz") else {
         return;
     };
@@ -677,20 +684,8 @@ printf '%s\n' "${COMPREPLY[@]}"
     assert!(pids.iter().all(|p| p.parse::<u32>().is_ok()), "{pids:?}");
 
     // fish: "--pipeline=" (fish adds no space after "="), then "--pipeline=PID".
-    let script = dir.path().join("rpv.fish");
-    std::fs::write(&script, rpv_stdout(&["--completions", "fish"])).expect("write");
-    let script = script.to_str().expect("UTF-8 path").to_owned();
-    let fish = |line: &str| -> Option<Vec<String>> {
-        let command = format!("source {script}; complete -C '{line}'");
-        let out = run_tool("fish", &["--no-config", "-c", &command])?;
-        assert!(out.status.success(), "fish: {out:?}");
-        Some(
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .map(|l| l.split('\t').next().unwrap_or("").to_owned())
-                .collect(),
-        )
-    };
+    let script = fish_script(dir.path());
+    let fish = |line: &str| fish_complete(&script, line);
     if let Some(got) = fish("rpv --pipel") {
         assert_eq!(got, ["--pipeline="]);
         let pids = fish("rpv --pipeline=").expect("fish");
@@ -748,17 +743,9 @@ fn zsh_types_pipeline_equals(dir: &Path) {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let wait_for = |what: &str| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            let text = pane();
-            if text.contains(what) {
-                return;
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = tmux(&["kill-server"]);
-                panic!("{what:?} never shown: {text}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        if crate::util::poll(20.0, || pane().contains(what).then_some(())).is_none() {
+            let _ = tmux(&["kill-server"]);
+            panic!("{what:?} never shown: {}", pane());
         }
     };
     wait_for(">");
@@ -876,4 +863,30 @@ fn comments_cite_nothing_outside_the_project() {
         }
     }
     assert!(found.is_empty(), "{found:#?}");
+}
+
+/// Every state the pipeline view shows (the words of `Activity::label` in
+/// src/pipeline/classify.rs) is listed in the README, the man page and docs/json.md.
+#[test]
+fn every_pipeline_state_is_documented() {
+    let code = read_project_file("src/pipeline/classify.rs");
+    let body = code
+        .split("pub fn label(self)")
+        .nth(1)
+        .and_then(|rest| rest.split("\n    }\n").next())
+        .expect("Activity::label");
+    let states: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.split("=> \"").nth(1)?.split('"').next())
+        .collect();
+    assert!(states.len() >= 13, "{states:?}");
+    for doc in ["README.md", MAN_PAGE, "docs/json.md"] {
+        let text = read_project_file(doc);
+        for state in &states {
+            assert!(
+                text.contains(state),
+                "{doc} does not list the state {state:?}"
+            );
+        }
+    }
 }

@@ -3,10 +3,10 @@
 
 use std::fs::OpenOptions;
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::process::Stdio;
-use std::time::Duration;
 
-use crate::util::{assert_same, data, err, rpv, s, wait_within, Dir};
+use crate::util::{assert_same, data, err, pipe_fill, rpv, s, wait_until, wait_within, Dir};
 
 #[test]
 fn missing_input_is_reported_and_the_next_one_still_copied() {
@@ -95,8 +95,10 @@ fn reader_exiting_without_reading_does_not_hang() {
             .unwrap();
         use std::io::Write;
         child.stdin.take().unwrap().write_all(b"abc").unwrap();
-        std::thread::sleep(Duration::from_millis(500));
-        drop(child.stdout.take());
+        // The reader exits without reading once rpv has passed the data on.
+        let stdout = child.stdout.take().unwrap();
+        wait_until("abc in the pipe", 10.0, || pipe_fill(stdout.as_fd()).0 == 3);
+        drop(stdout);
         let status = wait_within(&mut child, 5.0, "printf abc | rpv | sleep 0.5");
         assert_eq!(status.code(), Some(0));
     }

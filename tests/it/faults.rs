@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::reliability::strace_available;
 use crate::util::{data, text, Dir};
@@ -258,18 +258,11 @@ fn run_case(case: &Case, dir: &Dir, index: usize) -> Result<u8, String> {
         let _ = stderr.read_to_string(&mut text);
         text
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let status = crate::util::exit_within(&mut child, 60.0);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     if let Some(f) = feeder {
         let _ = f.join();
     }

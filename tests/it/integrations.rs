@@ -17,7 +17,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::terminal::{bash_on_terminal, openpty, Terminal};
-use crate::util::{data, rpv, Dir};
+use crate::util::{self, data, rpv, Dir};
 
 /// How long anything here may take before the test counts it as hung.
 const HANG: Duration = Duration::from_secs(30);
@@ -30,28 +30,40 @@ fn kill(child: &Child, signal: libc::c_int) {
 /// Waits for `child`, killing it and failing if it takes longer than [`HANG`].
 #[track_caller]
 fn wait(child: &mut Child) -> ExitStatus {
-    let deadline = Instant::now() + HANG;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
+    match util::exit_within(child, HANG.as_secs_f64()) {
+        Some(status) => status,
+        None => {
             let _ = child.kill();
             let _ = child.wait();
             panic!("rpv hung");
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
 /// Polls `done` until it holds, failing after [`HANG`].
 #[track_caller]
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + HANG;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    util::wait_until(what, HANG.as_secs_f64(), done);
+}
+
+/// `rpv -q -N NAME -L 300k -i INTERVAL --metrics-file PATH INPUT`, its stdout to `stdout`;
+/// the labels of its series.
+fn metrics_run(
+    name: &str,
+    interval: &str,
+    path: &Path,
+    input: &Path,
+    stdout: Stdio,
+) -> (Child, String) {
+    let child = rpv(&["-q", "-N", name, "-L", "300k", "-i", interval])
+        .arg("--metrics-file")
+        .arg(path)
+        .arg(input)
+        .stdout(stdout)
+        .spawn()
+        .unwrap();
+    let labels = format!("name=\"{name}\",pid=\"{}\"", child.id());
+    (child, labels)
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -584,14 +596,7 @@ fn the_metrics_file_is_whole_at_every_read_and_final_at_the_end() {
     let path = dir.path("rpv.prom");
     let input = data(300_000, 5);
     let file = dir.file("in", &input);
-    let mut child = rpv(&["-q", "-N", "nightly", "-L", "300k", "-i", "0.05"])
-        .arg("--metrics-file")
-        .arg(&path)
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let labels = format!("name=\"nightly\",pid=\"{}\"", child.id());
+    let (mut child, labels) = metrics_run("nightly", "0.05", &path, &file, Stdio::piped());
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut out = Vec::new();
@@ -611,7 +616,8 @@ fn the_metrics_file_is_whole_at_every_read_and_final_at_the_end() {
             let bytes = value(&text, "rpv_bytes_total", &labels);
             moving |= value(&text, "rpv_done", &labels) == Some(0.0) && bytes > Some(0.0);
         }
-        std::thread::sleep(Duration::from_millis(1));
+        // Reads as fast as the machine allows, a pause between them.
+        util::pause(Duration::from_millis(1));
     }
     assert!(wait(&mut child).success());
     assert_eq!(reader.join().unwrap(), input);
@@ -761,15 +767,15 @@ impl Exporter {
                 .spawn()
                 .expect("start node_exporter");
             let mut exporter = Exporter { child, port };
-            let deadline = Instant::now() + HANG;
-            while Instant::now() < deadline {
+            // Up, or gone (the port was taken: another one).
+            let up = util::poll(HANG.as_secs_f64(), || {
                 if exporter.child.try_wait().unwrap().is_some() {
-                    break; // the port was taken: another one
+                    return Some(false);
                 }
-                if exporter.scrape().is_some() {
-                    return exporter;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+                exporter.scrape().map(|_| true)
+            });
+            if up == Some(true) {
+                return exporter;
             }
         }
         panic!("node_exporter did not start");
@@ -803,14 +809,7 @@ fn node_exporter_serves_the_series_during_and_after_the_run() {
     let path = collected.join("backup.prom");
     let input = data(300_000, 6);
     let file = dir.file("in", &input);
-    let mut child = rpv(&["-q", "-N", "backup", "-L", "300k", "-i", "0.1"])
-        .arg("--metrics-file")
-        .arg(&path)
-        .arg(&file)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let labels = format!("name=\"backup\",pid=\"{}\"", child.id());
+    let (mut child, labels) = metrics_run("backup", "0.1", &path, &file, Stdio::null());
     // During the run: bytes moved, not done (the exporter reads the file at each scrape).
     let mut during = None;
     wait_until("a scrape with bytes moved", || {
@@ -936,11 +935,13 @@ fn time_stopped_with_ctrl_z_does_not_count_towards_the_stall_timeout() {
         stdout.read_to_end(&mut out).unwrap();
         out
     });
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until("rpv's handlers", || {
+        util::catches(child.id(), libc::SIGTSTP)
+    });
     kill(&child, libc::SIGTSTP);
     wait_until("rpv to stop", || process_state(child.id()) == 'T');
     // Stopped for longer than the timeout.
-    std::thread::sleep(Duration::from_millis(2500));
+    util::pause(Duration::from_millis(2500));
     kill(&child, libc::SIGCONT);
     assert!(wait(&mut child).success(), "the watchdog did not fire");
     assert_eq!(reader.join().unwrap(), input);
@@ -958,4 +959,232 @@ fn a_bad_stall_timeout_is_a_usage_error() {
         "rpv: --stall-timeout: soon: invalid duration (seconds, or numbers with a unit: ms, \
          s, m, h, d; for example 30, 90s, 1.5m, 1h30m)\n"
     );
+}
+
+/// With `-M`, the metrics file and systemd's status carry the status rpv exits with: the
+/// command's (its exit code, 128 + the signal that killed it), as `--json` does.
+#[test]
+fn a_failed_command_is_a_failure_in_the_metrics_file_and_for_systemd() {
+    for (script, status) in [
+        ("head -c 1000 /dev/zero; exit 3", 3),
+        ("head -c 1000 /dev/zero; kill -TERM $$", 143),
+    ] {
+        let dir = Dir::new();
+        let metrics = dir.path("m.prom");
+        let path = dir.path("notify");
+        let socket = listen(&SocketAddr::from_pathname(&path).unwrap());
+        let mut cmd = rpv(&["-q", "-M", "out", "--metrics-file"]);
+        cmd.arg(&metrics).args(["--", "sh", "-c", script]);
+        let (messages, out) = notified(cmd, path.to_str().unwrap(), &socket);
+        assert_eq!(out.status.code(), Some(status), "{script}: {out:?}");
+        assert_eq!(out.stdout.len(), 1000);
+        let text = std::fs::read_to_string(&metrics).unwrap();
+        let labels = format!("name=\"\",pid=\"{}\"", pid_of(&text));
+        assert_eq!(
+            value(&text, "rpv_exit_status", &labels),
+            Some(f64::from(status)),
+            "{script}: {text}"
+        );
+        assert_eq!(value(&text, "rpv_done", &labels), Some(1.0), "{text}");
+        assert_eq!(value(&text, "rpv_bytes_total", &labels), Some(1000.0));
+        let last = messages.last().map(String::as_str).unwrap_or("");
+        assert!(
+            last.starts_with(&format!(
+                "STATUS=failed (status {status}); 1000 B in 0:00:0"
+            )),
+            "{script}: {messages:#?}"
+        );
+    }
+}
+
+/// The `pid` label of a metrics text (rpv's PID).
+fn pid_of(text: &str) -> String {
+    let at = text.find("pid=\"").expect("a pid label") + 5;
+    text[at..].split('"').next().unwrap().to_string()
+}
+
+/// `rpv_start_time_seconds` is one value for the whole run, with its fraction: when the
+/// transfer started, not now − elapsed rounded at each update.
+#[test]
+fn the_metrics_start_time_is_constant_and_exact() {
+    let dir = Dir::new();
+    let path = dir.path("rpv.prom");
+    let file = dir.file("in", &data(400_000, 9));
+    let unix_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let before = unix_now();
+    let mut child = rpv(&["-q", "-L", "400k", "-i", "0.05", "--metrics-file"])
+        .arg(&path)
+        .arg(&file)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let labels = format!("name=\"\",pid=\"{}\"", child.id());
+    let mut seen = Vec::new();
+    let mut first_seen = None;
+    while child.try_wait().unwrap().is_none() {
+        if let Some(start) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| value(&text, "rpv_start_time_seconds", &labels))
+        {
+            first_seen.get_or_insert_with(unix_now);
+            seen.push(start);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(wait(&mut child).success());
+    let text = std::fs::read_to_string(&path).unwrap();
+    seen.extend(value(&text, "rpv_start_time_seconds", &labels));
+    assert!(seen.len() > 5, "{seen:?}");
+    assert!(seen.iter().all(|&s| s == seen[0]), "one value: {seen:?}");
+    let after = first_seen.unwrap();
+    assert!(
+        seen[0] >= before - 0.01 && seen[0] <= after + 0.01,
+        "the start, to the millisecond: {} not in {before}..{after}",
+        seen[0]
+    );
+}
+
+/// `-d`: the metrics are labelled with the descriptor's path (not the display's padded,
+/// shortened row), and `rpv_bytes_total` is the sum over the descriptors watched.
+#[test]
+fn watched_descriptors_are_named_by_their_path_and_summed_in_the_metrics_file() {
+    let dir = Dir::new();
+    let long = "a-rather-long-directory-name-that-the-display-shortens";
+    std::fs::create_dir(dir.path(long)).unwrap();
+    let one = dir.file(&format!("{long}/one"), &data(100_000, 10));
+    let two = dir.file("two", &data(50_000, 11));
+    let metrics = dir.path("d.prom");
+    for (fds, name, total) in [
+        ("7", one.to_str().unwrap().to_string(), 60_000.0),
+        ("", String::new(), 80_000.0),
+    ] {
+        // A process holding both files open, each read partway (60,000 and 20,000 bytes).
+        let mut holder = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "exec 7<'{}' 8<'{}'; head -c 60000 <&7 >/dev/null; head -c 20000 <&8 \
+                 >/dev/null; exec 0<&- 1>&- 2>&-; sleep 30",
+                one.display(),
+                two.display()
+            ))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let target = if fds.is_empty() {
+            holder.id().to_string()
+        } else {
+            format!("{}:{fds}", holder.id())
+        };
+        wait_until("the reads", || {
+            std::fs::read_to_string(format!("/proc/{}/fdinfo/8", holder.id()))
+                .is_ok_and(|t| t.starts_with("pos:\t20000\n"))
+        });
+        let mut watcher = rpv(&[
+            "-q",
+            "-i",
+            "0.05",
+            "-w",
+            "60",
+            "-d",
+            &target,
+            "--metrics-file",
+        ])
+        .arg(&metrics)
+        .spawn()
+        .unwrap();
+        let labels = format!("name=\"{name}\",pid=\"{}\"", watcher.id());
+        wait_until("the figures", || {
+            std::fs::read_to_string(&metrics)
+                .is_ok_and(|t| value(&t, "rpv_bytes_total", &labels) == Some(total))
+        });
+        let _ = holder.kill();
+        let _ = holder.wait();
+        wait(&mut watcher);
+        let text = std::fs::read_to_string(&metrics).unwrap();
+        assert_eq!(value(&text, "rpv_done", &labels), Some(1.0), "{text}");
+    }
+}
+
+/// `--json` and `--log` on a terminal: no `OSC 9;4` (`--term-progress`, `auto` on a
+/// recognised terminal or `always`) and no window title (`-x`) on their lines; every line
+/// of `--json` is a JSON object, every line of `--log` a time-stamped record.
+#[test]
+fn json_and_log_lines_stay_pure_on_a_terminal() {
+    for voice in ["--json", "--log"] {
+        for (env, extra) in [
+            (&[WINDOWS_TERMINAL][..], &[][..]),
+            (&[][..], &["--term-progress=always"][..]),
+            (&[][..], &["-x", "windowtitle"][..]),
+            (
+                &[WINDOWS_TERMINAL][..],
+                &["--term-progress=always", "-x", "windowtitle,processtitle"][..],
+            ),
+        ] {
+            let mut args = vec![voice, "-L", "300k", "-s", "150k", "-S", "-i", "0.05"];
+            args.extend(extra);
+            let (mut child, terminal) = rpv_on_pty(&args, env, None);
+            assert!(wait(&mut child).success());
+            let (_, bytes, _) = terminal.finish();
+            let what = format!("{voice} {env:?} {extra:?}");
+            assert!(
+                !bytes.contains(&0x1b),
+                "{what}: {:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+            let text = String::from_utf8(bytes).unwrap();
+            let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
+            assert!(lines.len() >= 2, "{what}: {lines:?}");
+            for line in lines {
+                if voice == "--json" {
+                    let object: serde_json::Value = serde_json::from_str(line)
+                        .unwrap_or_else(|e| panic!("{what}: {e}: {line:?}"));
+                    assert!(object["type"].is_string(), "{what}: {line}");
+                } else {
+                    assert!(
+                        crate::json::iso8601_with_offset(&line[..25.min(line.len())]),
+                        "{what}: {line:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A `-M` command that fails is a failure for the terminal's indicator too: it ends in the
+/// error state, then is cleared (the status is the command's, known once it has ended).
+#[test]
+fn term_progress_ends_in_the_error_state_when_the_command_fails() {
+    let (mut child, terminal) = rpv_on_pty(
+        &[
+            "-i",
+            "0.1",
+            "-s",
+            "400k",
+            "-L",
+            "400k",
+            "-M",
+            "out",
+            "--",
+            "sh",
+            "-c",
+            "head -c 200000 /dev/zero; exit 3",
+        ],
+        &[WINDOWS_TERMINAL],
+        None,
+    );
+    assert_eq!(wait(&mut child).code(), Some(3));
+    let (_, bytes, _) = terminal.finish();
+    let bodies = osc(&bytes);
+    let (last, before) = bodies.split_last().unwrap_or_else(|| panic!("{bodies:?}"));
+    assert_eq!(last, "0", "cleared at the end: {bodies:?}");
+    assert!(
+        before.last().is_some_and(|b| state(b) == "2"),
+        "the error state before the clear: {bodies:?}"
+    );
+    assert!(before.iter().any(|b| state(b) == "1"), "{bodies:?}");
 }

@@ -520,9 +520,12 @@ fn tee_outputs_have_their_own_figures() {
         .iter()
         .all(|p| p["outputs"].as_array().is_some_and(|o| o.len() == 2)));
 
+    // Wide enough for the paths as names (a third of the width each at most).
     let run = rpv(&[
         "--each",
         "-f",
+        "-w",
+        "200",
         "-i",
         "0.1",
         "--tee",
@@ -548,4 +551,178 @@ fn tee_outputs_have_their_own_figures() {
         "{text}"
     );
     assert!(last("--tee /dev/full").contains("write failed"), "{text}");
+}
+
+/// Reads `child`'s stderr line by line on a thread: the lines so far, shared, and the
+/// thread (which ends when stderr closes).
+fn collect_lines(
+    child: &mut std::process::Child,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::thread::JoinHandle<()>,
+) {
+    use std::io::BufRead;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stderr = child.stderr.take().unwrap();
+    let shared = std::sync::Arc::clone(&lines);
+    let thread = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            shared.lock().unwrap().push(line.unwrap());
+        }
+    });
+    (lines, thread)
+}
+
+/// Waits (at most 30 s) until one of `lines` satisfies `found`.
+#[track_caller]
+fn wait_for_line(lines: &std::sync::Mutex<Vec<String>>, found: impl Fn(&str) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !lines.lock().unwrap().iter().any(|l| found(l)) {
+        assert!(std::time::Instant::now() < deadline, "{lines:#?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `-U` interrupted while it stores: nothing reached the output, and the `end` says so
+/// (its totals are what reached the output, not what was stored).
+#[test]
+fn u_interrupted_while_storing_ends_with_the_totals_of_the_output() {
+    use std::io::{Read, Write};
+    let mut child = rpv(&["--json", "-i", "0.1", "-U", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&data(1 << 20, 40)).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        stdout.read_to_end(&mut out).unwrap();
+        out
+    });
+    let (lines, thread) = collect_lines(&mut child);
+    wait_for_line(&lines, |l| {
+        l.contains("\"type\":\"progress\"") && l.contains("\"bytes\":1048576")
+    });
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = crate::util::wait_within(&mut child, 30.0, "-U after SIGINT");
+    drop(stdin);
+    thread.join().unwrap();
+    assert_eq!(status.code(), Some(32));
+    assert!(reader.join().unwrap().is_empty(), "nothing was forwarded");
+    let text = lines.lock().unwrap().join("\n") + "\n";
+    let objects = parse_ndjson(text.as_bytes());
+    assert!(of_type(&objects, "phase_end").is_empty(), "{text}");
+    let end = objects.last().unwrap();
+    assert_eq!(end["interrupted"], true);
+    assert_eq!(end["bytes"], 0, "what reached the output: {end}");
+    for figures in end["meters"].as_array().unwrap() {
+        assert_eq!(figures["bytes"], 0, "{end}");
+    }
+    for figures in end["inputs"].as_array().unwrap() {
+        assert_eq!(figures["bytes"], 0, "{end}");
+        assert_eq!(figures["done"], false, "{end}");
+    }
+}
+
+/// `--log` escapes names (`-N`, file names, `--each` rows, an input that cannot be read) as
+/// the terminal does: one record per line, each starting with its time stamp, no escape.
+#[test]
+fn log_escapes_names_and_every_record_has_its_time_stamp() {
+    let dir = Dir::new();
+    let newline = dir.file("new\nline.bin", b"abc");
+    let escape = dir.file("esc\x1b[31mred.bin", b"def");
+    let missing = dir.path("gone\x1b]0;x\x07");
+    for args in [
+        vec!["--each", s(&newline), s(&escape), s(&missing)],
+        vec!["-N", "x\ny\x1b[31m", s(&newline)],
+    ] {
+        let mut all = vec!["--log"];
+        all.extend(&args);
+        let run = rpv(&all).stdout(Stdio::null()).output().unwrap();
+        let text = String::from_utf8(run.stderr).unwrap();
+        assert!(!text.contains('\x1b') && !text.contains('\r'), "{text:?}");
+        for line in text.lines() {
+            assert!(
+                line.len() > 25 && iso8601_with_offset(&line[..25]),
+                "{args:?}: a record without its time stamp: {line:?} in {text:?}"
+            );
+        }
+        if args[0] == "--each" {
+            assert!(text.contains("new\\nline.bin: 3.00  B"), "{text}");
+            assert!(text.contains("esc\\e[31mred.bin: 3.00  B"), "{text}");
+            assert!(text.contains("gone\\e]0;x\\x07: "), "{text}");
+        } else {
+            assert!(text.contains(" x\\ny\\e[31m: 3.00  B"), "{text}");
+        }
+    }
+}
+
+/// `--each` interrupted by Ctrl-C: the row of the input being read shows how far it got,
+/// never a full bar and 100 %; in `--json` its `done` event says `interrupted` and its
+/// figures are not `done`.
+#[test]
+fn each_input_cut_short_by_an_interrupt_shows_its_real_percentage() {
+    let dir = Dir::new();
+    let input = dir.file("five", &data(5 << 20, 41));
+    for json in [false, true] {
+        let mode = if json { "--json" } else { "-f" };
+        let mut child = rpv(&[mode, "--each", "-i", "0.1", "-L", "2M", s(&input)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (lines, thread) = if json {
+            collect_lines(&mut child)
+        } else {
+            // The rows end in \r: read raw chunks instead of lines.
+            let shared = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let mut stderr = child.stderr.take().unwrap();
+            let writer = std::sync::Arc::clone(&shared);
+            let thread = std::thread::spawn(move || {
+                use std::io::Read;
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = stderr.read(&mut buf) {
+                    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    writer.lock().unwrap().push(text);
+                }
+            });
+            (shared, thread)
+        };
+        wait_for_line(&lines, |l| l.contains("MiB") || l.contains("\"bytes\":1"));
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let status = crate::util::wait_within(&mut child, 30.0, "--each after SIGINT");
+        thread.join().unwrap();
+        assert_eq!(status.code(), Some(32));
+        let text = lines.lock().unwrap().join(if json { "\n" } else { "" });
+        if json {
+            let objects = parse_ndjson((text + "\n").as_bytes());
+            let done: Vec<&Value> = of_type(&objects, "input")
+                .into_iter()
+                .filter(|o| o["event"] == "done")
+                .collect();
+            assert_eq!(done.len(), 1, "{objects:#?}");
+            assert_eq!(done[0]["interrupted"], true, "{objects:#?}");
+            let end = objects.last().unwrap();
+            let figures = &end["inputs"][0];
+            assert_eq!(figures["done"], false, "{end}");
+            let percent = figures["percent"].as_f64().unwrap();
+            assert!(percent > 0.0 && percent < 100.0, "{end}");
+        } else {
+            let row = text
+                .split(['\r', '\n'])
+                .rfind(|r| r.contains("five:"))
+                .unwrap_or_else(|| panic!("{text:?}"))
+                .to_string();
+            assert!(!row.contains("100%"), "the real percentage: {row:?}");
+            assert!(
+                row.contains('%') && row.contains('>'),
+                "a bar part done: {row:?}"
+            );
+        }
+    }
 }

@@ -1,17 +1,20 @@
 //! Integration tests: they spawn the real `rpv` binary.
 
+mod chunks;
 mod contract;
 mod cursor;
 mod display;
 mod docs;
 mod errors;
 mod faults;
+mod hangs;
 mod integrations;
 mod integrity;
 mod json;
 mod modifiers;
 mod monitor;
 mod options;
+mod paths;
 mod pipeline;
 mod proptests;
 mod pty;
@@ -19,10 +22,12 @@ mod regression;
 mod reliability;
 mod remote;
 mod screens;
+mod shell;
 mod signals;
 mod soak;
 mod tee;
 mod terminal;
 mod title;
+mod tmux;
 mod util;
 mod watchfd;

@@ -225,17 +225,9 @@ fn pid_file_exists_while_running_and_is_removed_at_exit() {
     .stdout(std::process::Stdio::null())
     .spawn()
     .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let content = loop {
-        if let Ok(text) = std::fs::read_to_string(&pidfile) {
-            break text;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "pid file never appeared"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
+    let content = crate::util::wait_for("the pid file", 5.0, || {
+        std::fs::read_to_string(&pidfile).ok()
+    });
     assert_eq!(content, format!("{}\n", child.id()));
     assert_eq!(std::fs::metadata(&pidfile).unwrap().mode() & 0o777, 0o644);
     assert!(child.wait().unwrap().success());

@@ -158,11 +158,7 @@ fn monitor_answers_remote_queries() {
         .path()
         .join("rpv")
         .join(format!("{}.sock", child.id()));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !socket.exists() {
-        assert!(std::time::Instant::now() < deadline, "no socket");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::util::wait_until("the control socket", 10.0, || socket.exists());
     let pid = child.id().to_string();
     let out = rpv(&["-Q", &pid, "-n", "-b", "-i", "0.2"])
         .env("XDG_RUNTIME_DIR", runtime.dir.path())

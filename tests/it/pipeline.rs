@@ -6,125 +6,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::shell::{comm, descendants, parent, Pipeline};
 use crate::util::{err, rpv, wait_within};
 
 /// Pipelines that keep CPUs busy run one at a time (and niced), so they neither disturb
 /// each other nor the timing-sensitive tests running beside them.
 static BUSY: Mutex<()> = Mutex::new(());
 
-/// A shell pipeline in its own process group.
-struct Pipeline {
-    shell: Child,
-}
-
-impl Pipeline {
-    fn start(script: &str) -> Pipeline {
-        use std::os::unix::process::CommandExt;
-        let shell = Command::new("nice")
-            .args(["-n", "5", "sh", "-c", script])
-            .env("RPV", env!("CARGO_BIN_EXE_rpv"))
-            .env_remove("RPV_TEST_PATH")
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn sh");
-        Pipeline { shell }
-    }
-
-    /// The PID of the process of the pipeline running `comm` (waits for it to start).
-    fn find(&self, comm: &str) -> u32 {
-        let start = Instant::now();
-        loop {
-            if let Some(pid) = descendants(self.shell.id())
-                .into_iter()
-                .find(|&p| self::comm(p).as_deref() == Some(comm))
-            {
-                return pid;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "{comm} never started"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// The PID of the process of the pipeline whose command line is `cmdline` (arguments
-    /// joined by spaces; waits for it to start).
-    fn find_command(&self, cmdline: &str) -> u32 {
-        let start = Instant::now();
-        loop {
-            if let Some(pid) = descendants(self.shell.id()).into_iter().find(|&p| {
-                std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| {
-                    c.split(|&b| b == 0)
-                        .filter(|a| !a.is_empty())
-                        .eq(cmdline.split(' ').map(str::as_bytes))
-                })
-            }) {
-                return pid;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "{cmdline} never started"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn stop(&mut self) {
-        let group = format!("-{}", self.shell.id());
-        let _ = Command::new("kill")
-            .args(["-TERM", "--", &group])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.shell.wait();
-    }
-}
-
-impl Drop for Pipeline {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-fn comm(pid: u32) -> Option<String> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-    Some(text.trim_end().to_string())
-}
-
-fn parent(pid: u32) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &text[text.rfind(')')? + 2..];
-    after.split(' ').nth(1)?.parse().ok()
-}
-
-/// Every process below `root`.
-fn descendants(root: u32) -> Vec<u32> {
-    let mut found = vec![root];
-    let mut all: Vec<u32> = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    all.sort_unstable();
-    let mut grew = true;
-    while grew {
-        grew = false;
-        for &pid in &all {
-            if !found.contains(&pid) && parent(pid).is_some_and(|p| found.contains(&p)) {
-                found.push(pid);
-                grew = true;
-            }
-        }
-    }
-    found.retain(|&p| p != root);
-    found
 }
 
 /// A row of the view, read back from the screen.

@@ -4,11 +4,10 @@
 //! options ask for less: `-S`, `-X`).
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 
-use crate::util::{data, Dir};
+use crate::util::{data, exit_within, Dir};
 
 /// Options of a transfer, with values that are fine, odd or wrong.
 fn option() -> impl Strategy<Value = Vec<String>> {
@@ -80,19 +79,15 @@ fn run(args: &[String], input: &[u8], as_file: bool, secs: u64) -> Ran {
         .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(secs);
     let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
+    let status = match exit_within(&mut child, secs as f64) {
+        Some(status) => status,
+        None => {
             // A slow -L or a -D delay: not a failure by itself.
             let _ = child.kill();
             timed_out = true;
-            break child.wait().unwrap();
+            child.wait().unwrap()
         }
-        std::thread::sleep(Duration::from_millis(5));
     };
     Ran {
         code: status.code(),

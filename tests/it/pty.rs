@@ -2,10 +2,9 @@
 //! terminal emulator), resizing, and background jobs under job control.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use crate::terminal::{bash_on_terminal, openpty, Terminal};
-use crate::util::{data, rpv, s, Dir};
+use crate::util::{catches, data, rpv, s, wait_until, Dir};
 
 #[test]
 fn progress_is_drawn_on_a_terminal_without_force() {
@@ -48,7 +47,9 @@ fn resizing_the_terminal_changes_the_line_width() {
         .stderr(Stdio::from(slave))
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(250));
+    wait_until("a line at the first width", 10.0, || {
+        terminal.contents().contains("ETA") && catches(child.id(), libc::SIGWINCH)
+    });
     terminal.resize(50, 10);
     // The terminal is not rpv's controlling terminal, so deliver SIGWINCH by hand.
     // SAFETY: kill(2) on our own child.

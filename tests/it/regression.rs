@@ -5,10 +5,12 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::process::{Child, Stdio};
-use std::time::Duration;
 
 use crate::terminal::bash_on_terminal;
-use crate::util::{data, rpv, s, spawn_draining, stderr_of, wait_within, Dir};
+use crate::util::{
+    catches, data, pending, process_state, rpv, s, spawn_draining, stderr_of, wait_until,
+    wait_within, Dir,
+};
 
 fn kill(child: &Child, signal: libc::c_int) {
     // SAFETY: plain kill(2) on our own child.
@@ -53,14 +55,13 @@ fn sigusr1_sigusr2_and_sigalrm_do_not_end_a_transfer() {
         spawn_draining(rpv(&["-q", "-L", "4M", "-P", s(&pidfile), s(&input)]));
     // The pid file is written once the handlers are in place (a signal before that, like
     // one before any program's start-up is done, takes its default action).
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !pidfile.exists() {
-        assert!(std::time::Instant::now() < deadline, "no pid file");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until("the pid file", 10.0, || pidfile.exists());
     for signal in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM, libc::SIGUSR1] {
         kill(&child, signal);
-        std::thread::sleep(Duration::from_millis(50));
+        // Delivered before the next one is sent (two of a kind pending would be one).
+        wait_until("the signal to be delivered", 10.0, || {
+            !pending(child.id(), signal)
+        });
     }
     let status = wait_within(&mut child, 10.0, "rpv after USR1/USR2/ALRM");
     let copied = reader.join().unwrap();
@@ -119,8 +120,10 @@ fn an_interrupt_while_waiting_for_a_fifo_reader_exits_32_and_cleans_up() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(400));
-        assert!(pidfile.exists(), "{args:?}: pid file written first");
+        // The pid file is written first; then rpv blocks opening the FIFO.
+        wait_until("the pid file, then a blocked open", 10.0, || {
+            pidfile.exists() && process_state(child.id()) == 'S' && catches(child.id(), signal)
+        });
         kill(&child, signal);
         let status = wait_within(&mut child, 3.0, "blocked open");
         assert_eq!(
@@ -144,7 +147,7 @@ fn pid_file_errors_name_the_pid_file() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("rpv: {}: Is a directory\n", s(&sub))
+        format!("rpv: -P {}: Is a directory\n", s(&sub))
     );
     let out = rpv(&["-q", "-P", "", s(&input)]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -206,7 +209,7 @@ fn the_line_after_ctrl_c_starts_at_the_first_column() {
         s(&input)
     );
     let (status, terminal) = bash_on_terminal(&script, 80, 24, false, &[], |t| {
-        std::thread::sleep(Duration::from_millis(1500));
+        wait_until("a progress line", 10.0, || t.contents().contains("ETA"));
         t.type_keys(b"\x03");
     });
     let (rows, bytes, _) = terminal.finish();

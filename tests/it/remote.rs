@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::util::{rpv, Dir};
+use crate::util::{exit_within, pause, rpv, wait_until, Dir};
 
 /// A running rpv with its socket up.
 struct Target {
@@ -48,11 +48,9 @@ impl Target {
             stderr,
         };
         let socket = target.socket();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !socket.exists() {
-            assert!(Instant::now() < deadline, "no control socket at {socket:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(&format!("the control socket at {socket:?}"), 10.0, || {
+            socket.exists()
+        });
         target
     }
 
@@ -98,7 +96,8 @@ impl Target {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_secs_f64(secs));
+        // The window the rate is measured over.
+        pause(Duration::from_secs_f64(secs));
         let _ = q.kill();
         let out = q.wait_with_output().unwrap();
         let values: Vec<f64> = String::from_utf8_lossy(&out.stderr)
@@ -125,13 +124,17 @@ impl Target {
             .collect()
     }
 
-    /// `rpv -R PID ARGS`, then the display lines of `window` once the change settled
-    /// (300 ms); asserts that there are some.
+    /// `rpv -R PID ARGS`, then the display lines of `window` once the change settled (a
+    /// line was drawn after it); asserts that there are some.
     fn lines_after(&self, args: &[&str], window: Duration) -> Vec<String> {
         self.remote(args);
-        std::thread::sleep(Duration::from_millis(300));
+        let applied = self.stderr_len();
+        wait_until("a line drawn after -R", 10.0, || {
+            self.stderr.lock().unwrap()[applied..].contains(&b'\r')
+        });
         let mark = self.stderr_len();
-        std::thread::sleep(window);
+        // The window the lines are counted over.
+        pause(window);
         let lines = self.lines_since(mark);
         assert!(!lines.is_empty(), "no display after -R {args:?}");
         lines
@@ -143,16 +146,7 @@ impl Target {
 
     /// Waits for the target to exit, at most `secs`.
     fn wait(&mut self, secs: u64) -> Option<i32> {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        exit_within(&mut self.child, secs as f64)?.code()
     }
 }
 
@@ -251,8 +245,9 @@ fn remote_changes_only_the_options_given() {
         "50k",
         "/dev/zero",
     ]);
-    std::thread::sleep(Duration::from_millis(400));
-    assert!(target.lines_since(0).iter().any(|l| l.contains("first:")));
+    wait_until("the first name", 10.0, || {
+        target.lines_since(0).iter().any(|l| l.contains("first:"))
+    });
     let lines = target.lines_after(&["-N", "second"], Duration::from_millis(1000));
     assert!(
         lines.len() >= 5,
@@ -446,7 +441,7 @@ fn remote_line_limit_reaches_the_zero_copy_line_path() {
     cmd_args.push(&fifo_arg);
     let target = Target::start(&cmd_args);
     // Let the transfer run on the zero-copy path for a while first.
-    std::thread::sleep(Duration::from_millis(300));
+    pause(Duration::from_millis(300));
     target.remote(&["-L", "200"]);
     // In line mode the counters of `-Q -n -b` are lines.
     let rate = target.queried_rate(2.0);
@@ -454,4 +449,128 @@ fn remote_line_limit_reaches_the_zero_copy_line_path() {
         (100.0..400.0).contains(&rate),
         "lines/s after -L 200: {rate}"
     );
+}
+
+/// A target killed with SIGKILL cannot remove its socket; the next rpv that listens in the
+/// same directory removes it (its PID is gone), and keeps the sockets of live ones, which
+/// `-Q` still reaches.
+#[test]
+fn the_socket_of_a_killed_rpv_is_removed_by_the_next_one() {
+    let mut killed = Target::start(&["-q", "-L", "1k", "/dev/zero"]);
+    // All in one directory: the first target's runtime directory.
+    let dir = killed.runtime.dir.path().to_path_buf();
+    let spawn = || {
+        KillOnDrop(
+            rpv(&["-q", "-L", "1k", "/dev/zero"])
+                .env("XDG_RUNTIME_DIR", &dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let socket_of = |child: &KillOnDrop| {
+        let socket = dir.join("rpv").join(format!("{}.sock", child.0.id()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !socket.exists() {
+            assert!(Instant::now() < deadline, "no socket at {socket:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        socket
+    };
+    let live = spawn();
+    let live_socket = socket_of(&live);
+    let stale = killed.socket();
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    assert!(
+        stale.exists(),
+        "SIGKILL left the socket (the case under test)"
+    );
+    // A third rpv starts listening: it removes the dead one's socket.
+    let third = spawn();
+    socket_of(&third);
+    assert!(!stale.exists(), "the killed rpv's socket is still there");
+    assert!(live_socket.exists(), "a live rpv's socket was removed");
+    let query = rpv(&["-Q", &live.0.id().to_string(), "-n", "-b", "-i", "0.1"])
+        .env("XDG_RUNTIME_DIR", &dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut query = KillOnDrop(query);
+    let mut stderr = query.0.stderr.take().unwrap();
+    let mut first = [0u8; 1];
+    assert_eq!(
+        stderr.read(&mut first).unwrap(),
+        1,
+        "-Q reaches the live rpv"
+    );
+}
+
+/// A child killed (and reaped) when the test ends, whatever happens.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A target that does not answer (stopped with SIGSTOP): `-Q` and `-R` wait for its reply,
+/// and SIGINT ends that wait at once (std's reads retried through it, for the whole 10 s
+/// reply timeout).
+#[test]
+fn sigint_ends_a_client_waiting_for_a_stopped_target() {
+    let target = Target::start(&["-q", "-L", "1k", "/dev/zero"]);
+    let signal = |pid: u32, sig| {
+        let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+        rustix::process::kill_process(pid, sig).unwrap();
+    };
+    signal(target.child.id(), rustix::process::Signal::STOP);
+    for args in [&["-Q", "-n"][..], &["-R", "-L", "2k"]] {
+        let pid = target.pid();
+        let mut all = vec![args[0], pid.as_str()];
+        all.extend_from_slice(&args[1..]);
+        let mut client = KillOnDrop(
+            target
+                .client(&all)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let client_pid = client.0.id();
+        // Connected (the socket is in its descriptors): now it waits for the reply.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_dir(format!("/proc/{client_pid}/fd"))
+            .unwrap()
+            .flatten()
+            .any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+            })
+        {
+            assert!(Instant::now() < deadline, "{args:?}: never connected");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sent = Instant::now();
+        signal(client_pid, rustix::process::Signal::INT);
+        let status = loop {
+            if let Some(status) = client.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                sent.elapsed() < Duration::from_secs(1),
+                "{args:?}: SIGINT did not end the client within a second"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.code(), Some(32), "{args:?}");
+    }
+    signal(target.child.id(), rustix::process::Signal::CONT);
 }

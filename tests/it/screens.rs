@@ -10,154 +10,31 @@
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::shell::Pipeline;
 use crate::terminal::bash_on_terminal;
-use crate::util::{data, s, Dir};
+use crate::tmux::{Tmux, DEADLINE_SECS};
+use crate::util::{data, poll, s, Dir};
 
 /// How long any awaited screen may take (a loaded 2-core machine included).
-const DEADLINE: Duration = Duration::from_secs(40);
+const DEADLINE: f64 = DEADLINE_SECS;
 
-/// A tmux server of its own (unique socket, in the test's directory) running an
-/// interactive bash with `PS1='$ '`, a function `r` running rpv, in the test's directory.
-struct Tmux<'a> {
-    dir: &'a Dir,
-    socket: String,
-}
-
-impl<'a> Tmux<'a> {
-    /// A `width` × `height` terminal; `None` (the test is skipped) if tmux is missing.
-    fn start(dir: &'a Dir, name: &str, width: usize, height: usize, utf8: bool) -> Option<Self> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            eprintln!("skipped: tmux is not installed (.ci/run installs it)");
-            return None;
-        }
-        let tmux = Tmux {
-            dir,
-            socket: format!("rpv-screens-{name}-{}", std::process::id()),
-        };
-        let locale = if utf8 { "LC_ALL=C.UTF-8" } else { "LC_ALL=C" };
-        let rpv = format!("RPV={}", env!("CARGO_BIN_EXE_rpv"));
-        let (w, h) = (width.to_string(), height.to_string());
-        let mut args = vec!["-f", "/dev/null"];
-        if utf8 {
-            args.push("-u");
-        }
-        args.extend(["new-session", "-d", "-x", &w, "-y", &h]);
-        args.extend(["-e", &rpv, "-e", locale, "-e", "TERM=screen"]);
-        args.extend(["bash", "--norc", "--noprofile"]);
-        let started = tmux.cmd(&args);
-        assert!(started.status.success(), "{started:?}");
-        tmux.keys(&format!(
-            "r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; cd {}; printf '\\033[H\\033[2J'",
-            s(dir.dir.path())
-        ));
-        tmux.wait_for("a clear screen with the prompt", |rows| rows == ["$"]);
-        Some(tmux)
-    }
-
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env("TMUX_TMPDIR", self.dir.dir.path())
-            .env_remove("TMUX")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run tmux")
-    }
-
-    /// Types `text` and Enter.
-    fn keys(&self, text: &str) {
-        self.cmd(&["send-keys", "-l", text]);
-        self.cmd(&["send-keys", "Enter"]);
-    }
-
-    /// Presses a key (`C-c`, `C-z`).
-    fn press(&self, key: &str) {
-        self.cmd(&["send-keys", key]);
-    }
-
-    fn resize(&self, width: usize, height: usize) {
-        let (w, h) = (width.to_string(), height.to_string());
-        let out = self.cmd(&["resize-window", "-x", &w, "-y", &h]);
-        assert!(out.status.success(), "{out:?}");
-    }
-
-    /// The visible lines (`joined`: wrapped lines joined back into one), without trailing
-    /// blanks and empty lines at the end.
-    fn pane(&self, joined: bool) -> Vec<String> {
-        let args: &[&str] = if joined {
-            &["capture-pane", "-p", "-J"]
-        } else {
-            &["capture-pane", "-p"]
-        };
-        let out = self.cmd(args);
-        let mut rows: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.trim_end().to_string())
-            .collect();
-        while rows.last().is_some_and(|r| r.is_empty()) {
-            rows.pop();
-        }
-        rows
-    }
-
-    /// Every line of the pane and its scrollback, wrapped lines joined.
-    fn history(&self) -> Vec<String> {
-        let out = self.cmd(&["capture-pane", "-p", "-J", "-S", "-"]);
-        let mut rows: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.trim_end().to_string())
-            .collect();
-        while rows.last().is_some_and(|r| r.is_empty()) {
-            rows.pop();
-        }
-        rows
-    }
-
-    /// Waits until the visible lines satisfy `ready`; returns them.
-    #[track_caller]
-    fn wait_for(&self, what: &str, ready: impl Fn(&[String]) -> bool) -> Vec<String> {
-        let start = Instant::now();
-        loop {
-            let rows = self.pane(false);
-            if ready(&rows) {
-                return rows;
-            }
-            assert!(start.elapsed() < DEADLINE, "never {what}: {rows:#?}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Waits until the screen is clean by `check` (see [`Rows::check`]); returns it.
-    #[track_caller]
-    fn wait_clean(&self, what: &str, rows: &Rows, width: usize) -> Vec<String> {
-        let start = Instant::now();
-        loop {
-            let lines = self.pane(false);
-            let joined = self.pane(true);
-            match rows.check(&lines, &joined, width) {
-                Ok(()) => return lines,
-                Err(why) if start.elapsed() > DEADLINE => {
-                    panic!("{what}: {why}\n{lines:#?}\njoined: {joined:#?}")
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+/// Waits until the screen is clean by `check` (see [`Rows::check`]); returns it.
+#[track_caller]
+fn wait_clean(tmux: &Tmux, what: &str, rows: &Rows, width: usize) -> Vec<String> {
+    let mut why = String::new();
+    let clean = poll(DEADLINE, || {
+        let (lines, joined) = (tmux.pane(false), tmux.pane(true));
+        match rows.check(&lines, &joined, width) {
+            Ok(()) => Some(lines),
+            Err(e) => {
+                why = format!("{e}\n{lines:#?}\njoined: {joined:#?}");
+                None
             }
         }
-    }
-
-    fn title(&self) -> String {
-        let out = self.cmd(&["display-message", "-p", "#{pane_title}"]);
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for Tmux<'_> {
-    fn drop(&mut self) {
-        self.cmd(&["kill-server"]);
-    }
+    });
+    clean.unwrap_or_else(|| panic!("{what}: {why}"))
 }
 
 /// What a screen of rows must hold: every row (by the text it starts with, leading blanks
@@ -348,7 +225,8 @@ fn each_rows_at(width: usize, height: usize) {
         assert!(r.contains("292KiB") && r.contains("100%"), "{r:?}");
     }
     let long_row = row("a-rather");
-    if width >= 100 {
+    // The names take at most a third of the width: 47 columns (`NAME:`) fit at 160.
+    if long.len() < width / 3 {
         assert!(long_row.contains(&format!("{long}:")), "{long_row:?}");
     } else {
         assert!(
@@ -390,10 +268,10 @@ fn resizes_leave_no_debris_and_no_repeated_rows() {
             .to_vec(),
         others: &others,
     };
-    tmux.wait_clean("the first rows", &rows, 100);
+    wait_clean(&tmux, "the first rows", &rows, 100);
     for (w, h) in [(60, 20), (160, 20), (40, 12), (100, 8), (70, 20)] {
         tmux.resize(w, h);
-        tmux.wait_clean(&format!("clean at {w}x{h}"), &rows, w);
+        wait_clean(&tmux, &format!("clean at {w}x{h}"), &rows, w);
     }
     // A terminal tells rpv its new size only after it has resized its own screen (tmux
     // even a moment later): a frame drawn in between is cut at the new edge (never
@@ -407,7 +285,7 @@ fn resizes_leave_no_debris_and_no_repeated_rows() {
     });
     feed.close();
     tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
-    tmux.wait_clean("the final screen", &rows, 70);
+    wait_clean(&tmux, "the final screen", &rows, 70);
 }
 
 /// Ctrl-C at 40 and at 100 columns, with `--tee` rows (one of them failed): the final
@@ -444,7 +322,7 @@ fn ctrl_c_at(width: usize) {
             .to_vec(),
         others: &others,
     };
-    tmux.wait_clean("the rows", &rows, width);
+    wait_clean(&tmux, "the rows", &rows, width);
     tmux.press("C-c");
     // rpv ends with status 32 after a signal (like pv), plus 16 for the failed --tee output.
     let lines = tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=48"));
@@ -480,7 +358,7 @@ fn ctrl_z_and_fg_keep_every_row_once() {
         rows: ["f1:", "pipe:", "total:"].map(String::from).to_vec(),
         others: &others,
     };
-    tmux.wait_clean("the rows", &rows, 80);
+    wait_clean(&tmux, "the rows", &rows, 80);
     tmux.press("C-z");
     let stopped = tmux.wait_for("stopped", |rows| {
         rows.iter().any(|r| r.contains("Stopped")) && rows.last().is_some_and(|r| r == "$")
@@ -490,7 +368,7 @@ fn ctrl_z_and_fg_keep_every_row_once() {
         "no row left under the shell's lines: {stopped:#?}"
     );
     tmux.keys("fg");
-    tmux.wait_clean("the rows after fg", &rows, 80);
+    wait_clean(&tmux, "the rows after fg", &rows, 80);
     feed.close();
     // (Typed only once the prompt is back: what is typed during a run is echoed where the
     // cursor waits, on the first row.)
@@ -630,17 +508,23 @@ fn inline_pipeline_line_and_summary_stay_on_their_rows() {
         Ok(())
     };
     let settle = |what: &str, width: usize| {
-        let start = Instant::now();
-        loop {
+        let mut why = String::from("never live");
+        let settled = poll(DEADLINE, || {
             let (lines, joined) = (tmux.pane(false), tmux.pane(true));
             let live = lines.iter().any(|l| transfer(l));
             match check(&lines, &joined, width) {
-                Ok(()) if live => return lines,
-                Err(why) if start.elapsed() > DEADLINE => panic!("{what}: {why}: {lines:#?}"),
-                _ if start.elapsed() > DEADLINE => panic!("{what}: never live: {lines:#?}"),
-                _ => std::thread::sleep(Duration::from_millis(50)),
+                Ok(()) if live => Some(lines),
+                Ok(()) => {
+                    why = format!("never live: {lines:#?}");
+                    None
+                }
+                Err(e) => {
+                    why = format!("{e}: {lines:#?}");
+                    None
+                }
             }
-        }
+        });
+        settled.unwrap_or_else(|| panic!("{what}: {why}"))
     };
     settle("the view", 80);
     tmux.resize(60, 14);
@@ -842,8 +726,9 @@ fn cursor_rows_with_each_keep_one_row_per_rpv() {
     // Nothing else on the screen: no per-file row, no debris of one.
     assert_eq!(rows.len(), 2, "{lines:#?}");
     // Where -c is ignored (TERM=dumb), --each has its rows again.
-    tmux.keys("clear; TERM=dumb r -c --each -N tot a b > /dev/null; echo rc=$?");
-    let lines = tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
+    // (Its own end marker: the first run's `rc=0` may still be on the screen.)
+    tmux.keys("clear; TERM=dumb r -c --each -N tot a b > /dev/null; echo dumb-rc=$?");
+    let lines = tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "dumb-rc=0"));
     for name in ["a:", "b:", "tot:"] {
         assert_eq!(
             lines
@@ -856,60 +741,40 @@ fn cursor_rows_with_each_keep_one_row_per_rpv() {
     }
 }
 
-/// A shell pipeline in its own process group, stopped when dropped.
-struct Pipeline {
-    shell: std::process::Child,
-}
-
-impl Pipeline {
-    fn start(script: &str) -> Pipeline {
-        use std::os::unix::process::CommandExt;
-        let shell = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .env("RPV", env!("CARGO_BIN_EXE_rpv"))
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn sh");
-        Pipeline { shell }
-    }
-
-    /// The PID of the pipeline's process named `comm`.
-    fn find(&self, comm: &str) -> u32 {
-        let start = Instant::now();
-        loop {
-            let found = std::fs::read_dir("/proc")
-                .unwrap()
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .find(|pid| {
-                    let stat =
-                        std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                    let name =
-                        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-                    let pgrp = stat
-                        .rfind(')')
-                        .and_then(|at| stat[at + 2..].split(' ').nth(2)?.parse::<u32>().ok());
-                    name.trim_end() == comm && pgrp == Some(self.shell.id())
-                });
-            if let Some(pid) = found {
-                return pid;
-            }
-            assert!(start.elapsed() < DEADLINE, "{comm} never started");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Pipeline {
-    fn drop(&mut self) {
-        let group = format!("-{}", self.shell.id());
-        let _ = Command::new("kill")
-            .args(["-TERM", "--", &group])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.shell.wait();
+/// `--each` at 160 columns with a 150-character name: the name column takes at most a
+/// third of the width (cut with an ellipsis), so the bar stays long enough to read.
+#[test]
+fn a_long_name_leaves_the_bar_room() {
+    let dir = Dir::new();
+    let long = "n".repeat(150);
+    let a = dir.file(&long, &data(200_000, 71));
+    let b = dir.file("small.bin", &data(100_000, 72));
+    let out = crate::util::rpv(&["-f", "-w", "160", "-i", "0.1", "--each", s(&a), s(&b)])
+        .current_dir(dir.dir.path())
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    let rows: Vec<&str> = text
+        .split(['\r', '\n'])
+        .map(|l| {
+            l.trim_start_matches("\x1b[A")
+                .trim_start_matches("\x1b[?7l")
+        })
+        .filter(|l| l.contains("%"))
+        .collect();
+    assert!(!rows.is_empty(), "{text:?}");
+    for row in rows {
+        let name = row.split(": ").next().unwrap_or("");
+        assert!(
+            name.chars().count() < 160 / 3,
+            "the name column is capped: {row:?}"
+        );
+        let bar = row.find('[').map_or(0, |open| {
+            let rest = &row[open..];
+            rest.rfind(']').map_or(0, |close| close + 1)
+        });
+        assert!(bar >= 50, "the bar keeps its room ({bar}): {row:?}");
     }
 }

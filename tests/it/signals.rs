@@ -2,11 +2,14 @@
 //! counted, and a display that cannot write never holds up the data.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{rpv, spawn_draining, stderr_of, wait_within};
+use crate::util::{
+    catches, pause, pipe_fill, process_state, rpv, spawn_counting, stderr_of, wait_until,
+    wait_within,
+};
 
 fn kill(child: &Child, signal: libc::c_int) {
     // SAFETY: plain kill(2) on our own child.
@@ -16,15 +19,17 @@ fn kill(child: &Child, signal: libc::c_int) {
 #[test]
 fn interrupts_end_with_status_32_and_a_final_newline() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let (mut child, reader) =
-            spawn_draining(rpv(&["-f", "-b", "-i", "0.1", "-L", "100k", "/dev/zero"]));
-        std::thread::sleep(Duration::from_millis(500));
+        let (mut child, out) =
+            spawn_counting(rpv(&["-f", "-b", "-i", "0.1", "-L", "100k", "/dev/zero"]));
+        wait_until("the data to flow with the handlers in place", 10.0, || {
+            out.bytes() > 0 && catches(child.id(), signal)
+        });
         kill(&child, signal);
         let status = wait_within(&mut child, 3.0, "rpv");
         assert_eq!(status.code(), Some(32), "signal {signal}");
         let stderr = stderr_of(&mut child);
         assert!(stderr.ends_with("B\r\n"), "signal {signal}: {stderr:?}");
-        assert!(reader.join().unwrap() > 0);
+        assert!(out.join() > 0);
     }
 }
 
@@ -35,7 +40,11 @@ fn interrupt_ends_even_while_blocked_on_a_full_output() {
         let mut args = vec!["-q", "/dev/zero"];
         args.extend_from_slice(extra);
         let mut child = rpv(&args).stdout(Stdio::piped()).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        let stdout = child.stdout.take().unwrap();
+        wait_until("the output pipe to fill", 10.0, || {
+            let (queued, capacity) = pipe_fill(stdout.as_fd());
+            queued + 4096 > capacity && catches(child.id(), libc::SIGINT)
+        });
         kill(&child, libc::SIGINT);
         assert_eq!(
             wait_within(&mut child, 3.0, "rpv").code(),
@@ -45,16 +54,11 @@ fn interrupt_ends_even_while_blocked_on_a_full_output() {
     }
 }
 
-fn process_state(pid: u32) -> char {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    stat.rsplit(") ").next().unwrap().chars().next().unwrap()
-}
-
 #[test]
 fn stopped_time_is_not_counted_and_the_transfer_resumes() {
     // 2 MiB at 1 MiB/s, stopped for 1.5 s in the middle.
     let start = Instant::now();
-    let (mut child, reader) = spawn_draining(rpv(&[
+    let (mut child, out) = spawn_counting(rpv(&[
         "-n",
         "-t",
         "-b",
@@ -67,16 +71,19 @@ fn stopped_time_is_not_counted_and_the_transfer_resumes() {
         "2M",
         "/dev/zero",
     ]));
-    std::thread::sleep(Duration::from_millis(600));
+    // Stopped in the middle: once a quarter of the data went through.
+    wait_until("512 KiB copied", 10.0, || out.bytes() >= 512 << 10);
     kill(&child, libc::SIGTSTP);
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(process_state(child.id()), 'T', "SIGTSTP stops rpv");
-    std::thread::sleep(Duration::from_millis(1300));
+    wait_until("SIGTSTP to stop rpv", 10.0, || {
+        process_state(child.id()) == 'T'
+    });
+    // The stop being measured: time passes while rpv is stopped.
+    pause(Duration::from_millis(1500));
     kill(&child, libc::SIGCONT);
     let status = wait_within(&mut child, 10.0, "rpv");
     let wall = start.elapsed().as_secs_f64();
     assert!(status.success());
-    assert_eq!(reader.join().unwrap(), 2 << 20);
+    assert_eq!(out.join(), 2 << 20);
     let stderr = stderr_of(&mut child);
     let last = stderr.lines().last().unwrap().to_string();
     let elapsed: f64 = last.split(' ').next().unwrap().parse().unwrap();

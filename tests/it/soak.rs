@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::util::{data, rpv, Dir};
+use crate::util::{catches, data, pause, poll, rpv, Dir};
 
 /// A small deterministic generator (xorshift), so a seed repeats a whole soak.
 struct Rng(u64);
@@ -197,17 +197,6 @@ fn kill(pid: u32, signal: libc::c_int) {
     }
 }
 
-/// True once process `pid` has a handler for `signal` (`SigCgt` in /proc/PID/status).
-fn catches(pid: u32, signal: libc::c_int) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
-            u64::from_str_radix(mask.trim(), 16).ok()
-        })
-        .is_some_and(|mask| mask & (1 << (signal - 1)) != 0)
-}
-
 /// Runs one plan; returns a description of what went wrong, if anything.
 fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
     let input = data(plan.len, plan.seed);
@@ -292,7 +281,7 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
                     }
                     at += n;
                     if r.chance(10) {
-                        std::thread::sleep(Duration::from_millis(r.below(30)));
+                        pause(Duration::from_millis(r.below(30)));
                     }
                 }
             }));
@@ -323,7 +312,7 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
                     Ok(n) => got.extend_from_slice(&buf[..n]),
                 }
                 if r.chance(5) {
-                    std::thread::sleep(Duration::from_millis(r.below(20)));
+                    pause(Duration::from_millis(r.below(20)));
                 }
             }
         })
@@ -337,17 +326,17 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
         std::thread::spawn(move || {
             let mut sent = 0;
             while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(5 + r.below(60)));
+                pause(Duration::from_millis(5 + r.below(60)));
                 let pid = *r.pick(&pids);
                 match r.below(3) {
                     0 => {
                         kill(pid, libc::SIGSTOP);
-                        std::thread::sleep(Duration::from_millis(r.below(50)));
+                        pause(Duration::from_millis(r.below(50)));
                         kill(pid, libc::SIGCONT);
                     }
                     1 => {
                         kill(pid, libc::SIGTSTP);
-                        std::thread::sleep(Duration::from_millis(r.below(50)));
+                        pause(Duration::from_millis(r.below(50)));
                         kill(pid, libc::SIGCONT);
                     }
                     _ => kill(pid, libc::SIGWINCH),
@@ -362,7 +351,10 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
     let mut statuses = Vec::new();
     let mut interrupt = plan.interrupt;
     for i in 0..children.len() {
-        loop {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64();
+        let status = poll(left, || {
             // The interrupt, from this thread, which alone reaps the children: the target
             // is signalled only while it has not been reaped (its PID is still its own).
             // Not before it has its handler: a signal that comes first ends any program
@@ -377,18 +369,17 @@ fn run(plan: &Plan, dir: &Dir, rng: &mut Rng) -> Result<Checked, String> {
                     interrupt = None;
                 }
             }
-            if let Some(status) = children[i].try_wait().unwrap() {
-                statuses.push(status);
-                break;
-            }
-            if Instant::now() > deadline {
+            children[i].try_wait().unwrap()
+        });
+        match status {
+            Some(status) => statuses.push(status),
+            None => {
                 done.store(true, Ordering::Relaxed);
                 for c in &mut children {
                     let _ = c.kill();
                 }
                 return Err("still running after 120 s".into());
             }
-            std::thread::sleep(Duration::from_millis(5));
         }
     }
     done.store(true, Ordering::Relaxed);

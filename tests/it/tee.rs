@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -12,7 +12,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::util::{assert_same, data, err, rpv, s, text, wait_within, Dir, SIZES};
+use crate::util::{
+    assert_same, catches, data, err, pause, pipe_fill, poll, rpv, s, text, wait_until, wait_within,
+    Dir, SIZES,
+};
 
 /// The descriptor number a `--tee /dev/fd/N` pipe gets in rpv.
 const TEE_FD: RawFd = 7;
@@ -87,11 +90,8 @@ impl Watchdog {
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let seen = std::sync::Arc::clone(&done);
         std::thread::spawn(move || {
-            for _ in 0..secs * 10 {
-                std::thread::sleep(Duration::from_millis(100));
-                if seen.load(Ordering::Relaxed) {
-                    return;
-                }
+            if poll(secs as f64, || seen.load(Ordering::Relaxed).then_some(())).is_some() {
+                return;
             }
             // SAFETY: kill(2) on our own child, which has not been reaped (not done).
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
@@ -775,7 +775,11 @@ fn interrupt_leaves_a_prefix_of_the_stream_in_every_output() {
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
-        std::thread::sleep(Duration::from_millis(700));
+        // Interrupted in the middle: once the copy has 1 MiB and rpv its handlers.
+        wait_until("1 MiB in the copy", 20.0, || {
+            std::fs::metadata(&t).is_ok_and(|m| m.len() >= 1 << 20)
+                && catches(child.id(), libc::SIGINT)
+        });
         let pid = rustix::process::Pid::from_child(&child);
         rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("kill");
         let status = wait_within(&mut child, 5.0, "rpv");
@@ -817,7 +821,10 @@ fn interrupt_ends_a_run_blocked_on_a_full_lone_tee_pipe() {
     let (r, w) = pipe();
     let main = reader(r, None);
     let (mut child, tee_r, writer) = spawn_with_unread_tee(&bytes, w);
-    std::thread::sleep(Duration::from_millis(700));
+    wait_until("the --tee pipe to fill", 20.0, || {
+        let (queued, capacity) = pipe_fill(tee_r.as_fd());
+        queued + 4096 > capacity && catches(child.id(), libc::SIGINT)
+    });
     assert!(child.try_wait().unwrap().is_none(), "rpv did not wait");
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("kill");
@@ -922,11 +929,11 @@ fn a_paused_tee_reader_holds_the_main_output_back_by_a_bounded_amount_only() {
             seen.store(out.len() as u64, Ordering::Relaxed);
         }
     });
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while count.load(Ordering::Relaxed) < 1 << 20 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(300));
+    poll(20.0, || {
+        (count.load(Ordering::Relaxed) >= 1 << 20).then_some(())
+    });
+    // Time for the main output to run further ahead, if rpv did not wait.
+    pause(Duration::from_millis(300));
     let ahead = count.load(Ordering::Relaxed);
     assert!(ahead >= 1 << 20, "the main output got only {ahead} bytes");
     assert!(ahead <= 8 << 20, "the main output ran {ahead} bytes ahead");
@@ -970,7 +977,8 @@ fn neighbours_that_set_o_nonblock_are_waited_for_without_loss() {
             for (i, piece) in input.chunks(300_007).enumerate() {
                 f.write_all(piece).unwrap();
                 if i % 4 == 0 {
-                    std::thread::sleep(Duration::from_millis(5));
+                    // The producer pauses: the input runs dry.
+                    pause(Duration::from_millis(5));
                 }
             }
         });
@@ -1085,7 +1093,8 @@ fn a_slow_tee_reader_in_small_pieces_gets_every_byte() {
                     n => out.extend_from_slice(&buf[..n]),
                 }
                 if i % 64 == 0 {
-                    std::thread::sleep(Duration::from_millis(1));
+                    // A slow reader.
+                    pause(Duration::from_millis(1));
                 }
             }
             out

@@ -8,7 +8,6 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 const QUERY: &[u8] = b"\x1b[6n";
 
@@ -194,13 +193,6 @@ pub fn bash_on_terminal(
     let mut child = cmd.spawn().unwrap();
     drop(cmd);
     during(&terminal);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the job hung");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = crate::util::exit_within(&mut child, 30.0).expect("the job hung");
     (status, terminal)
 }

@@ -3,9 +3,8 @@
 //! line when there is none, and never running past either.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use crate::util::{data, rpv, s, Dir};
+use crate::util::{data, poll, rpv, s, Dir};
 
 /// The arguments of a run whose title (a 300-column bar) is longer than its command line.
 fn long_title_args(input: &str) -> Vec<String> {
@@ -31,16 +30,10 @@ fn title_of(mut cmd: Command) -> Vec<u8> {
         .spawn()
         .unwrap();
     let path = format!("/proc/{}/cmdline", child.id());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut seen = Vec::new();
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-        let now = std::fs::read(&path).unwrap_or_default();
-        if now.starts_with(b"rpv -- [") {
-            seen = now;
-            break;
-        }
-    }
+    let seen = poll(10.0, || {
+        Some(std::fs::read(&path).unwrap_or_default()).filter(|now| now.starts_with(b"rpv -- ["))
+    })
+    .unwrap_or_default();
     assert!(child.wait().unwrap().success());
     seen
 }

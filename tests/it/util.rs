@@ -164,6 +164,52 @@ pub fn err(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// How often the waits below look again.
+const POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Polls `ready` until it gives a value, or `secs` seconds have passed (then `None`). The
+/// one place the integration tests sleep while they wait for something: every wait is on a
+/// condition, with a deadline.
+pub fn poll<T>(secs: f64, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    loop {
+        if let Some(value) = ready() {
+            return Some(value);
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Lets `time` pass, as part of what a test does: a slow producer or reader, a stop of a
+/// given length, a window a rate is measured over. Never a wait for something to happen
+/// (that is [`wait_until`]); the other place the integration tests sleep.
+pub fn pause(time: std::time::Duration) {
+    std::thread::sleep(time);
+}
+
+/// Polls `ready` until it gives a value; fails the test, naming `what`, after `secs` s.
+#[track_caller]
+pub fn wait_for<T>(what: &str, secs: f64, ready: impl FnMut() -> Option<T>) -> T {
+    match poll(secs, ready) {
+        Some(value) => value,
+        None => panic!("waited {secs} s for {what}"),
+    }
+}
+
+/// Polls `done` until it holds; fails the test, naming `what`, after `secs` s.
+#[track_caller]
+pub fn wait_until(what: &str, secs: f64, mut done: impl FnMut() -> bool) {
+    wait_for(what, secs, || done().then_some(()));
+}
+
+/// The exit status of `child` once it has ended, or `None` if it still runs after `secs`.
+pub fn exit_within(child: &mut Child, secs: f64) -> Option<std::process::ExitStatus> {
+    poll(secs, || child.try_wait().unwrap())
+}
+
 /// Waits for `child` at most `secs` seconds; kills it and fails the test if it hangs.
 #[track_caller]
 pub fn wait_within(
@@ -171,17 +217,94 @@ pub fn wait_within(
     secs: f64,
     what: &str,
 ) -> std::process::ExitStatus {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if std::time::Instant::now() > deadline {
+    match exit_within(child, secs) {
+        Some(status) => status,
+        None => {
             let _ = child.kill();
             panic!("{what}: rpv still running after {secs} s");
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// The state letter of process `pid` (`R`, `S`, `T`, …) from `/proc/PID/stat`; `?` once it
+/// is gone.
+pub fn process_state(pid: u32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(") ")
+        .next()
+        .and_then(|s| s.chars().next())
+        .unwrap_or('?')
+}
+
+/// A signal mask line of `/proc/PID/status` (`SigCgt`, `SigPnd`, `ShdPnd`, …).
+fn signal_mask(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .unwrap_or(0)
+}
+
+/// Process `pid` has a handler for `signal` (its handlers are in place).
+pub fn catches(pid: u32, signal: libc::c_int) -> bool {
+    signal_mask(pid, "SigCgt") & (1 << (signal - 1)) != 0
+}
+
+/// `signal` is pending for process `pid` (sent, not yet delivered).
+pub fn pending(pid: u32, signal: libc::c_int) -> bool {
+    let bit = 1 << (signal - 1);
+    (signal_mask(pid, "SigPnd") | signal_mask(pid, "ShdPnd")) & bit != 0
+}
+
+/// A child's stdout drained by a thread that counts the bytes as they come.
+pub struct Counted {
+    bytes: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    reader: std::thread::JoinHandle<u64>,
+}
+
+impl Counted {
+    /// Bytes read so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Waits for the end of the output; every byte read.
+    pub fn join(self) -> u64 {
+        self.reader.join().unwrap()
+    }
+}
+
+/// Spawns `cmd` with stdout and stderr on pipes; a thread drains stdout, counting as it
+/// goes (so a test can wait for the data to flow).
+pub fn spawn_counting(mut cmd: Command) -> (Child, Counted) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rpv");
+    let mut stdout = child.stdout.take().unwrap();
+    let bytes = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = std::sync::Arc::clone(&bytes);
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match stdout.read(&mut buf) {
+                Ok(0) | Err(_) => return count.load(std::sync::atomic::Ordering::Relaxed),
+                Ok(n) => {
+                    count.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    (child, Counted { bytes, reader })
+}
+
+/// Bytes waiting in the pipe `fd` (FIONREAD), and the pipe's capacity.
+pub fn pipe_fill(fd: std::os::fd::BorrowedFd<'_>) -> (usize, usize) {
+    let queued = rustix::io::ioctl_fionread(fd).unwrap_or(0) as usize;
+    let capacity = rustix::pipe::fcntl_getpipe_size(fd).unwrap_or(65536);
+    (queued, capacity)
 }
 
 /// The byte counts every transfer path is checked at: empty, one byte, around a page,
@@ -197,3 +320,57 @@ pub const SIZES: [usize; 9] = [
     (1 << 20) + 1,
     (17 << 20) + 5,
 ];
+
+/// A running child whose stderr a thread collects as it comes, so a test can wait for what
+/// it shows.
+pub struct Watched {
+    pub child: Child,
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watched {
+    /// Spawns `cmd` with stderr on a pipe that a thread collects (stdin and stdout as `cmd`
+    /// has them).
+    pub fn spawn(mut cmd: Command) -> Watched {
+        let mut child = cmd.stderr(Stdio::piped()).spawn().expect("spawn");
+        let mut pipe = child.stderr.take().unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&stderr);
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Watched {
+            child,
+            stderr,
+            reader: Some(reader),
+        }
+    }
+
+    /// What it wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until its stderr so far satisfies `ready`; fails naming `what` after `secs`.
+    #[track_caller]
+    pub fn wait_for(&self, what: &str, secs: f64, ready: impl Fn(&str) -> bool) {
+        if poll(secs, || ready(&self.stderr()).then_some(())).is_none() {
+            panic!("waited {secs} s for {what}: {:?}", self.stderr());
+        }
+    }
+
+    /// Waits for it to end (at most `secs`, else it is killed and the test fails); its exit
+    /// status and all it wrote to stderr.
+    #[track_caller]
+    pub fn finish(mut self, secs: f64, what: &str) -> (std::process::ExitStatus, String) {
+        let status = wait_within(&mut self.child, secs, what);
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        (status, self.stderr())
+    }
+}

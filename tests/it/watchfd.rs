@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::util::{data, err, rpv, s, Dir};
+use crate::util::{data, err, rpv, s, wait_until, Dir, Watched};
 
 const CHUNK: usize = 64 * 1024;
 
@@ -43,14 +43,7 @@ fn slow_reader(files: &[&Path], steps: usize, pause: &str, linger: &str) -> Chil
 /// Waits until `/proc/PID/fd/FD` exists.
 fn wait_for_fd(pid: u32, fd: i32) {
     let path = format!("/proc/{pid}/fd/{fd}");
-    let start = Instant::now();
-    while std::fs::read_link(&path).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{path} never appeared"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until(&path, 10.0, || std::fs::read_link(&path).is_ok());
 }
 
 /// Runs rpv to completion with a time limit (it must end when the watched process does).
@@ -366,31 +359,34 @@ fn a_pipe_shows_the_process_read_counter() {
     let pid = reader.id();
     wait_for_fd(pid, 0);
     let mut stdin = reader.stdin.take().unwrap();
-    let feeder = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        for _ in 0..8 {
-            stdin.write_all(&[7u8; 32 * 1024]).unwrap();
-            std::thread::sleep(Duration::from_millis(80));
-        }
-        std::thread::sleep(Duration::from_millis(400));
-    });
-    let out = run_limited(
-        rpv(&[
-            "-d",
-            &format!("{pid}:0"),
-            "-f",
-            "-n",
-            "-i",
-            "0.1",
-            "-F",
-            "%N %b",
-        ]),
-        Duration::from_secs(20),
-    );
-    feeder.join().unwrap();
+    let mut cmd = rpv(&[
+        "-d",
+        &format!("{pid}:0"),
+        "-f",
+        "-n",
+        "-i",
+        "0.1",
+        "-F",
+        "%N %b",
+    ]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
+    let watcher = Watched::spawn(cmd);
+    // A sample before any data, then one after each chunk has been read, then the end.
+    let read_at_least =
+        |n: usize| move |text: &str| numbers(text).last().is_some_and(|&v| v >= n as f64);
+    watcher.wait_for("the first sample", 20.0, read_at_least(0));
+    for i in 1..=8 {
+        stdin.write_all(&[7u8; 32 * 1024]).unwrap();
+        watcher.wait_for(
+            "a sample of the chunk read",
+            20.0,
+            read_at_least(i * 32 * 1024),
+        );
+    }
+    drop(stdin);
+    let (status, text) = watcher.finish(20.0, "rpv -d on a pipe");
     let _ = reader.wait();
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(status.code(), Some(0), "{text}");
     let last = text.lines().last().unwrap_or("");
     assert!(last.starts_with("   0:pipe:["), "{text}");
     assert!(last.contains("] (process reads): "), "{text}");
@@ -406,22 +402,19 @@ fn interrupt_exits_with_32_and_keeps_the_line() {
     let file = file_of(&dir, "in.bin", 1, 11);
     let mut helper = slow_reader(&[&file], 1, "0", "10");
     let pid = helper.id();
-    let child = rpv(&["-d", &format!("{pid}:3"), "-f", "-i", "0.1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let mut cmd = rpv(&["-d", &format!("{pid}:3"), "-f", "-i", "0.1"]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
+    let watcher = Watched::spawn(cmd);
+    watcher.wait_for("a line", 10.0, |text| text.contains('\r'));
     Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args(["-INT", &watcher.child.id().to_string()])
         .status()
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let (status, text) = watcher.finish(10.0, "rpv -d after SIGINT");
     let _ = helper.kill();
     let _ = helper.wait();
-    assert_eq!(out.status.code(), Some(32));
-    assert!(err(&out).ends_with("\r\n"), "{:?}", err(&out));
+    assert_eq!(status.code(), Some(32));
+    assert!(text.ends_with("\r\n"), "{text:?}");
 }
 
 #[test]
@@ -432,4 +425,38 @@ fn mode_conflicts() {
         err(&out),
         "rpv: cannot use line mode or transfer modifier options when watching file descriptors\n"
     );
+}
+
+/// `-d PID:FD` on a pipe, alone and in the default format: the line still names it with
+/// its `(process reads)` marker (the figure is the process's count, not a position).
+#[test]
+fn a_pipe_watched_alone_shows_its_marker() {
+    let mut reader = Command::new("dd")
+        .args(["bs=4096", "of=/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = reader.id();
+    wait_for_fd(pid, 0);
+    let mut stdin = reader.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        stdin.write_all(&[7u8; 64 * 1024]).unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+    });
+    let out = run_limited(
+        rpv(&["-d", &format!("{pid}:0"), "-f", "-i", "0.1"]),
+        Duration::from_secs(20),
+    );
+    feeder.join().unwrap();
+    let _ = reader.wait();
+    let text = err(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let last = text
+        .split(['\r', '\n'])
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    assert!(last.starts_with("   0:pipe:["), "{text:?}");
+    assert!(last.contains("] (process reads): "), "{text:?}");
 }

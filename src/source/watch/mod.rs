@@ -98,19 +98,19 @@ impl WatchSource {
             status: 0,
         };
         for problem in problems {
-            source.problem(problem);
+            source.problem(problem, None);
         }
         let messages = source.start();
-        for message in messages {
-            source.problem(message);
+        for (message, errno) in messages {
+            source.problem(message, errno);
         }
         source
     }
 
-    fn problem(&mut self, message: String) {
+    fn problem(&mut self, message: String, errno: Option<i32>) {
         self.status |= status::ACCESS;
-        self.events
-            .push(Event::Error(Error::other(status::ACCESS, message)));
+        let error = Error::other_errno(status::ACCESS, message, errno);
+        self.events.push(Event::Error(error));
     }
 
     /// True when every item has ended (its process or descriptor is gone).
@@ -118,13 +118,17 @@ impl WatchSource {
         self.items.iter().all(|i| i.finished)
     }
 
-    /// Start-up checks of every item; returns the messages (each status bit 2).
-    fn start(&mut self) -> Vec<String> {
+    /// Start-up checks of every item; returns the messages (each status bit 2), with the
+    /// system error number behind each.
+    fn start(&mut self) -> Vec<(String, Option<i32>)> {
         let mut messages = Vec::new();
         for index in 0..self.items.len() {
             let Target { pid, fd } = self.items[index].target;
             if let Err(e) = sys::process_check(pid) {
-                messages.push(format!("pid {pid}: {}", sys::strerror(&e)));
+                messages.push((
+                    format!("pid {pid}: {}", sys::strerror(&e)),
+                    e.raw_os_error(),
+                ));
                 self.items[index].finished = true;
                 continue;
             }
@@ -133,19 +137,24 @@ impl WatchSource {
                     Ok(info) => {
                         if !self.add(index, pid, fd, info) {
                             // Closed between the look and the first reading.
-                            let gone = std::io::Error::from_raw_os_error(libc::ENOENT);
-                            messages.push(procfs::FdError::Link(gone).message(pid, fd));
+                            let gone = procfs::FdError::Link(std::io::Error::from_raw_os_error(
+                                libc::ENOENT,
+                            ));
+                            messages.push((gone.message(pid, fd), gone.errno()));
                             self.items[index].finished = true;
                         }
                     }
                     Err(e) => {
-                        messages.push(e.message(pid, fd));
+                        messages.push((e.message(pid, fd), e.errno()));
                         self.items[index].finished = true;
                     }
                 },
                 None => {
                     if let Err(e) = procfs::list_fds(pid) {
-                        messages.push(format!("pid {pid}: {}", sys::strerror(&e)));
+                        messages.push((
+                            format!("pid {pid}: {}", sys::strerror(&e)),
+                            e.raw_os_error(),
+                        ));
                         self.items[index].finished = true;
                     } else {
                         self.rescan(index);
@@ -281,7 +290,9 @@ impl WatchSource {
                 raw_path,
                 note,
                 with_pid: self.with_pid,
-                prefix,
+                // A pipe or socket shows a process's count, not a position: its name and
+                // marker are shown even when it is watched alone.
+                prefix: prefix || !note.is_empty(),
             },
             amount: w.position,
             moved: w.progress,

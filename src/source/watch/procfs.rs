@@ -70,6 +70,14 @@ pub enum FdError {
 }
 
 impl FdError {
+    /// The system error number behind it, if there is one.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            FdError::Link(e) | FdError::Stat(_, e) | FdError::Counters(_, e) => e.raw_os_error(),
+            FdError::Unsupported(_) => None,
+        }
+    }
+
     /// The message, without `prog: `.
     pub fn message(&self, pid: u32, fd: i32) -> String {
         let err = crate::sys::strerror;

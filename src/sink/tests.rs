@@ -1,0 +1,827 @@
+//! Unit tests of the sinks, through an in-memory terminal: what each writes for given
+//! snapshots and events.
+
+use std::cell::OnceCell;
+
+use super::*;
+use crate::meter::{Event, MeterState, Phase};
+use crate::stats::RateTracker;
+use crate::term::memory::MemoryTerm;
+
+/// A display that shows (as with `-f`) at 60×10, with the default switches.
+pub(crate) fn config() -> DisplayConfig {
+    DisplayConfig {
+        enabled: true,
+        force: true,
+        width: 60,
+        height: 10,
+        fixed: (60, 10),
+        interval_ns: 1_000_000_000,
+        average_window: 30,
+        switches: DisplaySwitches::from_letters("pterb"),
+        ..DisplayConfig::default()
+    }
+}
+
+/// A running meter whose clock has started.
+pub(crate) fn meter(id: MeterId, role: Role, amount: u64, size: u64) -> MeterState {
+    MeterState {
+        id,
+        role,
+        amount,
+        moved: amount,
+        size,
+        started_ns: Some(0),
+        ..MeterState::default()
+    }
+}
+
+/// A snapshot of `meters` at `elapsed` seconds, moving at `rate` units/s, with a fixed
+/// wall clock (2026-11-23T19:00:01Z).
+pub(crate) fn snapshot<'a>(
+    meters: &'a [MeterState],
+    tracker: &'a RateTracker,
+    elapsed: f64,
+    rate: f64,
+    final_update: bool,
+) -> Snapshot<'a> {
+    let readings = meters
+        .iter()
+        .map(|m| Reading {
+            meter: m,
+            elapsed,
+            rates: Rates {
+                rate,
+                avg_rate: rate,
+                percentage: if m.size > 0 {
+                    100.0 * m.amount as f64 / m.size as f64
+                } else {
+                    0.0
+                },
+                max_rate: rate,
+            },
+            tracker,
+            final_update,
+            stalled_for: None,
+        })
+        .collect();
+    let clock = OnceCell::new();
+    let _ = clock.set((1_795_460_401, 0));
+    Snapshot {
+        readings,
+        final_update,
+        clock,
+    }
+}
+
+fn term(tty: bool) -> (Term, MemoryTerm) {
+    Term::in_memory("rpv", tty)
+}
+
+fn numeric_config() -> DisplayConfig {
+    let mut c = config();
+    c.style.numeric = true;
+    c.switches = DisplaySwitches {
+        numeric: true,
+        ..DisplaySwitches::default()
+    };
+    c
+}
+
+fn json_sink(mode: &'static str, ledger: &json::SharedLedger) -> json::Json {
+    let start = json::Start {
+        mode,
+        unit: Unit::Bytes,
+        inputs: vec![("in.dat".into(), Some(4096))],
+        outputs: Vec::new(),
+        size: 4096,
+    };
+    json::Json::new(start, std::rc::Rc::clone(ledger))
+}
+
+/// The JSON objects written, one per line.
+fn objects(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
+
+fn error(text: &str) -> Event {
+    Event::Error(crate::error::Error::other(
+        crate::error::status::TRANSFER,
+        text,
+    ))
+}
+
+// ---- the line ----
+
+#[test]
+fn the_line_is_the_default_format_ended_by_a_carriage_return() {
+    let tracker = RateTracker::new(30);
+    let meters = [meter(1, Role::Transfer, 1024, 4096)];
+    let (mut term, out) = term(true);
+    let mut line = line::Line::default();
+    line.update(
+        &snapshot(&meters, &tracker, 2.0, 512.0, false),
+        &config(),
+        &mut term,
+    );
+    assert_eq!(
+        out.take(),
+        "1.00KiB 0:00:02 [ 512  B/s] [==>          ]  25% ETA 0:00:06\r"
+    );
+}
+
+#[test]
+fn a_shorter_line_is_padded_over_the_longer_one() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%N".into());
+    c.name = Some("a longer one".into());
+    let (mut term, out) = term(true);
+    let mut line = line::Line::default();
+    let meters = [meter(1, Role::Transfer, 5, 0)];
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    c.name = Some("short".into());
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    assert_eq!(
+        out.screen(20, 2)[0],
+        "    short:",
+        "no debris of the longer line"
+    );
+    assert_eq!(out.take(), "a longer one:\r    short:   \r");
+}
+
+#[test]
+fn the_line_shows_nothing_when_the_display_is_off() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.enabled = false;
+    let meters = [meter(1, Role::Transfer, 1024, 4096)];
+    let (mut term, out) = term(true);
+    let mut line = line::Line::default();
+    line.update(&snapshot(&meters, &tracker, 1.0, 1.0, false), &c, &mut term);
+    line.finish(&snapshot(&meters, &tracker, 1.0, 1.0, true), &c, &mut term);
+    assert_eq!(out.take(), "", "no line, so no newline at the end either");
+}
+
+#[test]
+fn the_line_shows_transfers_only_not_inputs_or_descriptors() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%b".into());
+    let meters = [
+        meter(1, Role::Input(0), 1, 0),
+        meter(2, Role::Descriptor, 2, 0),
+        meter(3, Role::Transfer, 3, 0),
+        meter(4, Role::Output(0), 4, 0),
+    ];
+    let (mut term, out) = term(true);
+    let mut line = line::Line::default();
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    assert_eq!(out.take(), "3.00  B\r");
+    // Nothing but inputs: nothing at all.
+    line.update(
+        &snapshot(&meters[..2], &tracker, 1.0, 0.0, false),
+        &c,
+        &mut term,
+    );
+    assert_eq!(out.take(), "");
+}
+
+#[test]
+fn both_sides_of_monitor_both_get_a_line() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%b".into());
+    let meters = [
+        meter(1, Role::MonitorIn, 10, 0),
+        meter(2, Role::MonitorOut, 20, 0),
+    ];
+    let (mut term, out) = term(true);
+    let mut line = line::Line::default();
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    assert_eq!(out.take(), "10.0  B\r20.0  B\r");
+}
+
+#[test]
+fn the_run_ends_with_a_newline_after_a_line() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%b".into());
+    let meters = [meter(1, Role::Transfer, 7, 0)];
+    let (mut term, out) = term(true);
+    let mut line = line::Line::default();
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    line.finish(&snapshot(&meters, &tracker, 1.0, 0.0, true), &c, &mut term);
+    assert_eq!(out.take(), "7.00  B\r\n");
+}
+
+#[test]
+fn after_an_interrupt_the_next_line_starts_with_a_carriage_return() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%b".into());
+    let meters = [meter(1, Role::Transfer, 7, 0)];
+    let (mut term, out) = term(true);
+    let mut line = line::Line::default();
+    term.interrupted();
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    assert_eq!(out.take(), "\r7.00  B\r7.00  B\r", "once only");
+}
+
+#[test]
+fn a_changed_format_is_used_after_reconfigure() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%b".into());
+    let meters = [meter(1, Role::Transfer, 7, 0)];
+    let (mut term, out) = term(true);
+    let mut line = line::Line::default();
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    c.format = Some("<%b>".into());
+    line.reconfigure(&c);
+    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    assert_eq!(out.take(), "7.00  B\r<7.00  B>\r");
+}
+
+// ---- numeric ----
+
+#[test]
+fn numeric_mode_writes_a_percentage_per_line() {
+    let tracker = RateTracker::new(30);
+    let meters = [meter(1, Role::Transfer, 1024, 4096)];
+    let (mut term, out) = term(false);
+    let mut numeric = numeric::Numeric::default();
+    numeric.update(
+        &snapshot(&meters, &tracker, 1.0, 0.0, false),
+        &numeric_config(),
+        &mut term,
+    );
+    let meters = [meter(1, Role::Transfer, 2048, 4096)];
+    numeric.update(
+        &snapshot(&meters, &tracker, 2.0, 0.0, false),
+        &numeric_config(),
+        &mut term,
+    );
+    assert_eq!(out.take(), "25\n50\n");
+}
+
+#[test]
+fn numeric_mode_with_timer_and_bytes_writes_those_first() {
+    let tracker = RateTracker::new(30);
+    let mut c = numeric_config();
+    c.switches.timer = true;
+    c.switches.bytes = true;
+    let meters = [meter(1, Role::Transfer, 1024, 0)];
+    let (mut term, out) = term(false);
+    numeric::Numeric::default().update(
+        &snapshot(&meters, &tracker, 2.5, 0.0, false),
+        &c,
+        &mut term,
+    );
+    assert_eq!(out.take(), "2.5000 1024\n");
+}
+
+#[test]
+fn numeric_descriptors_are_limited_to_the_height_and_inputs_skipped() {
+    let tracker = RateTracker::new(30);
+    let mut c = numeric_config();
+    c.height = 2;
+    let meters = [
+        meter(1, Role::Descriptor, 1, 100),
+        meter(2, Role::Input(0), 50, 100),
+        meter(3, Role::Descriptor, 2, 100),
+        meter(4, Role::Descriptor, 3, 100),
+    ];
+    let (mut term, out) = term(false);
+    numeric::Numeric::default().update(
+        &snapshot(&meters, &tracker, 1.0, 0.0, false),
+        &c,
+        &mut term,
+    );
+    assert_eq!(out.take(), "1\n2\n");
+}
+
+// ---- messages ----
+
+#[test]
+fn a_message_is_a_line_of_its_own_after_the_progress_line() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%b".into());
+    let meters = [meter(1, Role::Transfer, 7, 0)];
+    let (mut term, out) = term(true);
+    messages::Messages.event(&error("x: gone"), &c, &mut term);
+    line::Line::default().update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    messages::Messages.event(&error("y: gone"), &c, &mut term);
+    assert_eq!(out.take(), "rpv: x: gone\n7.00  B\r\nrpv: y: gone\n");
+}
+
+#[test]
+fn path_choices_are_messages_only_under_the_trace_hook() {
+    let event = Event::PathChosen {
+        input: 0,
+        name: "f".into(),
+        path: "Splice",
+    };
+    let (mut term, out) = term(false);
+    let mut c = config();
+    messages::Messages.event(&event, &c, &mut term);
+    messages::Messages.event(
+        &Event::InputDone {
+            input: 0,
+            bytes: 1,
+            lines: 0,
+            at_ns: 0,
+            interrupted: false,
+        },
+        &c,
+        &mut term,
+    );
+    assert_eq!(out.take(), "");
+    c.trace = true;
+    messages::Messages.event(&event, &c, &mut term);
+    assert_eq!(out.take(), "rpv: trace: f: Splice\n");
+}
+
+#[test]
+fn control_characters_in_messages_are_escaped_on_a_terminal_only() {
+    let c = config();
+    let (mut tty, on_tty) = term(true);
+    messages::Messages.event(&error("a\x1b[2Jb"), &c, &mut tty);
+    assert!(!on_tty.text().contains('\x1b'), "{:?}", on_tty.text());
+    assert!(on_tty.text().starts_with("rpv: a"));
+    let (mut file, in_file) = term(false);
+    messages::Messages.event(&error("a\x1b[2Jb"), &c, &mut file);
+    assert_eq!(in_file.text(), "rpv: a\x1b[2Jb\n");
+}
+
+#[test]
+fn skipped_read_errors_are_shown_once_asked_for() {
+    let c = config();
+    let (mut term, out) = term(false);
+    let skip = |shown| Event::ReadErrorSkipped {
+        name: "disk".into(),
+        from: 512,
+        to: 1024,
+        shown,
+    };
+    messages::Messages.event(&skip(false), &c, &mut term);
+    messages::Messages.event(&skip(true), &c, &mut term);
+    assert_eq!(
+        out.take(),
+        "rpv: disk: skipped past read error: 512 - 1024 (512 B)\n"
+    );
+}
+
+// ---- stats ----
+
+#[test]
+fn stats_are_written_at_the_end_in_the_meter_unit() {
+    let mut tracker = RateTracker::new(30);
+    for (t, amount) in [(1.0, 100), (2.0, 300), (3.0, 600)] {
+        tracker.update(t, amount, 0, false);
+    }
+    let meters = [
+        meter(1, Role::Transfer, 600, 0),
+        meter(2, Role::Input(0), 600, 0),
+    ];
+    let (mut term, out) = term(false);
+    let mut c = config();
+    stats::Stats.finish(&snapshot(&meters, &tracker, 3.0, 0.0, true), &c, &mut term);
+    let bytes = out.take();
+    assert_eq!(bytes.lines().count(), 1, "transfers only: {bytes:?}");
+    assert!(bytes.starts_with("rate min/avg/max/mdev = "), "{bytes:?}");
+    assert!(bytes.ends_with(" B/s\n"), "{bytes:?}");
+    c.style.bits = true;
+    stats::Stats.finish(
+        &snapshot(&meters[..1], &tracker, 3.0, 0.0, true),
+        &c,
+        &mut term,
+    );
+    assert!(out.take().ends_with(" b/s\n"));
+    let mut lines = meters[..1].to_vec();
+    lines[0].unit = Unit::Lines;
+    stats::Stats.finish(&snapshot(&lines, &tracker, 3.0, 0.0, true), &c, &mut term);
+    let text = out.take();
+    assert!(text.ends_with(" /s\n") && !text.contains("B/s"), "{text:?}");
+}
+
+#[test]
+fn stats_say_so_when_nothing_was_measured() {
+    let tracker = RateTracker::new(30);
+    let meters = [meter(1, Role::Transfer, 0, 0)];
+    let (mut term, out) = term(false);
+    stats::Stats.finish(
+        &snapshot(&meters, &tracker, 0.0, 0.0, true),
+        &config(),
+        &mut term,
+    );
+    assert_eq!(out.take(), "rate not measured\n");
+}
+
+// ---- json ----
+
+#[test]
+fn json_starts_with_one_start_object_then_progress() {
+    let tracker = RateTracker::new(30);
+    let ledger = json::SharedLedger::default();
+    let mut sink = json_sink("transfer", &ledger);
+    let meters = [
+        meter(1, Role::Transfer, 1024, 4096),
+        meter(2, Role::Input(0), 1024, 4096),
+    ];
+    let (mut term, out) = term(false);
+    let c = config();
+    sink.update(
+        &snapshot(&meters, &tracker, 1.0, 1024.0, false),
+        &c,
+        &mut term,
+    );
+    sink.update(&snapshot(&meters, &tracker, 2.0, 0.0, false), &c, &mut term);
+    let objects = objects(&out.take());
+    let types: Vec<&str> = objects
+        .iter()
+        .map(|o| o["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["start", "progress", "progress"]);
+    let start = &objects[0];
+    assert_eq!(start["mode"], "transfer");
+    assert_eq!(start["unit"], "bytes");
+    assert_eq!(start["size"], 4096);
+    assert_eq!(start["interval"], 1.0);
+    assert_eq!(start["inputs"][0]["name"], "in.dat");
+    let progress = &objects[1];
+    assert_eq!(progress["bytes"], 1024);
+    assert_eq!(progress["size"], 4096);
+    assert_eq!(progress["percent"], 25.0);
+    // The input's figures are inside the transfer's object, not an object of their own.
+    assert_eq!(progress["inputs"][0]["bytes"], 1024);
+    assert!(objects.iter().all(|o| o["time"].is_string()));
+}
+
+#[test]
+fn json_quiet_writes_messages_but_no_progress() {
+    let tracker = RateTracker::new(30);
+    let ledger = json::SharedLedger::default();
+    let mut sink = json_sink("transfer", &ledger);
+    let meters = [meter(1, Role::Transfer, 1024, 4096)];
+    let (mut term, out) = term(false);
+    let mut c = config();
+    c.quiet = true;
+    sink.update(&snapshot(&meters, &tracker, 1.0, 1.0, false), &c, &mut term);
+    sink.event(&Event::OutputGone, &c, &mut term);
+    sink.event(&error("disk full"), &c, &mut term);
+    let objects = objects(&out.take());
+    let types: Vec<&str> = objects
+        .iter()
+        .map(|o| o["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["start", "message"]);
+    assert_eq!(objects[1]["text"], "disk full");
+    assert_eq!(objects[1]["level"], "error");
+}
+
+#[test]
+fn json_end_is_written_once_by_the_ledger_with_the_status_and_totals() {
+    let tracker = RateTracker::new(30);
+    let ledger = json::SharedLedger::default();
+    let mut sink = json_sink("transfer", &ledger);
+    let meters = [meter(1, Role::Transfer, 4096, 4096)];
+    let (mut term, out) = term(false);
+    let c = config();
+    sink.event(&Event::Finished { status: 1 }, &c, &mut term);
+    sink.finish(
+        &snapshot(&meters, &tracker, 2.0, 2048.0, true),
+        &c,
+        &mut term,
+    );
+    let before_close = objects(&out.take());
+    assert_eq!(before_close.len(), 1, "only the start: {before_close:?}");
+    ledger.borrow_mut().close(1, false, &mut term);
+    let end = objects(&out.take());
+    assert_eq!(end.len(), 1);
+    let end = &end[0];
+    assert_eq!(end["type"], "end");
+    assert_eq!(end["status"], 1);
+    assert_eq!(end["interrupted"], false);
+    assert_eq!(end["bytes"], 4096);
+    assert_eq!(end["elapsed"], 2.0);
+    assert_eq!(end["meters"][0]["done"], true);
+}
+
+#[test]
+fn json_without_a_display_loop_still_ends_with_one_end() {
+    let ledger = json::SharedLedger::default();
+    let (mut term, out) = term(false);
+    ledger.borrow_mut().close(64, false, &mut term);
+    let objects = objects(&out.take());
+    assert_eq!(objects.len(), 1);
+    assert_eq!(objects[0]["type"], "end");
+    assert_eq!(objects[0]["status"], 64);
+    assert_eq!(objects[0]["meters"], serde_json::json!([]));
+}
+
+#[test]
+fn json_messages_before_the_start_wait_for_it() {
+    let ledger = json::SharedLedger::default();
+    let (mut term, out) = term(false);
+    let early = json::message(&crate::error::Error::other(0, "early warning"), None);
+    ledger.borrow_mut().message(early, &mut term);
+    assert_eq!(out.take(), "", "held until the start");
+    let mut sink = json_sink("transfer", &ledger);
+    sink.event(&Event::OutputGone, &config(), &mut term);
+    let objects = objects(&out.take());
+    let types: Vec<&str> = objects
+        .iter()
+        .map(|o| o["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["start", "message", "output"]);
+    assert_eq!(objects[1]["level"], "warning");
+}
+
+#[test]
+fn json_a_second_loop_turns_the_first_end_into_phase_end() {
+    let tracker = RateTracker::new(30);
+    let ledger = json::SharedLedger::default();
+    let (mut term, out) = term(false);
+    let c = config();
+    let meters = [meter(1, Role::Transfer, 10, 0)];
+    let mut store = json_sink("store", &ledger);
+    store.finish(&snapshot(&meters, &tracker, 1.0, 10.0, true), &c, &mut term);
+    let mut forward = json_sink("forward", &ledger);
+    forward.update(
+        &snapshot(&meters, &tracker, 1.0, 10.0, false),
+        &c,
+        &mut term,
+    );
+    forward.finish(&snapshot(&meters, &tracker, 1.0, 10.0, true), &c, &mut term);
+    ledger.borrow_mut().close(0, false, &mut term);
+    let objects = objects(&out.take());
+    let types: Vec<&str> = objects
+        .iter()
+        .map(|o| o["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["start", "phase_end", "start", "progress", "end"]);
+    assert!(objects[1].get("status").is_none());
+    assert_eq!(objects[2]["mode"], "forward");
+}
+
+#[test]
+fn json_keeps_a_name_that_is_not_utf8_in_base64() {
+    use std::os::unix::ffi::OsStringExt;
+    let ledger = json::SharedLedger::default();
+    let start = json::Start {
+        mode: "transfer",
+        unit: Unit::Bytes,
+        inputs: vec![(std::ffi::OsString::from_vec(b"a\xffb".to_vec()), None)],
+        outputs: Vec::new(),
+        size: 0,
+    };
+    let mut sink = json::Json::new(start, ledger);
+    let (mut term, out) = term(false);
+    sink.event(&Event::OutputGone, &config(), &mut term);
+    let start = &objects(&out.take())[0];
+    assert_eq!(start["inputs"][0]["name"], "a\u{fffd}b");
+    assert_eq!(start["inputs"][0]["name_base64"], "Yf9i");
+    assert_eq!(start["size"], serde_json::Value::Null);
+}
+
+#[test]
+fn json_input_events_are_input_objects() {
+    let ledger = json::SharedLedger::default();
+    let mut sink = json_sink("transfer", &ledger);
+    let (mut term, out) = term(false);
+    let c = config();
+    let events = [
+        Event::InputOpened {
+            input: 0,
+            name: "in.dat".into(),
+            size: 4096,
+            at_ns: 0,
+        },
+        Event::PathChosen {
+            input: 0,
+            name: "in.dat".into(),
+            path: "Splice",
+        },
+        Event::Fallback {
+            input: 0,
+            name: "in.dat".into(),
+            after_calls: 3,
+        },
+        Event::InputDone {
+            input: 0,
+            bytes: 4096,
+            lines: 0,
+            at_ns: 0,
+            interrupted: false,
+        },
+    ];
+    for event in &events {
+        sink.event(event, &c, &mut term);
+    }
+    let objects = objects(&out.take());
+    let what: Vec<(&str, &str)> = objects[1..]
+        .iter()
+        .map(|o| (o["type"].as_str().unwrap(), o["event"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        what,
+        [
+            ("input", "opened"),
+            ("input", "path"),
+            ("input", "fallback"),
+            ("input", "done")
+        ]
+    );
+    assert_eq!(objects[1]["size"], 4096);
+    assert_eq!(objects[2]["path"], "Splice");
+    assert_eq!(objects[3]["after_calls"], 3);
+    assert_eq!(objects[4]["bytes"], 4096);
+}
+
+// ---- log ----
+
+#[test]
+fn log_lines_are_timestamped_and_have_no_carriage_returns() {
+    let tracker = RateTracker::new(30);
+    let meters = [meter(1, Role::Transfer, 1024, 4096)];
+    let (mut term, out) = term(false);
+    let mut log = log::Log::new("rpv");
+    log.update(
+        &snapshot(&meters, &tracker, 2.0, 512.0, false),
+        &config(),
+        &mut term,
+    );
+    assert_eq!(
+        out.take(),
+        "2026-11-23T19:00:01+00:00 1.00KiB 0:00:02 [ 512  B/s] [==>          ]  25% ETA 0:00:06\n"
+    );
+}
+
+#[test]
+fn log_skips_a_meter_that_did_not_move_but_always_writes_the_end() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%b".into());
+    let (mut term, out) = term(false);
+    let mut log = log::Log::new("rpv");
+    let at = |n| [meter(1, Role::Transfer, n, 0)];
+    log.update(&snapshot(&at(10), &tracker, 1.0, 0.0, false), &c, &mut term);
+    log.update(&snapshot(&at(10), &tracker, 2.0, 0.0, false), &c, &mut term);
+    log.update(&snapshot(&at(20), &tracker, 3.0, 0.0, false), &c, &mut term);
+    // The final update is written by `finish`, once.
+    log.update(&snapshot(&at(20), &tracker, 3.0, 0.0, true), &c, &mut term);
+    log.finish(&snapshot(&at(20), &tracker, 3.0, 0.0, true), &c, &mut term);
+    let text = out.take();
+    let lines: Vec<&str> = text.lines().map(|l| &l[26..]).collect();
+    assert_eq!(lines, ["10.0  B", "20.0  B", "20.0  B"], "{text:?}");
+}
+
+#[test]
+fn log_messages_are_timestamped_and_escaped() {
+    let (mut term, out) = term(false);
+    let mut log = log::Log::new("rpv");
+    log.event(&error("bad\nname"), &config(), &mut term);
+    let text = out.take();
+    assert_eq!(text.lines().count(), 1, "{text:?}");
+    assert!(text.ends_with(" rpv: bad\\nname\n"), "{text:?}");
+    assert!(text.starts_with("20"), "a timestamp first: {text:?}");
+}
+
+#[test]
+fn log_writes_the_summary_after_the_final_rows() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%b".into());
+    let (mut term, out) = term(false);
+    let mut log = log::Log::new("rpv");
+    let summary = Event::Summary {
+        text: "bottleneck: gzip\nadvice: more cores".into(),
+        job: None,
+        shares: Vec::new(),
+        stages: Vec::new(),
+        advice: None,
+    };
+    log.event(&summary, &c, &mut term);
+    assert_eq!(out.take(), "", "kept for the end");
+    let meters = [meter(1, Role::Transfer, 10, 0)];
+    log.finish(&snapshot(&meters, &tracker, 1.0, 0.0, true), &c, &mut term);
+    let text = out.take();
+    let tails: Vec<&str> = text.lines().map(|l| &l[26..]).collect();
+    assert_eq!(tails, ["10.0  B", "bottleneck: gzip", "advice: more cores"]);
+}
+
+#[test]
+fn log_with_quiet_writes_no_figures() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.quiet = true;
+    let meters = [meter(1, Role::Transfer, 10, 0)];
+    let (mut term, out) = term(false);
+    let mut log = log::Log::new("rpv");
+    log.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    log.finish(&snapshot(&meters, &tracker, 1.0, 0.0, true), &c, &mut term);
+    assert_eq!(out.take(), "");
+}
+
+// ---- multi ----
+
+fn named(id: MeterId, role: Role, name: &str, amount: u64, size: u64) -> MeterState {
+    MeterState {
+        label: crate::meter::Label::Text(name.into()),
+        ..meter(id, role, amount, size)
+    }
+}
+
+#[test]
+fn each_shows_a_row_per_input_and_a_total_row() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.each = true;
+    let mut done = named(2, Role::Input(0), "first.dat", 100, 100);
+    done.phase = Phase::Ended;
+    let meters = [
+        done,
+        named(3, Role::Input(1), "second.dat", 50, 200),
+        meter(1, Role::Transfer, 150, 300),
+    ];
+    let (mut term, out) = term(true);
+    let mut multi = multi::Multi::default();
+    multi.update(
+        &snapshot(&meters, &tracker, 1.0, 50.0, false),
+        &c,
+        &mut term,
+    );
+    multi.finish(&snapshot(&meters, &tracker, 1.0, 50.0, true), &c, &mut term);
+    let screen = out.screen(60, 10);
+    let rows: Vec<&String> = screen.iter().filter(|r| !r.is_empty()).collect();
+    assert_eq!(rows.len(), 3, "{screen:#?}");
+    assert_eq!(
+        rows,
+        [
+            " first.dat:  100  B 0:00:01 [50.0  B/s] 100%",
+            "second.dat: 50.0  B 0:00:01 [50.0  B/s]  25% ETA 0:00:03",
+            "     total:  150  B 0:00:01 [50.0  B/s]  50% ETA 0:00:03",
+        ],
+        "{screen:#?}"
+    );
+    assert!(rows.iter().all(|r| r.chars().count() < 60));
+}
+
+#[test]
+fn a_redrawn_view_replaces_its_rows_in_place() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%N %b".into());
+    let (mut term, out) = term(true);
+    let mut multi = multi::Multi::default();
+    for amount in [1, 2, 3] {
+        let meters = [
+            named(1, Role::Descriptor, "a", amount, 0),
+            named(2, Role::Descriptor, "b", amount * 10, 0),
+        ];
+        multi.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    }
+    let screen = out.screen(40, 5);
+    assert_eq!(
+        screen[..3],
+        ["        a: 3.00  B", "        b: 30.0  B", ""],
+        "{screen:#?}"
+    );
+}
+
+#[test]
+fn a_message_during_a_view_goes_above_its_rows() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%N %b".into());
+    let (mut term, out) = term(true);
+    let mut multi = multi::Multi::default();
+    let meters = [named(1, Role::Descriptor, "a", 1, 0)];
+    multi.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    messages::Messages.event(&error("oops"), &c, &mut term);
+    multi.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    let screen = out.screen(40, 4);
+    assert_eq!(
+        screen[..2],
+        ["rpv: oops", "        a: 1.00  B"],
+        "{screen:#?}"
+    );
+}
+
+#[test]
+fn an_input_that_failed_shows_its_reason_in_its_row() {
+    let tracker = RateTracker::new(30);
+    let mut c = config();
+    c.format = Some("%N %b".into());
+    let mut failed = named(1, Role::Descriptor, "gone", 0, 0);
+    failed.note = Some("failed to read file: gone: No such file or directory".into());
+    let meters = [failed];
+    let (mut term, out) = term(true);
+    multi::Multi::default().update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    assert_eq!(out.screen(60, 2)[0], "gone: No such file or directory");
+}
