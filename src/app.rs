@@ -451,13 +451,14 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
             return fail(report, &Error::Command { command, err });
         }
     };
-    let command = crate::stall::shorten(&crate::display::printable(
-        &std::iter::once(&m.command)
-            .chain(&m.args)
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" "),
-    ));
+    // Shown as the pipeline view shows a command line: arguments quoted where a shell
+    // would need it, control characters escaped.
+    let argv: Vec<u8> = std::iter::once(&m.command)
+        .chain(&m.args)
+        .flat_map(|a| a.as_encoded_bytes().iter().copied().chain([0]))
+        .collect();
+    let command =
+        crate::stall::shorten(&crate::pipeline::procfs::command_text(&argv).unwrap_or_default());
     cleanup::register_command(child.id(), command.clone());
     // The command holds its ends now; ours must close so EOF and EPIPE work.
     drop(cmd);

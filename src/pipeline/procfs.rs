@@ -291,8 +291,33 @@ pub fn command_text(cmdline: &[u8]) -> Option<String> {
     } else {
         name_start
     };
-    let text = String::from_utf8_lossy(&trimmed[name_start..]).replace('\0', " ");
-    Some(crate::display::printable(&text).into_owned())
+    let args: Vec<String> = trimmed[name_start..]
+        .split(|&b| b == 0)
+        .enumerate()
+        .map(|(i, arg)| {
+            let arg = String::from_utf8_lossy(arg);
+            if i == 0 {
+                arg.into_owned()
+            } else {
+                shell_quoted(&arg)
+            }
+        })
+        .collect();
+    Some(crate::display::printable(&args.join(" ")).into_owned())
+}
+
+/// An argument as a shell would need it typed: as it is when it is plain, else in single
+/// quotes (`tr -s ' ' '\n'`, not `tr -s   \n`), a quote inside written `'\''`.
+fn shell_quoted(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./:=,+@%^".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
 }
 
 /// A file of a process (or of one of its threads) under `/proc/PID`.
@@ -806,11 +831,20 @@ mod tests {
         assert_eq!(command_text(b"/\0").as_deref(), Some("/"));
         assert_eq!(
             command_text(b"sh\0-c\0a\nb\0").as_deref(),
-            Some("sh -c a\\nb")
+            Some("sh -c 'a\\nb'")
         );
         assert_eq!(
             command_text(b"x\0\x1b]0;owned\x07\x1b[2J\0").as_deref(),
-            Some("x \\e]0;owned\\x07\\e[2J")
+            Some("x '\\e]0;owned\\x07\\e[2J'")
+        );
+        // Arguments a shell would need quoted are shown quoted.
+        assert_eq!(
+            command_text(b"/usr/bin/tr\0-s\0 \0\n\0").as_deref(),
+            Some("tr -s ' ' '\\n'")
+        );
+        assert_eq!(
+            command_text(b"sh\0-c\0echo 'hi'\0\0").as_deref(),
+            Some(r"sh -c 'echo '\''hi'\''' ''")
         );
         assert_eq!(command_text(b"x\xff\0").as_deref(), Some("x\u{fffd}"));
         assert_eq!(command_text(b""), None);

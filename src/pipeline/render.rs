@@ -39,9 +39,9 @@ type CellOf = fn(&StageView, CountKind) -> Cell<'static>;
 /// The columns of the table, left to right, and what a stage shows in each. Priorities
 /// (lower gives way first): 5 a command longer than 24 columns is cut to 24; 8 the bytes
 /// that came through the stage since the watch began; 10 the pipe bar; 20 the command's
-/// arguments (to 12 columns); 30 the time bar; 40 the PID; 45 the
-/// CPU; 55 the state; 60 the command to 8 columns; 90 and up, below 40 columns, the
-/// minimal layout.
+/// arguments (to 12 columns); 40 the PID; 45 the CPU; 55 the state; 57 the time bar (the
+/// view's own figure, so it outlives the state, which the bar's marks also tell); 60 the
+/// command to 8 columns; 90 and up, below 40 columns, the minimal layout.
 pub fn columns() -> Vec<(Column, CellOf)> {
     vec![
         (Column::new("PID").right().reserve(7).drop_at(40), |s, _| {
@@ -84,7 +84,7 @@ pub fn columns() -> Vec<(Column, CellOf)> {
             },
         ),
         (
-            Column::new("TIME").reserve(TIME_CELLS).drop_at(30),
+            Column::new("TIME").reserve(TIME_CELLS).drop_at(57),
             |s, _| s.time.map_or(Cell::Empty, |t| Cell::Text(time_bar(&t))),
         ),
         (
@@ -273,7 +273,8 @@ pub fn split_text(time: &Split) -> String {
 /// Shares under 1% are left out of the first line; each stage's time is over the whole
 /// watch.
 pub fn summary(report: &Report) -> String {
-    use crate::display::{cut_to_width, display_width};
+    use crate::display::display_width;
+    let utf8 = crate::term::utf8_locale();
     let named: Vec<&Share> = report.shares.iter().filter(|s| s.share >= 0.005).collect();
     let mut out = format!("{MARK}: ");
     if named.is_empty() {
@@ -281,7 +282,7 @@ pub fn summary(report: &Report) -> String {
     }
     for (i, s) in named.iter().enumerate() {
         let percent = (s.share * 100.0).round().min(100.0);
-        let command = cut_to_width(&s.command, 40);
+        let command = crate::screen::cut(&s.command, 40, utf8);
         if i == 0 {
             out.push_str(&format!("{command} ({percent:.0}% of the time)"));
         } else {
@@ -291,7 +292,7 @@ pub fn summary(report: &Report) -> String {
     let commands: Vec<String> = report
         .stages
         .iter()
-        .map(|(command, _)| cut_to_width(command, 40))
+        .map(|(command, _)| crate::screen::cut(command, 40, utf8))
         .collect();
     let width = commands.iter().map(|c| display_width(c)).max().unwrap_or(0);
     for (command, (_, time)) in commands.iter().zip(&report.stages) {
@@ -380,12 +381,13 @@ mod tests {
         );
         marked.bottleneck = true;
         let stages = [stage(1233, "cat", Activity::WaitOutput), marked];
-        // 60 columns: the PID and the CPU go; the command is cut with an ellipsis.
+        // 60 columns: the PID, the CPU and the state go, the time bar stays (its marks tell
+        // the state too); the command is cut with an ellipsis.
         let at60 = lines(&stages, 60);
-        assert_eq!(at60[0], "COMMAND        STATE              IN/s     OUT/s");
+        assert_eq!(at60[0], "COMMAND                  IN/s     OUT/s TIME");
         assert_eq!(
             at60[2],
-            "tar cf - /ver… running        203MiB/s 68.1MiB/s bottleneck"
+            "tar cf - /very/lon…  203MiB/s 68.1MiB/s ######<< bottleneck"
         );
         // 40 columns: the state goes too; the rates keep their units, the marker is whole.
         let at40 = lines(&stages, 40);

@@ -467,7 +467,11 @@ fn a_stage_found_between_fork_and_exec_gets_its_program_name() {
         p.cmdline = "sh -c cat big | gzip -9 | cat".into();
     });
     let mut w = watch(&fake, 101);
-    assert_eq!(commands(&w.sample(0))[1], "sh -c cat big | gzip -9 | cat");
+    // The fake's command line is split at spaces: `|` is an argument of its own, quoted.
+    assert_eq!(
+        commands(&w.sample(0))[1],
+        "sh -c cat big '|' gzip -9 '|' cat"
+    );
     fake.with(102, |p| {
         p.comm = "gzip".into();
         p.cmdline = "gzip -9".into();

@@ -129,7 +129,7 @@ fn a_stall_with_m_names_the_command_and_ends_it_with_what_it_started() {
     let objects = parse_ndjson(stderr.as_bytes());
     let end = objects.last().unwrap();
     // As rpv shows a command: cut to 80 characters.
-    let command = format!("sh -c {script}");
+    let command = format!("sh -c '{script}'");
     let command = if command.chars().count() > 80 {
         format!("{}...", command.chars().take(77).collect::<String>())
     } else {
@@ -473,7 +473,7 @@ fn a_stall_with_m_in_names_the_command_that_does_not_read() {
     assert_eq!(status.code(), Some(128), "{stderr}");
     let objects = parse_ndjson(stderr.as_bytes());
     let end = objects.last().unwrap();
-    let text = format!("sh -c {script}");
+    let text = format!("sh -c '{script}'");
     let text = if text.chars().count() > 80 {
         format!("{}...", text.chars().take(77).collect::<String>())
     } else {
