@@ -7,6 +7,7 @@
 
 use std::ffi::OsString;
 use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cli::{self, MonitorSide, Options};
@@ -21,6 +22,7 @@ use crate::sink::{self, json, DisplayConfig, Sink};
 use crate::source::engine::EngineSource;
 use crate::source::pipeline::PipelineSource;
 use crate::source::query::QuerySource;
+use crate::source::top::{SharedBoard, TopSource};
 use crate::source::watch::WatchSource;
 use crate::source::Source;
 use crate::sys;
@@ -122,6 +124,7 @@ fn run(o: &Options, report: &Report) -> u8 {
             };
             session(vec![Box::new(source)], display, start, report).1
         }
+        Job::Top => top(o, display, report),
         Job::Remote(pid, changes) => match client::remote(pid, changes) {
             Ok(()) => 0,
             Err(e) => fail(report, &e),
@@ -163,7 +166,9 @@ fn sinks<'a>(
         sinks.push(Box::new(sink::log::Log::new(report.prog())));
     } else {
         sinks.push(Box::new(sink::messages::Messages));
-        if display.pipeline {
+        if display.top.is_some() {
+            // `--top`'s view comes from `top`, with the board it shares with its source.
+        } else if display.pipeline {
             sinks.push(Box::new(sink::stages::Stages::default()));
         } else if display.style.numeric {
             sinks.push(Box::new(sink::numeric::Numeric::default()));
@@ -189,13 +194,36 @@ fn sinks<'a>(
     if let Some(notifier) = &display.notify {
         sinks.push(Box::new(sink::notify::Notify::new(Arc::clone(notifier))));
     }
-    if let Some(path) = &display.metrics_file {
+    if let (Some(path), None) = (&display.metrics_file, display.top) {
         sinks.push(Box::new(sink::metrics::Metrics::new(
             path.clone(),
             report.prog(),
         )));
     }
     sinks
+}
+
+/// `--top`: the flows, in the view (or `--json`, `--log`) and the metrics file, until the
+/// view quits or a signal ends the run.
+fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
+    let board = SharedBoard::default();
+    let source = TopSource::new(o.interval, Rc::clone(&board));
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
+    let start = json::Start {
+        mode: "top",
+        ..json::Start::default()
+    };
+    let mut sinks = sinks(&display, false, start, report, &sources);
+    if !display.json && !display.log {
+        let view = sink::top::Top::new(Rc::clone(&board), &display);
+        sinks.insert(1, Box::new(view));
+    }
+    if let (Some(path), Some(settings)) = (&display.metrics_file, display.top) {
+        let metrics = sink::top_metrics::TopMetrics::new(path.clone(), settings, board);
+        sinks.push(Box::new(metrics));
+    }
+    let term = Term::new(report.prog());
+    Session::new(sources, sinks, display, term).run().1
 }
 
 /// The `start` object of `--json` for these transfers: the inputs of all of them (the two

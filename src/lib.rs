@@ -23,5 +23,6 @@ pub mod stats;
 pub mod stdio;
 pub mod sys;
 pub mod term;
+pub mod top;
 pub mod transfer;
 pub mod units;

@@ -378,6 +378,25 @@ const RPV_OWN: &[Row] = &[
         "end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, \
          1h30m), saying which side it waited on",
     ),
+    switch(
+        super::args::TOP,
+        "top",
+        "show every data flow rpv may see (pipelines, files and devices being read or \
+         written, rpv and pv, sockets), busiest first; keys: arrows, Enter, Esc, s, q",
+    ),
+    valued(
+        super::args::METRICS_FLOWS,
+        "metrics-flows",
+        "N",
+        Free,
+        "with --top --metrics-file: the N busiest flows get series of their own (default \
+         10); the others count in totals",
+    ),
+    switch(
+        super::args::METRICS_PID,
+        "metrics-pid",
+        "with --top --metrics-file: label each flow's series with its PID",
+    ),
     valued(
         super::args::COMPLETIONS,
         "completions",

@@ -26,6 +26,8 @@ pub mod stages;
 pub mod stats;
 pub mod term_progress;
 pub mod title;
+pub mod top;
+pub mod top_metrics;
 
 use crate::display::{self, BarStyle, DisplaySwitches, Format, Frame, Segment};
 use crate::meter::{Event, Label, MeterId, MeterState, Role, Unit};
@@ -95,6 +97,10 @@ pub trait Sink {
 
     /// The display settings changed (`-R`) or the terminal was resized.
     fn reconfigure(&mut self, _config: &DisplayConfig) {}
+
+    /// Called at every wake-up of the display loop between updates (at least as often as
+    /// a source's `poll_period_ns` asks): for a view that takes keys (`--top`).
+    fn tick(&mut self, _config: &DisplayConfig, _term: &mut Term) {}
 }
 
 /// How numbers and bars look, fixed for the run.
@@ -190,6 +196,8 @@ pub struct DisplayConfig {
     pub notify: Option<std::sync::Arc<notify::Notifier>>,
     /// `--metrics-file`.
     pub metrics_file: Option<std::path::PathBuf>,
+    /// `--top`, and its settings.
+    pub top: Option<crate::top::TopConfig>,
     /// `--stall-timeout`, seconds (transfers only).
     pub stall_timeout: Option<f64>,
 }
@@ -211,7 +219,7 @@ impl DisplayConfig {
         match role {
             Role::MonitorIn => self.prev_name.as_deref().or(self.name.as_deref()),
             Role::Transfer | Role::MonitorOut => self.name.as_deref(),
-            Role::Input(_) | Role::Output(_) | Role::Descriptor | Role::Stage => None,
+            Role::Input(_) | Role::Output(_) | Role::Descriptor | Role::Stage | Role::Flow => None,
         }
     }
 
@@ -226,7 +234,7 @@ impl DisplayConfig {
             return descriptor_format(custom, &self.switches, size_known, prefix);
         }
         let named = match meter.role {
-            Role::Input(_) | Role::Output(_) => true,
+            Role::Input(_) | Role::Output(_) | Role::Flow => true,
             Role::Transfer if self.each => true,
             role => self.name_for(role).is_some(),
         };

@@ -48,13 +48,14 @@ pub use pipe::{
 };
 pub use process::{
     geteuid, peer_cred, process_check, process_exists, set_thread_name, shutdown, stderr_fd,
-    stdin_fd, stdout_fd,
+    stdin_fd, stdout_fd, terminate,
 };
 pub use signal::{
     block_signals, ignore_signal, interrupt_thread, raise, set_signal_handler, start_alarm_ticks,
     thread_id,
 };
 pub use term::{
-    in_foreground, isatty, restore_tty_mode, tty_mode_for_reply, ttyname, window_size, TtyMode,
+    in_foreground, isatty, restore_tty_mode, tty_line_mode, tty_mode_for_reply, ttyname,
+    window_size, TtyMode,
 };
 pub use title::{prepare_process_title, set_process_title};

@@ -40,6 +40,13 @@ pub fn process_check(pid: u32) -> io::Result<()> {
     Ok(rustix::process::test_kill_process(pid)?)
 }
 
+/// `kill(pid, SIGTERM)`; errors (the process is gone) are ignored.
+pub fn terminate(pid: u32) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+}
+
 /// `kill(pid, 0)`: true if the process exists (one we may not signal, EPERM, counts as
 /// existing).
 pub fn process_exists(pid: u32) -> bool {
