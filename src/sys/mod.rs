@@ -21,6 +21,7 @@
 
 #[allow(unsafe_code)]
 mod clock;
+mod diag;
 #[allow(unsafe_code)]
 mod filemap;
 #[allow(unsafe_code)]
@@ -36,6 +37,7 @@ mod term;
 mod title;
 
 pub use clock::{monotonic_ns, strerror, unix_time_ms, wall_clock};
+pub use diag::tcp_bytes;
 pub use filemap::{FileMap, MAP_SLOTS};
 pub use fs::{
     advise_sequential, fdatasync, file_version, flock, fstat, ftruncate, is_dev_zero, lseek, pread,

@@ -52,6 +52,10 @@ pub struct Totals {
     pub now: f64,
 }
 
+/// Characters of a command line kept in the `command` label (a label is an identity, not
+/// a record: a compiler's whole command line would make every series kilobytes long).
+const COMMAND_CHARS: usize = 120;
+
 /// A label value with `\`, `"` and newlines escaped.
 fn escape(value: &str) -> String {
     value
@@ -86,7 +90,7 @@ pub fn render(flows: &[Series], limit: usize, pids: bool, totals: &Totals) -> St
         let mut labels = format!(
             "kind=\"{}\",command=\"{}\"",
             s.kind.name(),
-            escape(&s.command)
+            escape(&s.command.chars().take(COMMAND_CHARS).collect::<String>())
         );
         if let Some(file) = &s.file {
             let _ = write!(labels, ",file=\"{}\"", escape(file));

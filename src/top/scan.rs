@@ -28,6 +28,9 @@ pub const IDLE_DROP_NS: u64 = 60_000_000_000;
 const PIPELINE_RETRY_NS: u64 = 30_000_000_000;
 /// How long an answer from an rpv may take.
 const RPV_ANSWER: std::time::Duration = std::time::Duration::from_millis(100);
+/// Least time between two walks of every process's descriptors (to find who holds a
+/// socket that moved), in nanoseconds.
+const FULL_WALK_NS: u64 = 5_000_000_000;
 /// An unreadable process is tried again every this many scans.
 const UNREADABLE_RETRY: u64 = 16;
 /// Descriptors looked at per process at most (a process with more is followed through
@@ -46,7 +49,8 @@ enum Target {
         path: String,
     },
     Pipe(u64),
-    Socket,
+    /// A socket, by inode.
+    Socket(u64),
     Other,
 }
 
@@ -64,6 +68,8 @@ enum Instance {
     Rpv(Option<ProgressQuery>),
     /// pv.
     Pv,
+    /// An rpv that only watches (`--top`, `-d`, `-Q`, `--pipeline=PID`): not a flow.
+    Watching,
 }
 
 /// One process of the table.
@@ -77,6 +83,9 @@ struct Process {
     /// The larger of bytes read and written, summed over the scans since it was first
     /// seen.
     moved: u64,
+    /// Bytes its TCP sockets sent and received since it was first seen (`send` and
+    /// `recv` do not show in `/proc/PID/io`).
+    tcp: u64,
     fds: Vec<Fd>,
     command: Option<String>,
     instance: Option<Instance>,
@@ -108,7 +117,8 @@ struct CountFlow {
     id: u64,
     kind: Kind,
     start: u64,
-    base: u64,
+    /// The process's I/O and TCP counts when the flow was first seen (sockets).
+    base: (u64, u64),
     amount: u64,
     moved: u64,
     size: u64,
@@ -149,6 +159,11 @@ pub struct Scanner {
     not_pipeline: HashMap<(u32, u64), u64>,
     /// Flows that ended at the last scan (shown once more).
     ended: Vec<Flow>,
+    /// Every TCP socket's bytes at the last scan, by inode.
+    tcp_last: HashMap<u64, u64>,
+    /// Sockets no process rpv may read holds.
+    tcp_unknown: HashSet<u64>,
+    next_full_walk_ns: u64,
     next_id: u64,
     generation: u64,
     own: u32,
@@ -232,6 +247,9 @@ impl Scanner {
             pipes: Vec::new(),
             not_pipeline: HashMap::new(),
             ended: Vec::new(),
+            tcp_last: HashMap::new(),
+            tcp_unknown: HashSet::new(),
+            next_full_walk_ns: 0,
             next_id: 1,
             generation: 0,
             own: std::process::id(),
@@ -323,7 +341,12 @@ impl Scanner {
             root: self.euid == 0,
         };
         for &pid in fresh.iter().chain(&movers) {
-            self.walk(pid, &mut buf);
+            self.walk(pid);
+        }
+        for pid in self.follow_tcp(now_ns) {
+            if !movers.contains(&pid) {
+                movers.push(pid);
+            }
         }
         self.follow_files(&movers, now_ns, &mut buf);
         self.follow_counts(&movers, now_ns);
@@ -386,6 +409,7 @@ impl Scanner {
             kernel: stat.kernel_thread,
             io,
             moved: 0,
+            tcp: 0,
             fds: Vec::new(),
             command: None,
             instance: None,
@@ -397,7 +421,8 @@ impl Scanner {
             p.instance = match stat.comm.as_str() {
                 "pv" => Some(Instance::Pv),
                 _ if rpv_transfers(&cmdline) => Some(Instance::Rpv(None)),
-                _ => None,
+                // Another rpv watching (`--top`, `-d`, `-Q`): it moves nothing of its own.
+                _ => Some(Instance::Watching),
             };
         }
         self.procs.insert(pid, p);
@@ -408,12 +433,93 @@ impl Scanner {
         }
     }
 
+    /// The bytes of every TCP socket (see [`crate::sys::tcp_bytes`]) since the last scan,
+    /// added to the processes that hold them; returns the processes whose sockets moved.
+    /// A socket no walked process holds makes every process's descriptors be walked, at
+    /// most every [`FULL_WALK_NS`]; one still unknown then (another user's, another
+    /// namespace's) is not looked for again.
+    fn follow_tcp(&mut self, now_ns: u64) -> Vec<u32> {
+        let mut now = HashMap::new();
+        if crate::sys::tcp_bytes(&mut now).is_err() {
+            return Vec::new();
+        }
+        let first = self.tcp_last.is_empty();
+        let moved: Vec<(u64, u64)> = now
+            .iter()
+            .filter_map(|(&inode, &bytes)| {
+                let delta = match self.tcp_last.get(&inode) {
+                    Some(&before) => bytes.saturating_sub(before),
+                    None if first => 0,
+                    None => bytes,
+                };
+                (delta > 0).then_some((inode, delta))
+            })
+            .collect();
+        self.tcp_last = now;
+        let mut owners = self.socket_owners();
+        let unknown = moved
+            .iter()
+            .any(|(inode, _)| !owners.contains_key(inode) && !self.tcp_unknown.contains(inode));
+        if unknown && now_ns >= self.next_full_walk_ns {
+            self.next_full_walk_ns = now_ns + FULL_WALK_NS;
+            let pids: Vec<u32> = self
+                .procs
+                .iter()
+                .filter(|(_, p)| p.seen == self.generation && !p.unreadable && !p.kernel)
+                .map(|(&pid, _)| pid)
+                .collect();
+            for pid in pids {
+                self.walk(pid);
+            }
+            owners = self.socket_owners();
+            for (inode, _) in &moved {
+                if !owners.contains_key(inode) {
+                    self.tcp_unknown.insert(*inode);
+                }
+            }
+        }
+        let mut movers = Vec::new();
+        for (inode, delta) in moved {
+            let Some(&pid) = owners.get(&inode) else {
+                continue;
+            };
+            if let Some(p) = self.procs.get_mut(&pid) {
+                p.tcp = p.tcp.saturating_add(delta);
+                if p.instance.is_none() {
+                    // As for a walk: it may run another program since.
+                    p.command = None;
+                }
+                if !movers.contains(&pid) {
+                    movers.push(pid);
+                }
+            }
+        }
+        movers
+    }
+
+    /// Which process holds each socket, as the walks found them.
+    fn socket_owners(&self) -> HashMap<u64, u32> {
+        let mut owners = HashMap::new();
+        for (&pid, p) in &self.procs {
+            for f in &p.fds {
+                if let Target::Socket(inode) = f.target {
+                    owners.insert(inode, pid);
+                }
+            }
+        }
+        owners
+    }
+
     /// Walks `pid`'s descriptors (links already known are not looked at again).
-    fn walk(&mut self, pid: u32, _buf: &mut [u8]) {
+    fn walk(&mut self, pid: u32) {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
         self.cost.walked += 1;
+        if p.instance.is_none() {
+            // It moved: it may have run another program since (a wrapper's `exec`).
+            p.command = None;
+        }
         let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
             p.fds.clear();
             return;
@@ -435,8 +541,12 @@ impl Scanner {
                 fds.push(known.clone());
                 continue;
             }
-            let target = if link.starts_with("socket:") {
-                Target::Socket
+            let target = if let Some(inode) = link
+                .strip_prefix("socket:[")
+                .and_then(|l| l.strip_suffix(']'))
+                .and_then(|l| l.parse().ok())
+            {
+                Target::Socket(inode)
             } else if let Some(inode) = pipe_inode(&link) {
                 Target::Pipe(inode)
             } else if link.starts_with('/') {
@@ -483,7 +593,7 @@ impl Scanner {
         // new), not already followed.
         let mut candidates = Vec::new();
         for (&pid, p) in &self.procs {
-            let rpv = matches!(p.instance, Some(Instance::Rpv(_)));
+            let rpv = matches!(p.instance, Some(Instance::Rpv(_) | Instance::Watching));
             if p.seen != self.generation || p.unreadable || rpv {
                 continue;
             }
@@ -556,12 +666,13 @@ impl Scanner {
                 return false;
             };
             if pos != f.pos {
-                if pos > f.pos {
+                let (size, growing) = self.file_size(f.pid, f.fd, f.device, f.dev);
+                // A position past the end is a seek, not data moved.
+                if pos > f.pos && pos <= size.max(f.size) {
                     f.moved += pos - f.pos;
                 }
                 f.pos = pos;
                 f.last_move_ns = now_ns;
-                let (size, growing) = self.file_size(f.pid, f.fd, f.device, f.dev);
                 f.growing |= growing || (size != f.size && !f.device);
                 f.size = size;
             }
@@ -639,8 +750,9 @@ impl Scanner {
             let kind = match &p.instance {
                 Some(Instance::Rpv(_)) => Kind::Rpv,
                 Some(Instance::Pv) => Kind::Pv,
+                Some(Instance::Watching) => continue,
                 None if self.counts.contains_key(&pid)
-                    || (p.fds.iter().any(|f| f.target == Target::Socket)
+                    || (p.fds.iter().any(|f| matches!(f.target, Target::Socket(_)))
                         && !in_pipeline.contains(&pid)
                         && movers.contains(&pid)) =>
                 {
@@ -649,12 +761,17 @@ impl Scanner {
                 None => continue,
             };
             let start = p.start;
-            let moved_total = p.moved;
+            let totals = (p.moved, p.tcp);
             let (amount, size, file) = self.count_of(pid, kind);
             if let Some(c) = self.counts.get_mut(&pid) {
                 if c.start == start {
                     let amount = if kind == Kind::Socket {
-                        moved_total.saturating_sub(c.base)
+                        // The larger of the two counts: a program using read and write
+                        // on its sockets shows in both.
+                        totals
+                            .0
+                            .saturating_sub(c.base.0)
+                            .max(totals.1.saturating_sub(c.base.1))
                     } else {
                         amount
                     };
@@ -669,7 +786,7 @@ impl Scanner {
                 }
             }
             let id = self.new_id();
-            let base = if kind == Kind::Socket { moved_total } else { 0 };
+            let base = if kind == Kind::Socket { totals } else { (0, 0) };
             let first = if kind == Kind::Socket { 0 } else { amount };
             self.counts.insert(
                 pid,
@@ -922,6 +1039,7 @@ impl Process {
             kernel: false,
             io: Io::default(),
             moved: 0,
+            tcp: 0,
             fds: Vec::new(),
             command: None,
             instance: None,

@@ -10,8 +10,8 @@
 //!
 //! The flow's name takes the width the others leave. As the terminal narrows, a long
 //! name is cut to 24 columns, the history goes, the bottleneck note is cut, the bytes go,
-//! then the PID, the percentage, the kind and the ETA; below 40 columns only the rate and
-//! the name (cut) stay. Must not: write anything or read the clock.
+//! then the PID, the percentage, the kind, the ETA and the note; from 40 columns down
+//! only the rate and the name (cut) stay. Must not: write anything or read the clock.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -265,7 +265,7 @@ fn table<'a>(s: &Screenful<'a>) -> Table<'a> {
             .cut(20, 16)
             .cut(60, 8)
             .cut(93, 5),
-        Column::new("").cut(12, 16).drop_at(90),
+        Column::new("").cut(12, 16).drop_at(58),
     ]);
     let mut rows = Vec::new();
     let n = s.lines.len() as u32;

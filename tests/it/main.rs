@@ -24,5 +24,6 @@ mod soak;
 mod tee;
 mod terminal;
 mod title;
+mod top;
 mod util;
 mod watchfd;

@@ -20,14 +20,20 @@ const DEADLINE: Duration = Duration::from_secs(40);
 
 /// A tmux server of its own (unique socket, in the test's directory) running an
 /// interactive bash with `PS1='$ '`, a function `r` running rpv, in the test's directory.
-struct Tmux<'a> {
+pub(crate) struct Tmux<'a> {
     dir: &'a Dir,
     socket: String,
 }
 
 impl<'a> Tmux<'a> {
     /// A `width` × `height` terminal; `None` (the test is skipped) if tmux is missing.
-    fn start(dir: &'a Dir, name: &str, width: usize, height: usize, utf8: bool) -> Option<Self> {
+    pub(crate) fn start(
+        dir: &'a Dir,
+        name: &str,
+        width: usize,
+        height: usize,
+        utf8: bool,
+    ) -> Option<Self> {
         if Command::new("tmux").arg("-V").output().is_err() {
             eprintln!("skipped: tmux is not installed (.ci/run installs it)");
             return None;
@@ -69,17 +75,17 @@ impl<'a> Tmux<'a> {
     }
 
     /// Types `text` and Enter.
-    fn keys(&self, text: &str) {
+    pub(crate) fn keys(&self, text: &str) {
         self.cmd(&["send-keys", "-l", text]);
         self.cmd(&["send-keys", "Enter"]);
     }
 
     /// Presses a key (`C-c`, `C-z`).
-    fn press(&self, key: &str) {
+    pub(crate) fn press(&self, key: &str) {
         self.cmd(&["send-keys", key]);
     }
 
-    fn resize(&self, width: usize, height: usize) {
+    pub(crate) fn resize(&self, width: usize, height: usize) {
         let (w, h) = (width.to_string(), height.to_string());
         let out = self.cmd(&["resize-window", "-x", &w, "-y", &h]);
         assert!(out.status.success(), "{out:?}");
@@ -87,7 +93,7 @@ impl<'a> Tmux<'a> {
 
     /// The visible lines (`joined`: wrapped lines joined back into one), without trailing
     /// blanks and empty lines at the end.
-    fn pane(&self, joined: bool) -> Vec<String> {
+    pub(crate) fn pane(&self, joined: bool) -> Vec<String> {
         let args: &[&str] = if joined {
             &["capture-pane", "-p", "-J"]
         } else {
@@ -119,7 +125,7 @@ impl<'a> Tmux<'a> {
 
     /// Waits until the visible lines satisfy `ready`; returns them.
     #[track_caller]
-    fn wait_for(&self, what: &str, ready: impl Fn(&[String]) -> bool) -> Vec<String> {
+    pub(crate) fn wait_for(&self, what: &str, ready: impl Fn(&[String]) -> bool) -> Vec<String> {
         let start = Instant::now();
         loop {
             let rows = self.pane(false);
@@ -205,7 +211,7 @@ impl Rows<'_> {
 }
 
 /// `+N more`.
-fn is_more(line: &str) -> bool {
+pub(crate) fn is_more(line: &str) -> bool {
     line.strip_prefix('+')
         .and_then(|rest| rest.strip_suffix(" more"))
         .is_some_and(|n| n.parse::<usize>().is_ok())
