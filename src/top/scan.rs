@@ -28,9 +28,21 @@ pub const IDLE_DROP_NS: u64 = 60_000_000_000;
 const PIPELINE_RETRY_NS: u64 = 30_000_000_000;
 /// How long an answer from an rpv may take.
 const RPV_ANSWER: std::time::Duration = std::time::Duration::from_millis(100);
+/// How often at most the pipelines' wait states are sampled.
+const TICKS_PER_SECOND: u64 = 5;
+/// A process whose counters did not move for this many scans in a row is looked at only
+/// every [`QUIET_EVERY`] scans (by turns, so each scan reads a share of them): most
+/// processes sleep, and reading their counters is most of a scan's cost. One that starts
+/// moving is found within that many scans.
+const QUIET_SCANS: u32 = 5;
+const QUIET_EVERY: u64 = 3;
+/// Least time between two walks of one process's descriptors, once it has been walked
+/// (nanoseconds): a process that keeps moving opens new files rarely, and one walk costs a
+/// `readlink` per descriptor.
+const WALK_EVERY_NS: u64 = 2_000_000_000;
 /// Least time between two walks of every process's descriptors (to find who holds a
 /// socket that moved), in nanoseconds.
-const FULL_WALK_NS: u64 = 5_000_000_000;
+const FULL_WALK_NS: u64 = 30_000_000_000;
 /// An unreadable process is tried again every this many scans.
 const UNREADABLE_RETRY: u64 = 16;
 /// Descriptors looked at per process at most (a process with more is followed through
@@ -91,6 +103,10 @@ struct Process {
     instance: Option<Instance>,
     /// The scan that last saw it.
     seen: u64,
+    /// When its descriptors were last walked (monotonic ns).
+    walked_ns: Option<u64>,
+    /// Scans in a row its counters did not move.
+    quiet: u32,
 }
 
 /// A file or device flow's state.
@@ -176,11 +192,27 @@ pub struct Scanner {
     root: std::path::PathBuf,
 }
 
+/// Reads a small `/proc` file into `buf`: an open, reads until the end, a close
+/// (`read_to_end` would also ask the file's size and position: two calls more per file,
+/// for every process at every scan).
 fn read_small(path: &str, buf: &mut Vec<u8>) -> std::io::Result<()> {
     buf.clear();
     let mut file = std::fs::File::open(path)?;
-    file.read_to_end(buf)?;
-    Ok(())
+    let mut chunk = [0u8; 4096];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                // A file of `/proc` gives what it has in one read when it fits.
+                if n < chunk.len() {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// `pos:` and `flags:` of an `fdinfo` file (flags in octal).
@@ -282,9 +314,15 @@ impl Scanner {
         self.next_id
     }
 
-    /// How often [`Scanner::tick`] should be called while pipelines are followed.
+    /// How often [`Scanner::tick`] should be called while pipelines are followed: as
+    /// the pipeline view asks, but at most [`TICKS_PER_SECOND`] times a second (a list of
+    /// flows needs each bottleneck, not each stage's time to the percent).
     pub fn tick_period_ns(&self) -> Option<u64> {
-        self.pipes.iter().map(|p| p.watcher.tick_period_ns()).min()
+        let least = 1_000_000_000 / TICKS_PER_SECOND;
+        self.pipes
+            .iter()
+            .map(|p| p.watcher.tick_period_ns().max(least))
+            .min()
     }
 
     /// Samples the wait states of the pipelines followed (between two scans).
@@ -340,8 +378,17 @@ impl Scanner {
                 .count(),
             root: self.euid == 0,
         };
-        for &pid in fresh.iter().chain(&movers) {
-            self.walk(pid);
+        for &pid in &fresh {
+            self.walk(pid, now_ns);
+        }
+        for &pid in &movers {
+            let due = self
+                .procs
+                .get(&pid)
+                .is_some_and(|p| p.walked_ns.is_none_or(|at| now_ns >= at + WALK_EVERY_NS));
+            if due {
+                self.walk(pid, now_ns);
+            }
         }
         for pid in self.follow_tcp(now_ns) {
             if !movers.contains(&pid) {
@@ -364,6 +411,14 @@ impl Scanner {
             if (p.unreadable && !retry) || p.kernel {
                 p.seen = generation;
                 return Look::Skip;
+            }
+            // A process quiet for a while is looked at every few scans only, by turns.
+            if !p.unreadable
+                && p.quiet >= QUIET_SCANS
+                && (generation + u64::from(pid)) % QUIET_EVERY != 0
+            {
+                p.seen = generation;
+                return Look::Same;
             }
             if retry {
                 self.procs.remove(&pid);
@@ -388,8 +443,10 @@ impl Scanner {
             if io.rchar >= p.io.rchar && io.wchar >= p.io.wchar {
                 p.seen = generation;
                 if io == p.io {
+                    p.quiet = p.quiet.saturating_add(1);
                     return Look::Same;
                 }
+                p.quiet = 0;
                 let delta = (io.rchar - p.io.rchar).max(io.wchar - p.io.wchar);
                 p.moved = p.moved.saturating_add(delta);
                 p.io = io;
@@ -414,6 +471,8 @@ impl Scanner {
             command: None,
             instance: None,
             seen: generation,
+            walked_ns: None,
+            quiet: 0,
         };
         if !p.kernel && matches!(stat.comm.as_str(), "rpv" | "pv") {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -469,7 +528,7 @@ impl Scanner {
                 .map(|(&pid, _)| pid)
                 .collect();
             for pid in pids {
-                self.walk(pid);
+                self.walk(pid, now_ns);
             }
             owners = self.socket_owners();
             for (inode, _) in &moved {
@@ -511,11 +570,12 @@ impl Scanner {
     }
 
     /// Walks `pid`'s descriptors (links already known are not looked at again).
-    fn walk(&mut self, pid: u32) {
+    fn walk(&mut self, pid: u32, now_ns: u64) {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
         self.cost.walked += 1;
+        p.walked_ns = Some(now_ns);
         if p.instance.is_none() {
             // It moved: it may have run another program since (a wrapper's `exec`).
             p.command = None;
@@ -1044,6 +1104,8 @@ impl Process {
             command: None,
             instance: None,
             seen: generation,
+            walked_ns: None,
+            quiet: 0,
         }
     }
 }
