@@ -107,6 +107,8 @@ struct Process {
     walked_ns: Option<u64>,
     /// Scans in a row its counters did not move.
     quiet: u32,
+    /// It moved since its command line was read: it may run another program now.
+    command_stale: bool,
 }
 
 /// A file or device flow's state.
@@ -175,6 +177,8 @@ pub struct Scanner {
     not_pipeline: HashMap<(u32, u64), u64>,
     /// Flows that ended at the last scan (shown once more).
     ended: Vec<Flow>,
+    /// The commands of the processes of the flows shown last.
+    commands: HashMap<u32, String>,
     /// Every TCP socket's bytes at the last scan, by inode.
     tcp_last: HashMap<u64, u64>,
     /// Sockets no process rpv may read holds.
@@ -279,6 +283,7 @@ impl Scanner {
             pipes: Vec::new(),
             not_pipeline: HashMap::new(),
             ended: Vec::new(),
+            commands: HashMap::new(),
             tcp_last: HashMap::new(),
             tcp_unknown: HashSet::new(),
             next_full_walk_ns: 0,
@@ -473,6 +478,7 @@ impl Scanner {
             seen: generation,
             walked_ns: None,
             quiet: 0,
+            command_stale: false,
         };
         if !p.kernel && matches!(stat.comm.as_str(), "rpv" | "pv") {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -546,7 +552,7 @@ impl Scanner {
                 p.tcp = p.tcp.saturating_add(delta);
                 if p.instance.is_none() {
                     // As for a walk: it may run another program since.
-                    p.command = None;
+                    p.command_stale = true;
                 }
                 if !movers.contains(&pid) {
                     movers.push(pid);
@@ -578,7 +584,7 @@ impl Scanner {
         p.walked_ns = Some(now_ns);
         if p.instance.is_none() {
             // It moved: it may have run another program since (a wrapper's `exec`).
-            p.command = None;
+            p.command_stale = true;
         }
         let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
             p.fds.clear();
@@ -634,14 +640,30 @@ impl Scanner {
         p.fds = fds;
     }
 
+    /// The command of `pid` as last read: from the process table, else as the flows last
+    /// showed it (a process that has just ended).
+    fn known_command(&self, pid: u32) -> String {
+        self.procs
+            .get(&pid)
+            .and_then(|p| p.command.clone())
+            .or_else(|| self.commands.get(&pid).cloned())
+            .unwrap_or_else(|| format!("[{pid}]"))
+    }
+
     /// The command line of `pid` (read once).
     fn command(&mut self, pid: u32) -> String {
         let Some(p) = self.procs.get_mut(&pid) else {
             return String::new();
         };
-        if p.command.is_none() {
+        if p.command.is_none() || p.command_stale {
+            p.command_stale = false;
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            p.command = Some(command_text(&cmdline).unwrap_or_else(|| format!("[{pid}]")));
+            // A process that has just ended keeps the command it was seen with.
+            match (command_text(&cmdline), &p.command) {
+                (Some(text), _) => p.command = Some(text),
+                (None, None) => p.command = Some(format!("[{pid}]")),
+                (None, Some(_)) => {}
+            }
         }
         p.command.clone().unwrap_or_default()
     }
@@ -760,11 +782,7 @@ impl Scanner {
     }
 
     fn file_flow(&self, f: &FileFlow, ended: bool) -> Flow {
-        let command = self
-            .procs
-            .get(&f.pid)
-            .and_then(|p| p.command.clone())
-            .unwrap_or_else(|| format!("[{}]", f.pid));
+        let command = self.known_command(f.pid);
         // A file being written (or growing as it is read) has no end to measure against.
         let size = if f.writes || f.growing || f.pos > f.size {
             0
@@ -910,11 +928,7 @@ impl Scanner {
     }
 
     fn count_flow(&self, pid: u32, c: &CountFlow, ended: bool) -> Flow {
-        let command = self
-            .procs
-            .get(&pid)
-            .and_then(|p| p.command.clone())
-            .unwrap_or_else(|| format!("[{pid}]"));
+        let command = self.known_command(pid);
         Flow {
             id: c.id,
             view: FlowView {
@@ -1053,13 +1067,13 @@ impl Scanner {
     /// The flows that have moved, and those that ended since the last call (once).
     pub fn flows(&mut self, out: &mut Vec<Flow>) {
         out.append(&mut self.ended);
-        let pids: Vec<u32> = self.files.iter().map(|f| f.pid).collect();
+        let pids: Vec<u32> = (self.files.iter().filter(|f| f.moved > 0).map(|f| f.pid))
+            .chain(self.counts.keys().copied())
+            .collect();
+        self.commands.clear();
         for pid in pids {
-            self.command(pid);
-        }
-        let pids: Vec<u32> = self.counts.keys().copied().collect();
-        for pid in pids {
-            self.command(pid);
+            let command = self.command(pid);
+            self.commands.insert(pid, command);
         }
         let pv = |pid: u32| {
             self.procs
@@ -1106,6 +1120,7 @@ impl Process {
             seen: generation,
             walked_ns: None,
             quiet: 0,
+            command_stale: false,
         }
     }
 }

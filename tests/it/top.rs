@@ -513,3 +513,62 @@ fn view_at(width: usize, height: usize) {
     tmux.press("q");
     tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
 }
+
+/// The example systemd unit is in the package's assets, and its command line, with the
+/// metrics file moved into a temporary directory, runs and writes the file.
+#[test]
+fn the_example_service_runs() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let manifest = std::fs::read_to_string(format!("{root}/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(
+            r#"["contrib/rpv-top.service", "lib/systemd/system/rpv-top.service", "644"]"#
+        ),
+        "the unit is installed by the .deb"
+    );
+    let unit = std::fs::read_to_string(format!("{root}/contrib/rpv-top.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/usr/bin/rpv "))
+        .expect("ExecStart runs rpv");
+    let dir = Dir::new();
+    let prom = dir.path("rpv-top.prom");
+    let args: Vec<String> = exec
+        .split_whitespace()
+        .map(|a| {
+            if a.ends_with(".prom") {
+                s(&prom).to_string()
+            } else if a == "15" {
+                "0.2".to_string() // (the interval, shorter for the test)
+            } else {
+                a.to_string()
+            }
+        })
+        .collect();
+    assert!(args.iter().any(|a| a == "--top"), "{exec}");
+    let mut child = rpv(&[])
+        .args(&args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&prom).unwrap_or_default();
+        if text.contains("rpv_top_last_update_seconds ") && text.contains("rpv_top_flows{") {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "no metrics file: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(child.id(), "TERM");
+    crate::util::wait_within(&mut child, 30.0, "rpv --top");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(stderr, "", "-q: nothing on standard error");
+}
