@@ -223,6 +223,7 @@ fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
         sinks.push(Box::new(metrics));
     }
     let term = Term::new(report.prog());
+    signals::leave_stops_to_loop();
     Session::new(sources, sinks, display, term).run().1
 }
 

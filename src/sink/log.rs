@@ -84,6 +84,13 @@ impl Log {
             self.last.insert(id, (r.meter.amount, now));
             let line = match &r.meter.note {
                 Some(note) => format!("{}: {note}", config.label(r.meter).unwrap_or_default()),
+                // A flow of `--top`: its whole name first (a command and a file are often
+                // wider than the line), then its figures.
+                None if r.meter.role == Role::Flow => format!(
+                    "{}: {}",
+                    crate::display::printable(&config.label(r.meter).unwrap_or_default()),
+                    render_line(&mut self.formats, &config, r, snapshot)
+                ),
                 None => render_line(&mut self.formats, &config, r, snapshot),
             };
             out.push_str(&stamp);

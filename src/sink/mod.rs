@@ -234,7 +234,7 @@ impl DisplayConfig {
             return descriptor_format(custom, &self.switches, size_known, prefix);
         }
         let named = match meter.role {
-            Role::Input(_) | Role::Output(_) | Role::Flow => true,
+            Role::Input(_) | Role::Output(_) => true,
             Role::Transfer if self.each => true,
             role => self.name_for(role).is_some(),
         };

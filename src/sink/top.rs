@@ -222,6 +222,12 @@ impl Sink for Top {
                 self.draw(config, term);
             }
         }
+        // After `fg` the terminal may be back in line mode, where a read would wait for
+        // a whole line: the keys' mode again, and a read only of what is there.
+        self.keep_keys_mode();
+        if !sys::poll_one(sys::stdin_fd(), libc::POLLIN, 0).is_ok_and(|r| r != 0) {
+            return;
+        }
         let mut buf = [0u8; 64];
         let Ok(n) = sys::read(sys::stdin_fd(), &mut buf) else {
             return;

@@ -284,13 +284,12 @@ fn json_objects_per_flow_match_the_schema() {
         let text = watcher.text.lock().unwrap().clone();
         let file = text.lines().any(|l| {
             l.contains("\"meter\":\"flow\"")
-                && l.contains("\"kind\":\"file\"")
-                && l.contains("reader.py")
+                && l.contains(&format!("\"file\":\"{big}\""))
                 && !l.contains("\"percent\":null")
         });
         let pipeline = text
             .lines()
-            .any(|l| l.contains("\"kind\":\"pipeline\"") && l.contains("gzip -1"));
+            .any(|l| l.contains("\"kind\":\"pipeline\"") && l.contains("producer.py | gzip -1"));
         if file && pipeline {
             break;
         }
@@ -314,7 +313,13 @@ fn json_objects_per_flow_match_the_schema() {
     assert!(reader["bytes"].as_u64().unwrap() > 0);
     let pipeline = objects
         .iter()
-        .find(|o| o["type"] == "progress" && o["kind"] == "pipeline")
+        .find(|o| {
+            o["type"] == "progress"
+                && o["kind"] == "pipeline"
+                && o["command"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("producer.py"))
+        })
         .unwrap();
     assert!(
         pipeline["command"]
@@ -571,4 +576,121 @@ fn the_example_service_runs() {
         .read_to_string(&mut stderr)
         .unwrap();
     assert_eq!(stderr, "", "-q: nothing on standard error");
+}
+
+/// Not root: another user's flows are not shown (their counters are theirs to read), they
+/// are counted in the title with the reason, and the user's own flows are shown.
+#[test]
+fn another_users_flows_are_counted_not_shown() {
+    use std::os::unix::fs::MetadataExt;
+    if !std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0) {
+        eprintln!("top: needs root to run rpv as another user: skipped");
+        return;
+    }
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    // The test's directory is root's: the other user's reader gets a file of its own.
+    let theirs = std::env::temp_dir().join(format!("rpv-top-nobody-{}", std::process::id()));
+    std::fs::write(&theirs, data(16 << 20, 3)).unwrap();
+    let _cleanup = Removed(theirs.clone());
+    flows.reader(&big, 16384);
+    let script = flows.dir.path("reader.py");
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_rpv"))
+        .args(["--top", "-i", "0.5", "-w", "250"])
+        .env("LC_ALL", "C");
+    let watcher = Watcher::start(cmd);
+    // nobody's own flow: a reader run as nobody.
+    let own = flows.start(&format!(
+        "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- /usr/bin/python3 {} {} 16384",
+        s(&script),
+        s(&theirs)
+    ));
+    let frame = watcher.wait_frame("nobody's own reader and the count", |f| {
+        row(f, "file", &["reader.py", "rpv-top-nobody"]).is_some()
+            && f.lines()
+                .next()
+                .is_some_and(|t| t.contains(" processes not readable: "))
+    });
+    assert!(
+        row(&frame, "file", &[big.as_str()]).is_none(),
+        "root's reader is not shown to nobody: {frame}"
+    );
+    assert!(frame.contains(&own.to_string()), "{frame}");
+    drop(watcher);
+}
+
+/// Removes a file when dropped.
+struct Removed(std::path::PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `--top --log`: a time-stamped line per flow that moved, naming it.
+#[test]
+fn log_lines_per_flow() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    flows.reader(&big, 16384);
+    let watcher = Watcher::start(rpv(&["--top", "--log", "-i", "0.5"]));
+    let start = Instant::now();
+    loop {
+        let text = watcher.text.lock().unwrap().clone();
+        let line = text
+            .lines()
+            .find(|l| l.contains("reader.py") && l.contains(&format!("< {big}")));
+        if let Some(line) = line {
+            assert!(line.starts_with("20"), "time-stamped: {line}");
+            assert!(line.contains('%') && line.contains("B/s"), "{line}");
+            assert!(!line.contains('\r') && !line.contains('\x1b'), "{line:?}");
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "no line for the reader:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Ctrl-Z and `fg`, then Ctrl-C: the rows are erased before the stop and drawn again
+/// after `fg`; Ctrl-C ends the view with status 32 and gives the terminal back as it was
+/// (what is typed next is echoed).
+#[test]
+fn ctrl_z_and_ctrl_c_leave_the_terminal_clean() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    flows.reader(&big, 16384);
+    let Some(tmux) = crate::screens::Tmux::start(&flows.dir, "topsignals", 100, 20, true) else {
+        return;
+    };
+    let command = "\"$RPV\" --top -i 0.3";
+    tmux.keys(command);
+    let title = |l: &String| l.starts_with("rpv --top: ");
+    tmux.wait_for("the view", |rows| rows.iter().any(title));
+    tmux.press("C-z");
+    let stopped = tmux.wait_for("stopped", |rows| {
+        rows.iter().any(|r| r.contains("Stopped")) && rows.last().is_some_and(|r| r == "$")
+    });
+    assert!(
+        !stopped.iter().any(title),
+        "rows erased before the stop: {stopped:#?}"
+    );
+    tmux.keys("fg");
+    tmux.wait_for("the view after fg", |rows| {
+        rows.iter().filter(|l| title(l)).count() == 1
+    });
+    tmux.press("C-c");
+    tmux.wait_for("the prompt", |rows| rows.last().is_some_and(|r| r == "$"));
+    tmux.keys("echo rc=$?");
+    let lines = tmux.wait_for("the status", |rows| rows.iter().any(|r| r == "rc=32"));
+    assert!(
+        lines.iter().any(|l| l == "$ echo rc=$?"),
+        "what is typed is echoed again: {lines:#?}"
+    );
+    assert_eq!(lines.iter().filter(|l| title(l)).count(), 1, "{lines:#?}");
 }
