@@ -694,3 +694,43 @@ fn ctrl_z_and_ctrl_c_leave_the_terminal_clean() {
     );
     assert_eq!(lines.iter().filter(|l| title(l)).count(), 1, "{lines:#?}");
 }
+
+/// A process reading a block device (a node made in the test's directory for the
+/// machine's first disk, read slowly): a `device` row with its percentage, the size from
+/// `/sys/dev/block` (the device itself is never opened by rpv).
+#[test]
+fn a_block_device_being_read() {
+    // The first block device of a non-zero size.
+    let Some((major, minor)) = std::fs::read_dir("/sys/dev/block").ok().and_then(|d| {
+        d.flatten().find_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let size: u64 = std::fs::read_to_string(e.path().join("size"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            let (major, minor) = name.split_once(':')?;
+            (size >= 1 << 16).then(|| (major.to_string(), minor.to_string()))
+        })
+    }) else {
+        eprintln!("top: no block device: skipped");
+        return;
+    };
+    let mut flows = Flows::new();
+    let node = flows.dir.path("disk");
+    let made = Command::new("mknod")
+        .arg(&node)
+        .args(["b", &major, &minor])
+        .status()
+        .unwrap();
+    if !made.success() || std::fs::File::open(&node).is_err() {
+        eprintln!("top: the device node cannot be made or opened here (a container): skipped");
+        return;
+    }
+    flows.reader(s(&node), 16384);
+    let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
+    let frame = watcher.wait_frame("the device row", |f| {
+        row(f, "device", &["reader.py", &format!("< {}", s(&node)), "%"]).is_some()
+    });
+    assert!(frame.contains("device"), "{frame}");
+}
