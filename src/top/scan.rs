@@ -28,8 +28,11 @@ pub const IDLE_DROP_NS: u64 = 60_000_000_000;
 const PIPELINE_RETRY_NS: u64 = 30_000_000_000;
 /// How long an answer from an rpv may take.
 const RPV_ANSWER: std::time::Duration = std::time::Duration::from_millis(100);
-/// How often at most the pipelines' wait states are sampled.
-const TICKS_PER_SECOND: u64 = 5;
+/// How often at most the pipelines' wait states are sampled between two looks: twice a
+/// second (the pipeline view samples up to 50 times; a list of flows needs each
+/// pipeline's bottleneck, not each stage's time to the percent, and each sample is a
+/// `stat` and a `wchan` per thread of every stage).
+const TICKS_PER_SECOND: u64 = 2;
 /// A process whose counters did not move for this many scans in a row is looked at only
 /// every [`QUIET_EVERY`] scans (by turns, so each scan reads a share of them): most
 /// processes sleep, and reading their counters is most of a scan's cost. One that starts
@@ -452,6 +455,9 @@ impl Scanner {
                     return Look::Same;
                 }
                 p.quiet = 0;
+                // It may run another program since its command line was read (a
+                // wrapper's `exec`): read again if it is shown.
+                p.command_stale = p.instance.is_none();
                 let delta = (io.rchar - p.io.rchar).max(io.wchar - p.io.wchar);
                 p.moved = p.moved.saturating_add(delta);
                 p.io = io;
@@ -520,6 +526,8 @@ impl Scanner {
                 (delta > 0).then_some((inode, delta))
             })
             .collect();
+        // Sockets that closed are forgotten (a long watch sees many come and go).
+        self.tcp_unknown.retain(|inode| now.contains_key(inode));
         self.tcp_last = now;
         let mut owners = self.socket_owners();
         let unknown = moved
@@ -970,7 +978,7 @@ impl Scanner {
                 continue;
             }
             match Watcher::new(pid) {
-                Ok(mut watcher) if !self.holds_own(&watcher) => {
+                Ok(mut watcher) if !self.holds_own(&watcher) && !self.followed(&watcher) => {
                     watcher.set_interval(self.interval);
                     let view = watcher.sample(now_ns);
                     if view.stages.len() < 2 {
@@ -1014,6 +1022,14 @@ impl Scanner {
             true
         });
         self.pipes = pipes;
+    }
+
+    /// True if a pipeline already followed has a process of `watcher`'s (found again
+    /// from another of its stages).
+    fn followed(&self, watcher: &Watcher) -> bool {
+        watcher
+            .processes()
+            .any(|(pid, _)| self.pipes.iter().any(|p| p.watcher.holds(pid)))
     }
 
     /// True if rpv itself (or the view it opened) is a stage of `watcher`'s pipeline.
