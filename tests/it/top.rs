@@ -458,7 +458,7 @@ fn view_at(width: usize, height: usize) {
     let readers = |rows: &[String]| rows.iter().filter(|l| l.contains("reader")).count();
     let shown = tmux.wait_for("the flows", |rows| {
         rows.iter().any(title)
-            && (readers(rows) == 4 || rows.iter().any(|l| crate::screens::is_more(l.trim())))
+            && (readers(rows) >= 4 || rows.iter().any(|l| crate::screens::is_more(l.trim())))
     });
     assert!(fits(&tmux.pane(true), width), "{shown:#?}");
     if height == 5 {
@@ -489,19 +489,25 @@ fn view_at(width: usize, height: usize) {
     // opens in the -d view; Esc: back.
     let start = Instant::now();
     let mut presses = 0;
+    let selected = |rows: &[String]| first(rows).map(|at| rows[at].clone());
     loop {
         let rows = tmux.pane(false);
-        if first(&rows).is_some_and(|at| rows[at].contains("reader")) {
+        if selected(&rows).is_some_and(|row| row.contains("reader")) {
             break;
         }
-        // Down to the end of the list, then up.
+        // Down to the end of the list, then up; each press waits for its redraw (or a
+        // moment, at the end of the list), so none is still on its way at Enter.
+        let before = selected(&rows);
         tmux.press(if presses < 40 { "Down" } else { "Up" });
         presses += 1;
+        let pressed = Instant::now();
+        while selected(&tmux.pane(false)) == before && pressed.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(30));
+        }
         assert!(
             start.elapsed() < DEADLINE,
             "never selected a reader: {rows:#?}"
         );
-        std::thread::sleep(Duration::from_millis(150));
     }
     tmux.press("Enter");
     tmux.wait_for("the -d view", |rows| {
