@@ -343,11 +343,13 @@ fn metrics_through_node_exporter() {
     };
     let mut flows = Flows::new();
     let big = flows.file("big", 32 << 20);
-    let reader = flows.reader(&big, 65536);
-    flows.sockets();
     let collected = flows.dir.path("collected");
     std::fs::create_dir(&collected).unwrap();
     let exporter = crate::integrations::Exporter::start(&binary, &collected);
+    // (Started once the exporter is up: on a loaded machine its start may take longer
+    // than the reader takes to read the file.)
+    let reader = flows.reader(&big, 65536);
+    flows.sockets();
     let watch = |path: &std::path::Path, n: &str| {
         let mut cmd = rpv(&["--top", "-q", "-i", "0.3", "--metrics-flows", n]);
         cmd.arg("--metrics-file").arg(path);
