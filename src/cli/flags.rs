@@ -155,6 +155,15 @@ pub(crate) const TERM_PROGRESS: char = '\u{E010}';
 pub(crate) const METRICS_FILE: char = '\u{E011}';
 /// The identity of `--stall-timeout DURATION`.
 pub(crate) const STALL_TIMEOUT: char = '\u{E012}';
+/// The identity of `--top`.
+pub(crate) const TOP: char = '\u{E013}';
+/// The identity of `--metrics-flows N`.
+pub(crate) const METRICS_FLOWS: char = '\u{E014}';
+/// The identity of `--metrics-pid`.
+pub(crate) const METRICS_PID: char = '\u{E015}';
+
+/// `--metrics-flows` when not given: the busiest flows with series of their own.
+pub(crate) const DEFAULT_METRICS_FLOWS: usize = 10;
 
 /// True for the identity of an option that has only a long name (see [`COMPLETIONS`]).
 pub(crate) fn long_only(identity: char) -> bool {
@@ -540,6 +549,28 @@ pub(crate) const OPTIONS: &[Opt] = &[
         Free,
         "end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, \
          1h30m), saying which side it waited on",
+    ),
+    switch(
+        Own,
+        TOP,
+        "top",
+        "show every data flow rpv may see (pipelines, files and devices being read or \
+         written, rpv and pv, sockets), busiest first; keys: arrows, Enter, Esc, s, q",
+    ),
+    valued(
+        Own,
+        METRICS_FLOWS,
+        "metrics-flows",
+        "N",
+        Free,
+        "with --top --metrics-file: the N busiest flows get series of their own (default \
+         10); the others count in totals",
+    ),
+    switch(
+        Own,
+        METRICS_PID,
+        "metrics-pid",
+        "with --top --metrics-file: label each flow's series with its PID",
     ),
     valued(
         Own,

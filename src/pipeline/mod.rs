@@ -39,4 +39,4 @@ mod fake;
 #[cfg(test)]
 mod tests;
 
-pub use watch::{StageView, WatchError, Watcher};
+pub use watch::{StageView, View, WatchError, Watcher};
