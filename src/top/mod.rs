@@ -4,7 +4,7 @@
 //! Owns: what a flow is ([`FlowView`], its [`Kind`]), finding and following flows in
 //! `/proc` ([`scan::Scanner`]: a pipeline moving data, a process reading or writing a
 //! regular file or block device, an rpv or pv instance, a process moving bytes through
-//! sockets), and the Prometheus text of the flows ([`metrics`]). Must not: draw, print, or
+//! sockets), and the Prometheus text of the flows (`metrics`). Must not: draw, print, or
 //! depend on a display loop; `source::top` turns the flows into meters and `sink::top`
 //! shows them.
 //!

@@ -6,7 +6,7 @@
 //! `/proc/PID/fdinfo/FD`, the size from the file or `/sys/dev/block`), socket flows (the
 //! larger of what the process read and wrote, from `/proc/PID/io`), rpv instances (their
 //! own count, over their control channel), pv instances (the file they read, else their
-//! counters), and pipelines (the pipeline view's [`Watcher`], which names the
+//! counters), and pipelines (the pipeline view's `Watcher`, which names the
 //! bottleneck). Must not: draw or sleep.
 //!
 //! A flow shows once it has moved. It ends when its process exits or closes the file, or
@@ -323,7 +323,7 @@ impl Scanner {
     }
 
     /// How often [`Scanner::tick`] should be called while pipelines are followed: as
-    /// the pipeline view asks, but at most [`TICKS_PER_SECOND`] times a second (a list of
+    /// the pipeline view asks, but at most `TICKS_PER_SECOND` times a second (a list of
     /// flows needs each bottleneck, not each stage's time to the percent).
     pub fn tick_period_ns(&self) -> Option<u64> {
         let least = 1_000_000_000 / TICKS_PER_SECOND;
