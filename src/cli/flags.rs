@@ -23,6 +23,9 @@ pub(crate) enum Value {
     Pid,
     /// The ID of a running rpv (what `-R` and `-Q` talk to).
     RpvPid,
+    /// The ID of a process with a pipe on its standard input or output (a stage of a
+    /// pipeline), in numeric order.
+    StagePid,
     /// One of these words.
     Words(&'static [&'static str]),
 }
@@ -171,7 +174,7 @@ pub(crate) fn long_only(identity: char) -> bool {
 }
 
 use Group::{Display, Modes, Modifiers, Other, Own, Transfer};
-use Value::{File, Free, Pid, RpvPid, Words};
+use Value::{File, Free, Pid, RpvPid, StagePid, Words};
 
 /// Every option: pv 1.11's in pv's order (a test checks them against pv's short-option
 /// string), then rpv's own, which have long names only. The order matters twice: it is the
@@ -503,7 +506,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         PIPELINE,
         "pipeline",
         "[=PID]",
-        Pid,
+        StagePid,
         "show every stage of the pipeline (PID's, or the one rpv copies in) and \
          name the stage that holds it back",
     ),
