@@ -104,14 +104,18 @@ impl Log {
             out.push_str(line.trim());
             out.push('\n');
         }
+        // The table first, then the other records (an inline rpv's own line): the order
+        // the terminal shows them in.
         let kind = config.style.kind(crate::meter::Unit::Bytes);
+        let mut table = String::new();
         for line in crate::pipeline::render::table_lines(&stages, config.width, kind) {
-            out.push_str(&stamp);
-            out.push(' ');
-            out.push_str(line.trim_end());
-            out.push('\n');
+            table.push_str(&stamp);
+            table.push(' ');
+            table.push_str(line.trim_end());
+            table.push('\n');
         }
-        term.raw(&out);
+        table.push_str(&out);
+        term.raw(&table);
     }
 }
 

@@ -726,3 +726,37 @@ fn each_input_cut_short_by_an_interrupt_shows_its_real_percentage() {
         }
     }
 }
+
+/// `--log` with an inline `--pipeline` (rpv a stage of the pipeline it shows): at each
+/// update the table comes first and rpv's own line after it, the order of the terminal.
+#[test]
+fn log_writes_the_pipeline_table_before_rpvs_own_line() {
+    let dir = Dir::new();
+    let input = dir.file("in", &data(3 << 20, 91));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"cat "$1" | "$RPV" --pipeline --log -i 0.2 -L 4M | cat > /dev/null"#)
+        .arg("sh")
+        .arg(&input)
+        .env("RPV", env!("CARGO_BIN_EXE_rpv"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .expect("sh");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    // Records without their time stamps.
+    let records: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest))
+        .collect();
+    let own = |r: &str| r.contains("0:00:0") && r.contains('[');
+    // The last update (the first ones may come before the stages are found): its table,
+    // then rpv's own line.
+    let last_own = records.iter().rposition(|r| own(r));
+    let last_header = records.iter().rposition(|r| r.contains("PID COMMAND"));
+    match (last_header, last_own) {
+        (Some(header), Some(line)) => assert!(header < line, "{text}"),
+        _ => panic!("no table or no line of rpv's own: {text}"),
+    }
+}
