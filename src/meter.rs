@@ -15,7 +15,7 @@
 
 use crate::display::{BufferFill, Waiting};
 use crate::error::{Error, Side};
-use crate::pipeline::StageView;
+use crate::pipeline::model::{Split, StageView};
 
 /// Identifies a meter for the whole run (the display keeps its rate history by it).
 pub(crate) type MeterId = u64;
@@ -233,7 +233,7 @@ pub(crate) enum Event {
         /// (command, fraction of the time) for each stage that was ever the bottleneck.
         shares: Vec<(String, f64)>,
         /// (command, where its time went over the watch) for each stage, in order.
-        stages: Vec<(String, Option<crate::pipeline::timeshare::Split>)>,
+        stages: Vec<(String, Option<Split>)>,
         /// What to try, when the cause is clear.
         advice: Option<String>,
     },

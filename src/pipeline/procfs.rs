@@ -14,6 +14,8 @@
 
 use std::io;
 
+use super::model::Fill;
+
 mod sysproc;
 pub use sysproc::SysProc;
 
@@ -359,15 +361,6 @@ impl ProcFile {
             ProcFile::NetUnix => format!("/proc/{pid}/net/unix"),
         }
     }
-}
-
-/// How full a pipe is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fill {
-    /// Bytes queued (`FIONREAD`).
-    pub queued: u64,
-    /// Capacity in bytes (`F_GETPIPE_SZ`).
-    pub capacity: u64,
 }
 
 /// The process table as the pipeline view sees it. [`SysProc`] reads the real `/proc`; the

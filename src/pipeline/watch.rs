@@ -20,12 +20,12 @@ use std::collections::VecDeque;
 use std::io;
 
 use super::advice::Tools;
-use super::classify::Activity;
 use super::discover::{self, DiscoverError, End, Segment, StageSpec, Table};
 use super::member::{Member, Pipes};
+use super::model::{Activity, Fill, Part, Split, StageView};
 use super::procfs::CpuTimes;
-use super::procfs::{self, Fill, Proc, ProcFile, Stat};
-use super::timeshare::{self, Part, Split};
+use super::procfs::{self, Proc, ProcFile, Stat};
+use super::timeshare;
 
 mod judge;
 mod stages;
@@ -108,46 +108,6 @@ impl std::fmt::Display for WatchError {
             WatchError::Proc(e) => write!(f, "/proc: {}", crate::sys::strerror(e)),
         }
     }
-}
-
-/// One row of the pipeline view.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct StageView {
-    /// The process shown (of a stage of several processes, the one moving data).
-    pub pid: u32,
-    /// Its command line.
-    pub command: String,
-    /// What it spent the most time on over the last second (or the interval if longer);
-    /// what it is doing now before that is known.
-    pub activity: Activity,
-    /// Where its time went over the same window, as fractions of it (busy, starved,
-    /// waiting for its input, its output, …); `None` before two readings.
-    pub time: Option<Split>,
-    /// CPU use, percent of one core (over the last second, or the interval if longer).
-    pub cpu: Option<f64>,
-    /// Bytes per second read.
-    pub rate_in: Option<f64>,
-    /// Bytes per second written.
-    pub rate_out: Option<f64>,
-    /// Bytes read since the watch began (its neighbour's count when it cannot count).
-    pub bytes_in: Option<u64>,
-    /// Bytes written since the watch began (likewise).
-    pub bytes_out: Option<u64>,
-    /// The bytes that have come through it since the watch began: what it read from the
-    /// pipe before it, or for a stage that reads no pipe, what it wrote.
-    pub amount: Option<u64>,
-    /// The pipe to the next stage.
-    pub fill: Option<Fill>,
-    /// This stage holds the pipeline back (over the last few seconds).
-    pub bottleneck: bool,
-    /// Which of the pipelines watched it belongs to, from 1 (set by whoever runs several
-    /// watchers, to tell their tables apart; 0 otherwise).
-    pub job: u32,
-    /// The process group of its pipeline when it was found (likewise).
-    pub group: u32,
-    /// What to try about it, when it is the bottleneck and the cause is clear (set by
-    /// whoever shows the view, from [`View::advice`]).
-    pub advice: Option<String>,
 }
 
 /// One sample of the whole pipeline.

@@ -21,7 +21,7 @@ use super::Source;
 use crate::error::{status, Error};
 use crate::meter::{Event, Label, MeterState, Phase, Role};
 use crate::pipeline::advice::Tools;
-use crate::pipeline::classify::Activity;
+use crate::pipeline::model::Activity;
 use crate::pipeline::procfs::{Proc, SysProc};
 use crate::pipeline::{render, WatchError, Watcher};
 use crate::sys;

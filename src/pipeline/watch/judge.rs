@@ -12,10 +12,10 @@ use super::{
     OVERCOUNT_RATE,
 };
 use crate::pipeline::advice::{self, Position, Situation};
-use crate::pipeline::classify::{self, Activity, StageState};
+use crate::pipeline::classify::{self, StageState};
 use crate::pipeline::figures::{self, Counted, Side};
-use crate::pipeline::procfs::{self, Fill, ProcFile};
-use crate::pipeline::timeshare::{Part, Split};
+use crate::pipeline::model::{Activity, Fill, Part, Split};
+use crate::pipeline::procfs::{self, ProcFile};
 
 impl Watcher {
     /// Rates, CPU use and activity of each running stage.

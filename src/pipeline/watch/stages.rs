@@ -10,9 +10,9 @@ use std::collections::VecDeque;
 use super::{
     text, Shell, Stage, StageView, Totals, Watcher, LOOP_BIRTHS, LOOP_CHILDLESS, LOOP_WINDOW_NS,
 };
-use crate::pipeline::classify::Activity;
 use crate::pipeline::discover::{self, Segment, StageSpec, Table};
 use crate::pipeline::member::Member;
+use crate::pipeline::model::Activity;
 use crate::pipeline::procfs::{self, Proc, ProcFile, Stat};
 
 impl Watcher {
