@@ -13,7 +13,7 @@ use crate::cli::{self, MonitorSide, Options};
 use crate::control::client::{self, Client};
 use crate::control::{Reply, Request};
 use crate::error::{status, Error, Side};
-use crate::meter::{Role, Unit};
+use crate::meter::Role;
 use crate::plan::{self, Job, MonitorPlan, Output, TransferPlan};
 use crate::session::{End, Session};
 use crate::sink::report::Report;
@@ -555,14 +555,10 @@ fn query(o: &Options, display: DisplayConfig, pid: u32, report: &Report) -> u8 {
         elapsed,
         transferred,
         size,
+        unit,
     }) = client.ask(&Request::Query)
     else {
         return fail(report, &not_received);
-    };
-    let unit = if o.line_mode {
-        Unit::Lines
-    } else {
-        Unit::Bytes
     };
     let source = QuerySource::new(client, (elapsed, transferred, size), unit, o.wait);
     let start = json::Start {

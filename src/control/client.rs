@@ -13,6 +13,7 @@ use super::{
     REPLY_TIMEOUT,
 };
 use crate::error::Error;
+use crate::meter::Unit;
 use crate::sys;
 
 /// After an exit signal, how much longer a reply is awaited.
@@ -146,13 +147,14 @@ impl ProgressQuery {
 
     /// (elapsed seconds, amount transferred, size or 0) in the target's unit; `None` once
     /// it stops answering (then drop the connection: a late answer may still be on it).
-    pub(crate) fn ask(&mut self) -> Option<(f64, u64, u64)> {
+    pub(crate) fn ask(&mut self) -> Option<(f64, u64, u64, Unit)> {
         match self.client.ask(&Request::Query)? {
             Reply::State {
                 elapsed,
                 transferred,
                 size,
-            } => Some((elapsed, transferred, size)),
+                unit,
+            } => Some((elapsed, transferred, size, unit)),
             Reply::Done => None,
         }
     }
