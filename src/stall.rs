@@ -109,10 +109,7 @@ fn peer(target: &Target, side: Side) -> Option<(u32, String)> {
             continue;
         };
         if pid != me && holds(pid, target, side) {
-            let ppid = fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| Stat::parse(&s))
-                .map_or(0, |s| s.ppid);
+            let ppid = Stat::of(pid).map_or(0, |s| s.ppid);
             holders.push((pid, ppid));
         }
     }

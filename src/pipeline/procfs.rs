@@ -57,6 +57,13 @@ pub struct Stat {
 }
 
 impl Stat {
+    /// Reads and parses `/proc/PID/stat` (for the readers outside the view, which need no
+    /// [`Proc`]: `-c`'s registry, the `-M` clean-up, `-d`); `None` if it cannot be read or
+    /// parsed (the process is gone).
+    pub fn of(pid: u32) -> Option<Stat> {
+        Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
     /// Parses the text of a `stat` file; `None` if it is not in the kernel's format.
     pub fn parse(text: &str) -> Option<Stat> {
         let open = text.find('(')?;
@@ -97,6 +104,13 @@ pub struct Io {
 }
 
 impl Io {
+    /// Reads and parses `/proc/PID/io` (for `-d`); its text not in the kernel's format is
+    /// EINVAL.
+    pub fn of(pid: u32) -> io::Result<Io> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
+        Io::parse(&text).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+    }
+
     /// Parses the text of an `io` file; `None` if either counter is missing.
     pub fn parse(text: &str) -> Option<Io> {
         let mut rchar = None;
@@ -473,6 +487,23 @@ mod tests {
         );
         assert_eq!(Io::parse("rchar: 1\n"), None);
         assert_eq!(Io::parse(""), None);
+    }
+
+    #[test]
+    fn stat_and_io_of_a_process_by_pid() {
+        let me = std::process::id();
+        let stat = Stat::of(me).expect("own stat");
+        assert_eq!(stat.ppid, std::os::unix::process::parent_id());
+        assert!("RS".contains(stat.state), "{stat:?}");
+        assert!(stat.start > 0);
+        let io = Io::of(me).expect("own io");
+        assert!(io.rchar > 0, "{io:?}");
+        // No such process (PIDs stop well below u32::MAX).
+        assert_eq!(Stat::of(u32::MAX), None);
+        assert_eq!(
+            Io::of(u32::MAX).unwrap_err().raw_os_error(),
+            Some(libc::ENOENT)
+        );
     }
 
     #[test]
