@@ -19,11 +19,22 @@ _rpv_pids() {
     fi
 }
 
+# Process IDs of the stages of pipelines (a pipe on standard input or output), in numeric
+# order: what --pipeline=PID can watch.
+_rpv_stage_pids() {
+    local dir
+    for dir in /proc/[0-9]*; do
+        if [[ -p $dir/fd/0 || -p $dir/fd/1 ]] 2>/dev/null; then
+            printf '%s\n' "${dir#/proc/}"
+        fi
+    done | sort -n
+}
+
 _rpv() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev= prefix= attached= opt= i word letter monitor=
     local pv_longs="progress timer eta fineta rate average-rate bytes bits si buffer-percent last-written format numeric quiet wait delay-start size gauge line-mode null interval average-rate-window width height name bar-style extra-display stats force cursor output rate-limit buffer-size no-splice skip-errors error-skip-block stop-at-size sync direct-io sparse discard store-and-forward watchfd remote query monitor pidfile help version"
-    local own_longs="each json log pipeline tee tee-error term-progress metrics-file stall-timeout completions"
-    local valued_longs=" last-written format delay-start size interval average-rate-window width height name bar-style extra-display output rate-limit buffer-size error-skip-block store-and-forward watchfd remote query monitor pidfile tee tee-error term-progress metrics-file stall-timeout completions "
+    local own_longs="each json log pipeline tee tee-error term-progress metrics-file stall-timeout top metrics-flows metrics-pid completions"
+    local valued_longs=" last-written format delay-start size interval average-rate-window width height name bar-style extra-display output rate-limit buffer-size error-skip-block store-and-forward watchfd remote query monitor pidfile tee tee-error term-progress metrics-file stall-timeout metrics-flows completions "
     local optional_longs=" pipeline "
     local valued_letters="AFDsimwHNuxoLBZUdRQMP"
     (( COMP_CWORD > 0 )) && prev=${COMP_WORDS[COMP_CWORD-1]}
@@ -91,13 +102,14 @@ _rpv() {
 
     if [[ -n $opt ]]; then
         case $opt in
-            last-written|format|delay-start|size|interval|average-rate-window|width|height|name|rate-limit|buffer-size|error-skip-block|stall-timeout) : ;;
+            last-written|format|delay-start|size|interval|average-rate-window|width|height|name|rate-limit|buffer-size|error-skip-block|stall-timeout|metrics-flows) : ;;
             bar-style) mapfile -t COMPREPLY < <(compgen -W 'plain block granular shaded' -- "$cur") ;;
             extra-display) mapfile -t COMPREPLY < <(compgen -W 'windowtitle processtitle windowtitle,processtitle' -- "$cur") ;;
             output|store-and-forward|pidfile|tee|metrics-file) _rpv_files ;;
-            watchfd|pipeline) mapfile -t COMPREPLY < <(compgen -W "$(_rpv_pids)" -- "$cur") ;;
+            watchfd) mapfile -t COMPREPLY < <(compgen -W "$(_rpv_pids)" -- "$cur") ;;
             remote|query) mapfile -t COMPREPLY < <(compgen -W "$(_rpv_pids rpv)" -- "$cur") ;;
             monitor) mapfile -t COMPREPLY < <(compgen -W 'in out both' -- "$cur") ;;
+            pipeline) compopt -o nosort 2>/dev/null; mapfile -t COMPREPLY < <(compgen -W "$(_rpv_stage_pids)" -- "$cur") ;;
             tee-error) mapfile -t COMPREPLY < <(compgen -W 'warn warn-nopipe exit exit-nopipe' -- "$cur") ;;
             term-progress) mapfile -t COMPREPLY < <(compgen -W 'auto always never' -- "$cur") ;;
             completions) mapfile -t COMPREPLY < <(compgen -W 'bash zsh fish' -- "$cur") ;;
@@ -107,8 +119,8 @@ _rpv() {
     fi
 
     case $cur in
-        -) mapfile -t COMPREPLY < <(compgen -W "-p -t -e -I -r -a -b -8 -k -T -A -F -n -q -W -D -s -g -l -0 -i -m -w -H -N -u -x -v -f -c -o -L -B -C -E -Z -S -Y -K -O -X -U -d -R -Q -M -P -h -V --progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --completions" -- "$cur") ;;
-        --*) mapfile -t COMPREPLY < <(compgen -W "--progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --completions" -- "$cur") ;;
+        -) mapfile -t COMPREPLY < <(compgen -W "-p -t -e -I -r -a -b -8 -k -T -A -F -n -q -W -D -s -g -l -0 -i -m -w -H -N -u -x -v -f -c -o -L -B -C -E -Z -S -Y -K -O -X -U -d -R -Q -M -P -h -V --progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --top --metrics-flows --metrics-pid --completions" -- "$cur") ;;
+        --*) mapfile -t COMPREPLY < <(compgen -W "--progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --top --metrics-flows --metrics-pid --completions" -- "$cur") ;;
         -*) ;;
         *) _rpv_files ;;
     esac

@@ -16,10 +16,25 @@ function __rpv_attached
                 for pid in (__fish_complete_pids)
                     echo -- "--$argv[1]=$pid"
                 end
+            case stage
+                for pid in (__rpv_stages)
+                    echo -- "--$argv[1]=$pid"
+                end
         end
     else
         echo -- "--$argv[1]="
     end
+end
+
+# Process IDs of the stages of pipelines (a pipe on standard input or output), in numeric
+# order, each with its command: what --pipeline=PID can watch.
+function __rpv_stages
+    for pid in (string match -r '^[0-9]+$' -- (path basename /proc/*) | sort -n)
+        if test -p /proc/$pid/fd/0; or test -p /proc/$pid/fd/1
+            set -l cmd (string split0 < /proc/$pid/cmdline 2>/dev/null)
+            printf '%s\t%s\n' $pid (string join ' ' -- $cmd | string sub -l 60)
+        end
+    end 2>/dev/null
 end
 
 # Process IDs of running rpv instances (what -R and -Q talk to); all processes if none.
@@ -89,10 +104,13 @@ complete -c rpv -s V -l version -d 'show version information and exit'
 complete -c rpv -l each -d 'show a row for each input (its own amount, bar and percentage) and a total'
 complete -c rpv -l json -d 'write progress as JSON objects, one per line, instead of the display'
 complete -c rpv -l log -d 'write plain, timestamped lines for a log file instead of the display'
-complete -c rpv -f -n '__rpv_long_option' -a '(__rpv_attached pipeline pid)' -d 'show every stage of the pipeline (PID\'s, or the one rpv copies in) and name the stage that holds it back'
+complete -c rpv -f -k -n '__rpv_long_option' -a '(__rpv_attached pipeline stage)' -d 'show every stage of the pipeline (PID\'s, or the one rpv copies in) and name the stage that holds it back'
 complete -c rpv -l tee -r -F -d 'copy the stream to FILE as well (repeatable; a file, FIFO, device or /dev/fd/N)'
 complete -c rpv -l tee-error -x -a 'warn warn-nopipe exit exit-nopipe' -d 'what a failing output does: warn (default), warn-nopipe, exit, exit-nopipe'
 complete -c rpv -l term-progress -x -a 'auto always never' -d 'show progress in the terminal\'s taskbar or tab indicator (OSC 9;4): auto (default: on terminals known to support it), always, never'
 complete -c rpv -l metrics-file -r -F -d 'keep FILE up to date with the progress in Prometheus text format (for node_exporter\'s textfile collector)'
 complete -c rpv -l stall-timeout -x -d 'end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, 1h30m), saying which side it waited on'
+complete -c rpv -l top -d 'show every data flow rpv may see (pipelines, files and devices being read or written, rpv and pv, sockets), busiest first; keys: arrows, Enter, Esc, s, q'
+complete -c rpv -l metrics-flows -x -d 'with --top --metrics-file: the N busiest flows get series of their own (default 10); the others count in totals'
+complete -c rpv -l metrics-pid -d 'with --top --metrics-file: label each flow\'s series with its PID'
 complete -c rpv -l completions -x -a 'bash zsh fish' -d 'print the command-line completion script for SHELL (bash, zsh or fish) and exit'

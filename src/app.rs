@@ -7,6 +7,7 @@
 
 use std::ffi::OsString;
 use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cli::{self, MonitorSide, Options};
@@ -21,6 +22,7 @@ use crate::sink::{self, json, DisplayConfig, Sink};
 use crate::source::engine::EngineSource;
 use crate::source::pipeline::PipelineSource;
 use crate::source::query::QuerySource;
+use crate::source::top::{SharedBoard, TopSource};
 use crate::source::watch::WatchSource;
 use crate::source::Source;
 use crate::sys;
@@ -145,6 +147,7 @@ fn run(o: &Options, report: &Report) -> u8 {
             };
             session(vec![Box::new(source)], display, start, report).1
         }
+        Job::Top => top(o, display, report),
         Job::Remote(pid, changes) => match client::remote(pid, changes) {
             Ok(()) => 0,
             Err(e) => fail(report, &e),
@@ -186,7 +189,9 @@ fn sinks<'a>(
         sinks.push(Box::new(sink::log::Log::new(report.prog())));
     } else {
         sinks.push(Box::new(sink::messages::Messages));
-        if display.pipeline {
+        if display.top.is_some() {
+            // `--top`'s view comes from `top`, with the board it shares with its source.
+        } else if display.pipeline {
             sinks.push(Box::new(sink::stages::Stages::default()));
         } else if display.style.numeric {
             sinks.push(Box::new(sink::numeric::Numeric::default()));
@@ -217,7 +222,7 @@ fn sinks<'a>(
             report.finals(),
         )));
     }
-    if let Some(path) = &display.metrics_file {
+    if let (Some(path), None) = (&display.metrics_file, display.top) {
         sinks.push(Box::new(sink::metrics::Metrics::new(
             path.clone(),
             report.prog(),
@@ -225,6 +230,30 @@ fn sinks<'a>(
         )));
     }
     sinks
+}
+
+/// `--top`: the flows, in the view (or `--json`, `--log`) and the metrics file, until the
+/// view quits or a signal ends the run.
+fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
+    let board = SharedBoard::default();
+    let source = TopSource::new(o.interval, Rc::clone(&board));
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
+    let start = json::Start {
+        mode: "top",
+        ..json::Start::default()
+    };
+    let mut sinks = sinks(&display, false, start, report, &sources);
+    if !display.json && !display.log {
+        let view = sink::top::Top::new(Rc::clone(&board), &display);
+        sinks.insert(1, Box::new(view));
+    }
+    if let (Some(path), Some(settings)) = (&display.metrics_file, display.top) {
+        let metrics = sink::top_metrics::TopMetrics::new(path.clone(), settings, board);
+        sinks.push(Box::new(metrics));
+    }
+    let term = Term::new(report.prog());
+    signals::leave_stops_to_loop();
+    Session::new(sources, sinks, display, term).run().1
 }
 
 /// The `start` object of `--json` for these transfers: the inputs of all of them (the two

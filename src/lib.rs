@@ -34,6 +34,7 @@ mod stats;
 pub mod stdio;
 pub mod sys;
 mod term;
+pub mod top;
 #[allow(unreachable_pub)] // other branches edit it this round: narrow after the merge
 mod transfer;
 mod units;

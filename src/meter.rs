@@ -38,6 +38,8 @@ pub(crate) enum Role {
     Descriptor,
     /// A stage of a pipeline (`--pipeline`).
     Stage,
+    /// A data flow found by `--top`.
+    Flow,
 }
 
 /// The unit of a meter's amount.
@@ -147,6 +149,8 @@ pub(crate) struct MeterState {
     pub waiting: Option<Waiting>,
     /// A stage of a pipeline: what the pipeline view shows of it.
     pub stage: Option<Box<StageView>>,
+    /// A flow of `--top`: what it is.
+    pub flow: Option<Box<crate::top::FlowView>>,
 }
 
 /// Something that happened during a run. Sinks show errors and warnings; the other events

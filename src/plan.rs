@@ -116,6 +116,8 @@ pub enum Job {
     Remote(u32, Changes),
     /// `--pipeline=PID`: watch the pipeline PID belongs to.
     Pipeline(u32),
+    /// `--top`: every data flow rpv may see.
+    Top,
 }
 
 /// Everything a run needs.
@@ -229,6 +231,7 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
         Action::Query(pid) => Job::Query(*pid),
         Action::Remote(pid) => Job::Remote(*pid, changes_from(o)?),
         Action::Pipeline(Some(pid)) => Job::Pipeline(*pid),
+        Action::Top => Job::Top,
     };
     Ok(Plan { display, job })
 }
@@ -643,7 +646,16 @@ fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
         done: false,
         exit: None,
     };
-    let text = sink::metrics::render(None, o.name.as_deref().unwrap_or(""), state);
+    let text = if o.action == Action::Top {
+        let (secs, millis) = sys::unix_time_ms();
+        let totals = crate::top::metrics::Totals {
+            now: secs as f64 + f64::from(millis) / 1000.0,
+            ..Default::default()
+        };
+        crate::top::metrics::render(&[], 0, false, &totals)
+    } else {
+        sink::metrics::render(None, o.name.as_deref().unwrap_or(""), state)
+    };
     ownfile::replace(path, text.as_bytes()).map_err(|err| Error::OwnFile {
         option: Some("--metrics-file"),
         path: path.to_path_buf(),
@@ -670,7 +682,8 @@ pub fn display(o: &Options) -> DisplayConfig {
     let stderr_tty = sys::isatty(sys::stderr_fd());
     let mut config = DisplayConfig {
         // Only an explicit empty -F turns the display off; `-A 0` alone draws empty lines.
-        enabled: (stderr_tty || o.force || o.numeric)
+        // `--top` prints its frames into a file or pipe too.
+        enabled: (stderr_tty || o.force || o.numeric || o.action == Action::Top)
             && !o.quiet
             && o.format.as_deref() != Some(""),
         force: o.force,
@@ -699,7 +712,8 @@ pub fn display(o: &Options) -> DisplayConfig {
         interval_ns: (o.interval * 1e9) as u64,
         delay_ns: (o.delay_start * 1e9) as u64,
         average_window: o.average_window,
-        control: true,
+        // `--top` has nothing to answer `-Q` with.
+        control: o.action != Action::Top,
         each: o.each,
         json: o.json,
         log: o.log,
@@ -717,6 +731,10 @@ pub fn display(o: &Options) -> DisplayConfig {
             },
         notify: sink::notify::Notifier::from_env().map(Arc::new),
         metrics_file: o.metrics_file.clone(),
+        top: (o.action == Action::Top).then_some(crate::top::TopConfig {
+            metrics_flows: o.metrics_flows.unwrap_or(crate::cli::DEFAULT_METRICS_FLOWS),
+            metrics_pid: o.metrics_pid,
+        }),
         // A transfer's watchdog: watching (-d, -Q, --pipeline=PID) moves nothing of rpv's.
         stall_timeout: o.stall_timeout.filter(|_| {
             matches!(

@@ -45,6 +45,8 @@ struct Track {
     stopped_base: u64,
     /// The figures of the last update: shown unchanged once the meter has ended.
     last: Option<Figures>,
+    /// A flow of `--top`: forgotten once its meter is no longer sampled.
+    flow: bool,
     /// The meter's final figures have been computed (it ended).
     settled: bool,
 }
@@ -108,6 +110,7 @@ impl Book {
                 stopped_base: stopped_now,
                 last: None,
                 settled: false,
+                flow: m.role == Role::Flow,
             });
             let ended = m.phase == Phase::Ended;
             if ended {
@@ -143,6 +146,12 @@ impl Book {
             };
             track.last = Some(f);
             figures.push((m.id, f));
+        }
+        if self.tracks.len() > figures.len() {
+            // Flows come and go for as long as `--top` runs: their histories go with them.
+            let shown: std::collections::HashSet<MeterId> =
+                figures.iter().map(|(id, _)| *id).collect();
+            self.tracks.retain(|id, t| !t.flow || shown.contains(id));
         }
         let tracks = &self.tracks;
         figures
@@ -257,6 +266,9 @@ impl<'a> Session<'a> {
             let now = sys::monotonic_ns();
             for source in &mut self.sources {
                 source.tick(now);
+            }
+            for sink in &mut self.sinks {
+                sink.tick(&self.config, &mut self.term);
             }
             self.serve_control(&mut next_due);
             self.pass_events();

@@ -97,8 +97,19 @@ extern "C" fn on_exit_signal(_: libc::c_int) {
     poke();
 }
 
+/// Every SIGTSTP is left to the display loop, not only those that come while it waits
+/// (`--top`: a look at every process takes long enough that Ctrl-Z often comes during
+/// one, and nothing else is in flight).
+static STOPS_TO_LOOP: AtomicBool = AtomicBool::new(false);
+
+/// Leaves every Ctrl-Z to the display loop from now on (see [`take_stop`]): it erases the
+/// rows and stops at its next wake-up.
+pub(crate) fn leave_stops_to_loop() {
+    STOPS_TO_LOOP.store(true, Ordering::Relaxed);
+}
+
 extern "C" fn on_tstp(_: libc::c_int) {
-    if STOP_DEFERRED.load(Ordering::Relaxed) {
+    if STOP_DEFERRED.load(Ordering::Relaxed) || STOPS_TO_LOOP.load(Ordering::Relaxed) {
         STOP_PENDING.store(true, Ordering::Relaxed);
         poke();
         return;

@@ -22,6 +22,7 @@ mod pipeline;
 mod report;
 mod runner;
 mod sysinfo;
+mod top;
 mod topology;
 
 use runner::{Ctx, RpvSpec};
@@ -81,6 +82,11 @@ fn main() -> ExitCode {
             let exe = std::env::current_exe().unwrap_or_default();
             let rpv = doctor::rpv_path(&exe);
             return ExitCode::from(doctor::main(&args[1..], &rpv) as u8);
+        }
+        Some("top") => {
+            let exe = std::env::current_exe().unwrap_or_default();
+            let rpv = doctor::rpv_path(&exe);
+            return ExitCode::from(top::main(&args[1..], &rpv) as u8);
         }
         _ => {}
     }

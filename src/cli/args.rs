@@ -10,9 +10,10 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+pub(crate) use super::flags::DEFAULT_METRICS_FLOWS;
 use super::flags::{
-    long_only, Opt, COMPLETIONS, EACH, JSON, LOG, METRICS_FILE, OPTIONS, PIPELINE, STALL_TIMEOUT,
-    TEE, TEE_ERROR, TERM_PROGRESS,
+    long_only, Opt, COMPLETIONS, EACH, JSON, LOG, METRICS_FILE, METRICS_FLOWS, METRICS_PID,
+    OPTIONS, PIPELINE, STALL_TIMEOUT, TEE, TEE_ERROR, TERM_PROGRESS, TOP,
 };
 use super::number::{
     is_valid_double, is_valid_integer, is_valid_size, parse_duration, parse_interval, parse_size,
@@ -362,6 +363,7 @@ enum Mode {
     Query,
     Monitor,
     Pipeline,
+    Top,
 }
 
 /// The options applied so far, plus what the checks of conflicting modes need to remember.
@@ -500,6 +502,8 @@ impl<'a> State<'a> {
             JSON => (o.json, o.log) = (true, false),
             LOG => (o.log, o.json) = (true, false),
             EACH => o.each = true,
+            METRICS_PID => o.metrics_pid = true,
+            TOP => self.mode = Mode::Top,
             letter => {
                 o.switches.set(letter);
             }
@@ -515,6 +519,7 @@ impl<'a> State<'a> {
             TEE_ERROR => self.apply_tee_error(value),
             TERM_PROGRESS => self.apply_term_progress(value),
             STALL_TIMEOUT => self.apply_stall_timeout(value),
+            METRICS_FLOWS => self.apply_metrics_flows(value),
             'A' | 'w' | 'H' | 'm' | 'R' | 'Q' => self.apply_integer(short, value),
             'L' | 'B' | 'Z' => self.apply_size(short, value),
             'i' | 'D' => self.apply_double(short, value),
@@ -698,6 +703,19 @@ impl<'a> State<'a> {
         Ok(())
     }
 
+    /// `--metrics-flows N`: a whole number, 0 for totals only.
+    fn apply_metrics_flows(&mut self, value: &str) -> Result<(), String> {
+        match value.parse::<usize>() {
+            Ok(n) if value.bytes().all(|b| b.is_ascii_digit()) && n <= 10_000 => {
+                self.opts.metrics_flows = Some(n);
+                Ok(())
+            }
+            _ => Err(self.fail(&format!(
+                "--metrics-flows: {value}: invalid number of flows (0 to 10000)"
+            ))),
+        }
+    }
+
     /// `--pipeline[=PID]`: a PID is a decimal number above 0.
     fn apply_pipeline(&mut self, value: Option<&str>) -> Result<(), String> {
         self.pipeline = match value {
@@ -738,6 +756,9 @@ impl<'a> State<'a> {
         if self.mode == Mode::Pipeline && self.pipeline.is_some() {
             self.check_pipeline_watch()?;
         }
+        if self.mode == Mode::Top {
+            self.check_top(&operands)?;
+        }
         if self.mode == Mode::WatchFd {
             for item in &operands {
                 self.check_watch_item(&item.to_string_lossy())?;
@@ -754,6 +775,7 @@ impl<'a> State<'a> {
             Mode::Query => Action::Query(self.query.unwrap_or(0)),
             Mode::Monitor => Action::Monitor(self.side),
             Mode::Pipeline => Action::Pipeline(self.pipeline),
+            Mode::Top => Action::Top,
         };
         Ok(self.opts)
     }
@@ -836,6 +858,45 @@ impl<'a> State<'a> {
             _ => format!("-{refused}"),
         };
         Err(self.fail(&format!("{name}: cannot be used with --pipeline=PID")))
+    }
+
+    /// `--top` watches the whole machine: no files, no transfer; only the interval, the
+    /// size of the view, forcing or quieting it, SI units, the rate window, a pid file,
+    /// `--json`, `--log` and the metrics file apply. The first other option given is
+    /// refused.
+    fn check_top(&self, operands: &[OsString]) -> Result<(), String> {
+        const APPLIES: [char; 14] = [
+            'i',
+            'w',
+            'H',
+            'f',
+            'q',
+            'k',
+            'm',
+            'P',
+            JSON,
+            LOG,
+            TOP,
+            METRICS_FILE,
+            METRICS_FLOWS,
+            METRICS_PID,
+        ];
+        if !operands.is_empty() {
+            return Err(self.fail("--top: files cannot be specified with --top"));
+        }
+        let Some(refused) = self
+            .opts
+            .given_letters
+            .chars()
+            .find(|c| !APPLIES.contains(c))
+        else {
+            return Ok(());
+        };
+        let name = match flags().find(|f| f.short == refused) {
+            Some(f) if long_only(refused) => format!("--{}", f.long),
+            _ => format!("-{refused}"),
+        };
+        Err(self.fail(&format!("{name}: cannot be used with --top")))
     }
 
     fn check_watchfd(&self) -> Result<(), String> {

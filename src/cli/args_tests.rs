@@ -1397,3 +1397,51 @@ fn the_voice_is_found_past_usage_errors() {
     assert_eq!(run(&["--log", "--json", "-q"]).voice(), Voice::Json);
     assert_eq!(run(&["--json", "--log"]).voice(), Voice::Log);
 }
+
+// ---- --top ----
+
+#[test]
+fn top_and_its_metrics_options() {
+    let o = run(&["--top", "-i", "2", "--json"]);
+    assert_eq!(o.action, Action::Top);
+    assert_eq!(o.metrics_flows, None, "the default, ten, is the plan's");
+    let o = run(&[
+        "--top",
+        "--metrics-file",
+        "x.prom",
+        "--metrics-flows",
+        "3",
+        "--metrics-pid",
+    ]);
+    assert_eq!(o.metrics_flows, Some(3));
+    assert!(o.metrics_pid);
+    assert_eq!(
+        run(&["--metrics-flows", "0", "--top"]).metrics_flows,
+        Some(0)
+    );
+    assert_eq!(
+        err(&["--top", "--metrics-flows", "-1"]),
+        "rpv: --metrics-flows: -1: invalid number of flows (0 to 10000)\n"
+    );
+    assert_eq!(
+        err(&["--top", "--metrics-flows", "10001"]),
+        "rpv: --metrics-flows: 10001: invalid number of flows (0 to 10000)\n"
+    );
+    assert_eq!(
+        err(&["--top", "-L", "1M"]),
+        "rpv: -L: cannot be used with --top\n"
+    );
+    assert_eq!(
+        err(&["--top", "--tee", "x"]),
+        "rpv: --tee: cannot be used with --top\n"
+    );
+    assert_eq!(
+        err(&["--top", "file"]),
+        "rpv: --top: files cannot be specified with --top\n"
+    );
+    // The last mode wins, as with the other modes.
+    assert_eq!(
+        run(&["--top", "-d", "1"]).action,
+        Action::WatchFd(vec!["1".into()])
+    );
+}

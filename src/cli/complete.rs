@@ -202,6 +202,11 @@ _rpv() {{
             Value::RpvPid => {
                 r#"mapfile -t COMPREPLY < <(compgen -W "$(_rpv_pids rpv)" -- "$cur")"#.to_owned()
             }
+            Value::StagePid => concat!(
+                "compopt -o nosort 2>/dev/null; ",
+                r#"mapfile -t COMPREPLY < <(compgen -W "$(_rpv_stage_pids)" -- "$cur")"#
+            )
+            .to_owned(),
             Value::Words(words) => format!(
                 r#"mapfile -t COMPREPLY < <(compgen -W {} -- "$cur")"#,
                 sh_quote(&words.join(" "))
@@ -297,6 +302,17 @@ _rpv_pids() {
         printf '%s\n' "${all[@]}"
     fi
 }
+
+# Process IDs of the stages of pipelines (a pipe on standard input or output), in numeric
+# order: what --pipeline=PID can watch.
+_rpv_stage_pids() {
+    local dir
+    for dir in /proc/[0-9]*; do
+        if [[ -p $dir/fd/0 || -p $dir/fd/1 ]] 2>/dev/null; then
+            printf '%s\n' "${dir#/proc/}"
+        fi
+    done | sort -n
+}
 "#;
 
 // ---- zsh ----
@@ -323,6 +339,7 @@ fn zsh_value(row: &Opt) -> String {
         Value::File => ":file:_files".to_owned(),
         Value::Pid => ":process ID:_pids".to_owned(),
         Value::RpvPid => ":rpv process ID:_rpv_instances".to_owned(),
+        Value::StagePid => ":process ID of a pipeline stage:_rpv_stages".to_owned(),
         Value::Words(words) => format!(":{}:({})", zsh_description(&message), words.join(" ")),
     }
 }
@@ -391,6 +408,20 @@ _rpv_instances() {
   fi
 }
 
+# Process IDs of the stages of pipelines (a pipe on standard input or output), in numeric
+# order, each with its command: what --pipeline=PID can watch.
+_rpv_stages() {
+  local p expl
+  local -a pids descs
+  for p in /proc/<->(Nn:t); do
+    if [[ -p /proc/$p/fd/0 || -p /proc/$p/fd/1 ]] 2>/dev/null; then
+      pids+=($p)
+      descs+=("$p  ${${(j: :)${(ps:\0:)"$(</proc/$p/cmdline)"}}[1,60]}")
+    fi
+  done 2>/dev/null
+  _wanted -V processes expl 'process ID of a pipeline stage' compadd -d descs -a pids
+}
+
 # Operands: the command and its arguments after -M, else files.
 _rpv_operands() {
   if (( ${+opt_args[-M]} || ${+opt_args[--monitor]} )); then
@@ -414,13 +445,15 @@ fn fish(rows: &[&Opt]) -> String {
         if optional_value(row) {
             // `--name=` as one candidate (fish adds no space after "="), then
             // `--name=VALUE`: a value in the next word would be a file operand.
-            let kind = match row.value {
-                Value::Pid => "pid",
-                _ => "none",
+            let (kind, keep) = match row.value {
+                Value::Pid => ("pid", ""),
+                // In numeric order, as the helper lists them (fish would sort them as text).
+                Value::StagePid => ("stage", " -k"),
+                _ => ("none", ""),
             };
             let _ = writeln!(
                 s,
-                "complete -c rpv -f -n '__rpv_long_option' -a '(__rpv_attached {} {kind})' -d {}",
+                "complete -c rpv -f{keep} -n '__rpv_long_option' -a '(__rpv_attached {} {kind})' -d {}",
                 row.long,
                 fish_quote(row.text)
             );
@@ -440,6 +473,7 @@ fn fish(rows: &[&Opt]) -> String {
                 Value::Free | Value::File => {}
                 Value::Pid => line.push_str(" -a '(__fish_complete_pids)'"),
                 Value::RpvPid => line.push_str(" -a '(__rpv_instances)'"),
+                Value::StagePid => line.push_str(" -k -a '(__rpv_stages)'"),
                 Value::Words(words) => {
                     let _ = write!(line, " -a {}", fish_quote(&words.join(" ")));
                 }
@@ -469,10 +503,25 @@ function __rpv_attached
                 for pid in (__fish_complete_pids)
                     echo -- "--$argv[1]=$pid"
                 end
+            case stage
+                for pid in (__rpv_stages)
+                    echo -- "--$argv[1]=$pid"
+                end
         end
     else
         echo -- "--$argv[1]="
     end
+end
+
+# Process IDs of the stages of pipelines (a pipe on standard input or output), in numeric
+# order, each with its command: what --pipeline=PID can watch.
+function __rpv_stages
+    for pid in (string match -r '^[0-9]+$' -- (path basename /proc/*) | sort -n)
+        if test -p /proc/$pid/fd/0; or test -p /proc/$pid/fd/1
+            set -l cmd (string split0 < /proc/$pid/cmdline 2>/dev/null)
+            printf '%s\t%s\n' $pid (string join ' ' -- $cmd | string sub -l 60)
+        end
+    end 2>/dev/null
 end
 
 # Process IDs of running rpv instances (what -R and -Q talk to); all processes if none.

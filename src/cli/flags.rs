@@ -23,6 +23,9 @@ pub(crate) enum Value {
     Pid,
     /// The ID of a running rpv (what `-R` and `-Q` talk to).
     RpvPid,
+    /// The ID of a process with a pipe on its standard input or output (a stage of a
+    /// pipeline), in numeric order.
+    StagePid,
     /// One of these words.
     Words(&'static [&'static str]),
 }
@@ -155,6 +158,15 @@ pub(crate) const TERM_PROGRESS: char = '\u{E010}';
 pub(crate) const METRICS_FILE: char = '\u{E011}';
 /// The identity of `--stall-timeout DURATION`.
 pub(crate) const STALL_TIMEOUT: char = '\u{E012}';
+/// The identity of `--top`.
+pub(crate) const TOP: char = '\u{E013}';
+/// The identity of `--metrics-flows N`.
+pub(crate) const METRICS_FLOWS: char = '\u{E014}';
+/// The identity of `--metrics-pid`.
+pub(crate) const METRICS_PID: char = '\u{E015}';
+
+/// `--metrics-flows` when not given: the busiest flows with series of their own.
+pub(crate) const DEFAULT_METRICS_FLOWS: usize = 10;
 
 /// True for the identity of an option that has only a long name (see [`COMPLETIONS`]).
 pub(crate) fn long_only(identity: char) -> bool {
@@ -162,7 +174,7 @@ pub(crate) fn long_only(identity: char) -> bool {
 }
 
 use Group::{Display, Modes, Modifiers, Other, Own, Transfer};
-use Value::{File, Free, Pid, RpvPid, Words};
+use Value::{File, Free, Pid, RpvPid, StagePid, Words};
 
 /// Every option: pv 1.11's in pv's order (a test checks them against pv's short-option
 /// string), then rpv's own, which have long names only. The order matters twice: it is the
@@ -494,7 +506,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         PIPELINE,
         "pipeline",
         "[=PID]",
-        Pid,
+        StagePid,
         "show every stage of the pipeline (PID's, or the one rpv copies in) and \
          name the stage that holds it back",
     ),
@@ -540,6 +552,28 @@ pub(crate) const OPTIONS: &[Opt] = &[
         Free,
         "end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, \
          1h30m), saying which side it waited on",
+    ),
+    switch(
+        Own,
+        TOP,
+        "top",
+        "show every data flow rpv may see (pipelines, files and devices being read or \
+         written, rpv and pv, sockets), busiest first; keys: arrows, Enter, Esc, s, q",
+    ),
+    valued(
+        Own,
+        METRICS_FLOWS,
+        "metrics-flows",
+        "N",
+        Free,
+        "with --top --metrics-file: the N busiest flows get series of their own (default \
+         10); the others count in totals",
+    ),
+    switch(
+        Own,
+        METRICS_PID,
+        "metrics-pid",
+        "with --top --metrics-file: label each flow's series with its PID",
     ),
     valued(
         Own,

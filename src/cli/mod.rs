@@ -17,6 +17,7 @@ mod flags;
 mod help;
 pub(crate) mod number;
 
+pub(crate) use args::DEFAULT_METRICS_FLOWS;
 pub(crate) use args::{parse, voice_of};
 pub(crate) use complete::completion_script;
 pub(crate) use help::{help_text, version_text};
@@ -165,6 +166,8 @@ pub enum Action {
     /// `--pipeline=PID` (beyond pv): show every stage of the pipeline PID belongs to;
     /// `None` for `--pipeline` without a PID (the pipeline rpv itself is in).
     Pipeline(Option<u32>),
+    /// `--top` (beyond pv): every data flow rpv may see.
+    Top,
 }
 
 /// `-M` side.
@@ -287,6 +290,12 @@ pub struct Options {
     /// `--stall-timeout DURATION`, seconds: end the transfer when nothing moved for that
     /// long (`None`, or `0` given, = never).
     pub stall_timeout: Option<f64>,
+    /// `--metrics-flows N`: with `--top --metrics-file`, the busiest flows that get
+    /// series of their own.
+    /// `None`: ten.
+    pub metrics_flows: Option<usize>,
+    /// `--metrics-pid`: with `--top --metrics-file`, a `pid` label on each flow's series.
+    pub metrics_pid: bool,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given; 0 turns on `-p -t -e -r -b`.

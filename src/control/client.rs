@@ -145,9 +145,16 @@ impl ProgressQuery {
         Some(ProgressQuery { client })
     }
 
-    /// (elapsed seconds, amount transferred, size or 0) in the target's unit; `None` once
+    /// (elapsed seconds, amount transferred, size or 0) in the target's unit (see
+    /// [`ProgressQuery::state`]); `None` once it stops answering.
+    pub(crate) fn ask(&mut self) -> Option<(f64, u64, u64)> {
+        self.state()
+            .map(|(elapsed, transferred, size, _)| (elapsed, transferred, size))
+    }
+
+    /// (elapsed seconds, amount transferred, size or 0, and the unit of both); `None` once
     /// it stops answering (then drop the connection: a late answer may still be on it).
-    pub(crate) fn ask(&mut self) -> Option<(f64, u64, u64, Unit)> {
+    pub(crate) fn state(&mut self) -> Option<(f64, u64, u64, Unit)> {
         match self.client.ask(&Request::Query)? {
             Reply::State {
                 elapsed,

@@ -50,7 +50,7 @@ impl RpvLink {
                 self.next_try_ns = now_ns + RETRY_NS;
             }
         }
-        let answer = self.query.as_mut()?.ask();
+        let answer = self.query.as_mut()?.state();
         if answer.is_none() {
             self.query = None;
             self.next_try_ns = now_ns + RETRY_NS;

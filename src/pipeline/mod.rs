@@ -9,7 +9,7 @@
 //! [`timeshare`]); a shell loop, a shell starting child after child, is one stage whose
 //! children's time and bytes are its own ([`member::Kids`])), the bottleneck rule ([`classify`]), what to try ([`advice`]) and the
 //! text of the view ([`render`]). Must not: depend on a display loop. [`Watcher::sample`]
-//! takes the time and returns a [`View`](watch::View), and [`Watcher::tick`] samples wait states
+//! takes the time and returns a [`View`], and [`Watcher::tick`] samples wait states
 //! between two of them; whoever runs the loop calls both and draws the view (the display
 //! loop, through `source::pipeline` and `sink::stages`).
 //!
@@ -40,4 +40,4 @@ mod fake;
 #[cfg(test)]
 mod tests;
 
-pub use watch::{WatchError, Watcher};
+pub use watch::{View, WatchError, Watcher};

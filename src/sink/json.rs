@@ -342,6 +342,22 @@ fn time_shares(time: &crate::pipeline::model::Split) -> Value {
     Value::Object(parts)
 }
 
+/// What a flow of `--top` is, for its `progress` object.
+fn flow_fields(f: &crate::top::FlowView) -> Value {
+    let mut o = json!({
+        "kind": f.kind.name(),
+        "pid": f.pid,
+        "command": f.command,
+        "file": f.file,
+        "writes": f.writes,
+        "bottleneck_stage": f.bottleneck.as_ref().map(|b| json!({"command": b.command, "why": b.why})),
+    });
+    if let (Some(fd), Value::Object(map)) = (f.fd, &mut o) {
+        map.insert("fd".into(), json!(fd));
+    }
+    o
+}
+
 /// The figures of one meter, as in `progress` objects; `names` gives the name as given of
 /// an input or output meter.
 fn figures(
@@ -379,6 +395,7 @@ fn figures(
             ("descriptor", Some(Value::Object(d)))
         }
         (Role::Descriptor, _) => ("descriptor", None),
+        (Role::Flow, _) => ("flow", m.flow.as_deref().map(flow_fields)),
         (Role::Stage, _) => match &m.stage {
             Some(st) => (
                 "stage",

@@ -90,6 +90,13 @@ impl Log {
                     let name = config.label(r.meter).unwrap_or_default();
                     printable(&format!("{name}: {note}")).into_owned()
                 }
+                // A flow of `--top`: its whole name first (a command and a file are often
+                // wider than the line), then its figures.
+                None if r.meter.role == Role::Flow => format!(
+                    "{}: {}",
+                    printable(&config.label(r.meter).unwrap_or_default()),
+                    render_row(&mut self.formats, &config, r, snapshot, config.width)
+                ),
                 None => render_row(&mut self.formats, &config, r, snapshot, config.width),
             };
             out.push_str(&stamp);

@@ -26,6 +26,8 @@ pub mod stages;
 pub mod stats;
 pub mod term_progress;
 pub mod title;
+pub mod top;
+pub mod top_metrics;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -98,6 +100,10 @@ pub trait Sink {
 
     /// The display settings changed (`-R`) or the terminal was resized.
     fn reconfigure(&mut self, _config: &DisplayConfig) {}
+
+    /// Called at every wake-up of the display loop between updates (at least as often as
+    /// a source's `poll_period_ns` asks): for a view that takes keys (`--top`).
+    fn tick(&mut self, _config: &DisplayConfig, _term: &mut Term) {}
 }
 
 /// How numbers and bars look, fixed for the run.
@@ -193,6 +199,8 @@ pub struct DisplayConfig {
     pub notify: Option<std::sync::Arc<notify::Notifier>>,
     /// `--metrics-file`.
     pub metrics_file: Option<std::path::PathBuf>,
+    /// `--top`, and its settings.
+    pub top: Option<crate::top::TopConfig>,
     /// `--stall-timeout`, seconds (transfers only).
     pub stall_timeout: Option<f64>,
 }
@@ -214,7 +222,7 @@ impl DisplayConfig {
         match role {
             Role::MonitorIn => self.prev_name.as_deref().or(self.name.as_deref()),
             Role::Transfer | Role::MonitorOut => self.name.as_deref(),
-            Role::Input(_) | Role::Output(_) | Role::Descriptor | Role::Stage => None,
+            Role::Input(_) | Role::Output(_) | Role::Descriptor | Role::Stage | Role::Flow => None,
         }
     }
 

@@ -11,6 +11,7 @@
 pub mod engine;
 pub mod pipeline;
 pub mod query;
+pub mod top;
 pub mod watch;
 
 use crate::meter::{Blocked, Event, MeterState};

@@ -21,6 +21,7 @@
 
 #[allow(unsafe_code)]
 mod clock;
+mod diag;
 #[allow(unsafe_code)]
 mod filemap;
 #[allow(unsafe_code)]
@@ -36,6 +37,7 @@ mod term;
 mod title;
 
 pub use clock::{monotonic_ns, strerror, unix_time_ms, wall_clock};
+pub use diag::tcp_bytes;
 pub use filemap::{FileMap, MAP_SLOTS};
 pub use fs::{
     advise_sequential, fdatasync, file_version, fstat, ftruncate, is_dev_zero, lseek, pipe_id,
@@ -48,13 +50,14 @@ pub use pipe::{
 };
 pub use process::{
     child_ended, continue_pending, geteuid, peer_cred, process_check, process_exists, send_signal,
-    set_thread_name, shutdown, stderr_fd, stdin_fd, stdout_fd,
+    set_thread_name, shutdown, stderr_fd, stdin_fd, stdout_fd, terminate,
 };
 pub use signal::{
     block_signals, ignore_signal, interrupt_thread, raise, set_signal_handler, start_alarm_ticks,
     thread_id,
 };
 pub use term::{
-    in_foreground, isatty, restore_tty_mode, tty_mode_for_reply, ttyname, window_size, TtyMode,
+    in_foreground, isatty, restore_tty_mode, tty_line_mode, tty_mode_for_reply, ttyname,
+    window_size, TtyMode,
 };
 pub use title::{prepare_process_title, set_process_title};

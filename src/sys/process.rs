@@ -87,6 +87,13 @@ pub fn continue_pending() -> bool {
         .is_some_and(|mask| mask & (1 << (libc::SIGCONT - 1)) != 0)
 }
 
+/// `kill(pid, SIGTERM)`; errors (the process is gone) are ignored.
+pub fn terminate(pid: u32) {
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+}
+
 /// `kill(pid, 0)`: true if the process exists (one we may not signal, EPERM, counts as
 /// existing).
 pub fn process_exists(pid: u32) -> bool {

@@ -54,6 +54,11 @@ pub fn tty_mode_for_reply(fd: BorrowedFd<'_>) -> io::Result<TtyMode> {
     Ok(TtyMode(saved))
 }
 
+/// True if the terminal `fd` edits lines (`ICANON`), as a shell leaves it.
+pub fn tty_line_mode(fd: BorrowedFd<'_>) -> bool {
+    rustix::termios::tcgetattr(fd).is_ok_and(|t| t.local_modes.contains(LocalModes::ICANON))
+}
+
 /// Restores attributes saved by [`tty_mode_for_reply`].
 pub fn restore_tty_mode(fd: BorrowedFd<'_>, mode: &TtyMode) {
     let _ = rustix::termios::tcsetattr(fd, OptionalActions::Now, &mode.0);

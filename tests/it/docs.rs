@@ -424,8 +424,11 @@ impl Processes {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn rpv");
+        // No pipe on its standard input or output: not a stage of a pipeline.
         let sleep = Command::new("sleep")
             .arg("60")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
             .spawn()
             .expect("spawn sleep");
         // Until it has exec'd, the child's command name is still the test's.
@@ -678,10 +681,15 @@ printf '%s\n' "${COMPREPLY[@]}"
     let (got, opts) = bash(&["rpv", "--siz"]);
     assert_eq!(got, ["--size"]);
     assert!(!opts.contains("nospace"), "{opts:?}");
-    // After the "=" (a word of its own in bash), process IDs.
-    let (pids, _) = bash(&["rpv", "--pipeline", "=", ""]);
-    assert!(pids.contains(&sleep_pid), "{pids:?}");
-    assert!(pids.iter().all(|p| p.parse::<u32>().is_ok()), "{pids:?}");
+    // After the "=" (a word of its own in bash), the IDs of pipeline stages (a pipe on
+    // standard input or output: the rpv reading a pipe, not the sleep), in numeric order.
+    let rpv_pid = procs.rpv.id().to_string();
+    let (pids, opts) = bash(&["rpv", "--pipeline", "=", ""]);
+    assert!(pids.contains(&rpv_pid), "{pids:?}");
+    assert!(!pids.contains(&sleep_pid), "{pids:?}");
+    let numbers: Vec<u32> = pids.iter().map(|p| p.parse().expect("a PID")).collect();
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{pids:?}");
+    assert!(opts.contains("compopt -o nosort"), "{opts:?}");
 
     // fish: "--pipeline=" (fish adds no space after "="), then "--pipeline=PID".
     let script = fish_script(dir.path());
@@ -689,8 +697,9 @@ printf '%s\n' "${COMPREPLY[@]}"
     if let Some(got) = fish("rpv --pipel") {
         assert_eq!(got, ["--pipeline="]);
         let pids = fish("rpv --pipeline=").expect("fish");
+        assert!(pids.contains(&format!("--pipeline={rpv_pid}")), "{pids:?}");
         assert!(
-            pids.contains(&format!("--pipeline={sleep_pid}")),
+            !pids.contains(&format!("--pipeline={sleep_pid}")),
             "{pids:?}"
         );
         assert!(

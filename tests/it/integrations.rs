@@ -583,7 +583,7 @@ fn promtool(text: &str) -> Option<String> {
 }
 
 /// The value of the series `name` with labels `labels` in a metrics text.
-fn value(text: &str, name: &str, labels: &str) -> Option<f64> {
+pub(crate) fn value(text: &str, name: &str, labels: &str) -> Option<f64> {
     let key = format!("{name}{{{labels}}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(key.as_str()))
@@ -726,7 +726,7 @@ fn a_metrics_file_that_fails_later_is_reported_once_and_the_transfer_goes_on() {
 }
 
 /// The node_exporter binary (Debian's name first), if installed.
-fn node_exporter() -> Option<PathBuf> {
+pub(crate) fn node_exporter() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
     ["prometheus-node-exporter", "node_exporter"]
@@ -736,7 +736,7 @@ fn node_exporter() -> Option<PathBuf> {
 }
 
 /// A node_exporter serving only the textfile collector on a loopback port; killed on drop.
-struct Exporter {
+pub(crate) struct Exporter {
     child: Child,
     port: u16,
 }
@@ -751,7 +751,7 @@ impl Drop for Exporter {
 impl Exporter {
     /// Starts it on a free port, reading `dir`; retries with another port if the one chosen
     /// was taken meanwhile.
-    fn start(binary: &Path, dir: &Path) -> Exporter {
+    pub(crate) fn start(binary: &Path, dir: &Path) -> Exporter {
         for _ in 0..5 {
             let port = TcpListener::bind("127.0.0.1:0")
                 .unwrap()
@@ -782,7 +782,7 @@ impl Exporter {
     }
 
     /// The body of `GET /metrics`, if it answered.
-    fn scrape(&self) -> Option<String> {
+    pub(crate) fn scrape(&self) -> Option<String> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
         stream
             .write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")

@@ -29,5 +29,6 @@ mod tee;
 mod terminal;
 mod title;
 mod tmux;
+mod top;
 mod util;
 mod watchfd;

@@ -82,7 +82,7 @@ impl Rows<'_> {
 }
 
 /// `+N more`.
-fn is_more(line: &str) -> bool {
+pub(crate) fn is_more(line: &str) -> bool {
     line.strip_prefix('+')
         .and_then(|rest| rest.strip_suffix(" more"))
         .is_some_and(|n| n.parse::<usize>().is_ok())

@@ -1,0 +1,206 @@
+//! `rpv-bench top --cost`: what `rpv --top` costs on a machine with many processes.
+//!
+//! Usage: `rpv-bench top --cost [--secs N] [--procs N] [--interval S]`.
+//!
+//! Starts `--procs` idle processes (default 500: `sleep`s in a process group of their own)
+//! beside whatever the machine runs, plus one flow (a file read at about 1 MB/s by `dd`
+//! fed through a rate-limited rpv, so the view has rows to draw), then runs
+//! `rpv --top -i S` (default 1) for `--secs` seconds (default 30) twice: drawing the
+//! screen (`-f`, to /dev/null) and writing `--json`. Reports the processes listed in
+//! `/proc` and the watcher's CPU time (`/proc/PID/stat` user + system, 10 ms ticks) over
+//! its wall time after its first 5 s (its first look walks every process's descriptors
+//! once; that is printed apart): the share of one core it used. Then the flow scanner
+//! alone in this process, a look a second: the CPU time of one look. The issue's goal: under 1 % of a core
+//! for 500 processes at `-i 1`.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Left out of the measure: the start (the first look at every process).
+const WARM_UP: Duration = Duration::from_secs(5);
+
+/// The user and system time of `pid` so far (clock ticks of 10 ms).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// Processes listed in `/proc` now.
+fn processes() -> usize {
+    std::fs::read_dir("/proc").map_or(0, |d| {
+        d.flatten()
+            .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .count()
+    })
+}
+
+/// `script` with `sh -c` in a process group of its own (`$RPV` is rpv).
+fn group(script: &str, rpv: &Path) -> std::io::Result<Child> {
+    Command::new("sh")
+        .args(["-c", script])
+        .env("RPV", rpv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
+fn stop(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.wait();
+}
+
+/// `rpv-bench top ARGS`.
+pub fn main(args: &[String], rpv: &Path) -> i32 {
+    let (mut secs, mut procs, mut interval, mut cost) = (30u64, 500usize, "1".to_string(), false);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut number = |what: &str| {
+            it.next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or(what.to_string())
+        };
+        match a.as_str() {
+            "--cost" => cost = true,
+            "--secs" => match number("--secs needs a number") {
+                Ok(n) => secs = n.max(1),
+                Err(e) => return usage(&e),
+            },
+            "--procs" => match number("--procs needs a number") {
+                Ok(n) => procs = n as usize,
+                Err(e) => return usage(&e),
+            },
+            "--interval" => match it.next() {
+                Some(v) => interval = v.clone(),
+                None => return usage("--interval needs a number"),
+            },
+            other => return usage(&format!("unknown argument {other}")),
+        }
+    }
+    if !cost {
+        return usage("nothing to do");
+    }
+    let idle = format!("i=0; while [ $i -lt {procs} ]; do sleep 3600 & i=$((i+1)); done; wait");
+    let Ok(mut sleepers) = group(&idle, rpv) else {
+        eprintln!("rpv-bench top: cannot start sh");
+        return 1;
+    };
+    let flow = "head -c 100G /dev/zero | \"$RPV\" -q -L 1M | dd of=/dev/null bs=64k status=none";
+    let Ok(mut flow) = group(flow, rpv) else {
+        stop(&mut sleepers);
+        return 1;
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes() < procs && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!(
+        "rpv-bench top --cost: {} processes listed ({procs} idle ones started), -i {interval}, {secs} s each",
+        processes()
+    );
+    let mut results = Vec::new();
+    for (what, extra) in [
+        ("screen", vec!["-f", "-w", "200", "-H", "60"]),
+        ("json", vec!["--json"]),
+    ] {
+        let mut watcher = match Command::new(rpv)
+            .args(["--top", "-i", &interval])
+            .args(&extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("rpv-bench top: {e}");
+                stop(&mut flow);
+                stop(&mut sleepers);
+                return 1;
+            }
+        };
+        // The first look walks every process's descriptors once: a cost of starting, not
+        // of watching, reported apart.
+        std::thread::sleep(WARM_UP);
+        let start = cpu_time(watcher.id()).unwrap_or_default();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_secs(secs));
+        let used = cpu_time(watcher.id())
+            .unwrap_or_default()
+            .saturating_sub(start);
+        let wall = t0.elapsed();
+        println!(
+            "{what:<7} starting: {:.2} s of CPU in the first {} s",
+            start.as_secs_f64(),
+            WARM_UP.as_secs()
+        );
+        let _ = watcher.kill();
+        let _ = watcher.wait();
+        results.push((what, 100.0 * used.as_secs_f64() / wall.as_secs_f64(), used));
+    }
+    let scans = scan_times(secs.min(20));
+    stop(&mut flow);
+    stop(&mut sleepers);
+    if let Some((per_look, cost)) = scans {
+        println!(
+            "scan    {:.2} ms of CPU per look at every process (the flow scanner alone, in \
+             this process; the last look: {} processes, {} walked, {} fdinfo read)",
+            per_look * 1e3,
+            cost.processes,
+            cost.walked,
+            cost.fdinfo
+        );
+    }
+    for (what, share, used) in &results {
+        println!(
+            "{what:<7} {share:5.2}% of a core ({:.2} s of CPU in {secs} s)  (goal: under 1%)",
+            used.as_secs_f64()
+        );
+    }
+    0
+}
+
+/// This thread's user and system time so far (clock ticks of 10 ms).
+fn thread_cpu() -> Duration {
+    let text = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let fields: Vec<&str> = text
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Duration::from_millis((tick(11) + tick(12)) * 10)
+}
+
+/// The flow scanner alone, in this process: a look every second for `secs` seconds; the
+/// CPU time of a look on average (this thread's user and system time over the looks) and
+/// the last one's cost.
+fn scan_times(secs: u64) -> Option<(f64, rpv::top::scan::Cost)> {
+    let mut scanner = rpv::top::scan::Scanner::new(1.0);
+    scanner.scan(rpv::sys::monotonic_ns());
+    let before = thread_cpu();
+    for _ in 0..secs {
+        std::thread::sleep(Duration::from_secs(1));
+        scanner.scan(rpv::sys::monotonic_ns());
+    }
+    let used = thread_cpu().saturating_sub(before);
+    (secs > 0).then(|| (used.as_secs_f64() / secs as f64, scanner.cost()))
+}
+
+fn usage(why: &str) -> i32 {
+    eprintln!(
+        "rpv-bench top: {why}\nusage: rpv-bench top --cost [--secs N] [--procs N] [--interval S]"
+    );
+    2
+}

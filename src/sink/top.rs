@@ -1,0 +1,247 @@
+//! The `--top` view: a row per flow, busiest first, redrawn in place through the screen
+//! layer; on a terminal it takes keys (↑/↓ select, Enter opens the selected flow in the
+//! `--pipeline` or `-d` view, Esc comes back, `s` changes the order, `q` quits). Without
+//! a terminal it prints each update as a plain frame (a title, the rows, a blank line).
+//!
+//! Owns: the rows of the last update (so keys redraw at once, without a new sample), each
+//! flow's rate history (its sparkline), the selection, the terminal's input mode (no echo,
+//! no line editing, signals kept: Ctrl-C and Ctrl-Z work as everywhere; put back at the
+//! end and set again after `fg`), and the opened view: another rpv, on the alternate
+//! screen, ended (SIGTERM) when Esc comes back or the run ends.
+//! Must not: read `/proc` (the source does), print messages.
+
+use std::collections::{HashMap, VecDeque};
+use std::process::{Child, Command, Stdio};
+
+use super::{DisplayConfig, Sink, Snapshot};
+use crate::meter::{Phase, Role, Unit};
+use crate::source::top::SharedBoard;
+use crate::sys;
+use crate::term::Term;
+use crate::top::view::{self, Key, Line, Screenful, Sort, HISTORY};
+use crate::top::Zoom;
+
+/// Switch to the alternate screen (the cursor saved), and back.
+const ALT_SCREEN: &str = "\x1b[?1049h\x1b[H\x1b[2J";
+const MAIN_SCREEN: &str = "\x1b[?1049l";
+
+/// `--top`'s view.
+pub struct Top {
+    board: SharedBoard,
+    lines: Vec<Line>,
+    history: HashMap<u64, VecDeque<f64>>,
+    selected: Option<u64>,
+    sort: Sort,
+    /// The terminal's attributes before the view took its keys.
+    tty: Option<sys::TtyMode>,
+    /// The view Enter opened.
+    zoom: Option<Child>,
+}
+
+impl Top {
+    /// The view; it takes keys when standard input and standard error are the terminal
+    /// (and not `-q`).
+    pub fn new(board: SharedBoard, config: &DisplayConfig) -> Top {
+        let interactive = config.stderr_tty && config.enabled && sys::isatty(sys::stdin_fd());
+        let tty = interactive
+            .then(|| sys::tty_mode_for_reply(sys::stdin_fd()).ok())
+            .flatten();
+        board.borrow_mut().keys = tty.is_some();
+        Top {
+            board,
+            lines: Vec::new(),
+            history: HashMap::new(),
+            selected: None,
+            sort: Sort::default(),
+            tty,
+            zoom: None,
+        }
+    }
+
+    fn interactive(&self) -> bool {
+        self.tty.is_some()
+    }
+
+    fn draw(&mut self, config: &DisplayConfig, term: &mut Term) {
+        if self.zoom.is_some() || !config.visible() {
+            return;
+        }
+        self.sort.apply(&mut self.lines);
+        if self.interactive() {
+            self.selected = self
+                .selected
+                .filter(|id| self.lines.iter().any(|l| l.id == *id))
+                .or_else(|| self.lines.first().map(|l| l.id));
+        }
+        let hidden = self.board.borrow().hidden.line();
+        let screen = Screenful {
+            lines: &self.lines,
+            history: &self.history,
+            selected: self.selected,
+            sort: self.sort,
+            interactive: self.interactive(),
+            hidden,
+            kind: config.style.kind(Unit::Bytes),
+            utf8: config.style.utf8,
+        };
+        let view = view::view(&screen);
+        if config.stderr_tty {
+            let rows = view.lines(config.width, config.height);
+            term.draw_screen(&rows, config.width);
+        } else {
+            // A plain frame: every row, for a file or a pipe.
+            let rows = view.lines(config.width, self.lines.len() + 8);
+            let mut text = rows.join("\n");
+            text.push_str("\n\n");
+            term.raw(&text);
+        }
+    }
+
+    /// Enter: the selected flow in its own view (another rpv on the alternate screen).
+    fn open(&mut self, config: &DisplayConfig, term: &mut Term) {
+        let Some(line) = self.lines.iter().find(|l| Some(l.id) == self.selected) else {
+            return;
+        };
+        let Ok(exe) = std::env::current_exe() else {
+            return;
+        };
+        let mut cmd = Command::new(exe);
+        match line.zoom {
+            Zoom::Pipeline(pid) => cmd.arg(format!("--pipeline={pid}")),
+            Zoom::Watch(pid, Some(fd)) => cmd.arg("-d").arg(format!("{pid}:{fd}")),
+            Zoom::Watch(pid, None) => cmd.arg("-d").arg(pid.to_string()),
+        };
+        cmd.arg("-i")
+            .arg(format!("{}", config.interval_ns as f64 / 1e9))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        term.suspend();
+        term.raw(ALT_SCREEN);
+        match cmd.spawn() {
+            Ok(child) => {
+                self.board.borrow_mut().zoomed = Some(child.id());
+                self.zoom = Some(child);
+            }
+            Err(_) => term.raw(MAIN_SCREEN),
+        }
+    }
+
+    /// Esc (or the opened view ended): back to the list.
+    fn close(&mut self, term: &mut Term) {
+        let Some(mut child) = self.zoom.take() else {
+            return;
+        };
+        if child.try_wait().ok().flatten().is_none() {
+            sys::terminate(child.id());
+        }
+        let _ = child.wait();
+        self.board.borrow_mut().zoomed = None;
+        term.raw(MAIN_SCREEN);
+    }
+
+    fn key(&mut self, key: Key, config: &DisplayConfig, term: &mut Term) {
+        match key {
+            Key::Quit => {
+                self.close(term);
+                self.board.borrow_mut().quit = true;
+            }
+            Key::Escape => {
+                if self.zoom.is_some() {
+                    self.close(term);
+                    self.draw(config, term);
+                }
+            }
+            _ if self.zoom.is_some() => {}
+            Key::Up | Key::Down => {
+                self.selected = view::move_selection(&self.lines, self.selected, key);
+                self.draw(config, term);
+            }
+            Key::Sort => {
+                self.sort = self.sort.next();
+                self.draw(config, term);
+            }
+            Key::Enter => self.open(config, term),
+        }
+    }
+
+    /// After `fg` the shell may have put the terminal back in its own mode: the keys'
+    /// mode again (the mode put back at the end stays the one from before the view).
+    fn keep_keys_mode(&self) {
+        if self.tty.is_some() && sys::tty_line_mode(sys::stdin_fd()) {
+            let _ = sys::tty_mode_for_reply(sys::stdin_fd());
+        }
+    }
+}
+
+impl Sink for Top {
+    fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
+        self.keep_keys_mode();
+        self.lines.clear();
+        for r in &snapshot.readings {
+            let (Role::Flow, Some(flow)) = (r.meter.role, r.meter.flow.as_deref()) else {
+                continue;
+            };
+            let m = r.meter;
+            let ended = m.phase == Phase::Ended;
+            let history = self.history.entry(m.id).or_default();
+            if !ended {
+                if history.len() == HISTORY {
+                    history.pop_front();
+                }
+                history.push_back(r.rates.rate);
+            }
+            let eta = (m.size > 0 && r.stalled_for.is_none() && r.rates.avg_rate > 0.001)
+                .then(|| m.size.saturating_sub(m.amount) as f64 / r.rates.avg_rate);
+            self.lines.push(Line {
+                id: m.id,
+                kind: flow.kind,
+                pid: flow.pid,
+                name: flow.name(),
+                amount: m.amount,
+                rate: if ended { 0.0 } else { r.rates.rate },
+                percent: (m.size > 0).then_some(r.rates.percentage),
+                eta,
+                stalled_for: r.stalled_for,
+                ended,
+                bottleneck: flow.bottleneck.clone(),
+                zoom: flow.zoom,
+            });
+        }
+        let ids: std::collections::HashSet<u64> = self.lines.iter().map(|l| l.id).collect();
+        self.history.retain(|id, _| ids.contains(id));
+        self.draw(config, term);
+    }
+
+    fn tick(&mut self, config: &DisplayConfig, term: &mut Term) {
+        if self.tty.is_none() {
+            return;
+        }
+        if let Some(child) = &mut self.zoom {
+            if child.try_wait().ok().flatten().is_some() {
+                self.close(term);
+                self.draw(config, term);
+            }
+        }
+        // After `fg` the terminal may be back in line mode, where a read would wait for
+        // a whole line: the keys' mode again, and a read only of what is there.
+        self.keep_keys_mode();
+        if !sys::poll_one(sys::stdin_fd(), libc::POLLIN, 0).is_ok_and(|r| r != 0) {
+            return;
+        }
+        let mut buf = [0u8; 64];
+        let Ok(n) = sys::read(sys::stdin_fd(), &mut buf) else {
+            return;
+        };
+        for key in view::keys(&buf[..n]) {
+            self.key(key, config, term);
+        }
+    }
+
+    fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, term: &mut Term) {
+        self.close(term);
+        term.finish_screen();
+        if let Some(saved) = self.tty.take() {
+            sys::restore_tty_mode(sys::stdin_fd(), &saved);
+        }
+    }
+}

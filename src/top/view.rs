@@ -1,0 +1,463 @@
+//! The `--top` view as rows (pure): one row per flow, its columns and how they give way,
+//! the order, the selection, the sparkline of each flow's rate, and the keys.
+//!
+//! ```text
+//!   KIND        PID      RATE     BYTES    %      ETA HISTORY    FLOW
+//! > pipeline  41327  203MiB/s  1.02GiB         -       ▂▄▆█▇▆█ cat big | gzip -9 | wc -c  bottleneck gzip -9 (running)
+//!   file      41388  9.8MiB/s   120MiB  23%  0:00:41   ▅▅▆▅▅▅▅ dd if=/dev/sdb of=img < /dev/sdb
+//!   socket    41402  1.1MiB/s  30.2MiB         -      ▁▁▂▂▁▁ ssh host cat f
+//! ```
+//!
+//! The flow's name takes the width the others leave. As the terminal narrows, a long
+//! name is cut to 24 columns, the history goes, the bottleneck note is cut, the bytes go,
+//! then the PID, the percentage, the kind, the ETA and the note; from 40 columns down
+//! only the rate and the name (cut) stay. Must not: write anything or read the clock.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::{Bottleneck, Kind, Zoom};
+use crate::screen::{Block, Cell, Column, Row, Table, View};
+use crate::units::{describe_amount, format_elapsed, format_eta, CountKind};
+
+/// Rates kept per flow for its sparkline.
+pub const HISTORY: usize = 64;
+
+/// A flow's row, as the last update left it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// The meter's id.
+    pub id: u64,
+    /// Its kind.
+    pub kind: Kind,
+    /// Its process.
+    pub pid: u32,
+    /// Its name (command, file).
+    pub name: String,
+    /// Bytes so far.
+    pub amount: u64,
+    /// Its rate now, bytes per second.
+    pub rate: f64,
+    /// Percentage, when the size is known.
+    pub percent: Option<f64>,
+    /// Seconds to the end, when known.
+    pub eta: Option<f64>,
+    /// Seconds without moving, once stalled.
+    pub stalled_for: Option<f64>,
+    /// It ended (shown once more).
+    pub ended: bool,
+    /// A pipeline's bottleneck.
+    pub bottleneck: Option<Bottleneck>,
+    /// What Enter opens.
+    pub zoom: Zoom,
+}
+
+/// The order of the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sort {
+    /// Busiest first.
+    #[default]
+    Rate,
+    /// Most bytes first.
+    Bytes,
+    /// Soonest to finish first (flows without an ETA last).
+    Eta,
+    /// By process.
+    Pid,
+}
+
+impl Sort {
+    /// The next order (`s`).
+    pub fn next(self) -> Sort {
+        match self {
+            Sort::Rate => Sort::Bytes,
+            Sort::Bytes => Sort::Eta,
+            Sort::Eta => Sort::Pid,
+            Sort::Pid => Sort::Rate,
+        }
+    }
+
+    /// Its name in the title line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sort::Rate => "rate",
+            Sort::Bytes => "bytes",
+            Sort::Eta => "eta",
+            Sort::Pid => "pid",
+        }
+    }
+
+    /// Sorts `lines` in this order (ties by PID, then id, so the order is stable).
+    pub fn apply(self, lines: &mut [Line]) {
+        lines.sort_by(|a, b| {
+            let first = match self {
+                Sort::Rate => b.rate.total_cmp(&a.rate),
+                Sort::Bytes => b.amount.cmp(&a.amount),
+                Sort::Eta => {
+                    let key = |l: &Line| l.eta.unwrap_or(f64::INFINITY);
+                    key(a).total_cmp(&key(b))
+                }
+                Sort::Pid => a.pid.cmp(&b.pid),
+            };
+            first.then(a.pid.cmp(&b.pid)).then(a.id.cmp(&b.id))
+        });
+    }
+}
+
+/// A key the view understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// ↑ or `k`.
+    Up,
+    /// ↓ or `j`.
+    Down,
+    /// Enter: open the selected flow.
+    Enter,
+    /// Esc: back from the opened flow.
+    Escape,
+    /// `s`: the next order.
+    Sort,
+    /// `q`.
+    Quit,
+}
+
+/// The keys in the bytes read from the terminal (escape sequences it does not know are
+/// skipped whole).
+pub fn keys(bytes: &[u8]) -> Vec<Key> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            0x1b if bytes.get(i + 1).is_some_and(|&b| b == b'[' || b == b'O') => {
+                // CSI or SS3: parameters, then a final byte in @..~.
+                let mut j = i + 2;
+                while j < bytes.len() && !(0x40..=0x7e).contains(&bytes[j]) {
+                    j += 1;
+                }
+                match bytes.get(j) {
+                    Some(b'A') => out.push(Key::Up),
+                    Some(b'B') => out.push(Key::Down),
+                    _ => {}
+                }
+                i = j + 1;
+                continue;
+            }
+            0x1b => out.push(Key::Escape),
+            b'\r' | b'\n' => out.push(Key::Enter),
+            b'k' => out.push(Key::Up),
+            b'j' => out.push(Key::Down),
+            b's' => out.push(Key::Sort),
+            b'q' | b'Q' => out.push(Key::Quit),
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The selection after `key`: the row above or below the selected one in `lines` (in
+/// display order), the first row when nothing was selected.
+pub fn move_selection(lines: &[Line], selected: Option<u64>, key: Key) -> Option<u64> {
+    let at = selected.and_then(|id| lines.iter().position(|l| l.id == id));
+    let to = match (at, key) {
+        (None, _) => 0,
+        (Some(i), Key::Up) => i.saturating_sub(1),
+        (Some(i), Key::Down) => (i + 1).min(lines.len().saturating_sub(1)),
+        (Some(i), _) => i,
+    };
+    lines.get(to).map(|l| l.id)
+}
+
+/// The sparkline of `rates` (oldest first) in `width` cells, the newest at the right,
+/// scaled to the largest shown.
+pub fn sparkline(rates: &VecDeque<f64>, width: usize, utf8: bool) -> String {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    const ASCII: [char; 8] = ['_', '.', ',', '-', '~', '=', '*', '#'];
+    let marks = if utf8 { &BLOCKS } else { &ASCII };
+    let shown: Vec<f64> = rates.iter().rev().take(width).rev().copied().collect();
+    let top = shown.iter().copied().fold(0.0_f64, f64::max);
+    let mut out = String::new();
+    for _ in shown.len()..width {
+        out.push(' ');
+    }
+    for rate in shown {
+        if top <= 0.0 || rate <= 0.0 {
+            out.push(' ');
+        } else {
+            let level = ((rate / top) * 7.0).round().clamp(0.0, 7.0) as usize;
+            out.push(marks[level]);
+        }
+    }
+    out
+}
+
+/// What the state column says: the ETA, `stalled 12s`, `ended`, or nothing.
+pub fn state(line: &Line) -> String {
+    if line.ended {
+        "ended".into()
+    } else if let Some(s) = line.stalled_for {
+        format!("stalled {}", short_time(s))
+    } else if let Some(eta) = line.eta {
+        format_eta(eta.max(0.0).round() as u64)
+    } else {
+        String::new()
+    }
+}
+
+/// `12s`, `3m05s`, or `H:MM:SS` beyond an hour.
+fn short_time(secs: f64) -> String {
+    let s = secs.max(0.0) as u64;
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format_elapsed(secs)
+    }
+}
+
+/// The note after a pipeline's name.
+pub fn note(line: &Line) -> String {
+    line.bottleneck
+        .as_ref()
+        .map(|b| format!("bottleneck {} ({})", b.command, b.why))
+        .unwrap_or_default()
+}
+
+/// Everything the view shows at one moment.
+#[derive(Debug)]
+pub struct Screenful<'a> {
+    /// The rows, in display order.
+    pub lines: &'a [Line],
+    /// Rate histories by id.
+    pub history: &'a HashMap<u64, VecDeque<f64>>,
+    /// The selected row, when keys are taken.
+    pub selected: Option<u64>,
+    /// The order.
+    pub sort: Sort,
+    /// Keys are taken (a marker column and the key help are shown).
+    pub interactive: bool,
+    /// The line about processes rpv may not read.
+    pub hidden: Option<String>,
+    /// Units.
+    pub kind: CountKind,
+    /// UTF-8 locale.
+    pub utf8: bool,
+}
+
+/// The table's columns and the rows of `s`.
+fn table<'a>(s: &Screenful<'a>) -> Table<'a> {
+    let mut columns = Vec::new();
+    if s.interactive {
+        columns.push(Column::new("").reserve(1));
+    }
+    columns.extend([
+        Column::new("KIND").reserve(8).drop_at(50),
+        Column::new("PID").right().reserve(7).drop_at(40),
+        Column::new("RATE").right().reserve(10),
+        Column::new("BYTES").right().reserve(9).drop_at(30),
+        Column::new("%").right().reserve(4).drop_at(45),
+        Column::new("ETA").right().reserve(8).drop_at(55),
+        Column::new("HISTORY").reserve(12).drop_at(10),
+        Column::new("FLOW")
+            .grow()
+            .reserve(8)
+            .cut(5, 24)
+            .cut(20, 16)
+            .cut(60, 8)
+            .cut(93, 5),
+        Column::new("").cut(12, 16).drop_at(58),
+    ]);
+    let mut rows = Vec::new();
+    let n = s.lines.len() as u32;
+    for (i, l) in s.lines.iter().enumerate() {
+        let mut cells = Vec::new();
+        let selected = s.interactive && s.selected == Some(l.id);
+        if s.interactive {
+            cells.push(Cell::Text(if selected { ">" } else { " " }.into()));
+        }
+        let history = s.history.get(&l.id).cloned().unwrap_or_default();
+        let utf8 = s.utf8;
+        cells.extend([
+            Cell::Text(l.kind.name().into()),
+            Cell::Text(l.pid.to_string()),
+            Cell::Text(describe_amount(l.rate, s.kind, "B/s")),
+            Cell::Text(describe_amount(l.amount as f64, s.kind, "B")),
+            Cell::Text(l.percent.map_or_else(String::new, |p| format!("{p:.0}%"))),
+            Cell::Text(state(l)),
+            Cell::Draw(Box::new(move |w| sparkline(&history, w, utf8))),
+            Cell::text(&l.name),
+            Cell::text(&note(l)),
+        ]);
+        rows.push(Row::new(cells).keep(selected).rank(n - i as u32));
+    }
+    Table {
+        columns,
+        header: true,
+        rows,
+    }
+}
+
+/// The view of `s`: a title line (with the processes rpv may not read, and why), then
+/// the table.
+pub fn view<'a>(s: &Screenful<'a>) -> View<'a> {
+    let count = s.lines.iter().filter(|l| !l.ended).count();
+    let plural = if count == 1 { "" } else { "s" };
+    let mut title = format!("rpv --top: {count} flow{plural}, by {}", s.sort.name());
+    if let Some(hidden) = &s.hidden {
+        title.push_str("; ");
+        title.push_str(hidden);
+    }
+    if s.interactive {
+        title.push_str(if s.utf8 {
+            "  (↑↓ select, Enter open, Esc back, s sort, q quit)"
+        } else {
+            "  (up/down select, Enter open, Esc back, s sort, q quit)"
+        });
+    }
+    let blocks = vec![Block::text(&title), Block::Table(table(s))];
+    View {
+        blocks,
+        utf8: s.utf8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::display::display_width;
+
+    fn line(id: u64, rate: f64, name: &str) -> Line {
+        Line {
+            id,
+            kind: Kind::File,
+            pid: 100 + id as u32,
+            name: name.into(),
+            amount: id * 1000,
+            rate,
+            percent: Some(40.0),
+            eta: Some(12.0),
+            stalled_for: None,
+            ended: false,
+            bottleneck: None,
+            zoom: Zoom::Watch(1, None),
+        }
+    }
+
+    #[test]
+    fn keys_from_terminal_bytes() {
+        assert_eq!(
+            keys(b"\x1b[A\x1b[Bjk\rsq"),
+            [
+                Key::Up,
+                Key::Down,
+                Key::Down,
+                Key::Up,
+                Key::Enter,
+                Key::Sort,
+                Key::Quit
+            ]
+        );
+        assert_eq!(keys(b"\x1b"), [Key::Escape]);
+        assert_eq!(keys(b"\x1bOA"), [Key::Up], "application cursor mode");
+        assert_eq!(
+            keys(b"\x1b[1;5C"),
+            [],
+            "unknown sequences are skipped whole"
+        );
+    }
+
+    #[test]
+    fn selection_moves_and_stays_inside() {
+        let lines = vec![line(1, 3.0, "a"), line(2, 2.0, "b"), line(3, 1.0, "c")];
+        assert_eq!(move_selection(&lines, None, Key::Down), Some(1));
+        assert_eq!(move_selection(&lines, Some(1), Key::Down), Some(2));
+        assert_eq!(move_selection(&lines, Some(3), Key::Down), Some(3));
+        assert_eq!(move_selection(&lines, Some(1), Key::Up), Some(1));
+        assert_eq!(
+            move_selection(&lines, Some(9), Key::Up),
+            Some(1),
+            "gone: first"
+        );
+        assert_eq!(move_selection(&[], Some(1), Key::Up), None);
+    }
+
+    #[test]
+    fn sorts_by_rate_then_by_the_key_chosen() {
+        let mut lines = vec![line(1, 1.0, "a"), line(2, 5.0, "b"), line(3, 3.0, "c")];
+        Sort::Rate.apply(&mut lines);
+        assert_eq!(lines.iter().map(|l| l.id).collect::<Vec<_>>(), [2, 3, 1]);
+        Sort::Bytes.apply(&mut lines);
+        assert_eq!(lines.iter().map(|l| l.id).collect::<Vec<_>>(), [3, 2, 1]);
+        Sort::Pid.apply(&mut lines);
+        assert_eq!(lines.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(Sort::Pid.next(), Sort::Rate);
+    }
+
+    #[test]
+    fn sparkline_scales_to_the_largest_rate() {
+        let rates: VecDeque<f64> = [0.0, 1.0, 2.0, 4.0].into_iter().collect();
+        assert_eq!(sparkline(&rates, 6, true), "   ▃▅█");
+        assert_eq!(sparkline(&rates, 2, false), "~#");
+        assert_eq!(sparkline(&VecDeque::new(), 3, true), "   ");
+    }
+
+    #[test]
+    fn states_say_stalled_and_for_how_long() {
+        let mut l = line(1, 0.0, "a");
+        assert_eq!(state(&l), "0:00:12");
+        l.stalled_for = Some(75.0);
+        assert_eq!(state(&l), "stalled 1m15s");
+        l.ended = true;
+        assert_eq!(state(&l), "ended");
+    }
+
+    #[test]
+    fn rows_fit_every_width_and_height() {
+        let mut lines: Vec<Line> = (1..=30)
+            .map(|i| {
+                line(
+                    i,
+                    i as f64,
+                    &"very long command line ".repeat(i as usize % 5 + 1),
+                )
+            })
+            .collect();
+        lines[0].bottleneck = Some(Bottleneck {
+            command: "gzip -9".into(),
+            why: "running".into(),
+        });
+        let history = HashMap::new();
+        for interactive in [false, true] {
+            let s = Screenful {
+                lines: &lines,
+                history: &history,
+                selected: Some(30),
+                sort: Sort::Rate,
+                interactive,
+                hidden: Some("3 processes not readable".into()),
+                kind: CountKind::BinaryBytes,
+                utf8: true,
+            };
+            for width in [20, 40, 80, 160] {
+                for height in [5, 12, 40] {
+                    let rows = view(&s).lines(width, height);
+                    assert!(rows.len() < height, "{width}x{height}: {}", rows.len());
+                    for row in &rows {
+                        assert!(display_width(row) < width, "{width}: {row:?}");
+                    }
+                    if height < 30 {
+                        assert!(rows.iter().any(|r| r.contains("more")), "{rows:?}");
+                    }
+                    if interactive {
+                        assert!(
+                            rows.iter().any(|r| r.starts_with('>')),
+                            "{width}x{height}: {rows:?}"
+                        );
+                    }
+                }
+            }
+            let wide = view(&s).lines(200, 60).join("\n");
+            assert!(wide.contains("bottleneck gzip -9 (running)"), "{wide}");
+        }
+    }
+}

@@ -1,0 +1,744 @@
+//! `--top` through the binary, with flows the tests start themselves: a Python file
+//! reader written for the test, dd fed at a limited rate, a pipeline with gzip, an rpv -L
+//! and a pv -L, a Python socket sender to a slow local reader. The frames without a
+//! terminal, `--json` against the schema, the metrics file through a real node_exporter,
+//! and the view on terminals of several sizes (tmux) with its keys and resizes.
+//!
+//! Every flow is a process group of its own, killed when the test ends; tests wait for
+//! what they expect with deadlines, never for a fixed time.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::util::{data, rpv, s, Dir};
+
+/// How long any awaited frame may take (a loaded 2-core machine included).
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Reads a file slowly: `reader.py FILE CHUNK`.
+const READER: &str = "import sys, time\n\
+with open(sys.argv[1], 'rb', buffering=0) as f:\n\
+\x20   while f.read(int(sys.argv[2])):\n\
+\x20       time.sleep(0.05)\n\
+time.sleep(3600)\n";
+
+/// `sock.py serve PORTFILE` (reads slowly) or `sock.py send PORT` (sends as fast as the
+/// reader takes).
+const SOCKETS: &str = "import os, socket, sys, time\n\
+if sys.argv[1] == 'serve':\n\
+\x20   srv = socket.socket()\n\
+\x20   srv.bind(('127.0.0.1', 0))\n\
+\x20   srv.listen(1)\n\
+\x20   open(sys.argv[2] + '.tmp', 'w').write(str(srv.getsockname()[1]))\n\
+\x20   os.rename(sys.argv[2] + '.tmp', sys.argv[2])\n\
+\x20   c, _ = srv.accept()\n\
+\x20   while c.recv(8192):\n\
+\x20       time.sleep(0.02)\n\
+else:\n\
+\x20   s = socket.create_connection(('127.0.0.1', int(sys.argv[2])))\n\
+\x20   block = b'x' * 65536\n\
+\x20   while True:\n\
+\x20       s.sendall(block)\n";
+
+/// Writes about 1 MB/s of bytes that do not compress to nothing.
+const PRODUCER: &str = "import os, sys, time\n\
+while True:\n\
+\x20   sys.stdout.buffer.write(os.urandom(65536))\n\
+\x20   sys.stdout.buffer.flush()\n\
+\x20   time.sleep(0.05)\n";
+
+/// Processes started for a test, each in a process group of its own, killed on drop.
+struct Flows {
+    dir: Dir,
+    groups: Vec<Child>,
+}
+
+impl Flows {
+    fn new() -> Flows {
+        let dir = Dir::new();
+        dir.file("reader.py", READER.as_bytes());
+        dir.file("sock.py", SOCKETS.as_bytes());
+        dir.file("producer.py", PRODUCER.as_bytes());
+        Flows {
+            dir,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Runs `script` with `sh -c` in the test's directory (`$RPV` is rpv); its PID.
+    fn start(&mut self, script: &str) -> u32 {
+        let child = Command::new("sh")
+            .args(["-c", script])
+            .current_dir(self.dir.dir.path())
+            .env("RPV", env!("CARGO_BIN_EXE_rpv"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("sh");
+        let pid = child.id();
+        self.groups.push(child);
+        pid
+    }
+
+    /// A file of `len` bytes.
+    fn file(&self, name: &str, len: usize) -> String {
+        s(&self.dir.file(name, &data(len, 9))).to_string()
+    }
+
+    /// The slow reader of `file`, `chunk` bytes every 50 ms (`exec`: the PID is the
+    /// reader's).
+    fn reader(&mut self, file: &str, chunk: usize) -> u32 {
+        self.start(&format!("exec python3 reader.py {file} {chunk}"))
+    }
+
+    /// A socket reader and its sender.
+    fn sockets(&mut self) {
+        self.start("exec python3 sock.py serve port");
+        let port = self.dir.path("port");
+        let start = Instant::now();
+        while !port.exists() {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "the socket reader never listened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let port = std::fs::read_to_string(port).unwrap();
+        self.start(&format!("exec python3 sock.py send {port}"));
+    }
+}
+
+impl Drop for Flows {
+    fn drop(&mut self) {
+        for child in &mut self.groups {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .stderr(Stdio::null())
+                .status();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status();
+}
+
+/// An rpv whose standard error is collected as it comes.
+struct Watcher {
+    child: Child,
+    text: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watcher {
+    fn start(mut cmd: Command) -> Watcher {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let text = Arc::new(Mutex::new(String::new()));
+        let mut stderr = child.stderr.take().unwrap();
+        let shared = Arc::clone(&text);
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 65536];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                shared
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Watcher {
+            child,
+            text,
+            reader: Some(reader),
+        }
+    }
+
+    /// The last whole frame (frames end with a blank line).
+    fn last_frame(&self) -> String {
+        let text = self.text.lock().unwrap().clone();
+        let whole = text.rsplit_once("\n\n").map_or("", |(a, _)| a);
+        whole.rsplit("\n\n").next().unwrap_or("").to_string()
+    }
+
+    /// Waits for a frame `ready` accepts; returns it.
+    #[track_caller]
+    fn wait_frame(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let frame = self.last_frame();
+            if ready(&frame) {
+                return frame;
+            }
+            assert!(start.elapsed() < DEADLINE, "never {what}:\n{frame}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Ends rpv with SIGINT and returns everything it wrote.
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        signal(self.child.id(), "INT");
+        let status = crate::util::wait_within(&mut self.child, 30.0, "rpv --top");
+        self.reader.take().unwrap().join().unwrap();
+        let text = self.text.lock().unwrap().clone();
+        (status, text)
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The row of a frame that starts with `kind` and contains every one of `parts`.
+fn row<'a>(frame: &'a str, kind: &str, parts: &[&str]) -> Option<&'a str> {
+    frame
+        .lines()
+        .find(|l| l.starts_with(kind) && parts.iter().all(|p| l.contains(p)))
+}
+
+/// Without a terminal: frames with every kind of flow, each with what it should show;
+/// a flow whose process stops shows `stalled` and for how long; one whose process ends
+/// leaves the list.
+#[test]
+fn frames_show_every_kind_of_flow() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 64 << 20);
+    let reader = flows.reader(&big, 16384);
+    flows.start("exec \"$RPV\" -q -L 300k big > /dev/null");
+    let pv = Command::new("pv").arg("-V").output().is_ok();
+    if pv {
+        flows.start("exec pv -q -L 300k big > /dev/null");
+    }
+    flows.start("head -c 100000000 /dev/zero | \"$RPV\" -q -L 400k | dd of=out bs=64k status=none");
+    flows.start("python3 producer.py | gzip -1 | wc -c > /dev/null");
+    flows.sockets();
+    let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
+    let dir = s(flows.dir.dir.path()).to_string();
+    let reader_parts = ["reader.py", "< ", &dir, "%"];
+    let frame = watcher.wait_frame("every flow", |f| {
+        row(f, "file", &reader_parts).is_some()
+            && row(f, "file", &["dd of=out", "> "]).is_some()
+            && row(
+                f,
+                "pipeline",
+                &["producer.py", "gzip -1", "wc -c", "bottleneck"],
+            )
+            .is_some()
+            && row(f, "pipeline", &["head -c", "rpv -q -L 400k", "dd of=out"]).is_some()
+            && row(f, "rpv", &["rpv -q -L 300k big", "%"]).is_some()
+            && (!pv || row(f, "pv", &["pv -q -L 300k big", "%"]).is_some())
+            && row(f, "socket", &["sock.py send"]).is_some()
+            && row(f, "socket", &["sock.py serve"]).is_some()
+    });
+    assert!(frame.starts_with("rpv --top: "), "{frame}");
+    assert!(frame.lines().nth(1).unwrap().starts_with("KIND"), "{frame}");
+    // The reader's row: its rate (16 KiB every 50 ms, at most 320 KiB/s), an ETA.
+    let line = row(&frame, "file", &reader_parts).unwrap();
+    assert!(line.contains("B/s"), "{line}");
+    assert!(line.contains(&reader.to_string()), "its PID: {line}");
+    assert!(
+        !frame.lines().skip(1).any(|l| l.contains("--top")),
+        "rpv --top is not a flow of its own: {frame}"
+    );
+    signal(reader, "STOP");
+    watcher.wait_frame("the stopped reader stalled", |f| {
+        row(f, "file", &["reader.py", "stalled "]).is_some()
+    });
+    signal(reader, "CONT");
+    signal(reader, "KILL");
+    watcher.wait_frame("the ended reader gone", |f| {
+        f.starts_with("rpv --top") && row(f, "file", &["reader.py"]).is_none()
+    });
+    let (status, _) = watcher.stop();
+    assert_eq!(status.code(), Some(32), "ended by SIGINT like every watch");
+}
+
+/// `--top --json`: a `progress` object per flow (meter `flow`) with what it is, every line
+/// valid against docs/json.schema.json, one `end`.
+#[test]
+fn json_objects_per_flow_match_the_schema() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    flows.reader(&big, 16384);
+    flows.start("python3 producer.py | gzip -1 | wc -c > /dev/null");
+    let watcher = Watcher::start(rpv(&["--top", "--json", "-i", "0.5"]));
+    let start = Instant::now();
+    loop {
+        let text = watcher.text.lock().unwrap().clone();
+        let file = text.lines().any(|l| {
+            l.contains("\"meter\":\"flow\"")
+                && l.contains(&format!("\"file\":\"{big}\""))
+                && !l.contains("\"percent\":null")
+        });
+        let pipeline = text
+            .lines()
+            .any(|l| l.contains("\"kind\":\"pipeline\"") && l.contains("producer.py | gzip -1"));
+        if file && pipeline {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "no flows:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, text) = watcher.stop();
+    assert_eq!(status.code(), Some(32));
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    assert_eq!(objects[0]["mode"], "top");
+    let reader = objects
+        .iter()
+        .find(|o| o["type"] == "progress" && o["file"] == big.as_str())
+        .unwrap();
+    assert_eq!(reader["kind"], "file");
+    assert_eq!(reader["meter"], "flow");
+    assert_eq!(reader["file"], big.as_str());
+    assert_eq!(reader["size"], 32 << 20);
+    assert_eq!(reader["writes"], false);
+    assert!(reader["fd"].is_number(), "{reader}");
+    assert!(reader["bytes"].as_u64().unwrap() > 0);
+    let pipeline = objects
+        .iter()
+        .find(|o| {
+            o["type"] == "progress"
+                && o["kind"] == "pipeline"
+                && o["command"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("producer.py"))
+        })
+        .unwrap();
+    assert!(
+        pipeline["command"]
+            .as_str()
+            .unwrap()
+            .contains(" | gzip -1 | "),
+        "{pipeline}"
+    );
+    assert_eq!(objects.last().unwrap()["type"], "end");
+}
+
+/// `--top --metrics-file` read back through a real node_exporter: the flows with bounded
+/// labels (no PID unless asked), totals per kind, the flows left out counted (all of them
+/// with `--metrics-flows 0`), byte counts as counters, and an ended flow's series gone
+/// from the next file.
+#[test]
+fn metrics_through_node_exporter() {
+    let Some(binary) = crate::integrations::node_exporter() else {
+        eprintln!("top: no node_exporter (apt-get install prometheus-node-exporter): skipped");
+        return;
+    };
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    let collected = flows.dir.path("collected");
+    std::fs::create_dir(&collected).unwrap();
+    let exporter = crate::integrations::Exporter::start(&binary, &collected);
+    // (Started once the exporter is up: on a loaded machine its start may take longer
+    // than the reader takes to read the file.)
+    let reader = flows.reader(&big, 65536);
+    flows.sockets();
+    let watch = |path: &std::path::Path, n: &str| {
+        let mut cmd = rpv(&["--top", "-q", "-i", "0.3", "--metrics-flows", n]);
+        cmd.arg("--metrics-file").arg(path);
+        Watcher::start(cmd)
+    };
+    // (Other flows of the machine may be busier than the test's: all of them get series.
+    // The file with none is not the collector's: two rpv --top on one machine would give
+    // it the same totals twice.)
+    let all = watch(&collected.join("all.prom"), "10000");
+    let none_path = flows.dir.path("none.prom");
+    let none = watch(&none_path, "0");
+    let labels = format!("command=\"python3 reader.py {big} 65536\",file=\"{big}\",kind=\"file\"");
+    let number = |body: &str, name: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(-1.0)
+    };
+    let start = Instant::now();
+    let body = loop {
+        let body = exporter.scrape().unwrap_or_default();
+        let bytes = crate::integrations::value(&body, "rpv_top_flow_bytes_total", &labels);
+        let sockets = body
+            .matches("rpv_top_flow_bytes_total{command=\"python3 sock.py")
+            .count();
+        if bytes.is_some_and(|b| b > 0.0) && sockets == 2 && none_path.exists() {
+            break body;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "never scraped the flows:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(body.contains("\nnode_textfile_scrape_error 0\n"), "{body}");
+    assert!(
+        body.contains("# TYPE rpv_top_flow_bytes_total counter"),
+        "{body}"
+    );
+    assert!(
+        body.contains("# TYPE rpv_top_bytes_total counter"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("pid=\""),
+        "no PID labels unless asked: {body}"
+    );
+    // The file written with --metrics-flows 0: totals only, every flow counted as left out.
+    let text = std::fs::read_to_string(&none_path).unwrap();
+    assert!(!text.contains("rpv_top_flow_bytes_total{"), "{text}");
+    let flows_now: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("rpv_top_flows{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(flows_now >= 3.0, "{text}");
+    assert_eq!(number(&text, "rpv_top_flows_omitted "), flows_now, "{text}");
+    signal(reader, "KILL");
+    let start = Instant::now();
+    loop {
+        let body = exporter.scrape().unwrap_or_default();
+        let gone = crate::integrations::value(&body, "rpv_top_flow_bytes_total", &labels).is_none();
+        if gone && !body.contains("reader.py") {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "the ended flow stayed:\n{body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop((all, none));
+}
+
+/// The view in tmux at 40, 80 and 160 columns and 5, 12 and 40 rows: no row wider than
+/// the terminal less its last column, `+N more` when the rows do not fit, the selection
+/// moved by ↓, `s` changing the order, Enter opening the `-d` view and Esc coming back,
+/// a resize followed, and `q` quitting with status 0.
+#[test]
+fn the_view_on_terminals_of_every_size() {
+    let threads: Vec<_> = [(40, 5), (80, 12), (160, 40)]
+        .into_iter()
+        .map(|(w, h)| std::thread::spawn(move || view_at(w, h)))
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+fn fits(lines: &[String], width: usize) -> bool {
+    lines.iter().all(|l| l.chars().count() < width)
+}
+
+fn view_at(width: usize, height: usize) {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    for _ in 0..4 {
+        flows.reader(&big, 16384);
+    }
+    let Some(tmux) = crate::tmux::Tmux::start(
+        &flows.dir,
+        &format!("top{width}x{height}"),
+        width,
+        height,
+        true,
+    ) else {
+        return;
+    };
+    tmux.keys("r --top -i 0.3; echo rc=$?");
+    let title = |l: &String| l.starts_with("rpv --top: ");
+    let readers = |rows: &[String]| rows.iter().filter(|l| l.contains("reader")).count();
+    let shown = tmux.wait_for("the flows", |rows| {
+        rows.iter().any(title)
+            && (readers(rows) >= 4 || rows.iter().any(|l| crate::screens::is_more(l.trim())))
+    });
+    assert!(fits(&tmux.pane(true), width), "{shown:#?}");
+    if height == 5 {
+        assert!(
+            shown.iter().any(|l| crate::screens::is_more(l.trim())),
+            "{shown:#?}"
+        );
+    }
+    assert!(
+        shown.iter().any(|l| l.starts_with('>')),
+        "a row is selected: {shown:#?}"
+    );
+    // ↓ moves the selection off the first row (where the terminal has rows to show it).
+    let first = |rows: &[String]| rows.iter().position(|l| l.starts_with('>'));
+    if height > 5 {
+        let before = first(&shown);
+        tmux.press("Down");
+        tmux.wait_for("the selection moved", |rows| {
+            rows.iter().any(title) && first(rows).is_some() && first(rows) != before
+        });
+    }
+    tmux.press("s");
+    tmux.wait_for("the order by bytes", |rows| {
+        rows.iter()
+            .any(|l| l.starts_with("rpv --top: ") && l.contains("by bytes"))
+    });
+    // Select a reader (other flows of the machine may be listed too), then Enter: it
+    // opens in the -d view; Esc: back.
+    let start = Instant::now();
+    let mut presses = 0;
+    let selected = |rows: &[String]| first(rows).map(|at| rows[at].clone());
+    loop {
+        let rows = tmux.pane(false);
+        if selected(&rows).is_some_and(|row| row.contains("reader")) {
+            break;
+        }
+        // Down to the end of the list, then up; each press waits for its redraw (or a
+        // moment, at the end of the list), so none is still on its way at Enter.
+        let before = selected(&rows);
+        tmux.press(if presses < 40 { "Down" } else { "Up" });
+        presses += 1;
+        let pressed = Instant::now();
+        while selected(&tmux.pane(false)) == before && pressed.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "never selected a reader: {rows:#?}"
+        );
+    }
+    tmux.press("Enter");
+    tmux.wait_for("the -d view", |rows| {
+        !rows.iter().any(title) && rows.iter().any(|l| l.contains("B/s]") && l.contains('%'))
+    });
+    tmux.press("Escape");
+    tmux.wait_for("the list again", |rows| rows.iter().any(title));
+    let (w2, h2) = (width.max(60) - 20, height + 3);
+    tmux.resize(w2, h2);
+    tmux.wait_for("a frame at the new size", |rows| {
+        rows.iter().any(title) && fits(rows, w2) && rows.len() <= h2
+    });
+    assert!(fits(&tmux.pane(true), w2));
+    tmux.press("q");
+    tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
+}
+
+/// The example systemd unit is in the package's assets, and its command line, with the
+/// metrics file moved into a temporary directory, runs and writes the file.
+#[test]
+fn the_example_service_runs() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let manifest = std::fs::read_to_string(format!("{root}/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(
+            r#"["contrib/rpv-top.service", "lib/systemd/system/rpv-top.service", "644"]"#
+        ),
+        "the unit is installed by the .deb"
+    );
+    let unit = std::fs::read_to_string(format!("{root}/contrib/rpv-top.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/usr/bin/rpv "))
+        .expect("ExecStart runs rpv");
+    let dir = Dir::new();
+    let prom = dir.path("rpv-top.prom");
+    let args: Vec<String> = exec
+        .split_whitespace()
+        .map(|a| {
+            if a.ends_with(".prom") {
+                s(&prom).to_string()
+            } else if a == "15" {
+                "0.2".to_string() // (the interval, shorter for the test)
+            } else {
+                a.to_string()
+            }
+        })
+        .collect();
+    assert!(args.iter().any(|a| a == "--top"), "{exec}");
+    let mut child = rpv(&[])
+        .args(&args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&prom).unwrap_or_default();
+        if text.contains("rpv_top_last_update_seconds ") && text.contains("rpv_top_flows{") {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "no metrics file: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(child.id(), "TERM");
+    crate::util::wait_within(&mut child, 30.0, "rpv --top");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(stderr, "", "-q: nothing on standard error");
+}
+
+/// Not root: another user's flows are not shown (their counters are theirs to read), they
+/// are counted in the title with the reason, and the user's own flows are shown.
+#[test]
+fn another_users_flows_are_counted_not_shown() {
+    use std::os::unix::fs::MetadataExt;
+    if !std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0) {
+        eprintln!("top: needs root to run rpv as another user: skipped");
+        return;
+    }
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    // The test's directory is root's: the other user's reader gets a file of its own.
+    let theirs = std::env::temp_dir().join(format!("rpv-top-nobody-{}", std::process::id()));
+    std::fs::write(&theirs, data(16 << 20, 3)).unwrap();
+    let _cleanup = Removed(theirs.clone());
+    flows.reader(&big, 16384);
+    let script = flows.dir.path("reader.py");
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_rpv"))
+        .args(["--top", "-i", "0.5", "-w", "250"])
+        .env("LC_ALL", "C");
+    let watcher = Watcher::start(cmd);
+    // nobody's own flow: a reader run as nobody.
+    let own = flows.start(&format!(
+        "exec setpriv --reuid=65534 --regid=65534 --clear-groups -- /usr/bin/python3 {} {} 16384",
+        s(&script),
+        s(&theirs)
+    ));
+    let frame = watcher.wait_frame("nobody's own reader and the count", |f| {
+        row(f, "file", &["reader.py", "rpv-top-nobody"]).is_some()
+            && f.lines()
+                .next()
+                .is_some_and(|t| t.contains(" processes not readable: "))
+    });
+    assert!(
+        row(&frame, "file", &[big.as_str()]).is_none(),
+        "root's reader is not shown to nobody: {frame}"
+    );
+    assert!(frame.contains(&own.to_string()), "{frame}");
+    drop(watcher);
+}
+
+/// Removes a file when dropped.
+struct Removed(std::path::PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `--top --log`: a time-stamped line per flow that moved, naming it.
+#[test]
+fn log_lines_per_flow() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    flows.reader(&big, 16384);
+    let watcher = Watcher::start(rpv(&["--top", "--log", "-i", "0.5"]));
+    let start = Instant::now();
+    loop {
+        let text = watcher.text.lock().unwrap().clone();
+        let line = text
+            .lines()
+            .find(|l| l.contains("reader.py") && l.contains(&format!("< {big}")));
+        if let Some(line) = line {
+            assert!(line.starts_with("20"), "time-stamped: {line}");
+            assert!(line.contains('%') && line.contains("B/s"), "{line}");
+            assert!(!line.contains('\r') && !line.contains('\x1b'), "{line:?}");
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "no line for the reader:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Ctrl-Z and `fg`, then Ctrl-C: the rows are erased before the stop and drawn again
+/// after `fg`; Ctrl-C ends the view with status 32 and gives the terminal back as it was
+/// (what is typed next is echoed).
+#[test]
+fn ctrl_z_and_ctrl_c_leave_the_terminal_clean() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    flows.reader(&big, 16384);
+    let Some(tmux) = crate::tmux::Tmux::start(&flows.dir, "topsignals", 100, 20, true) else {
+        return;
+    };
+    let command = "\"$RPV\" --top -i 0.3";
+    tmux.keys(command);
+    let title = |l: &String| l.starts_with("rpv --top: ");
+    tmux.wait_for("the view", |rows| rows.iter().any(title));
+    tmux.press("C-z");
+    let stopped = tmux.wait_for("stopped", |rows| {
+        rows.iter().any(|r| r.contains("Stopped")) && rows.last().is_some_and(|r| r == "$")
+    });
+    assert!(
+        !stopped.iter().any(title),
+        "rows erased before the stop: {stopped:#?}"
+    );
+    tmux.keys("fg");
+    tmux.wait_for("the view after fg", |rows| {
+        rows.iter().filter(|l| title(l)).count() == 1
+    });
+    tmux.press("C-c");
+    tmux.wait_for("the prompt", |rows| rows.last().is_some_and(|r| r == "$"));
+    tmux.keys("echo rc=$?");
+    let lines = tmux.wait_for("the status", |rows| rows.iter().any(|r| r == "rc=32"));
+    assert!(
+        lines.iter().any(|l| l == "$ echo rc=$?"),
+        "what is typed is echoed again: {lines:#?}"
+    );
+    assert_eq!(lines.iter().filter(|l| title(l)).count(), 1, "{lines:#?}");
+}
+
+/// A process reading a block device (a node made in the test's directory for the
+/// machine's first disk, read slowly): a `device` row with its percentage, the size from
+/// `/sys/dev/block` (the device itself is never opened by rpv).
+#[test]
+fn a_block_device_being_read() {
+    // The first block device of a non-zero size.
+    let Some((major, minor)) = std::fs::read_dir("/sys/dev/block").ok().and_then(|d| {
+        d.flatten().find_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let size: u64 = std::fs::read_to_string(e.path().join("size"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            let (major, minor) = name.split_once(':')?;
+            (size >= 1 << 16).then(|| (major.to_string(), minor.to_string()))
+        })
+    }) else {
+        eprintln!("top: no block device: skipped");
+        return;
+    };
+    let mut flows = Flows::new();
+    let node = flows.dir.path("disk");
+    let made = Command::new("mknod")
+        .arg(&node)
+        .args(["b", &major, &minor])
+        .status()
+        .unwrap();
+    if !made.success() || std::fs::File::open(&node).is_err() {
+        eprintln!("top: the device node cannot be made or opened here (a container): skipped");
+        return;
+    }
+    flows.reader(s(&node), 16384);
+    let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
+    let frame = watcher.wait_frame("the device row", |f| {
+        row(f, "device", &["reader.py", &format!("< {}", s(&node)), "%"]).is_some()
+    });
+    assert!(frame.contains("device"), "{frame}");
+}
