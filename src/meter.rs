@@ -16,6 +16,9 @@
 use crate::display::{BufferFill, Waiting};
 use crate::error::{Error, Side};
 use crate::pipeline::model::{Split, StageView};
+// Here for the meter's users; it lives in `units` so the control protocol can name it
+// without the meter.
+pub(crate) use crate::units::Unit;
 
 /// Identifies a meter for the whole run (the display keeps its rate history by it).
 pub(crate) type MeterId = u64;
@@ -40,16 +43,6 @@ pub(crate) enum Role {
     Stage,
     /// A data flow found by `--top`.
     Flow,
-}
-
-/// The unit of a meter's amount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Unit {
-    /// Bytes.
-    #[default]
-    Bytes,
-    /// Lines (`-l`), or NUL-terminated records (`-0`).
-    Lines,
 }
 
 /// Where a meter is in its life.

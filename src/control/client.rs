@@ -13,8 +13,8 @@ use super::{
     REPLY_TIMEOUT,
 };
 use crate::error::Error;
-use crate::meter::Unit;
 use crate::sys;
+use crate::units::Unit;
 
 /// After an exit signal, how much longer a reply is awaited.
 const EXIT_WAIT: Duration = Duration::from_millis(100);

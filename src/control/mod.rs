@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::display::DisplaySwitches;
-use crate::meter::Unit;
 use crate::sys;
+use crate::units::Unit;
 
 /// How long a client waits for the answer (pv waits 1.1 s; a busy machine gets more).
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);

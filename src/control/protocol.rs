@@ -3,7 +3,7 @@
 
 use super::{Changes, Reply, Request};
 use crate::display::DisplaySwitches;
-use crate::meter::Unit;
+use crate::units::Unit;
 
 pub(crate) fn escape(value: &str) -> String {
     let mut out = String::with_capacity(value.len());

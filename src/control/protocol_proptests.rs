@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::display::DisplaySwitches;
-use crate::meter::Unit;
+use crate::units::Unit;
 
 fn switches() -> impl Strategy<Value = DisplaySwitches> {
     (any::<[bool; 8]>(), any::<u32>()).prop_map(|(b, last_written)| DisplaySwitches {

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::control::client::ProgressQuery;
-use crate::meter::Unit;
+use crate::units::Unit;
 
 /// Longest wait for an answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_millis(100);
