@@ -486,8 +486,7 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
         .chain(&m.args)
         .flat_map(|a| a.as_encoded_bytes().iter().copied().chain([0]))
         .collect();
-    let command =
-        crate::stall::shorten(&crate::pipeline::procfs::command_text(&argv).unwrap_or_default());
+    let command = crate::stall::shorten(&crate::procfs::command_text(&argv).unwrap_or_default());
     cleanup::register_command(child.id(), command.clone());
     // The command holds its ends now; ours must close so EOF and EPIPE work.
     drop(cmd);

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::pipeline::procfs::{parse_pids, Stat};
+use crate::procfs::{parse_pids, Stat};
 use crate::sys;
 
 static FILES: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());

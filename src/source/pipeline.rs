@@ -22,8 +22,9 @@ use crate::error::{status, Error};
 use crate::meter::{Event, Label, MeterState, Phase, Role};
 use crate::pipeline::advice::Tools;
 use crate::pipeline::model::Activity;
-use crate::pipeline::procfs::{Proc, Stat, SysProc};
+use crate::pipeline::procfs::{Proc, SysProc};
 use crate::pipeline::{render, WatchError, Watcher};
+use crate::procfs::Stat;
 use crate::sys;
 
 /// Ids of the stage meters start here (other sources use small numbers); each job gets a

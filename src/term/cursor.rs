@@ -28,7 +28,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::procfs::Stat;
+use crate::procfs::Stat;
 use crate::sys;
 
 /// How long to wait for the terminal's answer to `ESC[6n` (pv waits forever).

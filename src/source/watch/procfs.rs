@@ -4,7 +4,7 @@
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
-use crate::pipeline::procfs::{Io, Stat};
+use crate::procfs::{Io, Stat};
 
 /// Which of the process's byte counters stands in for a pipe or socket's position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
