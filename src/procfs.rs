@@ -320,3 +320,203 @@ fn shell_quoted(arg: &str) -> String {
         format!("'{}'", arg.replace('\'', r"'\''"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields() {
+        let text = "13326 (gzip) R 13323 13323 5706 0 -1 4194304 143 0 0 0 245 12 0 0 20 0 1 0 \
+                    8812345 2658304 214 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0";
+        let stat = Stat::parse(text).unwrap();
+        assert_eq!(
+            stat,
+            Stat {
+                comm: "gzip".into(),
+                state: 'R',
+                ppid: 13323,
+                pgrp: 13323,
+                session: 5706,
+                kernel_thread: false,
+                cpu_ticks: 257,
+                child_ticks: 0,
+                threads: 1,
+                start: 8_812_345,
+            }
+        );
+    }
+
+    #[test]
+    fn stat_with_spaces_and_parentheses_in_the_name() {
+        let text = "7 (a) b (c)) S 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 3 0 99 0 0";
+        let stat = Stat::parse(text).unwrap();
+        assert_eq!(stat.comm, "a) b (c)");
+        assert_eq!(
+            (stat.state, stat.ppid, stat.threads, stat.start),
+            ('S', 1, 3, 99)
+        );
+        assert_eq!(stat.cpu_ticks, 7);
+        assert!(!stat.kernel_thread);
+    }
+
+    #[test]
+    fn a_kernel_thread_is_told_by_its_flag_not_its_session() {
+        // kthreadd, as the kernel shows it: flags 0x208040 (PF_KTHREAD among them).
+        let kthreadd = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 1 0 0 20 0 1 0 1 0 0";
+        assert!(Stat::parse(kthreadd).unwrap().kernel_thread);
+        // A shell in a PID namespace whose session leader is outside it: session 0.
+        let shell = "1 (sh) S 0 0 0 0 -1 4194560 0 0 0 0 0 1 0 0 20 0 1 0 5 0 0";
+        let stat = Stat::parse(shell).unwrap();
+        assert_eq!(stat.session, 0);
+        assert!(!stat.kernel_thread);
+    }
+
+    #[test]
+    fn stat_refuses_garbage() {
+        assert_eq!(Stat::parse(""), None);
+        assert_eq!(Stat::parse("12 (x"), None);
+        assert_eq!(Stat::parse("12 (x) S 1 2"), None);
+        assert_eq!(
+            Stat::parse("12 (x) S a b c 0 -1 0 0 0 0 0 3 4 0 0 20 0 3 0 99"),
+            None
+        );
+    }
+
+    #[test]
+    fn io_counters() {
+        let text = "rchar: 7566\nwchar: 0\nsyscr: 9\nsyscw: 0\nread_bytes: 0\n";
+        assert_eq!(
+            Io::parse(text),
+            Some(Io {
+                rchar: 7566,
+                wchar: 0
+            })
+        );
+        assert_eq!(Io::parse("rchar: 1\n"), None);
+        assert_eq!(Io::parse(""), None);
+    }
+
+    #[test]
+    fn stat_and_io_of_a_process_by_pid() {
+        let me = std::process::id();
+        let stat = Stat::of(me).expect("own stat");
+        assert_eq!(stat.ppid, std::os::unix::process::parent_id());
+        assert!("RS".contains(stat.state), "{stat:?}");
+        assert!(stat.start > 0);
+        let io = Io::of(me).expect("own io");
+        assert!(io.rchar > 0, "{io:?}");
+        // No such process (PIDs stop well below u32::MAX).
+        assert_eq!(Stat::of(u32::MAX), None);
+        assert_eq!(
+            Io::of(u32::MAX).unwrap_err().raw_os_error(),
+            Some(libc::ENOENT)
+        );
+    }
+
+    #[test]
+    fn schedstat_times() {
+        assert_eq!(
+            Schedstat::parse("193871891 9906388 379\n"),
+            Some(Schedstat {
+                run_ns: 193_871_891,
+                delay_ns: 9_906_388
+            })
+        );
+        assert_eq!(Schedstat::parse("12\n"), None);
+        assert_eq!(Schedstat::parse("x 1 2"), None);
+        assert_eq!(Schedstat::parse(""), None);
+    }
+
+    #[test]
+    fn pipe_links() {
+        assert_eq!(pipe_inode("pipe:[18367]"), Some(18367));
+        assert_eq!(pipe_inode("socket:[18367]"), None);
+        assert_eq!(pipe_inode("/tmp/pipe:[1]"), None);
+        assert_eq!(pipe_inode("pipe:[]"), None);
+        assert_eq!(pipe_inode("pipe:[12"), None);
+    }
+
+    #[test]
+    fn sockets_and_their_peers() {
+        assert_eq!(socket_inode("socket:[4242]"), Some(4242));
+        assert_eq!(socket_inode("pipe:[4242]"), None);
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(
+                blocked_fd("1 0x1 0x7f00 0x10000 0 0 0 0x7ffc 0x7f"),
+                Some(1)
+            );
+            assert_eq!(
+                blocked_fd("45 0x5 0x7f00 0x10000 0 0 0 0x7ffc 0x7f"),
+                Some(5)
+            );
+            assert_eq!(blocked_fd("7 0x7ffc 0x2 0x3e8 0 0 0 0x7ffc 0x7f"), None);
+        }
+        assert_eq!(blocked_fd("running"), None);
+        assert_eq!(blocked_fd(""), None);
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   \
+                   uid  timeout inode\n   \
+                   0: 0100007F:A1B2 0100007F:2328 01 00000000:00000000 00:00000000 00000000     \
+                   0        0 31337 1 0000000000000000 20 4 30 10 -1\n";
+        assert_eq!(
+            tcp_peer(tcp, 31337, false).as_deref(),
+            Some("127.0.0.1:9000")
+        );
+        assert_eq!(tcp_peer(tcp, 31338, false), None);
+        let tcp6 = "  sl  local_address                         remote_address                        \
+                    st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+                    0: 00000000000000000000000001000000:0016 00000000000000000000000001000000:C350 \
+                    01 00000000:00000000 00:00000000 00000000     0        0 777 1 0 20 4 30 10 -1\n\
+                    1: 0000000000000000FFFF00000100007F:0016 0000000000000000FFFF00000100007F:C351 \
+                    01 00000000:00000000 00:00000000 00000000     0        0 778 1 0 20 4 30 10 -1\n";
+        if cfg!(target_endian = "little") {
+            assert_eq!(tcp_peer(tcp6, 777, true).as_deref(), Some("[::1]:50000"));
+            assert_eq!(
+                tcp_peer(tcp6, 778, true).as_deref(),
+                Some("127.0.0.1:50001")
+            );
+        }
+        let unix = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01 5151 /run/x.sock\n\
+                    0000000000000000: 00000003 00000000 00000000 0001 03 5152\n";
+        assert_eq!(unix_path(unix, 5151).as_deref(), Some("/run/x.sock"));
+        assert_eq!(unix_path(unix, 5152), None);
+    }
+
+    #[test]
+    fn children_lists() {
+        assert_eq!(parse_pids("12 34 "), vec![12, 34]);
+        assert_eq!(parse_pids(""), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn command_lines() {
+        assert_eq!(command_text(b"gzip\0-9\0").as_deref(), Some("gzip -9"));
+        assert_eq!(
+            command_text(b"/usr/bin/gzip\0-9\0/tmp/x\0").as_deref(),
+            Some("gzip -9 /tmp/x")
+        );
+        assert_eq!(command_text(b"/\0").as_deref(), Some("/"));
+        assert_eq!(
+            command_text(b"sh\0-c\0a\nb\0").as_deref(),
+            Some("sh -c 'a\\nb'")
+        );
+        assert_eq!(
+            command_text(b"x\0\x1b]0;owned\x07\x1b[2J\0").as_deref(),
+            Some("x '\\e]0;owned\\x07\\e[2J'")
+        );
+        // Arguments a shell would need quoted are shown quoted.
+        assert_eq!(
+            command_text(b"/usr/bin/tr\0-s\0 \0\n\0").as_deref(),
+            Some("tr -s ' ' '\\n'")
+        );
+        assert_eq!(
+            command_text(b"sh\0-c\0echo 'hi'\0\0").as_deref(),
+            Some(r"sh -c 'echo '\''hi'\''' ''")
+        );
+        assert_eq!(command_text(b"x\xff\0").as_deref(), Some("x\u{fffd}"));
+        assert_eq!(command_text(b""), None);
+        assert_eq!(command_text(b"\0"), None);
+    }
+}
