@@ -14,7 +14,7 @@ use crate::cli::{self, MonitorSide, Options};
 use crate::control::client::{self, Client};
 use crate::control::{Reply, Request};
 use crate::error::{status, Error, Side};
-use crate::meter::{Role, Unit};
+use crate::meter::Role;
 use crate::plan::{self, Job, MonitorPlan, Output, TransferPlan};
 use crate::session::{End, Session};
 use crate::sink::report::Report;
@@ -486,8 +486,7 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
         .chain(&m.args)
         .flat_map(|a| a.as_encoded_bytes().iter().copied().chain([0]))
         .collect();
-    let command =
-        crate::stall::shorten(&crate::pipeline::procfs::command_text(&argv).unwrap_or_default());
+    let command = crate::stall::shorten(&crate::procfs::command_text(&argv).unwrap_or_default());
     cleanup::register_command(child.id(), command.clone());
     // The command holds its ends now; ours must close so EOF and EPIPE work.
     drop(cmd);
@@ -584,14 +583,10 @@ fn query(o: &Options, display: DisplayConfig, pid: u32, report: &Report) -> u8 {
         elapsed,
         transferred,
         size,
+        unit,
     }) = client.ask(&Request::Query)
     else {
         return fail(report, &not_received);
-    };
-    let unit = if o.line_mode {
-        Unit::Lines
-    } else {
-        Unit::Bytes
     };
     let source = QuerySource::new(client, (elapsed, transferred, size), unit, o.wait);
     let start = json::Start {

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::pipeline::procfs::{parse_pids, Stat};
+use crate::procfs::{parse_pids, Stat};
 use crate::sys;
 
 static FILES: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
@@ -85,7 +85,7 @@ fn descendants(pid: u32) -> Vec<(u32, u64)> {
             let children = std::fs::read_to_string(task.path().join("children"));
             for child in parse_pids(&children.unwrap_or_default()) {
                 if found.len() < 4096 && !found.iter().any(|&(p, _)| p == child) {
-                    if let Some(stat) = stat_of(child) {
+                    if let Some(stat) = Stat::of(child) {
                         found.push((child, stat.start));
                         queue.push(child);
                     }
@@ -96,13 +96,9 @@ fn descendants(pid: u32) -> Vec<(u32, u64)> {
     found
 }
 
-fn stat_of(pid: u32) -> Option<Stat> {
-    Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-}
-
 /// Process `pid` is still the one that started at `start`, and not a zombie.
 fn same_process(pid: u32, start: u64) -> bool {
-    stat_of(pid).is_some_and(|s| s.start == start && s.state != 'Z' && s.state != 'X')
+    Stat::of(pid).is_some_and(|s| s.start == start && s.state != 'Z' && s.state != 'X')
 }
 
 /// Removes `path` at exit; `report` says whether a failure to remove it is an error worth

@@ -15,7 +15,10 @@
 
 use crate::display::{BufferFill, Waiting};
 use crate::error::{Error, Side};
-use crate::pipeline::StageView;
+use crate::pipeline::model::{Split, StageView};
+// Here for the meter's users; it lives in `units` so the control protocol can name it
+// without the meter.
+pub(crate) use crate::units::Unit;
 
 /// Identifies a meter for the whole run (the display keeps its rate history by it).
 pub(crate) type MeterId = u64;
@@ -40,16 +43,6 @@ pub(crate) enum Role {
     Stage,
     /// A data flow found by `--top`.
     Flow,
-}
-
-/// The unit of a meter's amount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Unit {
-    /// Bytes.
-    #[default]
-    Bytes,
-    /// Lines (`-l`), or NUL-terminated records (`-0`).
-    Lines,
 }
 
 /// Where a meter is in its life.
@@ -237,7 +230,7 @@ pub(crate) enum Event {
         /// (command, fraction of the time) for each stage that was ever the bottleneck.
         shares: Vec<(String, f64)>,
         /// (command, where its time went over the watch) for each stage, in order.
-        stages: Vec<(String, Option<crate::pipeline::timeshare::Split>)>,
+        stages: Vec<(String, Option<Split>)>,
         /// What to try, when the cause is clear.
         advice: Option<String>,
     },

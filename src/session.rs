@@ -16,7 +16,7 @@ use crate::control::server::Server;
 use crate::control::{Changes, Reply, Request};
 use crate::display::DisplaySwitches;
 use crate::error::{status, Error};
-use crate::meter::{Event, MeterId, MeterState, Phase, Role};
+use crate::meter::{Event, MeterId, MeterState, Phase, Role, Unit};
 use crate::signals;
 use crate::sink::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::source::Source;
@@ -516,6 +516,7 @@ impl<'a> Session<'a> {
                 elapsed: 0.0,
                 transferred: 0,
                 size: self.size_override.unwrap_or(0),
+                unit: Unit::default(),
             };
         };
         let elapsed = first.started_ns.map_or(0.0, |started| {
@@ -530,6 +531,7 @@ impl<'a> Session<'a> {
             elapsed,
             transferred: first.amount,
             size: first.size,
+            unit: first.unit,
         }
     }
 

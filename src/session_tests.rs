@@ -494,7 +494,8 @@ fn a_query_is_answered_with_the_primary_meter() {
         Reply::State {
             elapsed: 0.0,
             transferred: 0,
-            size: 77
+            size: 77,
+            unit: Unit::Bytes,
         }
     );
     session.book.meters = vec![
@@ -506,9 +507,19 @@ fn a_query_is_answered_with_the_primary_meter() {
         Reply::State {
             elapsed: 0.0,
             transferred: 9,
-            size: 90
+            size: 90,
+            unit: Unit::Bytes,
         }
     );
+    // An -l run answers in lines, so a client without -l shows lines too.
+    session.book.meters[1].unit = Unit::Lines;
+    assert!(matches!(
+        session.state_reply(),
+        Reply::State {
+            unit: Unit::Lines,
+            ..
+        }
+    ));
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::fs;
 
 use crate::error::{Error, Side, Stall};
 use crate::meter::Blocked;
-use crate::pipeline::procfs::{command_text, pipe_inode, Stat};
+use crate::procfs::{command_text, pipe_inode, Stat};
 use crate::stats::StallWatch;
 
 /// How long a command line in the message may be (characters).
@@ -109,10 +109,7 @@ fn peer(target: &Target, side: Side) -> Option<(u32, String)> {
             continue;
         };
         if pid != me && holds(pid, target, side) {
-            let ppid = fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| Stat::parse(&s))
-                .map_or(0, |s| s.ppid);
+            let ppid = Stat::of(pid).map_or(0, |s| s.ppid);
             holders.push((pid, ppid));
         }
     }
@@ -250,14 +247,13 @@ mod tests {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while std::time::Instant::now() < deadline {
             let text = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
-            let kids: Vec<(u32, String)> =
-                crate::pipeline::procfs::parse_pids(&text.unwrap_or_default())
-                    .into_iter()
-                    .map(|k| {
-                        let cmdline = fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
-                        (k, command_text(&cmdline).unwrap_or_default())
-                    })
-                    .collect();
+            let kids: Vec<(u32, String)> = crate::procfs::parse_pids(&text.unwrap_or_default())
+                .into_iter()
+                .map(|k| {
+                    let cmdline = fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
+                    (k, command_text(&cmdline).unwrap_or_default())
+                })
+                .collect();
             if kids.len() == n && kids.iter().all(|(_, c)| c.starts_with("sleep ")) {
                 return Some(kids);
             }

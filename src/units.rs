@@ -21,6 +21,16 @@ pub(crate) enum CountKind {
     Lines,
 }
 
+/// What a meter's amount counts: bytes, or lines (also what a `-Q` reply counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Unit {
+    /// Bytes.
+    #[default]
+    Bytes,
+    /// Lines (`-l`), or NUL-terminated records (`-0`).
+    Lines,
+}
+
 /// Prefixes for scaling up, binary bytes (`i` is appended).
 const BINARY_PREFIXES: [char; 8] = ['K', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
 /// Prefixes for scaling up, decimal bytes and lines.

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::sys;
+use crate::units::Unit;
 
 /// After an exit signal, how much longer a reply is awaited.
 const EXIT_WAIT: Duration = Duration::from_millis(100);
@@ -144,15 +145,23 @@ impl ProgressQuery {
         Some(ProgressQuery { client })
     }
 
-    /// (elapsed seconds, amount transferred, size or 0) in the target's unit; `None` once
-    /// it stops answering (then drop the connection: a late answer may still be on it).
+    /// (elapsed seconds, amount transferred, size or 0) in the target's unit (see
+    /// [`ProgressQuery::state`]); `None` once it stops answering.
     pub(crate) fn ask(&mut self) -> Option<(f64, u64, u64)> {
+        self.state()
+            .map(|(elapsed, transferred, size, _)| (elapsed, transferred, size))
+    }
+
+    /// (elapsed seconds, amount transferred, size or 0, and the unit of both); `None` once
+    /// it stops answering (then drop the connection: a late answer may still be on it).
+    pub(crate) fn state(&mut self) -> Option<(f64, u64, u64, Unit)> {
         match self.client.ask(&Request::Query)? {
             Reply::State {
                 elapsed,
                 transferred,
                 size,
-            } => Some((elapsed, transferred, size)),
+                unit,
+            } => Some((elapsed, transferred, size, unit)),
             Reply::Done => None,
         }
     }

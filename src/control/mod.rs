@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use crate::display::DisplaySwitches;
 use crate::sys;
+use crate::units::Unit;
 
 /// How long a client waits for the answer (pv waits 1.1 s; a busy machine gets more).
 pub(crate) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -93,7 +94,7 @@ pub enum Reply {
     /// Changes applied.
     Done,
     /// Progress: elapsed seconds, amount transferred and total size (0 = unknown), in the
-    /// target's unit (bytes, or lines with `-l`).
+    /// target's unit.
     State {
         /// Elapsed seconds.
         elapsed: f64,
@@ -101,6 +102,9 @@ pub enum Reply {
         transferred: u64,
         /// Total size, 0 = unknown.
         size: u64,
+        /// What `transferred` and `size` count: bytes, or lines with `-l`/`-0` (a reply
+        /// from an rpv that did not send its unit counts bytes).
+        unit: Unit,
     },
 }
 

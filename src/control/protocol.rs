@@ -3,6 +3,7 @@
 
 use super::{Changes, Reply, Request};
 use crate::display::DisplaySwitches;
+use crate::units::Unit;
 
 pub(crate) fn escape(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
@@ -147,23 +148,37 @@ pub fn encode_reply(reply: &Reply) -> String {
             elapsed,
             transferred,
             size,
-        } => format!("state elapsed={elapsed:.6} transferred={transferred} size={size}\n"),
+            unit,
+        } => {
+            let unit = match unit {
+                Unit::Bytes => "bytes",
+                Unit::Lines => "lines",
+            };
+            format!(
+                "state elapsed={elapsed:.6} transferred={transferred} size={size} unit={unit}\n"
+            )
+        }
     }
 }
 
-/// Parses a reply line.
+/// Parses a reply line. Fields it does not know are skipped, so an rpv that adds one can
+/// still be queried; a reply without a unit (from an rpv older than that field) counts
+/// bytes, and one with a unit it does not know is refused.
 pub fn decode_reply(line: &str) -> Option<Reply> {
     let line = line.trim_end();
     if line == "ok" {
         return Some(Reply::Done);
     }
     let fields = line.strip_prefix("state ")?;
-    let (mut elapsed, mut transferred, mut size) = (None, None, None);
+    let (mut elapsed, mut transferred, mut size, mut unit) = (None, None, None, Some(Unit::Bytes));
     for field in fields.split(' ') {
         match field.split_once('=')? {
             ("elapsed", v) => elapsed = v.parse::<f64>().ok().filter(|e| e.is_finite()),
             ("transferred", v) => transferred = v.parse().ok(),
             ("size", v) => size = v.parse().ok(),
+            ("unit", "bytes") => unit = Some(Unit::Bytes),
+            ("unit", "lines") => unit = Some(Unit::Lines),
+            ("unit", _) => unit = None,
             _ => {}
         }
     }
@@ -171,6 +186,7 @@ pub fn decode_reply(line: &str) -> Option<Reply> {
         elapsed: elapsed?,
         transferred: transferred?,
         size: size?,
+        unit: unit?,
     })
 }
 
@@ -222,11 +238,36 @@ mod tests {
             elapsed: 1.25,
             transferred: 99,
             size: 0,
+            unit: Unit::Lines,
         };
         assert_eq!(decode_reply(&encode_reply(&r)), Some(r));
         assert_eq!(decode_reply("ok\n"), Some(Reply::Done));
         assert_eq!(decode_reply("state elapsed=inf transferred=1 size=2"), None);
         assert_eq!(decode_reply("garbage"), None);
+    }
+
+    #[test]
+    fn a_reply_names_its_unit_and_one_without_counts_bytes() {
+        let state = |unit| Reply::State {
+            elapsed: 1.0,
+            transferred: 7,
+            size: 9,
+            unit,
+        };
+        assert_eq!(
+            encode_reply(&state(Unit::Lines)),
+            "state elapsed=1.000000 transferred=7 size=9 unit=lines\n"
+        );
+        // An rpv from before the unit was sent.
+        let old = "state elapsed=1.000000 transferred=7 size=9\n";
+        assert_eq!(decode_reply(old), Some(state(Unit::Bytes)));
+        let lines = "state elapsed=1 transferred=7 size=9 unit=lines";
+        assert_eq!(decode_reply(lines), Some(state(Unit::Lines)));
+        // A unit this rpv cannot show is refused, not shown as bytes.
+        assert_eq!(
+            decode_reply("state elapsed=1 transferred=7 size=9 unit=furlongs"),
+            None
+        );
     }
 }
 

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::display::DisplaySwitches;
+use crate::units::Unit;
 
 fn switches() -> impl Strategy<Value = DisplaySwitches> {
     (any::<[bool; 8]>(), any::<u32>()).prop_map(|(b, last_written)| DisplaySwitches {
@@ -122,7 +123,7 @@ proptest! {
     #[test]
     fn any_reply_line_decodes_or_is_refused(line in prop_oneof![
         any::<String>(),
-        "state( (elapsed|transferred|size)=-?[0-9a-z.e+]{0,25}){0,4} ?",
+        "state( (elapsed|transferred|size|unit)=-?[0-9a-z.e+]{0,25}){0,5} ?",
     ]) {
         if let Some(Reply::State { elapsed, .. }) = decode_reply(&line) {
             prop_assert!(elapsed.is_finite());
@@ -134,13 +135,15 @@ proptest! {
         elapsed in prop_oneof![0.0..1e9f64, Just(0.0)],
         transferred in any::<u64>(),
         size in any::<u64>(),
+        lines in any::<bool>(),
     ) {
         prop_assert_eq!(decode_reply(&encode_reply(&Reply::Done)), Some(Reply::Done));
-        let reply = Reply::State { elapsed, transferred, size };
+        let unit = if lines { Unit::Lines } else { Unit::Bytes };
+        let reply = Reply::State { elapsed, transferred, size, unit };
         match decode_reply(&encode_reply(&reply)) {
-            Some(Reply::State { elapsed: e, transferred: t, size: s }) => {
+            Some(Reply::State { elapsed: e, transferred: t, size: s, unit: u }) => {
                 prop_assert!((e - elapsed).abs() <= 1e-6 * elapsed.max(1.0), "{e} {elapsed}");
-                prop_assert_eq!((t, s), (transferred, size));
+                prop_assert_eq!((t, s, u), (transferred, size, unit));
             }
             other => prop_assert!(false, "{other:?}"),
         }

@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use super::timeshare::{Part, Split};
+use super::model::{Part, Split};
 use crate::display::display_width;
 
 /// Longest command shown in a line of advice, in columns.

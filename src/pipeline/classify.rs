@@ -14,69 +14,7 @@
 //! one instant: a hash using a whole core is caught waiting for its input at most instants
 //! it is looked at, because each chunk its producer writes is read at once.
 
-use super::procfs::Fill;
-use super::timeshare::{Part, Split};
-
-/// What a stage was doing when it was sampled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Activity {
-    /// On a CPU, or ready to run.
-    #[default]
-    Running,
-    /// Ready to run but waiting for a CPU more than it runs (over a window, never an
-    /// instant).
-    Starved,
-    /// Waiting to read its input (the pipe is empty).
-    WaitInput,
-    /// Waiting to write its output (the pipe is full).
-    WaitOutput,
-    /// Sleeping on something other than its pipes.
-    Sleeping(Sleep),
-    /// A shell waiting for its children.
-    WaitChild,
-    /// Stopped (Ctrl-Z, a debugger).
-    Stopped,
-    /// Not known: the process belongs to another user.
-    Unknown,
-    /// The stage has ended.
-    Ended,
-}
-
-/// What a sleeping stage waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sleep {
-    /// A timer (`nanosleep`): a rate limit, a deliberate pause.
-    Timer,
-    /// Uninterruptible sleep: usually the disk.
-    Disk,
-    /// A socket.
-    Network,
-    /// `poll`/`select` on descriptors that are not known to be its pipes.
-    Poll,
-    /// Anything else (a lock, a terminal, …).
-    Other,
-}
-
-impl Activity {
-    /// The short word shown in the state column.
-    pub fn label(self) -> &'static str {
-        match self {
-            Activity::Running => "running",
-            Activity::Starved => "starved",
-            Activity::WaitInput => "wait input",
-            Activity::WaitOutput => "wait output",
-            Activity::Sleeping(Sleep::Timer) => "sleep timer",
-            Activity::Sleeping(Sleep::Disk) => "wait disk",
-            Activity::Sleeping(Sleep::Network) => "wait network",
-            Activity::Sleeping(Sleep::Poll) => "sleep poll",
-            Activity::Sleeping(Sleep::Other) => "sleeping",
-            Activity::WaitChild => "wait child",
-            Activity::Stopped => "stopped",
-            Activity::Unknown => "not permitted",
-            Activity::Ended => "ended",
-        }
-    }
-}
+use super::model::{Activity, Fill, Part, Sleep, Split};
 
 /// One task (thread) from its state letter (`stat` field 3) and its `wchan` text.
 pub fn task_activity(state: char, wchan: &str) -> Activity {

@@ -1,7 +1,7 @@
 //! Byte counts of rpv stages, asked over their control channel.
 //!
-//! Owns: deciding whether a process is an rpv whose count is in bytes, and the one place
-//! that asks it ([`RpvLink::bytes`]). Must not: block the view for long: an answer is
+//! Owns: deciding whether a process is an rpv, and the one place that asks it for its
+//! count ([`RpvLink::bytes`]; an rpv counting lines answers in lines, and is not used). Must not: block the view for long: an answer is
 //! awaited at most `ANSWER_TIMEOUT`, and a stage that does not answer is asked again only
 //! after `RETRY_NS`.
 //!
@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use crate::control::client::ProgressQuery;
+use crate::units::Unit;
 
 /// Longest wait for an answer.
 const ANSWER_TIMEOUT: Duration = Duration::from_millis(100);
@@ -20,8 +21,8 @@ const RETRY_NS: u64 = 1_000_000_000;
 /// The link to one rpv stage.
 pub struct RpvLink {
     pid: u32,
-    /// False for other programs and for an rpv counting lines (`-l`, `-0`).
-    counts_bytes: bool,
+    /// False for other programs.
+    rpv: bool,
     query: Option<ProgressQuery>,
     next_try_ns: u64,
 }
@@ -31,15 +32,16 @@ impl RpvLink {
     pub fn new(pid: u32, cmdline: &[u8]) -> RpvLink {
         RpvLink {
             pid,
-            counts_bytes: is_rpv(pid, cmdline) && counts_bytes(cmdline),
+            rpv: is_rpv(pid, cmdline),
             query: None,
             next_try_ns: 0,
         }
     }
 
-    /// The bytes the stage has passed on so far, if it is an rpv that answers.
+    /// The bytes the stage has passed on so far, if it is an rpv that answers in bytes (an
+    /// rpv counting lines, `-l` or `-0`, gives no bytes).
     pub fn bytes(&mut self, now_ns: u64) -> Option<u64> {
-        if !self.counts_bytes {
+        if !self.rpv {
             return None;
         }
         if self.query.is_none() && now_ns >= self.next_try_ns {
@@ -48,12 +50,20 @@ impl RpvLink {
                 self.next_try_ns = now_ns + RETRY_NS;
             }
         }
-        let answer = self.query.as_mut()?.ask();
+        let answer = self.query.as_mut()?.state();
         if answer.is_none() {
             self.query = None;
             self.next_try_ns = now_ns + RETRY_NS;
         }
-        answer.map(|(_, transferred, _)| transferred)
+        match answer? {
+            (_, transferred, _, Unit::Bytes) => Some(transferred),
+            (_, _, _, Unit::Lines) => {
+                // Counting lines for the whole run: not asked again.
+                self.rpv = false;
+                self.query = None;
+                None
+            }
+        }
     }
 }
 
@@ -70,35 +80,9 @@ fn is_rpv(pid: u32, cmdline: &[u8]) -> bool {
     name.starts_with(b"rpv")
 }
 
-/// False if the command line makes rpv count lines (its answers are then in lines).
-fn counts_bytes(cmdline: &[u8]) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let args: Vec<std::ffi::OsString> = cmdline
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| std::ffi::OsStr::from_bytes(a).to_owned())
-        .collect();
-    let Some((argv0, rest)) = args.split_first() else {
-        return false;
-    };
-    match crate::cli::parse(&argv0.to_string_lossy(), rest) {
-        crate::cli::Parsed::Run(options) => !options.line_mode,
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn line_counting_rpv_does_not_give_bytes() {
-        assert!(counts_bytes(b"rpv\0-q\0-L\x0020M\0"));
-        assert!(!counts_bytes(b"rpv\0-l\0"));
-        assert!(!counts_bytes(b"rpv\0-q0\0"));
-        assert!(!counts_bytes(b"rpv\0--no-such-option\0"));
-        assert!(!counts_bytes(b""));
-    }
 
     #[test]
     fn rpv_by_name() {

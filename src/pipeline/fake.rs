@@ -6,7 +6,8 @@ use std::io;
 use std::rc::Rc;
 
 use super::discover::End;
-use super::procfs::{CpuTimes, Fill, Io, Proc, ProcFile};
+use super::model::Fill;
+use super::procfs::{CpuTimes, Io, Proc, ProcFile};
 
 /// One thread.
 #[derive(Debug, Clone)]

@@ -8,9 +8,10 @@
 //! Must not: decide anything about the stage or the pipeline (that is `watch` and
 //! `classify`).
 
-use super::classify::{self, Activity, Sleep};
+use super::classify;
+use super::model::{Activity, Part, Sleep, Split};
 use super::procfs::{self, Io, Proc, ProcFile, Schedstat, Stat};
-use super::timeshare::{self, Part, Split, Waits};
+use super::timeshare::{self, Waits};
 
 /// Threads of one process read at most (a stage with thousands of threads would cost too
 /// much per sample; the first ones are the main thread and those started early).

@@ -29,6 +29,7 @@ pub mod control;
 pub mod discover;
 pub mod figures;
 pub mod member;
+pub mod model;
 pub mod procfs;
 pub mod render;
 pub mod timeshare;
@@ -39,4 +40,4 @@ mod fake;
 #[cfg(test)]
 mod tests;
 
-pub use watch::{StageView, View, WatchError, Watcher};
+pub use watch::{View, WatchError, Watcher};

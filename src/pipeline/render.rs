@@ -21,8 +21,9 @@
 //! A new column is one entry in [`columns`]: its title, how it lines up, its priority, and
 //! what a stage shows in it.
 
-use super::timeshare::{Part, Split};
-use super::watch::{Report, Share, StageView};
+use super::model::StageView;
+use super::model::{Part, Split};
+use super::watch::{Report, Share};
 use crate::screen::{Cell, Column, Row, Table};
 use crate::units::{describe_amount, CountKind};
 
@@ -310,8 +311,7 @@ pub fn summary(report: &Report) -> String {
 mod tests {
     use super::*;
     use crate::display::display_width;
-    use crate::pipeline::classify::{Activity, Sleep};
-    use crate::pipeline::procfs::Fill;
+    use crate::pipeline::model::{Activity, Fill, Sleep};
 
     fn stage(pid: u32, command: &str, activity: Activity) -> StageView {
         StageView {

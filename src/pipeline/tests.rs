@@ -1,10 +1,10 @@
 //! The watcher on synthetic process tables: discovery, sampling, classification, the
 //! bottleneck and its share, stages ending, and when `/proc` is scanned.
 
-use super::classify::{Activity, Sleep};
 use super::discover::End;
 use super::fake::{FakeProc, FakeTask};
-use super::timeshare::Part;
+use super::model::Part;
+use super::model::{Activity, Sleep};
 use super::watch::{View, WatchError, Watcher};
 
 const SEC: u64 = 1_000_000_000;

@@ -334,8 +334,8 @@ fn number(x: f64) -> Value {
 }
 
 /// A pipeline stage's time split: each part's fraction of the window.
-fn time_shares(time: &crate::pipeline::timeshare::Split) -> Value {
-    let parts: Map<String, Value> = crate::pipeline::timeshare::Part::ALL
+fn time_shares(time: &crate::pipeline::model::Split) -> Value {
+    let parts: Map<String, Value> = crate::pipeline::model::Part::ALL
         .iter()
         .map(|p| (p.key().to_string(), number(time.get(*p))))
         .collect();

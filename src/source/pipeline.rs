@@ -21,9 +21,10 @@ use super::Source;
 use crate::error::{status, Error};
 use crate::meter::{Event, Label, MeterState, Phase, Role};
 use crate::pipeline::advice::Tools;
-use crate::pipeline::classify::Activity;
+use crate::pipeline::model::Activity;
 use crate::pipeline::procfs::{Proc, SysProc};
 use crate::pipeline::{render, WatchError, Watcher};
+use crate::procfs::Stat;
 use crate::sys;
 
 /// Ids of the stage meters start here (other sources use small numbers); each job gets a
@@ -100,24 +101,12 @@ fn shell_name(pid: u32) -> Option<String> {
 
 /// True if process `pid` exists and has not ended (a zombie has).
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|t| {
-            t.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().to_string())
-        })
-        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+    Stat::of(pid).is_some_and(|s| !matches!(s.state, 'Z' | 'X'))
 }
 
 /// The process group of `pid`.
 fn group_of(pid: u32) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    text.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(2)?
-        .parse()
-        .ok()
+    Stat::of(pid).map(|s| s.pgrp)
 }
 
 /// The real `/proc`, one reader per watcher.

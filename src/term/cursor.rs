@@ -28,6 +28,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::procfs::Stat;
 use crate::sys;
 
 /// How long to wait for the terminal's answer to `ESC[6n` (pv waits forever).
@@ -242,13 +243,7 @@ fn registry_dir() -> PathBuf {
 
 /// Start time of process `pid` (field 22 of `/proc/PID/stat`), 0 if unknown.
 fn start_time(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let after = &s[s.rfind(')')? + 1..];
-            after.split_whitespace().nth(19)?.parse().ok()
-        })
-        .unwrap_or(0)
+    Stat::of(pid).map_or(0, |s| s.start)
 }
 
 fn alive(e: &Entry) -> bool {

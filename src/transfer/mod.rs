@@ -14,10 +14,13 @@
 //! lost or duplicated, and a real error (EIO, ENOSPC) is then reported by read/write with
 //! pv's message.
 //!
+//! The path choice is in `path.rs`, the answers to a failed call in `failure.rs`.
+//!
 //! Must not: format progress or touch the terminal. Per chunk: one or two syscalls, one
 //! relaxed atomic store, the stop/limit checks. No locks, no allocation.
 
 mod adaptive;
+mod failure;
 mod fanout;
 pub mod input;
 pub mod limit;
@@ -25,6 +28,7 @@ mod linememo;
 mod lines;
 pub mod output;
 pub mod outputs;
+mod path;
 pub mod progress;
 mod zero;
 
@@ -32,12 +36,13 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
 
-use crate::error::{status, Error};
+use crate::error::Error;
 use crate::meter::Event;
 use crate::sys::{self, FileInfo, FileKind};
 pub use input::{InputSource, InputSpec};
 use limit::Limiter;
 use output::{AlignedBuf, Modifiers, Writer};
+use path::grow_pipe;
 pub use progress::Progress;
 
 /// Capacity rpv asks for on neighbouring pipes: the kernel's default `pipe-max-size`. Not
@@ -455,73 +460,6 @@ impl<'a> Engine<'a> {
             .store(path != Path::ReadWrite, Ordering::Relaxed);
     }
 
-    fn choose_path(&mut self, info: &FileInfo, fd: BorrowedFd<'_>) -> Path {
-        self.line_state.next_input();
-        self.adaptive.reset(false, None);
-        self.pacer.reset(0, None);
-        let fan = self.tees_live();
-        if let Some(path) = self.settings.hooks.force {
-            // With --tee outputs the choice is between the fan-out and read/write.
-            return match path {
-                Path::ReadWrite => Path::ReadWrite,
-                _ if fan => {
-                    self.start_fanout(fd);
-                    Path::Fanout
-                }
-                path => path,
-            };
-        }
-        if !self.settings.zero_copy {
-            return Path::ReadWrite;
-        }
-        let in_pipe = info.kind == FileKind::Pipe;
-        let in_size = if in_pipe { grow_pipe(fd) } else { 0 };
-        self.splice_len = self.out_pipe_size.max(in_size).max(64 << 10);
-        if fan {
-            // Line budgets cut writes after separators: read/write does that. Only a pipe
-            // input can be tee'd; anything else is read once and written to every output.
-            let budgets = self.settings.stop_at.is_some() || self.limiter.is_some();
-            if !in_pipe || (self.settings.line_mode && budgets) {
-                return Path::ReadWrite;
-            }
-            self.pacer.reset(in_size, self.settings.hooks.pace_ns);
-            if self.out_info.kind != FileKind::Pipe {
-                // Out of a pipe into a non-pipe: a quarter of the pipe per call (see below).
-                self.splice_len = (self.splice_len / 4).max(64 << 10);
-            }
-            self.start_fanout(fd);
-            return Path::Fanout;
-        }
-        if self.settings.line_mode {
-            // Exact line budgets cut writes after separators: read/write does that.
-            let budgets = self.settings.stop_at.is_some() || self.limiter.is_some();
-            return lines::choose(info, &self.out_info, budgets).unwrap_or(Path::ReadWrite);
-        }
-        if zero::applies(info, self.settings.line_mode) {
-            return Path::Zero;
-        }
-        let path = match (info.kind, self.out_info.kind) {
-            (FileKind::Regular, FileKind::Regular) => Path::CopyRange,
-            _ if in_pipe || self.out_info.kind == FileKind::Pipe => Path::Splice,
-            _ => Path::ReadWrite,
-        };
-        self.adaptive.reset(
-            in_pipe && path == Path::Splice,
-            self.settings.hooks.adapt_every,
-        );
-        let pace_capacity = if path == Path::Splice { in_size } else { 0 };
-        self.pacer.reset(pace_capacity, self.settings.hooks.pace_ns);
-        if path == Path::Splice && in_pipe && self.out_info.kind != FileKind::Pipe {
-            // Out of a pipe into a file: a quarter of the pipe per call, so the producer
-            // refills the pipe while rpv writes (measured against the whole pipe; half of
-            // it was no better on a loaded machine: BENCHMARKS.md, issue 27). Into a pipe
-            // (from a file) a call asks for the whole output pipe and blocks while it is
-            // full: no poll, no timer.
-            self.splice_len = (self.splice_len / 4).max(64 << 10);
-        }
-        path
-    }
-
     /// Applies `-R` changes: one relaxed load, and the rest only when the version moved.
     fn check_tuning(&mut self) {
         let control = &self.progress.control;
@@ -837,122 +775,6 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn read_failed(&mut self, fd: BorrowedFd<'_>, name: &str, e: &io::Error) -> Step {
-        match e.raw_os_error() {
-            Some(libc::EINTR) if crate::signals::exit_requested() => self.interrupted(),
-            Some(libc::EINTR) => Step::Continue,
-            Some(libc::EAGAIN) => {
-                let _ = sys::poll_one(fd, libc::POLLIN, 100);
-                Step::Continue
-            }
-            // An unaligned direct read (a -S or -L cut, a short tail): read through the cache.
-            Some(libc::EINVAL)
-                if self.settings.modifiers.direct
-                    && sys::status_flags(fd).is_ok_and(|f| f & libc::O_DIRECT != 0) =>
-            {
-                let _ = sys::set_status_flag(fd, libc::O_DIRECT, false);
-                Step::Continue
-            }
-            _ if self.settings.skip_errors > 0 && skippable(e) => self.skip_read_error(fd, name, e),
-            _ => {
-                let err = clone_error(e);
-                let name = name.to_string();
-                self.progress.emit(Event::InputFailed {
-                    input: self.input,
-                    error: Error::Read { name, err },
-                });
-                Step::NextInput
-            }
-        }
-    }
-
-    /// `-E`: go on past a read error: seek forward by the skip amount and write zeros in
-    /// place of the unreadable bytes, so every readable byte stays at its offset. A skip
-    /// never goes past the end of the input (the size of a regular file or block device), so
-    /// the output keeps the input's length; other inputs are not skipped (pv skips blindly,
-    /// and a read error on the last partial block made its output longer than its input).
-    fn skip_read_error(&mut self, fd: BorrowedFd<'_>, name: &str, e: &io::Error) -> Step {
-        self.progress.fail(status::TRANSFER);
-        if !self.warned {
-            self.warned = true;
-            self.progress.emit(Event::Error(Error::other(
-                status::TRANSFER,
-                format!(
-                    "{name}: warning: read errors detected: {}",
-                    sys::strerror(e)
-                ),
-            )));
-        }
-        let offset = match sys::lseek(fd, 0, libc::SEEK_CUR) {
-            Ok(o) => o,
-            Err(e) => {
-                self.progress.emit(Event::Error(Error::other(
-                    status::TRANSFER,
-                    format!("{name}: file is not seekable: {}", sys::strerror(&e)),
-                )));
-                return Step::NextInput;
-            }
-        };
-        let Some(end) = input_end(fd, offset) else {
-            self.progress.emit(Event::Error(Error::other(
-                status::TRANSFER,
-                format!("{name}: read errors are skipped only in regular files and block devices"),
-            )));
-            return Step::NextInput;
-        };
-        if offset >= end {
-            // Nothing left to skip to: the error was at (or past) the end.
-            return Step::NextInput;
-        }
-        self.errors_in_a_row += 1;
-        let amount = skip_amount(self.settings.skip_block, self.errors_in_a_row);
-        // Jump to the next multiple of the amount (pv's rounding), but not past the end.
-        let mut skip = amount - offset % amount;
-        skip = skip
-            .min(self.buf.len() as u64)
-            .min(self.stop_remaining().unwrap_or(u64::MAX))
-            .min(end - offset)
-            .max(1);
-        if sys::lseek(fd, (offset + skip) as i64, libc::SEEK_SET).is_err() {
-            skip = 1;
-            if let Err(e) = sys::lseek(fd, (offset + 1) as i64, libc::SEEK_SET) {
-                if e.raw_os_error() != Some(libc::EINVAL) {
-                    self.progress.emit(Event::Error(Error::other(
-                        0,
-                        format!("{name}: failed to seek past error: {}", sys::strerror(&e)),
-                    )));
-                }
-                return Step::NextInput;
-            }
-        }
-        let n = skip as usize;
-        self.buf[..n].fill(0);
-        self.pending = (0, n);
-        self.read += skip;
-        self.progress.emit(Event::ReadErrorSkipped {
-            name: name.to_string(),
-            from: offset,
-            to: offset + skip,
-            shown: self.settings.skip_errors == 1,
-        });
-        Step::Continue
-    }
-
-    /// The read/write buffer could not be allocated: the end of the transfer with pv's
-    /// message and status 64, or, when `-R -B` asked for a new size, the old buffer goes on.
-    fn buffer_failed(&mut self, e: &io::Error) -> Step {
-        let message = format!("buffer allocation failed: {}", sys::strerror(e));
-        if self.buf.is_empty() {
-            self.progress.outcome.aborted.store(true, Ordering::Relaxed);
-            self.progress
-                .emit(Event::Error(Error::other(status::USAGE, message)));
-            return Step::End;
-        }
-        self.buffer_size = self.buf.len();
-        self.progress.emit(Event::Error(Error::other(0, message)));
-        Step::Continue
-    }
-
     /// Test hook `RPV_TEST_READ_ERRORS`: cut a read short before a bad range, or fail it
     /// with EIO inside one.
     fn injected_read_limit(&self, fd: BorrowedFd<'_>, max: usize) -> io::Result<usize> {
@@ -970,168 +792,5 @@ impl<'a> Engine<'a> {
             }
         }
         Ok(max as usize)
-    }
-
-    /// A call of the output's writer failed: EPIPE from a write is the reader going away;
-    /// anything else (EPIPE from `-Y`'s fdatasync or `-O`'s ftruncate included) is a write
-    /// error, named after the output when it is not the main one (the `-U` store).
-    fn write_failed(&mut self, e: &io::Error) -> Step {
-        if self.writer.reader_gone(e) {
-            return self.output_gone();
-        }
-        if e.raw_os_error() == Some(libc::EINTR) {
-            return self.interrupted();
-        }
-        self.progress.outcome.aborted.store(true, Ordering::Relaxed);
-        let err = clone_error(e);
-        self.progress.emit(Event::Error(Error::Write {
-            output: self.settings.output_name.clone(),
-            err,
-        }));
-        Step::End
-    }
-
-    /// The user interrupted (SIGINT, SIGTERM, SIGHUP) while a call was blocked: stop here;
-    /// the display loop reports it. (A data thread sees this when the display loop kicks it
-    /// after the signal; a short run on the main thread when the signal itself arrives.)
-    fn interrupted(&mut self) -> Step {
-        self.progress.control.stop.store(true, Ordering::Relaxed);
-        Step::End
-    }
-
-    /// The reader went away: end quietly with status 0, like pv. With `--tee` outputs still
-    /// open they get the rest of the input (unless `--tee-error exit`): Continue.
-    fn output_gone(&mut self) -> Step {
-        self.progress
-            .outcome
-            .output_closed
-            .store(true, Ordering::Relaxed);
-        self.progress.emit(Event::OutputGone);
-        self.main_live = false;
-        if self.tees_live() && !self.settings.tee_error.main_gone_ends_run() {
-            Step::Continue
-        } else {
-            Step::End
-        }
-    }
-
-    /// After EAGAIN from a zero-copy call (a neighbour set O_NONBLOCK): wait in poll() for
-    /// whichever side is not ready, never sleeping on a timer.
-    fn wait_ready(&self, fd: BorrowedFd<'_>) {
-        let out_ready = sys::poll_one(self.out, libc::POLLOUT, 0)
-            .map(|r| r != 0)
-            .unwrap_or(true);
-        if out_ready {
-            let _ = sys::poll_one(fd, libc::POLLIN, 100);
-        } else {
-            let _ = sys::poll_one(self.out, libc::POLLOUT, 100);
-        }
-    }
-}
-
-/// A copy of an I/O error for an event (the errno, or the kind and text).
-fn clone_error(e: &io::Error) -> io::Error {
-    match e.raw_os_error() {
-        Some(errno) => io::Error::from_raw_os_error(errno),
-        None => io::Error::new(e.kind(), e.to_string()),
-    }
-}
-
-/// True for the read errors `-E` skips: media errors, after which the next blocks may well
-/// read fine (EIO from a bad sector or a failing device, EBADMSG/EUCLEAN from a checksum
-/// that does not match, ENODATA from drivers that report an unreadable sector so). Any other
-/// error (EISDIR, EINVAL, EBADF, ENXIO, ENOMEM...) would fail the same way at every offset,
-/// so that input ends with the error reported, as without `-E`.
-fn skippable(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EIO | libc::EBADMSG | libc::EUCLEAN | libc::ENODATA)
-    )
-}
-
-/// Where an input being read at `offset` ends, for `-E`: the size of a regular file, or of a
-/// block device (found by seeking to its end, then back to `offset`). None for other kinds.
-fn input_end(fd: BorrowedFd<'_>, offset: u64) -> Option<u64> {
-    let info = sys::fstat(fd).ok()?;
-    match info.kind {
-        FileKind::Regular => Some(info.size),
-        FileKind::Block => {
-            let end = sys::lseek(fd, 0, libc::SEEK_END).ok();
-            sys::lseek(fd, i64::try_from(offset).ok()?, libc::SEEK_SET).ok()?;
-            end
-        }
-        _ => None,
-    }
-}
-
-/// Bytes to skip after the `errors`-th read error in a row: `-Z` if given, else
-/// 1 byte for the first four errors, 2 up to nine, then doubling from 1 to 512.
-fn skip_amount(block: u64, errors: u32) -> u64 {
-    if block > 0 {
-        return block;
-    }
-    match errors {
-        0..5 => 1,
-        5..10 => 2,
-        10..20 => 1 << (errors - 10),
-        _ => 512,
-    }
-}
-
-/// Grows a pipe to [`PIPE_SIZE`]; only ever grows. When the kernel refuses (EPERM: more
-/// than `/proc/sys/fs/pipe-max-size`, or a per-user hard limit), half as much is tried, down
-/// to the pipe's current size: `pipe-max-size` is a power of two pages, so a lower limit is
-/// met exactly, without reading it (a read here would be one more system call).
-/// Returns the resulting capacity.
-///
-/// The pipe is usually shared (the shell made it, a neighbour reads or writes it, maybe
-/// more than one). Growing it changes nothing for them but how much it can hold: writes of
-/// up to `PIPE_BUF` stay atomic, and a neighbour that made it larger keeps its size.
-/// Shrinking could fail (EBUSY) or undo a neighbour's choice, so it never happens.
-fn grow_pipe(fd: BorrowedFd<'_>) -> usize {
-    grow_pipe_to(fd, PIPE_SIZE)
-}
-
-/// [`grow_pipe`] with the capacity wanted.
-fn grow_pipe_to(fd: BorrowedFd<'_>, mut want: usize) -> usize {
-    let current = sys::pipe_size(fd).unwrap_or(64 << 10);
-    while want > current {
-        if let Ok(granted) = sys::set_pipe_size(fd, want) {
-            return granted.max(current);
-        }
-        want /= 2;
-    }
-    current
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::fd::AsFd;
-
-    /// `/proc/sys/fs/pipe-max-size`.
-    fn pipe_max_size() -> usize {
-        let text = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap();
-        text.trim().parse().unwrap()
-    }
-
-    #[test]
-    fn pipes_grow_to_the_limit_and_never_shrink() {
-        let max = pipe_max_size();
-        let (r, _w) = sys::pipe().unwrap();
-        let want = PIPE_SIZE.min(max);
-        assert_eq!(grow_pipe(r.as_fd()), want);
-        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), want);
-        // Asked for less than it holds: unchanged.
-        let (r, _w) = sys::pipe().unwrap();
-        sys::set_pipe_size(r.as_fd(), 256 << 10).unwrap();
-        assert_eq!(grow_pipe_to(r.as_fd(), 64 << 10), 256 << 10);
-        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), 256 << 10);
-        // Asked for more than the kernel allows: refused (EPERM without CAP_SYS_RESOURCE),
-        // then half as much until it fits.
-        let (r, _w) = sys::pipe().unwrap();
-        let got = grow_pipe_to(r.as_fd(), 4 * max);
-        assert!(got >= max, "{got} < {max}");
-        assert_eq!(sys::pipe_size(r.as_fd()).unwrap(), got);
     }
 }

@@ -878,7 +878,7 @@ fn comments_cite_nothing_outside_the_project() {
 /// src/pipeline/classify.rs) is listed in the README, the man page and docs/json.md.
 #[test]
 fn every_pipeline_state_is_documented() {
-    let code = read_project_file("src/pipeline/classify.rs");
+    let code = read_project_file("src/pipeline/model.rs");
     let body = code
         .split("pub fn label(self)")
         .nth(1)

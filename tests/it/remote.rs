@@ -306,6 +306,28 @@ fn query_follows_a_quiet_transfer_in_numeric_mode() {
 }
 
 #[test]
+fn query_shows_lines_of_a_line_counting_target_without_l() {
+    let dir = Dir::new();
+    let input = dir.file("in", "x\n".repeat(400).as_bytes());
+    let mut target = Target::start(&["-q", "-l", "-L", "200", crate::util::s(&input)]);
+    let pid = target.pid();
+    // The client is not told -l: the unit comes from the target's reply.
+    let out = target
+        .client(&["-Q", &pid, "--json", "-i", "0.2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::util::err(&out));
+    let text = String::from_utf8_lossy(&out.stderr);
+    let start = text
+        .lines()
+        .find(|l| l.contains(r#""type":"start""#))
+        .unwrap_or_else(|| panic!("no start record: {text}"));
+    assert!(start.contains(r#""unit":"lines""#), "{start}");
+    assert!(start.contains(r#""size":400"#), "{start}");
+    assert_eq!(target.wait(5), Some(0));
+}
+
+#[test]
 fn errors_and_statuses() {
     let check = |args: &[&str], message: &str| {
         let out: Output = rpv(args).output().unwrap();

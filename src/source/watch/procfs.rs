@@ -4,6 +4,8 @@
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
+use crate::procfs::{Io, Stat};
+
 /// Which of the process's byte counters stands in for a pipe or socket's position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Counter {
@@ -181,8 +183,7 @@ pub fn position(pid: u32, fd: i32, info: &FdInfo) -> Option<u64> {
 }
 
 fn read_counters(pid: u32) -> io::Result<(u64, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
-    parse_io(&text).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+    Io::of(pid).map(|io| (io.rchar, io.wchar))
 }
 
 /// The open descriptors of a process, sorted by number.
@@ -197,10 +198,7 @@ pub fn list_fds(pid: u32) -> io::Result<Vec<i32>> {
 /// True once the process is gone or a zombie (it has no descriptors any more, and a zombie
 /// child of someone else would otherwise be watched forever).
 pub fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(text) => matches!(parse_stat_state(&text), Some('Z' | 'X' | 'x') | None),
-        Err(_) => true,
-    }
+    Stat::of(pid).is_none_or(|s| matches!(s.state, 'Z' | 'X' | 'x'))
 }
 
 /// The `pos:` field of `/proc/PID/fdinfo/FD`.
@@ -208,22 +206,6 @@ pub fn parse_fdinfo_pos(text: &str) -> Option<u64> {
     text.lines()
         .find_map(|line| line.strip_prefix("pos:"))
         .and_then(|v| v.trim().parse().ok())
-}
-
-/// `rchar` and `wchar` of `/proc/PID/io`.
-pub fn parse_io(text: &str) -> Option<(u64, u64)> {
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    Some((field("rchar")?, field("wchar")?))
-}
-
-/// The state letter of `/proc/PID/stat` (after the parenthesised command name).
-pub fn parse_stat_state(text: &str) -> Option<char> {
-    let after = &text[text.rfind(')')? + 1..];
-    after.trim_start().chars().next()
 }
 
 #[cfg(test)]
@@ -237,21 +219,6 @@ mod tests {
         assert_eq!(parse_fdinfo_pos("pos:\t0\n"), Some(0));
         assert_eq!(parse_fdinfo_pos("flags:\t02\n"), None);
         assert_eq!(parse_fdinfo_pos("pos:\tx\n"), None);
-    }
-
-    #[test]
-    fn io_counters() {
-        let text = "rchar: 4096\nwchar: 17\nsyscr: 3\nsyscw: 1\nread_bytes: 0\n\
-                    write_bytes: 0\ncancelled_write_bytes: 0\n";
-        assert_eq!(parse_io(text), Some((4096, 17)));
-        assert_eq!(parse_io("rchar: 1\n"), None);
-    }
-
-    #[test]
-    fn stat_state() {
-        assert_eq!(parse_stat_state("12 (a) b) S 1 2"), Some('S'));
-        assert_eq!(parse_stat_state("12 (sh) Z 1 2"), Some('Z'));
-        assert_eq!(parse_stat_state("garbage"), None);
     }
 
     #[test]

@@ -1,0 +1,522 @@
+//! The parsers of `/proc` text, and the two readers that need no `Proc` boundary.
+//!
+//! Owns: the typed fields of `/proc/PID/stat` ([`Stat`]), `io` ([`Io`]), a thread's
+//! `schedstat`, `/proc/stat`'s CPU times, `children`, `cmdline` (as a shell would quote
+//! it), fd links (pipe and socket inodes), `syscall` (the descriptor a call blocks on) and
+//! `net/{tcp,tcp6,unix}`; [`Stat::of`] and [`Io::of`] for the readers outside the pipeline
+//! view (`-d`, the `-c` registry, the `-M` clean-up, `--stall-timeout`, the shell's jobs).
+//! Must not: import rpv's modules (but `display::printable`, for command lines) or keep
+//! files open: the pipeline view's reader, behind its `Proc` boundary and with its kept
+//! descriptors, is `pipeline::procfs::SysProc`.
+
+use std::io;
+
+/// The clock ticks per second of the times in `/proc/PID/stat` (the kernel's `USER_HZ`,
+/// which is 100 on every architecture rpv builds for).
+pub const TICKS_PER_SECOND: u64 = 100;
+
+/// The flag of field 9 of `/proc/PID/stat` that marks a kernel thread (`PF_KTHREAD` in the
+/// kernel's `include/linux/sched.h`; not in the libc crate).
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// The fields of `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) the view uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// `comm`, the name in parentheses (at most 15 bytes, may contain spaces and `)`).
+    pub comm: String,
+    /// Field 3: `R` running, `S` sleeping, `D` uninterruptible (disk), `T`/`t` stopped,
+    /// `Z` zombie, `X` dead, `I` idle kernel thread.
+    pub state: char,
+    /// Field 4.
+    pub ppid: u32,
+    /// Field 5.
+    pub pgrp: u32,
+    /// Field 6. Reads 0 for every process of a PID namespace whose session leader is
+    /// outside it (a container), so it does not tell kernel threads apart.
+    pub session: u32,
+    /// Field 9 has the kernel's `PF_KTHREAD` flag: a kernel thread (no descriptors, no
+    /// pipeline).
+    pub kernel_thread: bool,
+    /// Fields 14 + 15 (user + system time), in clock ticks.
+    pub cpu_ticks: u64,
+    /// Fields 16 + 17: the CPU time of its children that it has waited for (with theirs),
+    /// in clock ticks.
+    pub child_ticks: u64,
+    /// Field 20.
+    pub threads: u32,
+    /// Field 22: start time in clock ticks after boot; with the PID, identifies a process.
+    pub start: u64,
+}
+
+impl Stat {
+    /// Reads and parses `/proc/PID/stat` (for the readers outside the view, which need no
+    /// [`Proc`]: `-c`'s registry, the `-M` clean-up, `-d`); `None` if it cannot be read or
+    /// parsed (the process is gone).
+    pub fn of(pid: u32) -> Option<Stat> {
+        Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    }
+
+    /// Parses the text of a `stat` file; `None` if it is not in the kernel's format.
+    pub fn parse(text: &str) -> Option<Stat> {
+        let open = text.find('(')?;
+        let close = text.rfind(')')?;
+        let comm = text.get(open + 1..close)?.to_string();
+        // Fields 3 to 22, without allocating (this is read for every stage many times a
+        // second); `fields[0]` is field 3 (state), so field N is at index N - 3.
+        let mut fields = [""; 20];
+        let mut words = text.get(close + 1..)?.split_ascii_whitespace();
+        for field in &mut fields {
+            *field = words.next()?;
+        }
+        let number = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        let small = |n: usize| number(n).and_then(|v| u32::try_from(v).ok());
+        Some(Stat {
+            comm,
+            state: fields[0].chars().next()?,
+            ppid: small(4)?,
+            pgrp: small(5)?,
+            session: small(6)?,
+            kernel_thread: number(9)? & PF_KTHREAD != 0,
+            cpu_ticks: number(14)?.saturating_add(number(15)?),
+            child_ticks: number(16)?.saturating_add(number(17)?),
+            threads: small(20)?,
+            start: number(22)?,
+        })
+    }
+}
+
+/// The byte counters of `/proc/PID/io`: read- and write-family calls only (splice does not
+/// count).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Io {
+    /// `rchar`: bytes read.
+    pub rchar: u64,
+    /// `wchar`: bytes written.
+    pub wchar: u64,
+}
+
+impl Io {
+    /// Reads and parses `/proc/PID/io` (for `-d`); its text not in the kernel's format is
+    /// EINVAL.
+    pub fn of(pid: u32) -> io::Result<Io> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
+        Io::parse(&text).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+    }
+
+    /// Parses the text of an `io` file; `None` if either counter is missing.
+    pub fn parse(text: &str) -> Option<Io> {
+        let mut rchar = None;
+        let mut wchar = None;
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = value.trim().parse().ok();
+            match key {
+                "rchar" => rchar = value,
+                "wchar" => wchar = value,
+                _ => {}
+            }
+        }
+        Some(Io {
+            rchar: rchar?,
+            wchar: wchar?,
+        })
+    }
+}
+
+/// The two times of `/proc/PID/task/TID/schedstat`, in nanoseconds since the thread
+/// started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Schedstat {
+    /// Time on a CPU.
+    pub run_ns: u64,
+    /// Time runnable but waiting for a CPU (the run delay).
+    pub delay_ns: u64,
+}
+
+impl Schedstat {
+    /// Parses the text of a `schedstat` file (`run delay timeslices`); `None` if it is not
+    /// in that format.
+    pub fn parse(text: &str) -> Option<Schedstat> {
+        let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+        Some(Schedstat {
+            run_ns: fields.next()??,
+            delay_ns: fields.next()??,
+        })
+    }
+}
+
+/// The whole machine's CPU time from the first lines of `/proc/stat`, in clock ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// Idle (and waiting for I/O), all CPUs together.
+    pub idle: u64,
+    /// Everything, all CPUs together.
+    pub total: u64,
+    /// CPUs online (the `cpuN` lines).
+    pub cpus: u32,
+}
+
+impl CpuTimes {
+    /// Parses the text of `/proc/stat`; `None` if its first line is not the `cpu` total.
+    pub fn parse(text: &str) -> Option<CpuTimes> {
+        let mut lines = text.lines();
+        let first = lines.next()?.strip_prefix("cpu ")?;
+        let fields: Vec<u64> = first
+            .split_ascii_whitespace()
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
+        // user nice system idle iowait irq softirq steal (guest times are in user).
+        let total = fields.iter().take(8).sum();
+        let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
+        let cpus = lines
+            .take_while(|l| l.starts_with("cpu"))
+            .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .count() as u32;
+        Some(CpuTimes { idle, total, cpus })
+    }
+
+    /// Cores idle between `earlier` and `self`, on average.
+    pub fn idle_cores_since(&self, earlier: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total).filter(|t| *t > 0)?;
+        let idle = self.idle.saturating_sub(earlier.idle);
+        Some(idle as f64 / total as f64 * f64::from(self.cpus.max(1)))
+    }
+}
+
+/// The inode of a pipe from an fd link's text (`pipe:[12345]`), `None` for anything else.
+pub fn pipe_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// The inode of a socket from an fd link's text (`socket:[12345]`).
+pub fn socket_inode(link: &str) -> Option<u64> {
+    link.strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// System calls whose first argument is the descriptor they read or write (this
+/// architecture's numbers): read, write, pread64, pwrite64, readv, writev, sendfile (its
+/// output), sendto, recvfrom, sendmsg, recvmsg, recvmmsg, sendmmsg.
+#[cfg(target_arch = "x86_64")]
+const FD_CALLS: &[u64] = &[0, 1, 17, 18, 19, 20, 40, 44, 45, 46, 47, 299, 307];
+#[cfg(target_arch = "aarch64")]
+const FD_CALLS: &[u64] = &[63, 64, 67, 68, 65, 66, 71, 206, 207, 211, 212, 243, 269];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const FD_CALLS: &[u64] = &[];
+
+/// The descriptor a thread is blocked reading or writing, from its `syscall` file
+/// (`0 0x3 0x7f… …`: the call's number and arguments); `None` for other calls, a thread
+/// running (`running`) or a file in another format.
+pub fn blocked_fd(syscall: &str) -> Option<u32> {
+    let mut words = syscall.split_ascii_whitespace();
+    let number: u64 = words.next()?.parse().ok()?;
+    if !FD_CALLS.contains(&number) {
+        return None;
+    }
+    let fd = u64::from_str_radix(words.next()?.strip_prefix("0x")?, 16).ok()?;
+    u32::try_from(fd).ok()
+}
+
+/// The remote end of the TCP socket with this inode, from the text of `net/tcp` (`v6`
+/// false) or `net/tcp6`: `127.0.0.1:9000`, `[::1]:22`.
+pub fn tcp_peer(table: &str, inode: u64, v6: bool) -> Option<String> {
+    for line in table.lines().skip(1) {
+        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+        if fields.get(9).and_then(|f| f.parse::<u64>().ok()) != Some(inode) {
+            continue;
+        }
+        let (addr, port) = fields.get(2)?.split_once(':')?;
+        let port = u16::from_str_radix(port, 16).ok()?;
+        // Each 32-bit word of the address is in the machine's byte order.
+        let mut bytes = Vec::with_capacity(16);
+        for word in addr.as_bytes().chunks(8) {
+            let word = u32::from_str_radix(std::str::from_utf8(word).ok()?, 16).ok()?;
+            bytes.extend_from_slice(&word.to_ne_bytes());
+        }
+        return Some(if v6 {
+            let octets: [u8; 16] = bytes.try_into().ok()?;
+            let ip = std::net::Ipv6Addr::from(octets);
+            match ip.to_ipv4_mapped() {
+                Some(v4) => format!("{v4}:{port}"),
+                None => format!("[{ip}]:{port}"),
+            }
+        } else {
+            let octets: [u8; 4] = bytes.try_into().ok()?;
+            format!("{}:{port}", std::net::Ipv4Addr::from(octets))
+        });
+    }
+    None
+}
+
+/// The path a Unix socket with this inode is bound to, from the text of `net/unix`
+/// (`@name` for an abstract one); `None` if it has none.
+pub fn unix_path(table: &str, inode: u64) -> Option<String> {
+    table.lines().skip(1).find_map(|line| {
+        let mut words = line.split_ascii_whitespace();
+        let found = words.nth(6)?.parse::<u64>().ok()? == inode;
+        let path = words.next()?;
+        found.then(|| path.to_string())
+    })
+}
+
+/// The PIDs in a `children` file (`"12 34 "`).
+pub fn parse_pids(text: &str) -> Vec<u32> {
+    text.split_ascii_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// A command line for display: the NUL-separated arguments of `/proc/PID/cmdline` joined
+/// by spaces, the program by its file name only (`/usr/bin/gzip -9` is `gzip -9`), control
+/// characters escaped as everywhere rpv shows a name ([`crate::display::printable`]);
+/// `None` if it is empty (a zombie, a kernel thread).
+pub fn command_text(cmdline: &[u8]) -> Option<String> {
+    let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
+    if trimmed.is_empty() {
+        return None;
+    }
+    let program_end = trimmed
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(trimmed.len());
+    let name_start = trimmed[..program_end]
+        .iter()
+        .rposition(|&b| b == b'/')
+        .map_or(0, |slash| slash + 1);
+    let name_start = if name_start == program_end {
+        0
+    } else {
+        name_start
+    };
+    let args: Vec<String> = trimmed[name_start..]
+        .split(|&b| b == 0)
+        .enumerate()
+        .map(|(i, arg)| {
+            let arg = String::from_utf8_lossy(arg);
+            if i == 0 {
+                arg.into_owned()
+            } else {
+                shell_quoted(&arg)
+            }
+        })
+        .collect();
+    Some(crate::display::printable(&args.join(" ")).into_owned())
+}
+
+/// An argument as a shell would need it typed: as it is when it is plain, else in single
+/// quotes (`tr -s ' ' '\n'`, not `tr -s   \n`), a quote inside written `'\''`.
+fn shell_quoted(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./:=,+@%^".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields() {
+        let text = "13326 (gzip) R 13323 13323 5706 0 -1 4194304 143 0 0 0 245 12 0 0 20 0 1 0 \
+                    8812345 2658304 214 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0";
+        let stat = Stat::parse(text).unwrap();
+        assert_eq!(
+            stat,
+            Stat {
+                comm: "gzip".into(),
+                state: 'R',
+                ppid: 13323,
+                pgrp: 13323,
+                session: 5706,
+                kernel_thread: false,
+                cpu_ticks: 257,
+                child_ticks: 0,
+                threads: 1,
+                start: 8_812_345,
+            }
+        );
+    }
+
+    #[test]
+    fn stat_with_spaces_and_parentheses_in_the_name() {
+        let text = "7 (a) b (c)) S 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 3 0 99 0 0";
+        let stat = Stat::parse(text).unwrap();
+        assert_eq!(stat.comm, "a) b (c)");
+        assert_eq!(
+            (stat.state, stat.ppid, stat.threads, stat.start),
+            ('S', 1, 3, 99)
+        );
+        assert_eq!(stat.cpu_ticks, 7);
+        assert!(!stat.kernel_thread);
+    }
+
+    #[test]
+    fn a_kernel_thread_is_told_by_its_flag_not_its_session() {
+        // kthreadd, as the kernel shows it: flags 0x208040 (PF_KTHREAD among them).
+        let kthreadd = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 1 0 0 20 0 1 0 1 0 0";
+        assert!(Stat::parse(kthreadd).unwrap().kernel_thread);
+        // A shell in a PID namespace whose session leader is outside it: session 0.
+        let shell = "1 (sh) S 0 0 0 0 -1 4194560 0 0 0 0 0 1 0 0 20 0 1 0 5 0 0";
+        let stat = Stat::parse(shell).unwrap();
+        assert_eq!(stat.session, 0);
+        assert!(!stat.kernel_thread);
+    }
+
+    #[test]
+    fn stat_refuses_garbage() {
+        assert_eq!(Stat::parse(""), None);
+        assert_eq!(Stat::parse("12 (x"), None);
+        assert_eq!(Stat::parse("12 (x) S 1 2"), None);
+        assert_eq!(
+            Stat::parse("12 (x) S a b c 0 -1 0 0 0 0 0 3 4 0 0 20 0 3 0 99"),
+            None
+        );
+    }
+
+    #[test]
+    fn io_counters() {
+        let text = "rchar: 7566\nwchar: 0\nsyscr: 9\nsyscw: 0\nread_bytes: 0\n";
+        assert_eq!(
+            Io::parse(text),
+            Some(Io {
+                rchar: 7566,
+                wchar: 0
+            })
+        );
+        assert_eq!(Io::parse("rchar: 1\n"), None);
+        assert_eq!(Io::parse(""), None);
+    }
+
+    #[test]
+    fn stat_and_io_of_a_process_by_pid() {
+        let me = std::process::id();
+        let stat = Stat::of(me).expect("own stat");
+        assert_eq!(stat.ppid, std::os::unix::process::parent_id());
+        assert!("RS".contains(stat.state), "{stat:?}");
+        assert!(stat.start > 0);
+        let io = Io::of(me).expect("own io");
+        assert!(io.rchar > 0, "{io:?}");
+        // No such process (PIDs stop well below u32::MAX).
+        assert_eq!(Stat::of(u32::MAX), None);
+        assert_eq!(
+            Io::of(u32::MAX).unwrap_err().raw_os_error(),
+            Some(libc::ENOENT)
+        );
+    }
+
+    #[test]
+    fn schedstat_times() {
+        assert_eq!(
+            Schedstat::parse("193871891 9906388 379\n"),
+            Some(Schedstat {
+                run_ns: 193_871_891,
+                delay_ns: 9_906_388
+            })
+        );
+        assert_eq!(Schedstat::parse("12\n"), None);
+        assert_eq!(Schedstat::parse("x 1 2"), None);
+        assert_eq!(Schedstat::parse(""), None);
+    }
+
+    #[test]
+    fn pipe_links() {
+        assert_eq!(pipe_inode("pipe:[18367]"), Some(18367));
+        assert_eq!(pipe_inode("socket:[18367]"), None);
+        assert_eq!(pipe_inode("/tmp/pipe:[1]"), None);
+        assert_eq!(pipe_inode("pipe:[]"), None);
+        assert_eq!(pipe_inode("pipe:[12"), None);
+    }
+
+    #[test]
+    fn sockets_and_their_peers() {
+        assert_eq!(socket_inode("socket:[4242]"), Some(4242));
+        assert_eq!(socket_inode("pipe:[4242]"), None);
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(
+                blocked_fd("1 0x1 0x7f00 0x10000 0 0 0 0x7ffc 0x7f"),
+                Some(1)
+            );
+            assert_eq!(
+                blocked_fd("45 0x5 0x7f00 0x10000 0 0 0 0x7ffc 0x7f"),
+                Some(5)
+            );
+            assert_eq!(blocked_fd("7 0x7ffc 0x2 0x3e8 0 0 0 0x7ffc 0x7f"), None);
+        }
+        assert_eq!(blocked_fd("running"), None);
+        assert_eq!(blocked_fd(""), None);
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   \
+                   uid  timeout inode\n   \
+                   0: 0100007F:A1B2 0100007F:2328 01 00000000:00000000 00:00000000 00000000     \
+                   0        0 31337 1 0000000000000000 20 4 30 10 -1\n";
+        assert_eq!(
+            tcp_peer(tcp, 31337, false).as_deref(),
+            Some("127.0.0.1:9000")
+        );
+        assert_eq!(tcp_peer(tcp, 31338, false), None);
+        let tcp6 = "  sl  local_address                         remote_address                        \
+                    st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+                    0: 00000000000000000000000001000000:0016 00000000000000000000000001000000:C350 \
+                    01 00000000:00000000 00:00000000 00000000     0        0 777 1 0 20 4 30 10 -1\n\
+                    1: 0000000000000000FFFF00000100007F:0016 0000000000000000FFFF00000100007F:C351 \
+                    01 00000000:00000000 00:00000000 00000000     0        0 778 1 0 20 4 30 10 -1\n";
+        if cfg!(target_endian = "little") {
+            assert_eq!(tcp_peer(tcp6, 777, true).as_deref(), Some("[::1]:50000"));
+            assert_eq!(
+                tcp_peer(tcp6, 778, true).as_deref(),
+                Some("127.0.0.1:50001")
+            );
+        }
+        let unix = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01 5151 /run/x.sock\n\
+                    0000000000000000: 00000003 00000000 00000000 0001 03 5152\n";
+        assert_eq!(unix_path(unix, 5151).as_deref(), Some("/run/x.sock"));
+        assert_eq!(unix_path(unix, 5152), None);
+    }
+
+    #[test]
+    fn children_lists() {
+        assert_eq!(parse_pids("12 34 "), vec![12, 34]);
+        assert_eq!(parse_pids(""), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn command_lines() {
+        assert_eq!(command_text(b"gzip\0-9\0").as_deref(), Some("gzip -9"));
+        assert_eq!(
+            command_text(b"/usr/bin/gzip\0-9\0/tmp/x\0").as_deref(),
+            Some("gzip -9 /tmp/x")
+        );
+        assert_eq!(command_text(b"/\0").as_deref(), Some("/"));
+        assert_eq!(
+            command_text(b"sh\0-c\0a\nb\0").as_deref(),
+            Some("sh -c 'a\\nb'")
+        );
+        assert_eq!(
+            command_text(b"x\0\x1b]0;owned\x07\x1b[2J\0").as_deref(),
+            Some("x '\\e]0;owned\\x07\\e[2J'")
+        );
+        // Arguments a shell would need quoted are shown quoted.
+        assert_eq!(
+            command_text(b"/usr/bin/tr\0-s\0 \0\n\0").as_deref(),
+            Some("tr -s ' ' '\\n'")
+        );
+        assert_eq!(
+            command_text(b"sh\0-c\0echo 'hi'\0\0").as_deref(),
+            Some(r"sh -c 'echo '\''hi'\''' ''")
+        );
+        assert_eq!(command_text(b"x\xff\0").as_deref(), Some("x\u{fffd}"));
+        assert_eq!(command_text(b""), None);
+        assert_eq!(command_text(b"\0"), None);
+    }
+}
