@@ -298,6 +298,6 @@ pub struct StageView {
     /// The process group of its pipeline when it was found (likewise).
     pub group: u32,
     /// What to try about it, when it is the bottleneck and the cause is clear (set by
-    /// whoever shows the view, from [`View::advice`]).
+    /// whoever shows the view, from [`View::advice`](crate::pipeline::watch::View::advice)).
     pub advice: Option<String>,
 }
