@@ -348,7 +348,10 @@ fn metrics_through_node_exporter() {
     let exporter = crate::integrations::Exporter::start(&binary, &collected);
     // (Started once the exporter is up: on a loaded machine its start may take longer
     // than the reader takes to read the file.)
-    let reader = flows.reader(&big, 65536);
+    // 16 KiB every 50 ms: the 32 MiB last about 100 s, longer than the deadline, so the
+    // flow is still moving whenever a slow first look (a machine running the whole suite)
+    // reaches it.
+    let reader = flows.reader(&big, 16384);
     flows.sockets();
     let watch = |path: &std::path::Path, n: &str| {
         let mut cmd = rpv(&["--top", "-q", "-i", "0.3", "--metrics-flows", n]);
@@ -361,7 +364,7 @@ fn metrics_through_node_exporter() {
     let all = watch(&collected.join("all.prom"), "10000");
     let none_path = flows.dir.path("none.prom");
     let none = watch(&none_path, "0");
-    let labels = format!("command=\"python3 reader.py {big} 65536\",file=\"{big}\",kind=\"file\"");
+    let labels = format!("command=\"python3 reader.py {big} 16384\",file=\"{big}\",kind=\"file\"");
     let number = |body: &str, name: &str| -> f64 {
         body.lines()
             .find_map(|l| l.strip_prefix(name))
