@@ -211,6 +211,9 @@ struct Shell {
     /// Readings in a row at which it had no child while it was the stage's only process
     /// (a loop of builtins: `while read l; do :; done`).
     childless: u32,
+    /// Since when it has been so (a process forked for a stage is a shell too until it
+    /// runs its program, which on a loaded machine can take a while).
+    childless_since: Option<u64>,
 }
 
 /// A shell that starts [`LOOP_BIRTHS`] children within this long is a loop.
@@ -219,6 +222,8 @@ const LOOP_BIRTHS: usize = 3;
 /// A subshell that is a stage's only process, with no child, for this many readings in a
 /// row runs a loop of builtins.
 const LOOP_CHILDLESS: u32 = 2;
+/// ... and for at least this long.
+const LOOP_CHILDLESS_NS: u64 = 2_000_000_000;
 
 impl Stage {
     /// The command the stage showed most while it was the bottleneck, else its current one.

@@ -8,7 +8,8 @@
 use std::collections::VecDeque;
 
 use super::{
-    text, Shell, Stage, StageView, Totals, Watcher, LOOP_BIRTHS, LOOP_CHILDLESS, LOOP_WINDOW_NS,
+    text, Shell, Stage, StageView, Totals, Watcher, LOOP_BIRTHS, LOOP_CHILDLESS, LOOP_CHILDLESS_NS,
+    LOOP_WINDOW_NS,
 };
 use crate::pipeline::discover::{self, Segment, StageSpec, Table};
 use crate::pipeline::member::Member;
@@ -31,10 +32,16 @@ impl Watcher {
         let alone = stage.spec.members == [shell.pid] && stage.spec.containers.is_empty();
         if alone && shell.children.is_empty() {
             shell.childless += 1;
+            shell.childless_since.get_or_insert(now_ns);
         } else {
             shell.childless = 0;
+            shell.childless_since = None;
         }
-        if shell.births.len() < LOOP_BIRTHS && shell.childless < LOOP_CHILDLESS {
+        let builtins = shell.childless >= LOOP_CHILDLESS
+            && shell
+                .childless_since
+                .is_some_and(|since| now_ns.saturating_sub(since) >= LOOP_CHILDLESS_NS);
+        if shell.births.len() < LOOP_BIRTHS && !builtins {
             return;
         }
         let pid = shell.pid;
