@@ -50,10 +50,15 @@ while True:\n\
 \x20   sys.stdout.buffer.flush()\n\
 \x20   time.sleep(0.05)\n";
 
+/// One test's flows at a time: each `--top` sees every flow of the machine, so another
+/// test's reader (started, stopped or killed by that test) must not be taken for this one's.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 /// Processes started for a test, each in a process group of its own, killed on drop.
 struct Flows {
     dir: Dir,
     groups: Vec<Child>,
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Flows {
@@ -65,6 +70,7 @@ impl Flows {
         Flows {
             dir,
             groups: Vec::new(),
+            _serial: SERIAL.lock().unwrap_or_else(|e| e.into_inner()),
         }
     }
 
@@ -259,12 +265,13 @@ fn frames_show_every_kind_of_flow() {
     );
     signal(reader, "STOP");
     watcher.wait_frame("the stopped reader stalled", |f| {
-        row(f, "file", &["reader.py", "stalled "]).is_some()
+        row(f, "file", &["reader.py", &dir, "stalled "]).is_some()
     });
     signal(reader, "CONT");
     signal(reader, "KILL");
     watcher.wait_frame("the ended reader gone", |f| {
-        f.starts_with("rpv --top") && row(f, "file", &["reader.py"]).is_none()
+        // (This test's reader: another test's may be running beside it.)
+        f.starts_with("rpv --top") && row(f, "file", &["reader.py", &dir]).is_none()
     });
     let (status, _) = watcher.stop();
     assert_eq!(status.code(), Some(32), "ended by SIGINT like every watch");
