@@ -486,8 +486,16 @@ fn view_at(width: usize, height: usize) {
     // ↓ moves the selection off the first row (where the terminal has rows to show it).
     let first = |rows: &[String]| rows.iter().position(|l| l.starts_with('>'));
     if height > 5 {
-        let before = first(&shown);
-        tmux.press("Down");
+        // The selection follows its flow as the rows re-sort: where it stands on the last
+        // row, ↓ has nowhere to go, so ↑ it is.
+        let rows = tmux.pane(false);
+        let before = first(&rows);
+        let last = rows.iter().rposition(|l| !l.trim().is_empty());
+        tmux.press(if before.is_some() && before == last {
+            "Up"
+        } else {
+            "Down"
+        });
         tmux.wait_for("the selection moved", |rows| {
             rows.iter().any(title) && first(rows).is_some() && first(rows) != before
         });
