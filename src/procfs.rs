@@ -50,7 +50,7 @@ pub struct Stat {
 
 impl Stat {
     /// Reads and parses `/proc/PID/stat` (for the readers outside the view, which need no
-    /// [`Proc`](crate::pipeline::procfs::Proc): `-c`'s registry, the `-M` clean-up, `-d`); `None` if it cannot be read or
+    /// `Proc` (pipeline::procfs): `-c`'s registry, the `-M` clean-up, `-d`); `None` if it cannot be read or
     /// parsed (the process is gone).
     pub fn of(pid: u32) -> Option<Stat> {
         Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
