@@ -31,7 +31,10 @@ end
 function __rpv_stages
     for pid in (string match -r '^[0-9]+$' -- (path basename /proc/*) | sort -n)
         if test -p /proc/$pid/fd/0; or test -p /proc/$pid/fd/1
+            # One line whatever the arguments hold: a newline would start a candidate
+            # that is not a process ID.
             set -l cmd (string split0 < /proc/$pid/cmdline 2>/dev/null)
+            set cmd (string replace -ra '[\n\t]' ' ' -- $cmd)
             printf '%s\t%s\n' $pid (string join ' ' -- $cmd | string sub -l 60)
         end
     end 2>/dev/null

@@ -416,7 +416,8 @@ _rpv_stages() {
   for p in /proc/<->(Nn:t); do
     if [[ -p /proc/$p/fd/0 || -p /proc/$p/fd/1 ]] 2>/dev/null; then
       pids+=($p)
-      descs+=("$p  ${${(j: :)${(ps:\0:)"$(</proc/$p/cmdline)"}}[1,60]}")
+      # One line whatever the arguments hold (newlines and tabs become spaces).
+      descs+=("$p  ${${${(j: :)${(ps:\0:)"$(</proc/$p/cmdline)"}}//[$'\n\t']/ }[1,60]}")
     fi
   done 2>/dev/null
   _wanted -V processes expl 'process ID of a pipeline stage' compadd -d descs -a pids
@@ -518,7 +519,10 @@ end
 function __rpv_stages
     for pid in (string match -r '^[0-9]+$' -- (path basename /proc/*) | sort -n)
         if test -p /proc/$pid/fd/0; or test -p /proc/$pid/fd/1
+            # One line whatever the arguments hold: a newline would start a candidate
+            # that is not a process ID.
             set -l cmd (string split0 < /proc/$pid/cmdline 2>/dev/null)
+            set cmd (string replace -ra '[\n\t]' ' ' -- $cmd)
             printf '%s\t%s\n' $pid (string join ' ' -- $cmd | string sub -l 60)
         end
     end 2>/dev/null

@@ -414,6 +414,9 @@ printf '%s\n' "${COMPREPLY[@]}"
 struct Processes {
     rpv: Child,
     sleep: Child,
+    /// A stage whose command line has a newline and a tab in an argument: completion must
+    /// still offer only its process ID (its description is one line).
+    hostile: Child,
 }
 
 impl Processes {
@@ -436,13 +439,27 @@ impl Processes {
         crate::util::wait_until("rpv to start", 10.0, || {
             std::fs::read_to_string(&comm).ok().as_deref() == Some("rpv\n")
         });
-        Processes { rpv, sleep }
+        let hostile = Command::new("sh")
+            .args(["-c", "read line", "sh", "two\nlines\tand a tab"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn sh");
+        let cmdline = format!("/proc/{}/cmdline", hostile.id());
+        crate::util::wait_until("sh to start", 10.0, || {
+            std::fs::read(&cmdline).is_ok_and(|c| c.windows(4).any(|w| w == b"two\n"))
+        });
+        Processes {
+            rpv,
+            sleep,
+            hostile,
+        }
     }
 }
 
 impl Drop for Processes {
     fn drop(&mut self) {
-        for child in [&mut self.rpv, &mut self.sleep] {
+        for child in [&mut self.rpv, &mut self.sleep, &mut self.hostile] {
             let _ = child.kill();
             let _ = child.wait();
         }
