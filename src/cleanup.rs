@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::procfs::{parse_pids, Stat};
+use crate::procfs::{self, parse_pids, ProcFile, Stat};
 use crate::sys;
 
 static FILES: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
@@ -78,12 +78,12 @@ fn descendants(pid: u32) -> Vec<(u32, u64)> {
     let mut found = Vec::new();
     let mut queue = vec![pid];
     while let Some(parent) = queue.pop() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+        let Ok(tasks) = procfs::tasks(parent) else {
             continue;
         };
-        for task in tasks.flatten() {
-            let children = std::fs::read_to_string(task.path().join("children"));
-            for child in parse_pids(&children.unwrap_or_default()) {
+        for task in tasks {
+            let children = procfs::read(parent, ProcFile::Children(task)).unwrap_or_default();
+            for child in parse_pids(&String::from_utf8_lossy(&children)) {
                 if found.len() < 4096 && !found.iter().any(|&(p, _)| p == child) {
                     if let Some(stat) = Stat::of(child) {
                         found.push((child, stat.start));

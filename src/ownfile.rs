@@ -287,7 +287,7 @@ fn write_named(
 /// (then a named temporary is made instead).
 fn link_unnamed(dir: BorrowedFd<'_>, file: &OwnedFd, name: &OsStr) -> io::Result<Option<OsString>> {
     use std::os::fd::AsRawFd;
-    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let proc_path = crate::procfs::own_fd_path(file.as_raw_fd());
     for _ in 0..100 {
         let temp = temp_name(name);
         // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc link works for anyone.
@@ -297,7 +297,7 @@ fn link_unnamed(dir: BorrowedFd<'_>, file: &OwnedFd, name: &OsStr) -> io::Result
             }
             rustix::fs::linkat(
                 rustix::fs::CWD,
-                proc_path.as_str(),
+                proc_path.as_path(),
                 dir,
                 &temp,
                 AtFlags::SYMLINK_FOLLOW,

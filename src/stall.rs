@@ -4,16 +4,14 @@
 //! Owns: the watchdog's clock ([`Watchdog`]: the session's stall watch applied to everything
 //! the transfer moves, stopped time (Ctrl-Z) not counted), and the report ([`report`]):
 //! which side rpv waited on (the source tells, from its pipes' fill and its buffer) and the
-//! process at the other end of that side's pipe, found once, when the watchdog fires, from
-//! `/proc/*/fd` (the holders of the pipe's inode, open for writing on the input side and for
-//! reading on the output side). Must not: end anything itself: the session stops the
+//! process at the other end of that side's pipe, found once, when the watchdog fires,
+//! through the [`Proc`] reader (the holders of the pipe's inode among every process's
+//! descriptors, open for writing on the input side and for reading on the output side). Must not: end anything itself: the session stops the
 //! sources and exits the way an interrupt does; the engine never sees the watchdog.
-
-use std::fs;
 
 use crate::error::{Error, Side, Stall};
 use crate::meter::Blocked;
-use crate::procfs::{command_text, pipe_inode, Stat};
+use crate::procfs::{command_text, pipe_inode, Proc, ProcFile, Stat, SysProc};
 use crate::stats::StallWatch;
 
 /// How long a command line in the message may be (characters).
@@ -60,6 +58,11 @@ impl Watchdog {
 /// The error that ends a stalled transfer: the timeout, the side (if the source could tell)
 /// and the process at the other end of its pipe (if there is one we may see).
 pub fn report(timeout: f64, blocked: Option<Blocked>) -> Error {
+    report_from(&mut SysProc::new(), timeout, blocked)
+}
+
+/// [`report`], reading the process table through `proc`.
+fn report_from(proc: &mut dyn Proc, timeout: f64, blocked: Option<Blocked>) -> Error {
     let Some(b) = blocked else {
         return Error::Stalled(Stall {
             timeout,
@@ -73,8 +76,8 @@ pub fn report(timeout: f64, blocked: Option<Blocked>) -> Error {
     let peer = match b.command {
         Some(command) => Some(command),
         None => match (b.pipe, b.fifo) {
-            (Some(inode), _) => peer(&Target::Pipe(inode), b.side),
-            (None, Some((dev, ino))) => peer(&Target::Fifo(dev, ino), b.side),
+            (Some(inode), _) => peer(proc, &Target::Pipe(inode), b.side),
+            (None, Some((dev, ino))) => peer(proc, &Target::Fifo(dev, ino), b.side),
             (None, None) => None,
         },
     };
@@ -97,67 +100,48 @@ enum Target {
 /// input, a reader when it waits on its output; rpv itself left out. Of several, one that is
 /// not the parent of another holder (a subshell that only passes the pipe on), then the
 /// lowest PID.
-fn peer(target: &Target, side: Side) -> Option<(u32, String)> {
+fn peer(proc: &mut dyn Proc, target: &Target, side: Side) -> Option<(u32, String)> {
     let me = std::process::id();
     let mut holders = Vec::new();
-    for entry in fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid != me && holds(pid, target, side) {
-            let ppid = Stat::of(pid).map_or(0, |s| s.ppid);
+    for pid in proc.pids().ok()? {
+        if pid != me && holds(proc, pid, target, side) {
+            let stat = proc.read(pid, ProcFile::Stat, false).unwrap_or_default();
+            let ppid = Stat::parse(&String::from_utf8_lossy(&stat)).map_or(0, |s| s.ppid);
             holders.push((pid, ppid));
         }
     }
     let pid = choose(&holders)?;
-    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline = proc.read(pid, ProcFile::Cmdline, false).unwrap_or_default();
     let command = command_text(&cmdline).unwrap_or_else(|| "?".into());
     Some((pid, shorten(&command)))
 }
 
 /// Whether process `pid` has `target` open on the far side of `side` (a reader's write
 /// end, a writer's read end).
-fn holds(pid: u32, target: &Target, side: Side) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+fn holds(proc: &mut dyn Proc, pid: u32, target: &Target, side: Side) -> bool {
+    let Ok(fds) = proc.fds(pid) else {
         return false;
     };
-    fds.flatten().any(|fd| {
-        let link = fs::read_link(fd.path()).ok();
-        let link = link.as_deref().and_then(|l| l.to_str());
+    fds.into_iter().any(|(fd, link)| {
         let same = match *target {
-            Target::Pipe(inode) => link.and_then(pipe_inode).is_some_and(|i| i == inode),
-            // A path: stat (which opens nothing, so a FIFO never blocks it) for the inode.
+            Target::Pipe(inode) => pipe_inode(&link) == Some(inode),
             Target::Fifo(dev, ino) => {
-                link.is_some_and(|l| l.starts_with('/'))
-                    && fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino)
+                link.starts_with('/') && proc.fd_file(pid, fd) == Some((dev, ino))
             }
         };
-        same && {
-            let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
-            fs::read_to_string(info)
-                .ok()
-                .and_then(|text| access_mode(&text))
-                .is_some_and(|mode| {
-                    matches!((side, mode), (Side::Input, 1 | 2) | (Side::Output, 0 | 2))
-                })
-        }
+        same && proc
+            .fd_flags(pid, fd)
+            .and_then(access_mode)
+            .is_some_and(|mode| {
+                matches!((side, mode), (Side::Input, 1 | 2) | (Side::Output, 0 | 2))
+            })
     })
 }
 
-/// The access mode (`O_RDONLY` 0, `O_WRONLY` 1, `O_RDWR` 2) from an `fdinfo` file's
-/// `flags:` line (octal). None for an `O_PATH` descriptor (a watcher holding a reference to
-/// the pipe, as a process viewer does, neither reads nor writes it) or without the line.
-fn access_mode(fdinfo: &str) -> Option<u32> {
-    let flags = fdinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("flags:"))?
-        .trim();
-    let flags = u32::from_str_radix(flags, 8).ok()?;
+/// The access mode (`O_RDONLY` 0, `O_WRONLY` 1, `O_RDWR` 2) from a descriptor's open
+/// flags. None for an `O_PATH` descriptor (a watcher holding a reference to the pipe, as a
+/// process viewer does, neither reads nor writes it).
+fn access_mode(flags: u32) -> Option<u32> {
     (flags & libc::O_PATH as u32 == 0).then_some(flags & 3)
 }
 
@@ -213,13 +197,12 @@ mod tests {
     }
 
     #[test]
-    fn access_modes_from_fdinfo() {
-        assert_eq!(access_mode("pos:\t0\nflags:\t01\nmnt_id:\t15\n"), Some(1));
-        assert_eq!(access_mode("pos:\t0\nflags:\t02000000\n"), Some(0));
-        assert_eq!(access_mode("pos:\t0\nflags:\t0100002\n"), Some(2));
-        assert_eq!(access_mode("pos:\t0\n"), None);
+    fn access_modes_from_open_flags() {
+        assert_eq!(access_mode(0o1), Some(1));
+        assert_eq!(access_mode(0o2000000), Some(0));
+        assert_eq!(access_mode(0o100002), Some(2));
         // O_PATH (010000000): not a reader nor a writer.
-        assert_eq!(access_mode("pos:\t0\nflags:\t012000000\n"), None);
+        assert_eq!(access_mode(0o12000000), None);
     }
 
     #[test]
@@ -241,63 +224,43 @@ mod tests {
         assert!(short.ends_with("..."));
     }
 
-    /// The PIDs and command lines of `pid`'s children, once there are `n` of them and each
-    /// has its own command line (has run `exec`); `None` after 10 s.
-    fn children_once_execed(pid: u32, n: usize) -> Option<Vec<(u32, String)>> {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::time::Instant::now() < deadline {
-            let text = fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
-            let kids: Vec<(u32, String)> = crate::procfs::parse_pids(&text.unwrap_or_default())
-                .into_iter()
-                .map(|k| {
-                    let cmdline = fs::read(format!("/proc/{k}/cmdline")).unwrap_or_default();
-                    (k, command_text(&cmdline).unwrap_or_default())
-                })
-                .collect();
-            if kids.len() == n && kids.iter().all(|(_, c)| c.starts_with("sleep ")) {
-                return Some(kids);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        None
-    }
-
     #[test]
     fn the_writer_and_the_reader_of_a_pipe_are_found() {
-        // The pipe is made by a shell, never in this process: a child that another test
-        // thread forks at the same moment would hold a copy of a pipe of ours until its exec.
-        let mut shell = std::process::Command::new("sh")
-            .args(["-c", "sleep 30 | sleep 31"])
-            .spawn()
-            .unwrap();
-        let kids = children_once_execed(shell.id(), 2);
-        let found = kids.as_ref().map(|kids| {
-            let writer = kids.iter().find(|(_, c)| c == "sleep 30").cloned();
-            let reader = kids.iter().find(|(_, c)| c == "sleep 31").cloned();
-            let link = reader
-                .as_ref()
-                .and_then(|(pid, _)| fs::read_link(format!("/proc/{pid}/fd/0")).ok());
-            let inode = link
-                .as_deref()
-                .and_then(|l| l.to_str())
-                .and_then(pipe_inode);
-            let peers = inode.map(|i| {
-                (
-                    peer(&Target::Pipe(i), Side::Input),
-                    peer(&Target::Pipe(i), Side::Output),
-                )
-            });
-            (writer, reader, peers)
-        });
-        let _ = std::process::Command::new("pkill")
-            .args(["-P", &shell.id().to_string()])
-            .status();
-        let _ = shell.kill();
-        let _ = shell.wait();
-        let (writer, reader, peers) = found.expect("the shell started both sleeps");
-        let (on_input, on_output) = peers.expect("the reader's standard input is a pipe");
-        assert_eq!(on_input, writer, "waiting on input: the writer");
-        assert_eq!(on_output, reader, "waiting on output: the reader");
-        assert!(writer.is_some() && reader.is_some());
+        use crate::pipeline::discover::End;
+        use crate::pipeline::fake::FakeProc;
+        // sh -c 'sleep 30 | sleep 31': the shell (100) holds neither end, its children do;
+        // 90 holds the pipe through O_PATH only (a viewer), 104 reads another pipe.
+        let fake = FakeProc::default();
+        fake.add(100, 1, "sh -c x", End::Other, End::Other);
+        fake.add(101, 100, "sleep 30", End::Other, End::Pipe(7));
+        fake.add(102, 100, "sleep 31", End::Pipe(7), End::Other);
+        fake.add(90, 1, "viewer", End::Pipe(7), End::Other);
+        fake.with(90, |p| p.stdin_flags = libc::O_PATH as u32);
+        fake.add(104, 1, "cat", End::Pipe(8), End::Other);
+        let mut proc = fake.clone();
+        let writer = Some((101, "sleep 30".to_string()));
+        let reader = Some((102, "sleep 31".to_string()));
+        assert_eq!(peer(&mut proc, &Target::Pipe(7), Side::Input), writer);
+        assert_eq!(peer(&mut proc, &Target::Pipe(7), Side::Output), reader);
+        assert_eq!(peer(&mut proc, &Target::Pipe(9), Side::Input), None);
+        // A subshell that holds the write end and passes it on to its child: the child.
+        fake.add(110, 1, "sh", End::Other, End::Pipe(7));
+        fake.add(111, 110, "tar -cf - /srv", End::Other, End::Pipe(7));
+        fake.remove(101);
+        let found = peer(&mut proc, &Target::Pipe(7), Side::Input);
+        assert_eq!(found, Some((111, "tar -cf - /srv".to_string())));
+        // The report names it, with the side.
+        let blocked = Blocked {
+            side: Side::Input,
+            pipe: Some(7),
+            ..Blocked::default()
+        };
+        match report_from(&mut proc, 3.0, Some(blocked)) {
+            Error::Stalled(stall) => {
+                assert_eq!(stall.peer, found);
+                assert_eq!(stall.side, Some(Side::Input));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -13,6 +13,7 @@ use super::{
     REPLY_TIMEOUT,
 };
 use crate::error::Error;
+use crate::procfs;
 use crate::sys;
 use crate::units::Unit;
 
@@ -32,8 +33,8 @@ impl Client {
     /// Connects to `pid`'s socket and checks that `pid` itself serves it.
     pub fn connect(pid: u32) -> Option<Client> {
         let unchecked = unchecked_for_tests();
-        let uid = match std::fs::metadata(format!("/proc/{pid}")) {
-            Ok(meta) => meta.uid(),
+        let uid = match procfs::owner(pid) {
+            Ok(uid) => uid,
             Err(_) if unchecked => sys::geteuid(),
             Err(_) => return None,
         };
@@ -207,7 +208,7 @@ pub fn remote(pid: u32, changes: Changes) -> Result<(), Error> {
 /// why, when a directory where its socket would be is not one rpv can use (another user
 /// made it first, or it is not a directory: rpv then does not listen there at all).
 pub fn not_reached(pid: u32) -> Error {
-    let owner = std::fs::metadata(format!("/proc/{pid}")).map(|m| m.uid());
+    let owner = procfs::owner(pid);
     let why = owner
         .ok()
         .and_then(|uid| candidate_dirs(uid).iter().find_map(|d| unusable(d, uid)));

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use crate::control::client::ProgressQuery;
+use crate::procfs::{self, SysProc};
 use crate::units::Unit;
 
 /// Longest wait for an answer.
@@ -67,10 +68,20 @@ impl RpvLink {
     }
 }
 
+/// The real `/proc`, whose other rpv processes tell their counts through an [`RpvLink`].
+pub fn sys_proc() -> SysProc {
+    let mut proc = SysProc::new();
+    proc.set_tellers(Box::new(|pid, cmdline| {
+        let mut link = RpvLink::new(pid, cmdline);
+        Box::new(move || link.bytes(crate::sys::monotonic_ns()))
+    }));
+    proc
+}
+
 /// The same program as this one, or a program whose name starts with `rpv`.
 fn is_rpv(pid: u32, cmdline: &[u8]) -> bool {
     let ours = std::env::current_exe().ok();
-    if let (Some(ours), Ok(theirs)) = (ours, std::fs::read_link(format!("/proc/{pid}/exe"))) {
+    if let (Some(ours), Ok(theirs)) = (ours, procfs::exe(pid)) {
         if ours == theirs {
             return true;
         }

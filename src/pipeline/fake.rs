@@ -37,6 +37,9 @@ pub struct FakeProcess {
     /// A kernel thread (`PF_KTHREAD` in its stat flags).
     pub kernel: bool,
     pub rpv: Option<u64>,
+    /// The open flags of its standard input (`O_RDONLY` unless set; standard output is
+    /// `O_WRONLY`).
+    pub stdin_flags: u32,
 }
 
 /// The table, shared between the test and the watcher it feeds.
@@ -93,6 +96,7 @@ impl FakeProc {
                 hidden: false,
                 kernel: false,
                 rpv: None,
+                stdin_flags: 0,
             },
         );
     }
@@ -207,6 +211,8 @@ impl Proc for FakeProc {
         let text = match file {
             ProcFile::Stat => Self::stat_text(pid, p, None),
             ProcFile::Cmdline => p.cmdline.replace(' ', "\0") + "\0",
+            ProcFile::Comm => format!("{}\n", p.comm),
+            ProcFile::Status => format!("Name:\t{}\nState:\t{}\n", p.comm, p.tasks[0].state),
             ProcFile::Children(_) => table
                 .procs
                 .iter()
@@ -249,6 +255,28 @@ impl Proc for FakeProc {
             End::Hidden => Err(denied()),
             End::Closed => Err(io::Error::from_raw_os_error(libc::ENOENT)),
         }
+    }
+
+    fn fds(&mut self, pid: u32) -> io::Result<Vec<(u32, String)>> {
+        Ok([0, 1]
+            .into_iter()
+            .filter_map(|fd| Some((fd, self.fd_link(pid, fd).ok()?)))
+            .collect())
+    }
+
+    fn fd_flags(&mut self, pid: u32, fd: u32) -> Option<u32> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&pid).filter(|p| !p.hidden)?;
+        match fd {
+            0 => Some(p.stdin_flags),
+            1 => Some(libc::O_WRONLY as u32),
+            _ => None,
+        }
+    }
+
+    fn fd_file(&mut self, _pid: u32, _fd: u32) -> Option<(u64, u64)> {
+        // No named FIFOs in the synthetic table.
+        None
     }
 
     fn tasks(&mut self, pid: u32) -> io::Result<Vec<u32>> {

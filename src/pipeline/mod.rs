@@ -30,13 +30,14 @@ pub mod discover;
 pub mod figures;
 pub mod member;
 pub mod model;
-pub mod procfs;
+// `--top` (src/top/) names the reader here until it moves.
+pub(crate) use crate::procfs;
 pub mod render;
 pub mod timeshare;
 pub mod watch;
 
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 

@@ -253,14 +253,8 @@ impl Split {
     }
 }
 
-/// How full a pipe is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fill {
-    /// Bytes queued (`FIONREAD`).
-    pub queued: u64,
-    /// Capacity in bytes (`F_GETPIPE_SZ`).
-    pub capacity: u64,
-}
+// How full a pipe is: what the reader measures, so it is defined there.
+pub use crate::procfs::Fill;
 
 /// One row of the pipeline view.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -22,9 +22,9 @@ use crate::error::{status, Error};
 use crate::meter::{Event, Label, MeterState, Phase, Role};
 use crate::pipeline::advice::Tools;
 use crate::pipeline::model::Activity;
-use crate::pipeline::procfs::{Proc, SysProc};
 use crate::pipeline::{render, WatchError, Watcher};
 use crate::procfs::Stat;
+use crate::procfs::{self, Proc, ProcFile};
 use crate::sys;
 
 /// Ids of the stage meters start here (other sources use small numbers); each job gets a
@@ -89,12 +89,13 @@ enum Jobs {
 
 /// The children of process `pid`'s main thread, as `/proc` lists them.
 fn children_of(pid: u32) -> Option<Vec<u8>> {
-    std::fs::read(format!("/proc/{pid}/task/{pid}/children")).ok()
+    procfs::read(pid, ProcFile::Children(pid)).ok()
 }
 
 /// The name of process `pid` if it is a shell ([`SHELLS`]).
 fn shell_name(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = procfs::read(pid, ProcFile::Comm).ok()?;
+    let comm = String::from_utf8_lossy(&comm);
     let comm = comm.trim_end();
     SHELLS.contains(&comm).then(|| comm.to_string())
 }
@@ -111,7 +112,7 @@ fn group_of(pid: u32) -> Option<u32> {
 
 /// The real `/proc`, one reader per watcher.
 fn sys_proc() -> Box<dyn Proc> {
-    Box::new(SysProc::new())
+    Box::new(crate::pipeline::control::sys_proc())
 }
 
 /// A watcher ready to sample: its interval, the tools advice may name, a first reading
@@ -209,7 +210,7 @@ impl PipelineSource {
 
     /// The pipeline this process sits in, its own stage as `own` tells.
     pub fn inline(own: Arc<OwnStage>, interval: f64) -> Result<PipelineSource, Error> {
-        let mut proc = SysProc::new();
+        let mut proc = crate::pipeline::control::sys_proc();
         let bytes = Arc::clone(&own);
         proc.set_own_bytes(Box::new(move || bytes.bytes.load(Ordering::Relaxed)));
         let mut watcher = Watcher::with_proc(Box::new(proc), std::process::id())

@@ -156,7 +156,7 @@ mod tests {
         server.read_exact(&mut got).unwrap();
         let inode = |s: &std::net::TcpStream| {
             use std::os::fd::AsRawFd;
-            let link = std::fs::read_link(format!("/proc/self/fd/{}", s.as_raw_fd())).unwrap();
+            let link = crate::procfs::fd_link(std::process::id(), s.as_raw_fd()).unwrap();
             let link = link.to_string_lossy().into_owned();
             link.trim_start_matches("socket:[")
                 .trim_end_matches(']')

@@ -190,7 +190,7 @@ pub fn pipe_id(fd: BorrowedFd<'_>) -> Option<PipeId> {
         return None;
     }
     let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    let link = std::fs::read_link(format!("/proc/self/fd/{raw}")).ok()?;
+    let link = crate::procfs::fd_link(std::process::id(), raw).ok()?;
     if link.to_str().is_some_and(|l| l.starts_with("pipe:[")) {
         Some(PipeId::Pipe(info.ino))
     } else {

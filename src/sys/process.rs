@@ -77,9 +77,11 @@ pub fn child_ended(pid: u32) -> bool {
 /// `/proc/self/status`): the process was stopped and has just been continued, and the
 /// handler has not run yet. False if it cannot tell.
 pub fn continue_pending() -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+    let Ok(status) = crate::procfs::read(std::process::id(), crate::procfs::ProcFile::Status)
+    else {
         return false;
     };
+    let status = String::from_utf8_lossy(&status);
     status
         .lines()
         .find_map(|l| l.strip_prefix("ShdPnd:"))

@@ -50,12 +50,8 @@ fn parse_stat(stat: &str) -> Option<Areas> {
 }
 
 fn read_areas() -> Option<Areas> {
-    // One read: the file is about 300 bytes (read_to_string would start with 32).
-    use std::io::Read;
-    let mut buf = [0u8; 2048];
-    let mut file = std::fs::File::open("/proc/self/stat").ok()?;
-    let n = file.read(&mut buf).ok()?;
-    parse_stat(std::str::from_utf8(&buf[..n]).ok()?)
+    let text = crate::procfs::read(std::process::id(), crate::procfs::ProcFile::Stat).ok()?;
+    parse_stat(std::str::from_utf8(&text).ok()?)
 }
 
 /// The areas, read once (they never move).

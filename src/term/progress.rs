@@ -133,7 +133,7 @@ fn open_terminal() -> Option<File> {
             .open(path)
             .ok()
     };
-    open("/proc/self/fd/2".as_ref()).or_else(|| open(&sys::ttyname(sys::stderr_fd())?))
+    open(&crate::procfs::own_fd_path(2)).or_else(|| open(&sys::ttyname(sys::stderr_fd())?))
 }
 
 impl Indicator {

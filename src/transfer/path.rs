@@ -111,10 +111,8 @@ mod tests {
     use super::*;
     use std::os::fd::AsFd;
 
-    /// `/proc/sys/fs/pipe-max-size`.
     fn pipe_max_size() -> usize {
-        let text = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap();
-        text.trim().parse().unwrap()
+        crate::procfs::pipe_max_size().unwrap()
     }
 
     #[test]

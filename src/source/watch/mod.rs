@@ -7,8 +7,8 @@
 //! counter (`/proc/PID/io`), labelled as such, with an unknown size. Must not: draw; each
 //! descriptor is a meter, and the multi-line sink shows them.
 
+pub mod fds;
 pub mod items;
-pub mod procfs;
 
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
@@ -18,8 +18,8 @@ use crate::error::{status, Error};
 use crate::meter::{Event, Label, MeterId, MeterState, Phase, Role};
 use crate::sys;
 
+use fds::{FdInfo, Source as Measure};
 use items::Target;
-use procfs::{FdInfo, Source as Measure};
 
 /// One watched item.
 struct Item {
@@ -133,13 +133,12 @@ impl WatchSource {
                 continue;
             }
             match fd {
-                Some(fd) => match procfs::inspect(pid, fd, true) {
+                Some(fd) => match fds::inspect(pid, fd, true) {
                     Ok(info) => {
                         if !self.add(index, pid, fd, info) {
                             // Closed between the look and the first reading.
-                            let gone = procfs::FdError::Link(std::io::Error::from_raw_os_error(
-                                libc::ENOENT,
-                            ));
+                            let gone =
+                                fds::FdError::Link(std::io::Error::from_raw_os_error(libc::ENOENT));
                             messages.push((gone.message(pid, fd), gone.errno()));
                             self.items[index].finished = true;
                         }
@@ -150,7 +149,7 @@ impl WatchSource {
                     }
                 },
                 None => {
-                    if let Err(e) = procfs::list_fds(pid) {
+                    if let Err(e) = crate::procfs::fds(pid) {
                         messages.push((
                             format!("pid {pid}: {}", sys::strerror(&e)),
                             e.raw_os_error(),
@@ -167,7 +166,7 @@ impl WatchSource {
 
     /// Starts showing a descriptor; false if it closed already.
     fn add(&mut self, item: usize, pid: u32, fd: i32, info: FdInfo) -> bool {
-        let Some(position) = procfs::position(pid, fd, &info) else {
+        let Some(position) = fds::position(pid, fd, &info) else {
             return false;
         };
         let size = self.size_override.filter(|&s| s > 0).unwrap_or(info.size);
@@ -191,10 +190,10 @@ impl WatchSource {
     /// A whole process: finish it if it is gone, else add the files it opened since.
     fn rescan(&mut self, index: usize) {
         let pid = self.items[index].target.pid;
-        let listed = if procfs::process_gone(pid) {
+        let listed = if fds::process_gone(pid) {
             None
         } else {
-            procfs::list_fds(pid).ok()
+            crate::procfs::fds(pid).ok()
         };
         let Some(fds) = listed else {
             self.items[index].finished = true;
@@ -209,20 +208,20 @@ impl WatchSource {
                 continue;
             }
             if let Some(&(dev, ino)) = self.items[index].skipped.get(&fd) {
-                let link = format!("/proc/{pid}/fd/{fd}");
+                let link = crate::procfs::fd_path(pid, fd);
                 use std::os::unix::fs::MetadataExt;
                 if std::fs::metadata(&link).is_ok_and(|m| m.dev() == dev && m.ino() == ino) {
                     continue;
                 }
             }
-            match procfs::inspect(pid, fd, false) {
+            match fds::inspect(pid, fd, false) {
                 Ok(info) => {
                     self.items[index].skipped.remove(&fd);
                     self.add(index, pid, fd, info);
                 }
                 Err(_) => {
                     use std::os::unix::fs::MetadataExt;
-                    let link = format!("/proc/{pid}/fd/{fd}");
+                    let link = crate::procfs::fd_path(pid, fd);
                     if let Ok(m) = std::fs::metadata(&link) {
                         self.items[index].skipped.insert(fd, (m.dev(), m.ino()));
                     }
@@ -243,7 +242,7 @@ impl WatchSource {
             if w.closed_at.is_some() {
                 continue;
             }
-            match procfs::position(w.pid, w.fd, &w.info) {
+            match fds::position(w.pid, w.fd, &w.info) {
                 Some(pos) => {
                     w.progress += pos.saturating_sub(w.position);
                     w.position = pos;

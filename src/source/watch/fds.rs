@@ -1,10 +1,10 @@
-//! Reading other processes' descriptors from `/proc`: what a descriptor is open on, its
-//! size and its position. The text parsers are pure and unit-tested.
+//! Other processes' descriptors, read through `crate::procfs`: what a descriptor is open on,
+//! its size and its position.
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
-use crate::procfs::{Io, Stat};
+use crate::procfs::{self, Io, ProcFile, Stat};
 
 /// Which of the process's byte counters stands in for a pipe or socket's position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,20 +90,17 @@ impl FdError {
                 "pid {pid}: fd {fd}: {path}: not a regular file, block device, pipe or socket"
             ),
             FdError::Counters(path, e) => {
-                format!("pid {pid}: fd {fd}: {path}: /proc/{pid}/io: {}", err(e))
+                let io = ProcFile::Io.path(pid);
+                format!("pid {pid}: fd {fd}: {path}: {io}: {}", err(e))
             }
         }
     }
 }
 
-fn link_path(pid: u32, fd: i32) -> String {
-    format!("/proc/{pid}/fd/{fd}")
-}
-
 /// Examines `/proc/PID/fd/FD`. With `pipes` false, pipes and sockets are `Unsupported`
 /// (whole-process watching shows files only, like pv).
 pub fn inspect(pid: u32, fd: i32, pipes: bool) -> Result<FdInfo, FdError> {
-    let link = link_path(pid, fd);
+    let link = procfs::fd_path(pid, fd);
     let target_path = std::fs::read_link(&link).map_err(FdError::Link)?;
     let raw_path = target_path
         .to_str()
@@ -146,7 +143,7 @@ pub fn inspect(pid: u32, fd: i32, pipes: bool) -> Result<FdInfo, FdError> {
     })
 }
 
-fn block_size(link: &str) -> io::Result<u64> {
+fn block_size(link: &std::path::Path) -> io::Result<u64> {
     use std::io::Seek;
     let mut f = std::fs::File::open(link)?;
     f.seek(io::SeekFrom::End(0))
@@ -155,7 +152,7 @@ fn block_size(link: &str) -> io::Result<u64> {
 /// True if the descriptor still refers to the same open file (same device, inode and open
 /// mode); false once it was closed or reused.
 pub fn unchanged(pid: u32, fd: i32, info: &FdInfo) -> bool {
-    let link = link_path(pid, fd);
+    let link = procfs::fd_path(pid, fd);
     let same_file =
         std::fs::metadata(&link).is_ok_and(|m| m.dev() == info.dev && m.ino() == info.ino);
     same_file && std::fs::symlink_metadata(&link).is_ok_and(|m| m.mode() & 0o777 == info.link_mode)
@@ -167,10 +164,7 @@ pub fn position(pid: u32, fd: i32, info: &FdInfo) -> Option<u64> {
         return None;
     }
     match info.source {
-        Source::Offset => {
-            let text = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
-            parse_fdinfo_pos(&text)
-        }
+        Source::Offset => procfs::fdinfo_pos(&procfs::fdinfo(pid, fd).ok()?),
         Source::Process(counter) => {
             let (r, w) = read_counters(pid).ok()?;
             Some(match counter {
@@ -186,26 +180,10 @@ fn read_counters(pid: u32) -> io::Result<(u64, u64)> {
     Io::of(pid).map(|io| (io.rchar, io.wchar))
 }
 
-/// The open descriptors of a process, sorted by number.
-pub fn list_fds(pid: u32) -> io::Result<Vec<i32>> {
-    let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    fds.sort_unstable();
-    Ok(fds)
-}
-
 /// True once the process is gone or a zombie (it has no descriptors any more, and a zombie
 /// child of someone else would otherwise be watched forever).
 pub fn process_gone(pid: u32) -> bool {
     Stat::of(pid).is_none_or(|s| matches!(s.state, 'Z' | 'X' | 'x'))
-}
-
-/// The `pos:` field of `/proc/PID/fdinfo/FD`.
-pub fn parse_fdinfo_pos(text: &str) -> Option<u64> {
-    text.lines()
-        .find_map(|line| line.strip_prefix("pos:"))
-        .and_then(|v| v.trim().parse().ok())
 }
 
 #[cfg(test)]
@@ -213,21 +191,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fdinfo_position() {
-        let text = "pos:\t1048576\nflags:\t0100000\nmnt_id:\t29\nino:\t1234\n";
-        assert_eq!(parse_fdinfo_pos(text), Some(1_048_576));
-        assert_eq!(parse_fdinfo_pos("pos:\t0\n"), Some(0));
-        assert_eq!(parse_fdinfo_pos("flags:\t02\n"), None);
-        assert_eq!(parse_fdinfo_pos("pos:\tx\n"), None);
-    }
-
-    #[test]
     fn own_descriptors() {
         let pid = std::process::id();
         let file = tempfile::tempfile().unwrap();
         use std::os::fd::AsRawFd;
         let fd = file.as_raw_fd();
-        assert!(list_fds(pid).unwrap().contains(&fd));
+        assert!(procfs::fds(pid).unwrap().contains(&fd));
         let info = inspect(pid, fd, false).unwrap();
         assert_eq!(info.source, Source::Offset);
         assert_eq!(position(pid, fd, &info), Some(0));

@@ -1,15 +1,124 @@
-//! The parsers of `/proc` text, and the two readers that need no `Proc` boundary.
+//! The one reader of `/proc`: typed parsers, the [`Proc`] boundary and its real
+//! implementation ([`SysProc`], in `sys.rs`), and the one-shot reads of the readers that need
+//! no boundary.
 //!
 //! Owns: the typed fields of `/proc/PID/stat` ([`Stat`]), `io` ([`Io`]), a thread's
 //! `schedstat`, `/proc/stat`'s CPU times, `children`, `cmdline` (as a shell would quote
-//! it), fd links (pipe and socket inodes), `syscall` (the descriptor a call blocks on) and
-//! `net/{tcp,tcp6,unix}`; [`Stat::of`] and [`Io::of`] for the readers outside the pipeline
-//! view (`-d`, the `-c` registry, the `-M` clean-up, `--stall-timeout`, the shell's jobs).
-//! Must not: import rpv's modules (but `display::printable`, for command lines) or keep
-//! files open: the pipeline view's reader, behind its `Proc` boundary and with its kept
-//! descriptors, is `pipeline::procfs::SysProc`.
+//! it), fd links (pipe and socket inodes), `fdinfo` (position, flags), `syscall` (the
+//! descriptor a call blocks on) and `net/{tcp,tcp6,unix}`; the [`Proc`] trait that the
+//! pipeline view and the stall report read through (tests implement it over synthetic
+//! tables); `sys.rs`, the only file of rpv that names a path under `/proc` (besides the
+//! completion scripts and `--top`'s scanner). Must not: import rpv's modules (but
+//! `display::printable`, for command lines): `sys` reads `/proc` through this module. A
+//! pipe is never held open: it is re-opened for each fill reading and closed at once,
+//! because while it is open it is an extra reader (a writer would not get EPIPE if the real
+//! reader died).
 
 use std::io;
+
+mod sys;
+#[cfg(test)]
+pub use sys::pipe_max_size;
+pub use sys::{exe, fd_link, fd_path, fdinfo, fds, own_fd_path, owner, read, tasks, SysProc};
+
+/// A file of a process (or of one of its threads) under `/proc/PID`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProcFile {
+    /// `stat`.
+    Stat,
+    /// `io`.
+    Io,
+    /// `wchan`: the kernel function a sleeping task waits in (`0` while it runs).
+    Wchan,
+    /// `cmdline`.
+    Cmdline,
+    /// `comm`: the name (at most 15 bytes), with a newline.
+    Comm,
+    /// `status`: the process's state, one `Name:\tvalue` per line.
+    Status,
+    /// `task/TID/stat`.
+    TaskStat(u32),
+    /// `task/TID/wchan`.
+    TaskWchan(u32),
+    /// `task/TID/children`: the PIDs of the children of thread TID.
+    Children(u32),
+    /// `task/TID/schedstat`: time on a CPU and time waiting for one.
+    TaskSchedstat(u32),
+    /// `task/TID/syscall`: the system call a thread is blocked in, with its arguments.
+    TaskSyscall(u32),
+    /// `net/tcp` of the process's network namespace.
+    NetTcp,
+    /// `net/tcp6`, likewise.
+    NetTcp6,
+    /// `net/unix`, likewise.
+    NetUnix,
+}
+
+/// How full a pipe is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fill {
+    /// Bytes queued (`FIONREAD`).
+    pub queued: u64,
+    /// Capacity in bytes (`F_GETPIPE_SZ`).
+    pub capacity: u64,
+}
+
+/// The process table as the pipeline view and the stall report see it. [`SysProc`] reads
+/// the real `/proc`; the tests implement it over synthetic tables.
+pub trait Proc {
+    /// Every process ID.
+    fn pids(&mut self) -> io::Result<Vec<u32>>;
+    /// The text of a file of `pid`. With `keep`, the file stays open for the next read of
+    /// the same file (for processes sampled repeatedly); [`Proc::release`] closes them.
+    fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>>;
+    /// The target of `/proc/PID/fd/FD`.
+    fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String>;
+    /// The open descriptors of `pid`, sorted, with their links' targets (a descriptor
+    /// closed while they are listed is left out).
+    fn fds(&mut self, pid: u32) -> io::Result<Vec<(u32, String)>>;
+    /// The flags descriptor `fd` of `pid` was opened with (`fdinfo`'s `flags:`); `None` if
+    /// they cannot be read.
+    fn fd_flags(&mut self, pid: u32, fd: u32) -> Option<u32>;
+    /// The device and inode of the file descriptor `fd` of `pid` is open on (a `stat`
+    /// through the link, which opens nothing: a FIFO never blocks it); `None` if it cannot
+    /// be told.
+    fn fd_file(&mut self, pid: u32, fd: u32) -> Option<(u64, u64)>;
+    /// The thread IDs of `pid` (for this process, without the calling thread).
+    fn tasks(&mut self, pid: u32) -> io::Result<Vec<u32>>;
+    /// Closes the files kept open for `pid`.
+    fn release(&mut self, pid: u32);
+    /// How full the pipe with this inode is, reached through descriptor `fd` of `holder`;
+    /// `None` if it cannot be read (gone, not permitted, not that pipe any more).
+    fn pipe_fill(&mut self, inode: u64, holder: u32, fd: u32) -> Option<Fill>;
+    /// Forgets every pipe not in `keep`.
+    fn retain_pipes(&mut self, keep: &[u64]);
+    /// Bytes moved so far by `pid` if it is an rpv that tells (its control channel), in
+    /// bytes; `None` otherwise.
+    fn rpv_bytes(&mut self, pid: u32) -> Option<u64>;
+    /// The whole machine's CPU times (`/proc/stat`).
+    fn cpu_times(&mut self) -> Option<CpuTimes>;
+    /// The cores this process (and so a pipeline it watches, as a rule) may run on.
+    fn cores(&self) -> usize;
+    /// Whether `pid` has files or sockets open (besides descriptors 0 to 2) for reading,
+    /// and for writing: its `/proc/PID/io` counters then count more than its pipes carry.
+    /// `None` when that cannot be told.
+    fn open_files(&mut self, _pid: u32) -> Option<(bool, bool)> {
+        None
+    }
+}
+
+/// The `pos:` field of an `fdinfo` file: the descriptor's offset.
+pub fn fdinfo_pos(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("pos:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The `flags:` field of an `fdinfo` file (octal): the descriptor's open flags.
+pub fn fdinfo_flags(text: &str) -> Option<u32> {
+    let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?.trim();
+    u32::from_str_radix(flags, 8).ok()
+}
 
 /// The clock ticks per second of the times in `/proc/PID/stat` (the kernel's `USER_HZ`,
 /// which is 100 on every architecture rpv builds for).
@@ -50,10 +159,10 @@ pub struct Stat {
 
 impl Stat {
     /// Reads and parses `/proc/PID/stat` (for the readers outside the view, which need no
-    /// `Proc` (pipeline::procfs): `-c`'s registry, the `-M` clean-up, `-d`); `None` if it cannot be read or
-    /// parsed (the process is gone).
+    /// [`Proc`]: `-c`'s registry, the `-M` clean-up, `-d`, the shell's jobs); `None` if it
+    /// cannot be read or parsed (the process is gone).
     pub fn of(pid: u32) -> Option<Stat> {
-        Stat::parse(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+        Stat::parse(&String::from_utf8_lossy(&read(pid, ProcFile::Stat).ok()?))
     }
 
     /// Parses the text of a `stat` file; `None` if it is not in the kernel's format.
@@ -99,8 +208,9 @@ impl Io {
     /// Reads and parses `/proc/PID/io` (for `-d`); its text not in the kernel's format is
     /// EINVAL.
     pub fn of(pid: u32) -> io::Result<Io> {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
-        Io::parse(&text).ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
+        let text = read(pid, ProcFile::Io)?;
+        Io::parse(&String::from_utf8_lossy(&text))
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
     }
 
     /// Parses the text of an `io` file; `None` if either counter is missing.
@@ -381,6 +491,18 @@ mod tests {
             Stat::parse("12 (x) S a b c 0 -1 0 0 0 0 0 3 4 0 0 20 0 3 0 99"),
             None
         );
+    }
+
+    #[test]
+    fn fdinfo_fields() {
+        let text = "pos:\t1048576\nflags:\t0100001\nmnt_id:\t29\nino:\t1234\n";
+        assert_eq!(fdinfo_pos(text), Some(1_048_576));
+        assert_eq!(fdinfo_flags(text), Some(0o100001));
+        assert_eq!(fdinfo_pos("pos:\t0\n"), Some(0));
+        assert_eq!(fdinfo_pos("flags:\t02\n"), None);
+        assert_eq!(fdinfo_pos("pos:\tx\n"), None);
+        assert_eq!(fdinfo_flags("flags:\t09\n"), None);
+        assert_eq!(fdinfo_flags("pos:\t0\n"), None);
     }
 
     #[test]

@@ -1,0 +1,458 @@
+//! The real `/proc`: [`SysProc`] behind the [`Proc`] boundary, and the one-shot reads of
+//! the readers that need no boundary (`-d`, the `-c` registry, the `-M` clean-up, the
+//! shell's jobs, the process title, the control socket's owner).
+//!
+//! Owns: every path under `/proc` that rpv's own code reads (`--top`'s scanner and the
+//! completion scripts aside); [`SysProc`]'s files kept open and re-read with `pread` at
+//! offset 0 (the kernel regenerates them on each read: one syscall per file per sample
+//! instead of three, and a read on a process that exited fails with ESRCH, even if its PID
+//! has been reused since), at most [`MAX_KEPT`] of them; the `O_PATH` handles of the pipes
+//! whose fill it reads; the tellers of other rpv processes' counts. Must not: parse `/proc`
+//! text (the parsers are in `procfs/mod.rs`) or decide anything about stages; import
+//! rpv's `sys` layer (which reads `/proc` through this module): its system calls are rustix's.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+
+use super::{fdinfo_flags, CpuTimes, Fill, Proc, ProcFile};
+
+/// Most `/proc` files kept open at once; beyond this, files are opened for each read (a
+/// very long pipeline must not run the process out of descriptors).
+const MAX_KEPT: usize = 512;
+
+impl ProcFile {
+    /// Its path.
+    pub fn path(self, pid: u32) -> String {
+        match self {
+            ProcFile::Stat => format!("/proc/{pid}/stat"),
+            ProcFile::Io => format!("/proc/{pid}/io"),
+            ProcFile::Wchan => format!("/proc/{pid}/wchan"),
+            ProcFile::Cmdline => format!("/proc/{pid}/cmdline"),
+            ProcFile::Comm => format!("/proc/{pid}/comm"),
+            ProcFile::Status => format!("/proc/{pid}/status"),
+            ProcFile::TaskStat(tid) => format!("/proc/{pid}/task/{tid}/stat"),
+            ProcFile::TaskWchan(tid) => format!("/proc/{pid}/task/{tid}/wchan"),
+            ProcFile::Children(tid) => format!("/proc/{pid}/task/{tid}/children"),
+            ProcFile::TaskSchedstat(tid) => format!("/proc/{pid}/task/{tid}/schedstat"),
+            ProcFile::TaskSyscall(tid) => format!("/proc/{pid}/task/{tid}/syscall"),
+            ProcFile::NetTcp => format!("/proc/{pid}/net/tcp"),
+            ProcFile::NetTcp6 => format!("/proc/{pid}/net/tcp6"),
+            ProcFile::NetUnix => format!("/proc/{pid}/net/unix"),
+        }
+    }
+}
+
+/// Reads a file of `pid` once (opened, read whole, closed).
+pub fn read(pid: u32, file: ProcFile) -> io::Result<Vec<u8>> {
+    read_from_start(&File::open(file.path(pid))?)
+}
+
+/// `/proc/PID/fd/FD`: the link to what descriptor `fd` of `pid` is open on (for `stat`,
+/// `readlink`, or opening the same file again).
+pub fn fd_path(pid: u32, fd: i32) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/fd/{fd}"))
+}
+
+/// `/proc/self/fd/FD`: this process's descriptor `fd` by name (to open it again with other
+/// flags, or to `linkat` an unnamed file).
+pub fn own_fd_path(fd: i32) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{fd}"))
+}
+
+/// The target of descriptor `fd` of `pid` (a path, `pipe:[N]`, `socket:[N]`), exactly.
+pub fn fd_link(pid: u32, fd: i32) -> io::Result<PathBuf> {
+    std::fs::read_link(fd_path(pid, fd))
+}
+
+/// The text of `/proc/PID/fdinfo/FD` (its position, flags).
+pub fn fdinfo(pid: u32, fd: i32) -> io::Result<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
+}
+
+/// The open descriptors of `pid`, sorted by number.
+pub fn fds(pid: u32) -> io::Result<Vec<i32>> {
+    let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    fds.sort_unstable();
+    Ok(fds)
+}
+
+/// The thread IDs of `pid`, in the order `/proc` lists them.
+pub fn tasks(pid: u32) -> io::Result<Vec<u32>> {
+    let mut tids = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        if let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
+            tids.push(tid);
+        }
+    }
+    Ok(tids)
+}
+
+/// The user that owns process `pid` (its `/proc/PID` directory's owner).
+pub fn owner(pid: u32) -> io::Result<u32> {
+    std::fs::metadata(format!("/proc/{pid}")).map(|m| m.uid())
+}
+
+/// The program `pid` runs (`/proc/PID/exe`).
+pub fn exe(pid: u32) -> io::Result<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+}
+
+/// The largest capacity an unprivileged process may give a pipe
+/// (`/proc/sys/fs/pipe-max-size`).
+#[cfg(test)]
+pub fn pipe_max_size() -> io::Result<usize> {
+    let text = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")?;
+    text.trim()
+        .parse()
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// Whether the descriptors of `pid` (links and `fdinfo` flags) include files or sockets
+/// open for reading, and for writing, leaving out 0 to 2, pipes, and devices (`/dev/…`).
+fn open_files_of(proc: &mut SysProc, pid: u32) -> Option<(bool, bool)> {
+    let mut found = (false, false);
+    for (fd, link) in proc.fds(pid).ok()? {
+        if fd <= 2 {
+            continue;
+        }
+        let counted =
+            (link.starts_with('/') && !link.starts_with("/dev/")) || link.starts_with("socket:[");
+        if !counted {
+            continue;
+        }
+        let Some(flags) = proc.fd_flags(pid, fd) else {
+            continue;
+        };
+        match flags & 3 {
+            0 => found.0 = true,
+            1 => found.1 = true,
+            _ => found = (true, true),
+        }
+    }
+    Some(found)
+}
+
+/// Asks one process for its count (another rpv, over its control channel); `None` when it
+/// does not tell.
+pub type Teller = Box<dyn FnMut() -> Option<u64>>;
+/// Makes the [`Teller`] of a process from its PID and command line (`cmdline`'s bytes).
+pub type Tellers = Box<dyn FnMut(u32, &[u8]) -> Teller>;
+
+/// The pipe handle kept for fill readings: an `O_PATH` descriptor, which refers to the pipe
+/// without being one of its readers or writers.
+#[derive(Debug)]
+struct PipeRef {
+    path: File,
+}
+
+/// The real `/proc`.
+pub struct SysProc {
+    me: u32,
+    open: HashMap<(u32, ProcFile), File>,
+    pipes: HashMap<u64, PipeRef>,
+    rpv: HashMap<u32, Teller>,
+    tellers: Option<Tellers>,
+    own_bytes: Option<Box<dyn FnMut() -> u64>>,
+    /// `/proc/stat`, kept open.
+    stat: Option<File>,
+    /// The cores this process may run on, once asked.
+    cores: std::cell::OnceCell<usize>,
+}
+
+impl std::fmt::Debug for SysProc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SysProc")
+            .field("open", &self.open.len())
+            .field("pipes", &self.pipes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for SysProc {
+    fn default() -> SysProc {
+        SysProc::new()
+    }
+}
+
+impl SysProc {
+    /// A reader of the real `/proc`.
+    pub fn new() -> SysProc {
+        SysProc {
+            me: std::process::id(),
+            open: HashMap::new(),
+            pipes: HashMap::new(),
+            rpv: HashMap::new(),
+            tellers: None,
+            own_bytes: None,
+            stat: None,
+            cores: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Where this process's own stage gets its byte count (a pipeline view running inside
+    /// the transfer it watches cannot ask itself over its control channel).
+    pub fn set_own_bytes(&mut self, counter: Box<dyn FnMut() -> u64>) {
+        self.own_bytes = Some(counter);
+    }
+
+    /// How the counts of other processes are asked for ([`Proc::rpv_bytes`]; without
+    /// tellers, no other process tells).
+    pub fn set_tellers(&mut self, tellers: Tellers) {
+        self.tellers = Some(tellers);
+    }
+}
+
+/// Reads the whole of a `/proc` file from offset 0 (one `pread` when it fits the buffer).
+fn read_from_start(file: &File) -> io::Result<Vec<u8>> {
+    let mut out = vec![0u8; 1024];
+    let mut len = 0;
+    loop {
+        let n = rustix::io::pread(file.as_fd(), &mut out[len..], len as u64)?;
+        len += n;
+        if n == 0 || len < out.len() {
+            out.truncate(len);
+            return Ok(out);
+        }
+        out.resize(out.len() * 2, 0);
+    }
+}
+
+impl Proc for SysProc {
+    fn pids(&mut self) -> io::Result<Vec<u32>> {
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir("/proc")? {
+            let entry = entry?;
+            if let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) {
+                pids.push(pid);
+            }
+        }
+        Ok(pids)
+    }
+
+    fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>> {
+        if let Some(open) = self.open.get(&(pid, file)) {
+            let result = read_from_start(open);
+            if result.is_err() {
+                self.open.remove(&(pid, file));
+            }
+            return result;
+        }
+        let opened = File::open(file.path(pid))?;
+        let text = read_from_start(&opened)?;
+        if keep && self.open.len() < MAX_KEPT {
+            self.open.insert((pid, file), opened);
+        }
+        Ok(text)
+    }
+
+    fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String> {
+        let target = fd_link(pid, fd as i32)?;
+        Ok(target.to_string_lossy().into_owned())
+    }
+
+    fn fds(&mut self, pid: u32) -> io::Result<Vec<(u32, String)>> {
+        Ok(fds(pid)?
+            .into_iter()
+            .filter_map(|fd| {
+                let link = fd_link(pid, fd).ok()?;
+                Some((fd as u32, link.to_string_lossy().into_owned()))
+            })
+            .collect())
+    }
+
+    fn fd_flags(&mut self, pid: u32, fd: u32) -> Option<u32> {
+        fdinfo_flags(&fdinfo(pid, fd as i32).ok()?)
+    }
+
+    fn fd_file(&mut self, pid: u32, fd: u32) -> Option<(u64, u64)> {
+        let meta = std::fs::metadata(fd_path(pid, fd as i32)).ok()?;
+        Some((meta.dev(), meta.ino()))
+    }
+
+    fn tasks(&mut self, pid: u32) -> io::Result<Vec<u32>> {
+        let mut tids = tasks(pid)?;
+        if pid == self.me {
+            // The thread sampling is always running: leave it out of its own stage.
+            if let Some(me) = std::fs::read_link("/proc/thread-self")
+                .ok()
+                .and_then(|l| l.file_name()?.to_str()?.parse::<u32>().ok())
+            {
+                tids.retain(|&t| t != me);
+            }
+        }
+        tids.sort_unstable();
+        Ok(tids)
+    }
+
+    fn release(&mut self, pid: u32) {
+        self.open.retain(|(p, _), _| *p != pid);
+        self.rpv.remove(&pid);
+    }
+
+    fn pipe_fill(&mut self, inode: u64, holder: u32, fd: u32) -> Option<Fill> {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.pipes.entry(inode) {
+            // O_PATH never runs the file's open routine, so even if the descriptor was
+            // replaced by a device since its link was read, nothing is opened here; fstat
+            // then confirms it is still the same pipe before it is used.
+            let path = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH)
+                .open(fd_path(holder, fd as i32))
+                .ok()?;
+            let info = rustix::fs::fstat(path.as_fd()).ok()?;
+            let pipe =
+                rustix::fs::FileType::from_raw_mode(info.st_mode) == rustix::fs::FileType::Fifo;
+            if !pipe || info.st_ino != inode {
+                return None;
+            }
+            slot.insert(PipeRef { path });
+        }
+        let pipe = self.pipes.get(&inode)?;
+        // A new reader of the same pipe, non-blocking, closed at the end of this block.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(own_fd_path(pipe.path.as_raw_fd()))
+            .ok()?;
+        let (queued, capacity) = fill_of(reader.as_fd())?;
+        Some(Fill { queued, capacity })
+    }
+
+    fn retain_pipes(&mut self, keep: &[u64]) {
+        self.pipes.retain(|inode, _| keep.contains(inode));
+    }
+
+    fn cpu_times(&mut self) -> Option<CpuTimes> {
+        let file = match &self.stat {
+            Some(file) => file,
+            None => self.stat.insert(File::open("/proc/stat").ok()?),
+        };
+        let text = read_from_start(file).ok()?;
+        CpuTimes::parse(&String::from_utf8_lossy(&text))
+    }
+
+    fn cores(&self) -> usize {
+        // Asked once: the answer reads the process's cgroup files.
+        *self
+            .cores
+            .get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+    }
+
+    fn open_files(&mut self, pid: u32) -> Option<(bool, bool)> {
+        open_files_of(self, pid)
+    }
+
+    fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
+        if pid == self.me {
+            return self.own_bytes.as_mut().map(|count| count());
+        }
+        if !self.rpv.contains_key(&pid) {
+            let tellers = self.tellers.as_mut()?;
+            let cmdline = read(pid, ProcFile::Cmdline).unwrap_or_default();
+            self.rpv.insert(pid, tellers(pid, &cmdline));
+        }
+        self.rpv.get_mut(&pid).and_then(|tell| tell())
+    }
+}
+
+/// The bytes queued in a pipe (`FIONREAD`) and its capacity (`F_GETPIPE_SZ`).
+fn fill_of(pipe: BorrowedFd<'_>) -> Option<(u64, u64)> {
+    let queued = rustix::io::ioctl_fionread(pipe).ok()?;
+    let capacity = rustix::pipe::fcntl_getpipe_size(pipe).ok()?;
+    Some((queued, capacity as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procfs::{Io, Stat};
+    use crate::sys;
+    use std::os::fd::{AsFd, AsRawFd};
+
+    #[test]
+    fn machine_cpu_times() {
+        let text = "cpu  100 5 50 800 45 0 0 0 0 0\ncpu0 50 2 25 400 20 0 0 0 0 0\n\
+                    cpu1 50 3 25 400 25 0 0 0 0 0\nintr 1 2 3\n";
+        let t = CpuTimes::parse(text).unwrap();
+        assert_eq!(
+            t,
+            CpuTimes {
+                idle: 845,
+                total: 1000,
+                cpus: 2
+            }
+        );
+        let later = CpuTimes {
+            idle: 845 + 150,
+            total: 1000 + 200,
+            cpus: 2,
+        };
+        assert_eq!(later.idle_cores_since(&t), Some(1.5));
+        assert_eq!(t.idle_cores_since(&t), None);
+        assert_eq!(CpuTimes::parse("intr 1\n"), None);
+        let real = SysProc::new().cpu_times().unwrap();
+        assert!(real.cpus >= 1 && real.total > 0);
+    }
+
+    #[test]
+    fn the_real_proc_reads_this_process() {
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        let text = proc.read(me, ProcFile::Stat, true).unwrap();
+        let stat = Stat::parse(&String::from_utf8_lossy(&text)).unwrap();
+        assert!(stat.threads >= 1);
+        // Read again through the kept descriptor: still this process.
+        let again = proc.read(me, ProcFile::Stat, true).unwrap();
+        assert_eq!(
+            Stat::parse(&String::from_utf8_lossy(&again)).unwrap().start,
+            stat.start
+        );
+        assert!(proc.pids().unwrap().contains(&me));
+        // The calling thread is left out of its own process's threads, and only it.
+        let tid = |_: ()| -> u32 {
+            let link = std::fs::read_link("/proc/thread-self").unwrap();
+            link.file_name().unwrap().to_str().unwrap().parse().unwrap()
+        };
+        let here = tid(());
+        assert!(!proc.tasks(me).unwrap().contains(&here));
+        let seen_elsewhere = std::thread::spawn(move || SysProc::new().tasks(me).unwrap());
+        assert!(seen_elsewhere.join().unwrap().contains(&here));
+        let io = proc.read(me, ProcFile::Io, false).unwrap();
+        assert!(Io::parse(&String::from_utf8_lossy(&io)).is_some());
+    }
+
+    #[test]
+    fn its_own_stage_is_counted_through_the_hook_never_over_its_own_socket() {
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        assert_eq!(proc.rpv_bytes(me), None);
+        proc.set_own_bytes(Box::new(|| 42));
+        assert_eq!(proc.rpv_bytes(me), Some(42));
+    }
+
+    #[test]
+    fn a_pipe_fill_is_read_and_the_pipe_is_not_held() {
+        let (r, w) = sys::pipe().unwrap();
+        sys::write(w.as_fd(), &[7u8; 1000]).unwrap();
+        let inode = sys::fstat(r.as_fd()).unwrap().ino;
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        let fill = proc.pipe_fill(inode, me, r.as_raw_fd() as u32).unwrap();
+        assert_eq!(fill.queued, 1000);
+        assert!(fill.capacity >= 4096);
+        // A wrong inode is refused.
+        assert_eq!(proc.pipe_fill(inode + 1, me, r.as_raw_fd() as u32), None);
+        // The view holds no reader: once ours is closed, a write fails with EPIPE.
+        drop(r);
+        let err = sys::write(w.as_fd(), b"x").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
+        // And the kept reference still answers (the pipe is empty and unused now).
+        assert!(proc.pipe_fill(inode, me, 0).is_some());
+    }
+}
