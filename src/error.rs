@@ -36,7 +36,7 @@ pub(crate) mod status {
 
 /// A side of a transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Side {
+pub(crate) enum Side {
     /// Reading the input.
     #[default]
     Input,
@@ -46,7 +46,7 @@ pub enum Side {
 
 impl Side {
     /// `input` or `output`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Side::Input => "input",
             Side::Output => "output",
@@ -56,7 +56,7 @@ impl Side {
 
 /// What the stall watchdog (`--stall-timeout`) found when it ended a transfer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Stall {
+pub(crate) struct Stall {
     /// The timeout, in seconds.
     pub timeout: f64,
     /// The side rpv waited on, when it can tell.
@@ -93,7 +93,7 @@ pub(crate) fn duration_text(seconds: f64) -> String {
 /// Something that went wrong, with pv's text and exit bits.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// An input could not be opened or stat'ed: `failed to read file: NAME: ERROR`.
     OpenInput {
         /// The input's display name (`(stdin)` for `-`).
@@ -197,7 +197,7 @@ pub enum Error {
 
 impl Error {
     /// A message with exit bits, for the cases without a variant of their own.
-    pub fn other(bits: u8, text: impl Into<String>) -> Error {
+    pub(crate) fn other(bits: u8, text: impl Into<String>) -> Error {
         Error::Other {
             bits,
             text: text.into(),
@@ -206,7 +206,7 @@ impl Error {
     }
 
     /// A message with exit bits and the system error number behind it (`ENOENT`, `ESRCH`).
-    pub fn other_errno(bits: u8, text: impl Into<String>, errno: Option<i32>) -> Error {
+    pub(crate) fn other_errno(bits: u8, text: impl Into<String>, errno: Option<i32>) -> Error {
         Error::Other {
             bits,
             text: text.into(),
@@ -215,7 +215,7 @@ impl Error {
     }
 
     /// The exit-status bits this error sets (pv's bitmask; `-M`'s 126/127 are whole codes).
-    pub fn exit_bits(&self) -> u8 {
+    pub(crate) fn exit_bits(&self) -> u8 {
         match self {
             Error::OpenInput { .. } | Error::Output { .. } => status::ACCESS,
             Error::InputIsOutput { .. } => status::OUROBOROS,
@@ -232,7 +232,7 @@ impl Error {
     }
 
     /// A short name of the kind of error, for machine-readable output.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Error::OpenInput { .. } => "open_input",
             Error::InputIsOutput { .. } => "input_is_output",
@@ -250,7 +250,7 @@ impl Error {
     }
 
     /// The system error number behind this error, if there is one.
-    pub fn errno(&self) -> Option<i32> {
+    pub(crate) fn errno(&self) -> Option<i32> {
         match self {
             Error::OpenInput { err, .. }
             | Error::Read { err, .. }

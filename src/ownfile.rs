@@ -48,7 +48,7 @@ use crate::sys;
 
 /// One file rpv writes for itself: the option that named it and its path.
 #[derive(Debug, Clone, Copy)]
-pub struct Own<'a> {
+pub(crate) struct Own<'a> {
     /// `-P`, `--metrics-file` or `-U`.
     pub option: &'static str,
     /// The path as given.
@@ -62,7 +62,7 @@ const NEW_MODE: u32 = 0o644;
 
 /// Refuses a path that exists and is not a regular file (following symlinks): status 1,
 /// `OPTION PATH: not a regular file`, or `OPTION PATH: Is a directory`.
-pub fn check_kind(option: &'static str, path: &Path) -> Result<(), Error> {
+pub(crate) fn check_kind(option: &'static str, path: &Path) -> Result<(), Error> {
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() => Err(Error::NotRegular {
             option,
@@ -77,7 +77,7 @@ pub fn check_kind(option: &'static str, path: &Path) -> Result<(), Error> {
 
 /// Refuses `own` if it is one of the files of the transfer `o` describes, or one of
 /// `others` (the other files rpv owns): status 4, `input file is pid file: NAME`.
-pub fn check_clashes(o: &Options, own: Own<'_>, others: &[Own<'_>]) -> Result<(), Error> {
+pub(crate) fn check_clashes(o: &Options, own: Own<'_>, others: &[Own<'_>]) -> Result<(), Error> {
     // The file's identity, if it exists (what a symlink points to).
     let existing = std::fs::metadata(own.path).ok().map(|m| (m.dev(), m.ino()));
     let same_path = |path: &Path| {
@@ -170,7 +170,7 @@ fn stdio_name(path: &Path, stdio: &str) -> String {
 
 /// True if `a` and `b` name the same directory entry: the same directory (by device and
 /// inode) and the same last component, whether or not the file exists yet.
-pub fn same_entry(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_entry(a: &Path, b: &Path) -> bool {
     let parent_id = |p: &Path| {
         std::fs::metadata(parent(p))
             .ok()
@@ -192,7 +192,7 @@ fn parent(path: &Path) -> &Path {
 /// Replaces `path` with a new regular file holding `contents`, atomically (see the module's
 /// notes). Fails, changing nothing, if `path` is now something other than a regular file or
 /// nothing (a directory: EISDIR; anything else: "not a regular file").
-pub fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
+pub(crate) fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
     let Some(name) = path.file_name() else {
         let errno = if path.as_os_str().is_empty() {
             libc::ENOENT
@@ -350,7 +350,7 @@ fn fill(file: &OwnedFd, contents: &[u8], keep: Option<(u32, u32, u32)>) -> io::R
 
 /// A fresh temporary name beside `name`: `.NAME.RANDOM.tmp` (hidden, and not `*.prom`, so a
 /// collector never reads it), with NAME cut so that the whole stays within 255 bytes.
-pub fn temp_name(name: &OsStr) -> OsString {
+pub(crate) fn temp_name(name: &OsStr) -> OsString {
     const NAME_MAX: usize = 255;
     const EXTRA: usize = ".".len() + ".".len() + 16 + ".tmp".len();
     let base = name.as_bytes();

@@ -27,14 +27,14 @@ use crate::source::engine::EngineMeter;
 use crate::source::watch::items::{self, Target};
 use crate::sys::{self, FileKind};
 use crate::transfer::output::Modifiers;
-pub use crate::transfer::output::Output;
+pub(crate) use crate::transfer::output::Output;
 use crate::transfer::outputs::{OutputMeter, TeeOutput};
 use crate::transfer::{self, input, Hooks, InputSpec, Settings};
 use crate::{signals, term};
 
 /// One transfer: the engine's settings, where it writes, and how its meter is shown.
 #[derive(Debug)]
-pub struct TransferPlan {
+pub(crate) struct TransferPlan {
     /// What the engine does.
     pub settings: Settings,
     /// Where it writes.
@@ -47,7 +47,7 @@ impl TransferPlan {
     /// A run this short needs no data thread: no rate limit, and every input a regular file,
     /// together no bigger than a pipe holds (so no write waits long for a reader). The main
     /// thread copies, then shows the end.
-    pub fn is_small(&self) -> bool {
+    pub(crate) fn is_small(&self) -> bool {
         const SMALL: u64 = 64 << 10;
         if self.settings.rate_limit > 0 {
             return false;
@@ -68,7 +68,7 @@ impl TransferPlan {
 
 /// `-U`: where the data is stored between the two phases.
 #[derive(Debug)]
-pub enum Store {
+pub(crate) enum Store {
     /// `-U -`: a file without a name (the kernel removes it however rpv ends).
     Unnamed(File),
     /// `-U FILE`.
@@ -77,7 +77,7 @@ pub enum Store {
 
 /// `-M SIDE -- COMMAND ARGS`.
 #[derive(Debug)]
-pub struct MonitorPlan {
+pub(crate) struct MonitorPlan {
     /// Which side(s).
     pub side: MonitorSide,
     /// The command.
@@ -90,7 +90,7 @@ pub struct MonitorPlan {
 
 /// `-d`: what to watch.
 #[derive(Debug)]
-pub struct WatchPlan {
+pub(crate) struct WatchPlan {
     /// The targets, resolved.
     pub targets: Vec<Target>,
     /// Items that found nothing (`=NAME` without a match): messages, status 2.
@@ -101,7 +101,7 @@ pub struct WatchPlan {
 
 /// What runs.
 #[derive(Debug)]
-pub enum Job {
+pub(crate) enum Job {
     /// Copy the inputs to the output.
     Transfer(TransferPlan),
     /// `-U`: the first phase (inputs to the store); the second is planned when it is over.
@@ -122,7 +122,7 @@ pub enum Job {
 
 /// Everything a run needs.
 #[derive(Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// What to show and how.
     pub display: DisplayConfig,
     /// What runs.
@@ -131,7 +131,7 @@ pub struct Plan {
 
 /// Makes the plan for `o`. The files rpv writes for itself (`-P`, `--metrics-file`) are
 /// checked, then written first, like pv's pid file.
-pub fn plan(o: &Options) -> Result<Plan, Error> {
+pub(crate) fn plan(o: &Options) -> Result<Plan, Error> {
     let pidfile = o.pidfile.as_deref().map(|path| Own {
         option: "-P",
         path,
@@ -237,7 +237,7 @@ pub fn plan(o: &Options) -> Result<Plan, Error> {
 }
 
 /// The second phase of `-U`: the store, now complete, to the output with its known size.
-pub fn second_phase(
+pub(crate) fn second_phase(
     o: &Options,
     display: &DisplayConfig,
     store: Store,
@@ -266,7 +266,7 @@ pub fn second_phase(
 
 /// One side of `-M`: `input` (stdin, or the command's output) to `output`. The input side's
 /// size comes from the inputs; the output side's only from `-s` or an output block device.
-pub fn monitor_side(
+pub(crate) fn monitor_side(
     o: &Options,
     display: &DisplayConfig,
     input: InputSpec,
@@ -437,7 +437,7 @@ fn detect_size(
 /// empties it first). The open is not restarted after a signal, so a Ctrl-C while waiting
 /// for a FIFO's reader ends rpv at once. With `notice`, a FIFO without a reader is said to
 /// be waited for while the open waits.
-pub fn open_output(
+pub(crate) fn open_output(
     path: Option<&Path>,
     inputs: &[InputSpec],
     notice: bool,
@@ -678,7 +678,7 @@ fn write_pidfile(path: &Path) -> Result<(), Error> {
 }
 
 /// The display settings of the options, with the terminal probed.
-pub fn display(o: &Options) -> DisplayConfig {
+pub(crate) fn display(o: &Options) -> DisplayConfig {
     let stderr_tty = sys::isatty(sys::stderr_fd());
     let mut config = DisplayConfig {
         // Only an explicit empty -F turns the display off; `-A 0` alone draws empty lines.
@@ -755,7 +755,7 @@ pub fn display(o: &Options) -> DisplayConfig {
 }
 
 /// The display switches of the options; none given means `-p -t -e -r -b`.
-pub fn switches(o: &Options) -> DisplaySwitches {
+pub(crate) fn switches(o: &Options) -> DisplaySwitches {
     let given = if o.display_switches == 0 {
         DisplaySwitches::from_letters("pterb")
     } else {
@@ -791,7 +791,7 @@ fn watch(o: &Options, raw: &[OsString]) -> Result<WatchPlan, Error> {
 }
 
 /// The changes an `rpv -R PID ...` command line asks for: only the options given.
-pub fn changes_from(o: &Options) -> Result<Changes, Error> {
+pub(crate) fn changes_from(o: &Options) -> Result<Changes, Error> {
     let mut c = Changes::default();
     if DisplaySwitches::LETTERS
         .chars()

@@ -19,7 +19,7 @@ const COMMAND_WIDTH: usize = 80;
 
 /// Whether nothing has moved for the timeout.
 #[derive(Debug)]
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     timeout: f64,
     watch: StallWatch,
     /// When the watch started (monotonic ns) and the stopped time then.
@@ -29,7 +29,7 @@ pub struct Watchdog {
 impl Watchdog {
     /// A watchdog of `timeout` seconds, from `now` (monotonic ns; `stopped_now`: the ns
     /// spent stopped so far).
-    pub fn new(timeout: f64, now: u64, stopped_now: u64) -> Watchdog {
+    pub(crate) fn new(timeout: f64, now: u64, stopped_now: u64) -> Watchdog {
         Watchdog {
             timeout,
             watch: StallWatch::default(),
@@ -38,13 +38,13 @@ impl Watchdog {
     }
 
     /// The timeout in seconds.
-    pub fn timeout(&self) -> f64 {
+    pub(crate) fn timeout(&self) -> f64 {
         self.timeout
     }
 
     /// Records `moved` (everything the transfer has moved so far) at `now`; true once nothing
     /// moved for the timeout, not counting time stopped.
-    pub fn expired(&mut self, now: u64, stopped_now: u64, moved: u64) -> bool {
+    pub(crate) fn expired(&mut self, now: u64, stopped_now: u64, moved: u64) -> bool {
         let stopped = stopped_now.saturating_sub(self.started.1);
         let running = now.saturating_sub(self.started.0).saturating_sub(stopped);
         let seconds = running as f64 / 1e9;
@@ -57,7 +57,7 @@ impl Watchdog {
 
 /// The error that ends a stalled transfer: the timeout, the side (if the source could tell)
 /// and the process at the other end of its pipe (if there is one we may see).
-pub fn report(timeout: f64, blocked: Option<Blocked>) -> Error {
+pub(crate) fn report(timeout: f64, blocked: Option<Blocked>) -> Error {
     report_from(&mut SysProc::new(), timeout, blocked)
 }
 
@@ -159,7 +159,7 @@ fn choose(holders: &[(u32, u32)]) -> Option<u32> {
 }
 
 /// A command line cut to [`COMMAND_WIDTH`] characters.
-pub fn shorten(command: &str) -> String {
+pub(crate) fn shorten(command: &str) -> String {
     if command.chars().count() <= COMMAND_WIDTH {
         return command.to_string();
     }

@@ -15,7 +15,7 @@
 //! /proc/self/fd/2` open the file on that descriptor. An output or `--tee` file whose path
 //! leads to one of rpv's descriptors 0-2 through /proc (following symlinks one at a time),
 //! where that descriptor was closed at start, is refused as that descriptor would be:
-//! `PATH: Bad file descriptor`, status 2 ([`reaches_closed`]). `-o /dev/null` itself, or
+//! `PATH: Bad file descriptor`, status 2 (`reaches_closed`). `-o /dev/null` itself, or
 //! another descriptor that is /dev/null, stays fine.
 //!
 //! Owns: the record and the checks. Must not: touch the descriptors (the record is taken by
@@ -42,7 +42,7 @@ pub fn record_closed(stdin: bool, stdout: bool, stderr: bool) {
 /// standard descriptor that was closed when rpv started, reached through that descriptor's
 /// link (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`, or a symlink to one of them):
 /// writing there would write into the /dev/null Rust's runtime put on it.
-pub fn reaches_closed(path: &Path, info: &FileInfo) -> bool {
+pub(crate) fn reaches_closed(path: &Path, info: &FileInfo) -> bool {
     let closed = CLOSED.load(Ordering::Relaxed);
     let Some(n) = descriptor_named(path) else {
         return false;
@@ -93,18 +93,18 @@ fn descriptor_named(path: &Path) -> Option<u32> {
 }
 
 /// True if standard input was closed when rpv started.
-pub fn stdin_was_closed() -> bool {
+pub(crate) fn stdin_was_closed() -> bool {
     CLOSED.load(Ordering::Relaxed) & 1 != 0
 }
 
 /// True if standard output was closed when rpv started.
-pub fn stdout_was_closed() -> bool {
+pub(crate) fn stdout_was_closed() -> bool {
     CLOSED.load(Ordering::Relaxed) & 2 != 0
 }
 
 /// The error if the run would write to a standard output that was closed (checked before
 /// anything is read, so no input is consumed for nothing).
-pub fn check_output(o: &Options) -> Result<(), Error> {
+pub(crate) fn check_output(o: &Options) -> Result<(), Error> {
     let writes_stdout = matches!(
         o.action,
         Action::Transfer | Action::StoreAndForward(_) | Action::Monitor(_)

@@ -59,7 +59,7 @@ impl Shell {
 /// these modes decide what a failed `--tee` output does, and whether the main output's
 /// reader going away ends the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TeeErrorMode {
+pub(crate) enum TeeErrorMode {
     /// A failed `--tee` output (write error or reader gone) is reported and gets no more
     /// data; the other outputs go on. The default.
     #[default]
@@ -77,7 +77,7 @@ pub enum TeeErrorMode {
 
 impl TeeErrorMode {
     /// Every mode by its option value.
-    pub const NAMES: [(&'static str, TeeErrorMode); 4] = [
+    pub(crate) const NAMES: [(&'static str, TeeErrorMode); 4] = [
         ("warn", TeeErrorMode::Warn),
         ("warn-nopipe", TeeErrorMode::WarnNoPipe),
         ("exit", TeeErrorMode::Exit),
@@ -85,7 +85,7 @@ impl TeeErrorMode {
     ];
 
     /// The mode named `name` (exact match).
-    pub fn from_name(name: &str) -> Option<TeeErrorMode> {
+    pub(crate) fn from_name(name: &str) -> Option<TeeErrorMode> {
         Self::NAMES
             .iter()
             .find(|(n, _)| *n == name)
@@ -94,7 +94,7 @@ impl TeeErrorMode {
 
     /// Whether a `--tee` output's failure is reported (message and exit status 16);
     /// `broken_pipe`: its reader went away.
-    pub fn reports(self, broken_pipe: bool) -> bool {
+    pub(crate) fn reports(self, broken_pipe: bool) -> bool {
         match self {
             TeeErrorMode::Warn | TeeErrorMode::Exit => true,
             TeeErrorMode::WarnNoPipe | TeeErrorMode::ExitNoPipe => !broken_pipe,
@@ -102,7 +102,7 @@ impl TeeErrorMode {
     }
 
     /// Whether a `--tee` output's failure ends the whole run.
-    pub fn ends_run(self, broken_pipe: bool) -> bool {
+    pub(crate) fn ends_run(self, broken_pipe: bool) -> bool {
         match self {
             TeeErrorMode::Exit => true,
             TeeErrorMode::ExitNoPipe => !broken_pipe,
@@ -112,7 +112,7 @@ impl TeeErrorMode {
 
     /// Whether the main output's reader going away ends the run while `--tee` outputs are
     /// still open (otherwise they get the rest of the input).
-    pub fn main_gone_ends_run(self) -> bool {
+    pub(crate) fn main_gone_ends_run(self) -> bool {
         self == TeeErrorMode::Exit
     }
 }
@@ -120,7 +120,7 @@ impl TeeErrorMode {
 /// `--term-progress WHEN`: when to show progress in the terminal's own indicator (the
 /// `OSC 9;4` sequence: a taskbar or tab progress bar).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TermProgress {
+pub(crate) enum TermProgress {
     /// Only on a terminal known to support it, from one rpv per terminal (the default).
     #[default]
     Auto,
@@ -132,14 +132,14 @@ pub enum TermProgress {
 
 impl TermProgress {
     /// Every setting by its option value.
-    pub const NAMES: [(&'static str, TermProgress); 3] = [
+    pub(crate) const NAMES: [(&'static str, TermProgress); 3] = [
         ("auto", TermProgress::Auto),
         ("always", TermProgress::Always),
         ("never", TermProgress::Never),
     ];
 
     /// The setting named `name` (exact match).
-    pub fn from_name(name: &str) -> Option<TermProgress> {
+    pub(crate) fn from_name(name: &str) -> Option<TermProgress> {
         Self::NAMES
             .iter()
             .find(|(n, _)| *n == name)
@@ -149,7 +149,7 @@ impl TermProgress {
 
 /// The operating mode; the last mode-selecting option wins.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Action {
+pub(crate) enum Action {
     /// Copy inputs to the output with progress (default).
     #[default]
     Transfer,
@@ -172,7 +172,7 @@ pub enum Action {
 
 /// `-M` side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MonitorSide {
+pub(crate) enum MonitorSide {
     /// The command's standard input.
     In,
     /// The command's standard output.
@@ -183,7 +183,7 @@ pub enum MonitorSide {
 
 /// `--size` as given.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum SizeArg {
+pub(crate) enum SizeArg {
     /// Not given, or given as 0: detect automatically.
     #[default]
     Auto,
@@ -195,7 +195,7 @@ pub enum SizeArg {
 
 /// Everything the command line said, typed, after pv's clamps but before any I/O.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// The display switches given, `-p -t -e -I -r -a -b -T` (`-8` sets `bytes`); only
     /// those eight fields are set here (`-A`, `-N` and `-n` are the fields below).
     pub switches: DisplaySwitches,
@@ -310,7 +310,7 @@ pub struct Options {
 impl Options {
     /// True if the option with this short letter appeared on the command line (long forms
     /// count under their letter). `-L 0` is given; an absent `-L` is not.
-    pub fn given(&self, short: char) -> bool {
+    pub(crate) fn given(&self, short: char) -> bool {
         self.given_letters.contains(short)
     }
 }
@@ -318,7 +318,7 @@ impl Options {
 /// How rpv speaks on standard error: its usual display and `rpv: …` messages, NDJSON
 /// (`--json`) or time-stamped lines (`--log`). The later of `--json` and `--log` wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Voice {
+pub(crate) enum Voice {
     /// The display, and messages as `rpv: …` lines.
     #[default]
     Display,
@@ -330,7 +330,7 @@ pub enum Voice {
 
 impl Options {
     /// The voice these options ask for.
-    pub fn voice(&self) -> Voice {
+    pub(crate) fn voice(&self) -> Voice {
         if self.json {
             Voice::Json
         } else if self.log {

@@ -21,7 +21,7 @@ use crate::units::Unit;
 const EXIT_WAIT: Duration = Duration::from_millis(100);
 
 /// A connection to another rpv's control socket.
-pub struct Client {
+pub(crate) struct Client {
     stream: UnixStream,
     /// Bytes of a reply received and not yet used.
     pending: Vec<u8>,
@@ -31,7 +31,7 @@ pub struct Client {
 
 impl Client {
     /// Connects to `pid`'s socket and checks that `pid` itself serves it.
-    pub fn connect(pid: u32) -> Option<Client> {
+    pub(crate) fn connect(pid: u32) -> Option<Client> {
         let unchecked = unchecked_for_tests();
         let uid = match procfs::owner(pid) {
             Ok(uid) => uid,
@@ -64,7 +64,7 @@ impl Client {
 
     /// [`Client::connect`], waiting up to `wait` for the socket while `pid` is alive: a run
     /// opens its socket a moment after it starts.
-    pub fn connect_waiting(pid: u32, wait: Duration) -> Option<Client> {
+    pub(crate) fn connect_waiting(pid: u32, wait: Duration) -> Option<Client> {
         let deadline = Instant::now() + wait;
         loop {
             if let Some(client) = Client::connect(pid) {
@@ -78,7 +78,7 @@ impl Client {
     }
 
     /// Sends `request` and reads the reply; None if the target did not answer.
-    pub fn ask(&mut self, request: &Request) -> Option<Reply> {
+    pub(crate) fn ask(&mut self, request: &Request) -> Option<Reply> {
         // A target that has finished shuts the connection down after sending its final
         // state: the write then fails, but that state is still there to read.
         let _ = (&self.stream).write_all(encode_request(request).as_bytes());
@@ -169,7 +169,7 @@ impl ProgressQuery {
 }
 
 /// Checks the target like pv does (`kill(pid, 0)`): it must exist and be ours to signal.
-pub fn check_target(pid: u32) -> Result<(), Error> {
+pub(crate) fn check_target(pid: u32) -> Result<(), Error> {
     if unchecked_for_tests() {
         return Ok(());
     }
@@ -180,7 +180,7 @@ pub fn check_target(pid: u32) -> Result<(), Error> {
 }
 
 /// `-R PID`: sends `changes` and waits for the target to apply them.
-pub fn remote(pid: u32, changes: Changes) -> Result<(), Error> {
+pub(crate) fn remote(pid: u32, changes: Changes) -> Result<(), Error> {
     let request = Request::Set(changes);
     let text = encode_request(&request);
     if let Some(line) = text.lines().find(|l| l.len() > MAX_LINE) {
@@ -207,7 +207,7 @@ pub fn remote(pid: u32, changes: Changes) -> Result<(), Error> {
 /// The error when no socket of `pid` could be reached: `PID: message not received`, and
 /// why, when a directory where its socket would be is not one rpv can use (another user
 /// made it first, or it is not a directory: rpv then does not listen there at all).
-pub fn not_reached(pid: u32) -> Error {
+pub(crate) fn not_reached(pid: u32) -> Error {
     let owner = procfs::owner(pid);
     let why = owner
         .ok()

@@ -32,9 +32,9 @@
 //! connection. Unknown keys are ignored; a bad request gets `error TEXT`. A line may hold at
 //! most [`MAX_LINE`] bytes.
 
-pub mod client;
-pub mod protocol;
-pub mod server;
+pub(crate) mod client;
+pub(crate) mod protocol;
+pub(crate) mod server;
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -52,11 +52,11 @@ pub(crate) const CONNECT_WAIT: Duration = Duration::from_secs(1);
 /// `-Q`: time between fetches (pv's 0.1 s).
 pub(crate) const QUERY_PERIOD: Duration = Duration::from_millis(100);
 /// Longest request line accepted.
-pub const MAX_LINE: usize = 64 << 10;
+pub(crate) const MAX_LINE: usize = 64 << 10;
 
 /// The settings a `-R` changes: `None` = not given, leave it alone.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Changes {
+pub(crate) struct Changes {
     /// Display switches (replace the receiver's set; the default format is rebuilt).
     pub switches: Option<DisplaySwitches>,
     /// `-L`, 0 removes the limit.
@@ -81,7 +81,7 @@ pub struct Changes {
 
 /// What a client asks of a running display.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Request {
+pub(crate) enum Request {
     /// `-R`: apply these changes.
     Set(Changes),
     /// `-Q`: report the progress.
@@ -90,7 +90,7 @@ pub enum Request {
 
 /// The display loop's answer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// Changes applied.
     Done,
     /// Progress: elapsed seconds, amount transferred and total size (0 = unknown), in the
@@ -163,7 +163,7 @@ pub(crate) fn private_dir(dir: &Path, euid: u32) -> std::io::Result<()> {
 }
 
 /// A peer may talk to us if it runs as the same effective user, or as root.
-pub fn peer_allowed(peer_uid: u32, own_euid: u32) -> bool {
+pub(crate) fn peer_allowed(peer_uid: u32, own_euid: u32) -> bool {
     peer_uid == own_euid || peer_uid == 0
 }
 

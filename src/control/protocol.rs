@@ -37,7 +37,7 @@ fn unescape(value: &str) -> String {
 }
 
 /// The wire text of a request, ending with `end\n`.
-pub fn encode_request(request: &Request) -> String {
+pub(crate) fn encode_request(request: &Request) -> String {
     let mut out = String::new();
     match request {
         Request::Query => out.push_str("query\n"),
@@ -82,7 +82,7 @@ pub fn encode_request(request: &Request) -> String {
 }
 
 /// Parses a request from its lines (without `end`).
-pub fn decode_request(lines: &[String]) -> Result<Request, String> {
+pub(crate) fn decode_request(lines: &[String]) -> Result<Request, String> {
     let Some((kind, fields)) = lines.split_first() else {
         return Err("empty request".into());
     };
@@ -141,7 +141,7 @@ pub fn decode_request(lines: &[String]) -> Result<Request, String> {
 }
 
 /// The wire text of a reply.
-pub fn encode_reply(reply: &Reply) -> String {
+pub(crate) fn encode_reply(reply: &Reply) -> String {
     match reply {
         Reply::Done => "ok\n".into(),
         Reply::State {
@@ -164,7 +164,7 @@ pub fn encode_reply(reply: &Reply) -> String {
 /// Parses a reply line. Fields it does not know are skipped, so an rpv that adds one can
 /// still be queried; a reply without a unit (from an rpv older than that field) counts
 /// bytes, and one with a unit it does not know is refused.
-pub fn decode_reply(line: &str) -> Option<Reply> {
+pub(crate) fn decode_reply(line: &str) -> Option<Reply> {
     let line = line.trim_end();
     if line == "ok" {
         return Some(Reply::Done);

@@ -54,7 +54,7 @@ struct Inbox {
 
 /// The listener of a running display: a thread accepts connections; the display loop
 /// answers in [`Server::serve`]. Dropping it closes the listener and removes the socket.
-pub struct Server {
+pub(crate) struct Server {
     path: PathBuf,
     listener: OwnedFd,
     inbox: Arc<Mutex<Inbox>>,
@@ -63,7 +63,7 @@ pub struct Server {
 impl Server {
     /// Starts listening at this process's socket; `wake` wakes the display loop. None if
     /// the socket cannot be set up (the transfer then runs without remote control).
-    pub fn start(wake: Waker) -> Option<Server> {
+    pub(crate) fn start(wake: Waker) -> Option<Server> {
         let euid = sys::geteuid();
         let dir = own_dir(euid);
         private_dir(&dir, euid).ok()?;
@@ -95,7 +95,7 @@ impl Server {
 
     /// Stops serving: every connection that queried gets `last` (the final state) before
     /// it is closed, so a `-Q` ends on the same final numbers as the target.
-    pub fn close(self, last: &Reply) {
+    pub(crate) fn close(self, last: &Reply) {
         let queriers = match self.inbox.lock() {
             Ok(mut inbox) => {
                 inbox.closed = true;
@@ -114,7 +114,7 @@ impl Server {
     }
 
     /// Answers every pending request with `handler` (called on the display thread).
-    pub fn serve(&self, mut handler: impl FnMut(&Request) -> Reply) {
+    pub(crate) fn serve(&self, mut handler: impl FnMut(&Request) -> Reply) {
         let pending = match self.inbox.lock() {
             Ok(mut inbox) => std::mem::take(&mut inbox.pending),
             Err(_) => return,

@@ -277,7 +277,7 @@ fn colour_index(name: &str) -> Option<u8> {
 
 /// Which display switches are on, for the default format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DisplaySwitches {
+pub(crate) struct DisplaySwitches {
     /// `-p`
     pub progress: bool,
     /// `-t`
@@ -306,7 +306,7 @@ impl DisplaySwitches {
     /// The letters of the eight display switches (`-p -t -e -I -r -a -b -T`): the one
     /// mapping between the letters and the fields, used by the command line, `-R` and the
     /// control protocol's wire text.
-    pub const LETTERS: &'static str = "pteIrabT";
+    pub(crate) const LETTERS: &'static str = "pteIrabT";
 
     /// The field of switch `letter`, if it is one of [`Self::LETTERS`].
     fn field(&mut self, letter: char) -> Option<&mut bool> {
@@ -324,12 +324,12 @@ impl DisplaySwitches {
     }
 
     /// Turns on switch `letter`; false (and no change) if it is not a switch letter.
-    pub fn set(&mut self, letter: char) -> bool {
+    pub(crate) fn set(&mut self, letter: char) -> bool {
         self.field(letter).map(|on| *on = true).is_some()
     }
 
     /// The letters of the switches that are on, in [`Self::LETTERS`] order.
-    pub fn letters(&self) -> String {
+    pub(crate) fn letters(&self) -> String {
         let mut copy = *self;
         Self::LETTERS
             .chars()
@@ -338,7 +338,7 @@ impl DisplaySwitches {
     }
 
     /// The switches named in `text` on, all others off; other characters are ignored.
-    pub fn from_letters(text: &str) -> DisplaySwitches {
+    pub(crate) fn from_letters(text: &str) -> DisplaySwitches {
         let mut switches = DisplaySwitches::default();
         for letter in text.chars() {
             switches.set(letter);

@@ -26,7 +26,7 @@ const MOSTLY: f64 = 0.5;
 
 /// Where the stage is in the pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Position {
+pub(crate) enum Position {
     /// It reads no pipe of the pipeline: the producer.
     First,
     /// Between two stages.
@@ -39,7 +39,7 @@ pub enum Position {
 
 /// The stage holding the pipeline back, and the machine around it.
 #[derive(Debug, Clone, Copy)]
-pub struct Situation<'a> {
+pub(crate) struct Situation<'a> {
     /// Its command line, as shown.
     pub command: &'a str,
     /// Where it is.
@@ -64,14 +64,14 @@ pub struct Situation<'a> {
 
 /// Programs found on `PATH` among those advice may name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tools {
+pub(crate) struct Tools {
     installed: Vec<&'static str>,
 }
 
 impl Tools {
     /// The tools of [`PARALLEL`] that are executable files in a directory of `path` (the
     /// value of `PATH`).
-    pub fn from_path(path: Option<&std::ffi::OsStr>) -> Tools {
+    pub(crate) fn from_path(path: Option<&std::ffi::OsStr>) -> Tools {
         use std::os::unix::fs::PermissionsExt;
         let dirs: Vec<std::path::PathBuf> = path
             .map(|p| std::env::split_paths(p).collect())
@@ -90,7 +90,7 @@ impl Tools {
 
     /// These tools, as if they were installed (tests).
     #[cfg(test)]
-    pub fn of(names: &[&'static str]) -> Tools {
+    pub(crate) fn of(names: &[&'static str]) -> Tools {
         Tools {
             installed: names.to_vec(),
         }
@@ -104,7 +104,7 @@ impl Tools {
 /// Single-threaded compressors and their parallel counterparts: (program, [(tool to look
 /// for on `PATH`, what to suggest)]). A program whose command line already asks for
 /// threads (`-T`, `--threads`) is left alone.
-pub const PARALLEL: &[(&str, &[(&str, &str)])] = &[
+pub(crate) const PARALLEL: &[(&str, &[(&str, &str)])] = &[
     ("gzip", &[("pigz", "pigz")]),
     ("bzip2", &[("pbzip2", "pbzip2"), ("lbzip2", "lbzip2")]),
     ("xz", &[("xz", "xz -T0")]),
@@ -113,10 +113,10 @@ pub const PARALLEL: &[(&str, &[(&str, &str)])] = &[
 ];
 
 /// One entry of the table: its name (for tests and documentation) and the rule.
-pub type Rule = (&'static str, fn(&Situation<'_>, &Tools) -> Option<String>);
+pub(crate) type Rule = (&'static str, fn(&Situation<'_>, &Tools) -> Option<String>);
 
 /// The table of advice, in the order tried.
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     ("shell loop", shell_loop),
     ("short of CPU", short_of_cpu),
     ("rate limit", rate_limit),
@@ -128,7 +128,7 @@ pub const RULES: &[Rule] = &[
 ];
 
 /// The advice for `situation`: the first rule of [`RULES`] that applies.
-pub fn advise(situation: &Situation<'_>, tools: &Tools) -> Option<String> {
+pub(crate) fn advise(situation: &Situation<'_>, tools: &Tools) -> Option<String> {
     RULES.iter().find_map(|(_, rule)| rule(situation, tools))
 }
 
@@ -317,7 +317,7 @@ fn disk(s: &Situation<'_>, _: &Tools) -> Option<String> {
 
 /// The host an ssh command line connects to: its first word that is neither an option
 /// nor an option's value (`ssh -p 2222 -i key nas cat` is `nas`).
-pub fn ssh_host(command: &str) -> Option<&str> {
+pub(crate) fn ssh_host(command: &str) -> Option<&str> {
     // Options of ssh that take a value.
     const VALUED: &str = "BbcDEeFIiJLlmOoPpQRSWw";
     let mut words = command.split(' ').skip(1).filter(|w| !w.is_empty());

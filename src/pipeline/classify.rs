@@ -17,7 +17,7 @@
 use super::model::{Activity, Fill, Part, Sleep, Split};
 
 /// One task (thread) from its state letter (`stat` field 3) and its `wchan` text.
-pub fn task_activity(state: char, wchan: &str) -> Activity {
+pub(crate) fn task_activity(state: char, wchan: &str) -> Activity {
     let wchan = wchan.trim();
     match state {
         'R' => return Activity::Running,
@@ -63,7 +63,7 @@ pub fn task_activity(state: char, wchan: &str) -> Activity {
 /// task wins; then a task blocked on a pipe, on the disk, or on a timer (the thread doing
 /// the work, whatever the others do); otherwise the task that has used the most CPU (the
 /// worker, not an idle helper thread).
-pub fn process_activity(tasks: &[(Activity, u64)]) -> Activity {
+pub(crate) fn process_activity(tasks: &[(Activity, u64)]) -> Activity {
     let order = [
         Activity::Running,
         Activity::Stopped,
@@ -82,14 +82,14 @@ pub fn process_activity(tasks: &[(Activity, u64)]) -> Activity {
 }
 
 /// True if a writer would wait: less than a page of room left.
-pub fn is_full(fill: Fill) -> bool {
+pub(crate) fn is_full(fill: Fill) -> bool {
     fill.queued.saturating_add(4096) > fill.capacity
 }
 
 /// Settles a sleep in `poll` (or an old kernel's `pipe_wait`) with the pipes: an empty input
 /// means waiting for it; a full output means waiting to write it; an input with data and an
 /// output with room mean waiting for a timeout (pv's rate limit sleeps in `select`).
-pub fn resolve(activity: Activity, input: Option<Fill>, output: Option<Fill>) -> Activity {
+pub(crate) fn resolve(activity: Activity, input: Option<Fill>, output: Option<Fill>) -> Activity {
     if activity != Activity::Sleeping(Sleep::Poll) {
         return activity;
     }
@@ -103,14 +103,14 @@ pub fn resolve(activity: Activity, input: Option<Fill>, output: Option<Fill>) ->
 
 /// Least share of the time a stage must spend on its own account (not waiting for its
 /// neighbours) to be named the bottleneck.
-pub const MIN_OWN: f64 = 0.5;
+pub(crate) const MIN_OWN: f64 = 0.5;
 
 /// Shares closer than this are taken as equal.
 const TIE: f64 = 0.01;
 
 /// One stage as the bottleneck rule sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StageState {
+pub(crate) struct StageState {
     /// What it is doing now (already [`resolve`]d): `Unknown` for another user's stage,
     /// `Stopped` and `Ended` as they are.
     pub activity: Activity,
@@ -128,7 +128,7 @@ impl StageState {
     /// Its time on its own account: [`Split::own`], and for the first stage its waits for
     /// input (its source is outside the pipeline: a FIFO, another program), for the last its
     /// waits for output.
-    pub fn own(&self, time: &Split) -> f64 {
+    pub(crate) fn own(&self, time: &Split) -> f64 {
         let mut own = time.own();
         if !self.upstream {
             own += time.get(Part::Input);
@@ -152,7 +152,7 @@ impl StageState {
 ///
 /// Another user's stage has no wait states: its CPU time counts, and its blocked time
 /// (unknown) only when a neighbour spent at least half the window waiting for it.
-pub fn bottleneck(stages: &[StageState]) -> Option<usize> {
+pub(crate) fn bottleneck(stages: &[StageState]) -> Option<usize> {
     // A pipeline stopped as a whole (Ctrl-Z) is not held back by any one stage.
     let live = stages.iter().filter(|s| s.activity != Activity::Ended);
     if live.clone().count() > 1 && live.clone().all(|s| s.activity == Activity::Stopped) {
@@ -230,7 +230,7 @@ fn held_by_one(stages: &[StageState]) -> Option<usize> {
 /// so the stage named the bottleneck never reads as waiting for a neighbour. `now` when
 /// nothing is known yet, and for states the time does not tell (stopped, another user's,
 /// ended).
-pub fn state(time: Option<Split>, now: Activity) -> Activity {
+pub(crate) fn state(time: Option<Split>, now: Activity) -> Activity {
     let Some(t) = time else {
         return now;
     };

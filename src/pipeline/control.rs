@@ -20,7 +20,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_millis(100);
 const RETRY_NS: u64 = 1_000_000_000;
 
 /// The link to one rpv stage.
-pub struct RpvLink {
+pub(crate) struct RpvLink {
     pid: u32,
     /// False for other programs.
     rpv: bool,
@@ -30,7 +30,7 @@ pub struct RpvLink {
 
 impl RpvLink {
     /// A link to `pid`, whose command line is `cmdline` (NUL-separated, as in `/proc`).
-    pub fn new(pid: u32, cmdline: &[u8]) -> RpvLink {
+    pub(crate) fn new(pid: u32, cmdline: &[u8]) -> RpvLink {
         RpvLink {
             pid,
             rpv: is_rpv(pid, cmdline),
@@ -41,7 +41,7 @@ impl RpvLink {
 
     /// The bytes the stage has passed on so far, if it is an rpv that answers in bytes (an
     /// rpv counting lines, `-l` or `-0`, gives no bytes).
-    pub fn bytes(&mut self, now_ns: u64) -> Option<u64> {
+    pub(crate) fn bytes(&mut self, now_ns: u64) -> Option<u64> {
         if !self.rpv {
             return None;
         }
@@ -69,7 +69,7 @@ impl RpvLink {
 }
 
 /// The real `/proc`, whose other rpv processes tell their counts through an [`RpvLink`].
-pub fn sys_proc() -> SysProc {
+pub(crate) fn sys_proc() -> SysProc {
     let mut proc = SysProc::new();
     proc.set_tellers(Box::new(|pid, cmdline| {
         let mut link = RpvLink::new(pid, cmdline);

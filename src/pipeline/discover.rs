@@ -25,7 +25,7 @@ use super::procfs::{pipe_inode, Proc, ProcFile, Stat};
 
 /// What a process has as its standard input or output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// A pipe, by inode.
     Pipe(u64),
     /// Anything else: a file, a terminal, a socket.
@@ -47,7 +47,7 @@ impl End {
 
 /// One process of the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcInfo {
+pub(crate) struct ProcInfo {
     /// Its PID.
     pub pid: u32,
     /// Its `stat` fields.
@@ -66,26 +66,26 @@ impl ProcInfo {
 
 /// A snapshot of the processes that may be stages.
 #[derive(Debug, Default, Clone)]
-pub struct Table {
+pub(crate) struct Table {
     procs: HashMap<u32, ProcInfo>,
 }
 
 impl Table {
     /// A table of these processes (tests).
     #[cfg(test)]
-    pub fn from_procs(procs: impl IntoIterator<Item = ProcInfo>) -> Table {
+    pub(crate) fn from_procs(procs: impl IntoIterator<Item = ProcInfo>) -> Table {
         Table {
             procs: procs.into_iter().map(|p| (p.pid, p)).collect(),
         }
     }
 
     /// The process with this PID, if it was scanned.
-    pub fn get(&self, pid: u32) -> Option<&ProcInfo> {
+    pub(crate) fn get(&self, pid: u32) -> Option<&ProcInfo> {
         self.procs.get(&pid)
     }
 
     /// The PIDs of the children of `pid` in the table.
-    pub fn children(&self, pid: u32) -> Vec<u32> {
+    pub(crate) fn children(&self, pid: u32) -> Vec<u32> {
         let mut out: Vec<u32> = self
             .procs
             .values()
@@ -133,7 +133,7 @@ impl Table {
 
 /// Reads the process table: every process's `stat`, and descriptors 0 and 1 of those in
 /// `sessions` (all processes when `None`). Processes that vanish meanwhile are left out.
-pub fn scan(proc: &mut dyn Proc, sessions: Option<&[u32]>) -> io::Result<Table> {
+pub(crate) fn scan(proc: &mut dyn Proc, sessions: Option<&[u32]>) -> io::Result<Table> {
     let mut procs = HashMap::new();
     for pid in proc.pids()? {
         let Ok(text) = proc.read(pid, ProcFile::Stat, false) else {
@@ -169,7 +169,7 @@ pub fn scan(proc: &mut dyn Proc, sessions: Option<&[u32]>) -> io::Result<Table> 
 
 /// One stage as found by a scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StageSpec {
+pub(crate) struct StageSpec {
     /// The processes doing the stage's work (usually one), by PID.
     pub members: Vec<u32>,
     /// Shells and subshells holding the stage's pipe ends while they wait for children.
@@ -184,7 +184,7 @@ pub struct StageSpec {
 
 impl StageSpec {
     /// The stage's identity across scans: its pipes, or its process when they are unknown.
-    pub fn key(&self) -> (Option<u64>, Option<u64>, u32) {
+    pub(crate) fn key(&self) -> (Option<u64>, Option<u64>, u32) {
         if self.permitted {
             (self.input, self.output, 0)
         } else {
@@ -199,7 +199,7 @@ impl StageSpec {
 
 /// A run of stages connected by pipes, in pipeline order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Segment {
+pub(crate) struct Segment {
     /// The stages.
     pub stages: Vec<StageSpec>,
     /// The first stage reads a pipe whose writer is not visible.
@@ -210,7 +210,7 @@ pub struct Segment {
 
 /// Why there is no pipeline to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DiscoverError {
+pub(crate) enum DiscoverError {
     /// The start process does not exist.
     NoSuchProcess,
     /// Its descriptors may not be read.
@@ -468,7 +468,7 @@ const MAX_DEPTH: usize = 16;
 /// or output; else (`pid` is a shell) the nearest of its descendants that do, each
 /// branch searched down to the first such process: a pipeline run by a child of the
 /// shell, by a subshell (`( a | b )`), or by a shell that a subshell runs.
-pub fn start_points(table: &Table, pid: u32) -> Result<Vec<u32>, DiscoverError> {
+pub(crate) fn start_points(table: &Table, pid: u32) -> Result<Vec<u32>, DiscoverError> {
     let p = table.get(pid).ok_or(DiscoverError::NoSuchProcess)?;
     if p.hidden() {
         return Err(DiscoverError::NotPermitted);
@@ -504,7 +504,7 @@ pub fn start_points(table: &Table, pid: u32) -> Result<Vec<u32>, DiscoverError> 
 
 /// The segments reachable from `seeds` (processes known to be stages), each in pipeline
 /// order. A seed already placed by an earlier walk starts none of its own.
-pub fn discover(table: &Table, seeds: &[u32]) -> Vec<Segment> {
+pub(crate) fn discover(table: &Table, seeds: &[u32]) -> Vec<Segment> {
     let mut walk = Walk {
         table,
         seen: HashSet::new(),

@@ -11,7 +11,7 @@ use super::procfs::{CpuTimes, Io, Proc, ProcFile};
 
 /// One thread.
 #[derive(Debug, Clone)]
-pub struct FakeTask {
+pub(crate) struct FakeTask {
     pub tid: u32,
     pub state: char,
     pub wchan: String,
@@ -23,7 +23,7 @@ pub struct FakeTask {
 
 /// One process.
 #[derive(Debug, Clone)]
-pub struct FakeProcess {
+pub(crate) struct FakeProcess {
     pub comm: String,
     pub cmdline: String,
     pub ppid: u32,
@@ -44,7 +44,7 @@ pub struct FakeProcess {
 
 /// The table, shared between the test and the watcher it feeds.
 #[derive(Debug, Default)]
-pub struct FakeTable {
+pub(crate) struct FakeTable {
     pub procs: BTreeMap<u32, FakeProcess>,
     pub pipes: HashMap<u64, Fill>,
     /// Full listings of `/proc` (one per scan).
@@ -60,7 +60,7 @@ pub struct FakeTable {
 
 /// A [`Proc`] over a [`FakeTable`].
 #[derive(Debug, Clone, Default)]
-pub struct FakeProc(pub Rc<RefCell<FakeTable>>);
+pub(crate) struct FakeProc(pub Rc<RefCell<FakeTable>>);
 
 fn denied() -> io::Error {
     io::Error::from_raw_os_error(libc::EACCES)
@@ -72,7 +72,7 @@ fn gone() -> io::Error {
 
 impl FakeProc {
     /// Adds a single-threaded process in session 1, running, with command line `cmd`.
-    pub fn add(&self, pid: u32, ppid: u32, cmd: &str, stdin: End, stdout: End) {
+    pub(crate) fn add(&self, pid: u32, ppid: u32, cmd: &str, stdin: End, stdout: End) {
         let comm = cmd.split(' ').next().unwrap_or_default().to_string();
         self.0.borrow_mut().procs.insert(
             pid,
@@ -102,7 +102,7 @@ impl FakeProc {
     }
 
     /// Changes a process.
-    pub fn with(&self, pid: u32, change: impl FnOnce(&mut FakeProcess)) {
+    pub(crate) fn with(&self, pid: u32, change: impl FnOnce(&mut FakeProcess)) {
         change(
             self.0
                 .borrow_mut()
@@ -113,7 +113,7 @@ impl FakeProc {
     }
 
     /// Sets the state and wchan of a process's first thread.
-    pub fn state(&self, pid: u32, state: char, wchan: &str) {
+    pub(crate) fn state(&self, pid: u32, state: char, wchan: &str) {
         self.with(pid, |p| {
             p.tasks[0].state = state;
             p.tasks[0].wchan = wchan.to_string();
@@ -121,7 +121,7 @@ impl FakeProc {
     }
 
     /// Adds CPU ticks (and as much time on a CPU) and bytes read and written.
-    pub fn work(&self, pid: u32, ticks: u64, read: u64, written: u64) {
+    pub(crate) fn work(&self, pid: u32, ticks: u64, read: u64, written: u64) {
         self.with(pid, |p| {
             p.tasks[0].ticks += ticks;
             p.tasks[0].run_ns += ticks * 10_000_000;
@@ -131,12 +131,12 @@ impl FakeProc {
     }
 
     /// Adds time waiting for a CPU to a process's first thread.
-    pub fn starve(&self, pid: u32, ns: u64) {
+    pub(crate) fn starve(&self, pid: u32, ns: u64) {
         self.with(pid, |p| p.tasks[0].delay_ns += ns);
     }
 
     /// Sets how full a pipe is.
-    pub fn fill(&self, inode: u64, queued: u64, capacity: u64) {
+    pub(crate) fn fill(&self, inode: u64, queued: u64, capacity: u64) {
         self.0
             .borrow_mut()
             .pipes
@@ -144,12 +144,12 @@ impl FakeProc {
     }
 
     /// Removes a process (it exited and was reaped).
-    pub fn remove(&self, pid: u32) {
+    pub(crate) fn remove(&self, pid: u32) {
         self.0.borrow_mut().procs.remove(&pid);
     }
 
     /// Adds idle and busy CPU time to the machine (ticks, all CPUs together).
-    pub fn machine(&self, idle: u64, busy: u64) {
+    pub(crate) fn machine(&self, idle: u64, busy: u64) {
         let mut table = self.0.borrow_mut();
         let cpu = table.cpu.get_or_insert(CpuTimes {
             idle: 0,
@@ -161,12 +161,12 @@ impl FakeProc {
     }
 
     /// Scans made so far.
-    pub fn scans(&self) -> usize {
+    pub(crate) fn scans(&self) -> usize {
         self.0.borrow().scans
     }
 
     /// `stat` and `io` files read so far.
-    pub fn reads(&self) -> (usize, usize) {
+    pub(crate) fn reads(&self) -> (usize, usize) {
         let table = self.0.borrow();
         (table.stat_reads, table.io_reads)
     }

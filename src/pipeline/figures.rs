@@ -28,7 +28,7 @@ const RELAY: f64 = 0.5;
 /// last sample (added up by the caller, so totals never go back when a side starts or
 /// stops being counted by its own count).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Side {
+pub(crate) struct Side {
     /// Bytes per second.
     pub rate: Option<f64>,
     /// Bytes.
@@ -37,7 +37,7 @@ pub struct Side {
 
 /// One stage as counted by itself.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Counted {
+pub(crate) struct Counted {
     /// What it read.
     pub input: Side,
     /// What it wrote.
@@ -58,7 +58,7 @@ fn below(own: Option<f64>, other: Option<f64>, fraction: f64) -> bool {
 }
 
 /// Replaces the figures of the sides that undercount with what flows through their pipes.
-pub fn derive(stages: &mut [Counted]) {
+pub(crate) fn derive(stages: &mut [Counted]) {
     let n = stages.len();
     // The other end of each side's pipe, if it is a live stage.
     let up = |i: usize| (i > 0 && stages[i - 1].linked && stages[i - 1].live).then(|| i - 1);

@@ -22,7 +22,7 @@ const NS_PER_TICK: u64 = 1_000_000_000 / procfs::TICKS_PER_SECOND;
 
 /// One reading of a member process.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Reading {
+pub(crate) struct Reading {
     /// CPU time used so far, in clock ticks (every thread).
     pub ticks: u64,
     /// Its `/proc/PID/io` counters.
@@ -33,7 +33,7 @@ pub struct Reading {
 
 impl Reading {
     /// Bytes (in, out): the rpv's own count, or `/proc/PID/io`.
-    pub fn bytes(&self) -> Option<(u64, u64)> {
+    pub(crate) fn bytes(&self) -> Option<(u64, u64)> {
         match (self.rpv, self.io) {
             (Some(b), _) => Some((b, b)),
             (None, Some(io)) => Some((io.rchar, io.wchar)),
@@ -70,7 +70,7 @@ impl Task {
 
 /// The pipes of the stage a member belongs to (to settle a sleep in `poll`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Pipes {
+pub(crate) struct Pipes {
     /// The pipe on standard input, by inode.
     pub input: Option<u64>,
     /// The pipe on standard output, by inode.
@@ -79,7 +79,7 @@ pub struct Pipes {
 
 /// A process of a stage.
 #[derive(Debug)]
-pub struct Member {
+pub(crate) struct Member {
     /// Its PID.
     pub pid: u32,
     /// Its start time (`stat` field 22).
@@ -130,7 +130,7 @@ const SOCKETS_EVERY_NS: u64 = 1_000_000_000;
 /// `io` counts its children once it has waited for them), their run delay and their
 /// sampled wait states stand for the shell's time waiting for them.
 #[derive(Debug, Default)]
-pub struct Kids {
+pub(crate) struct Kids {
     /// The children's CPU ticks and bytes so far, never going back (a child between its
     /// exit and its reaping is briefly in neither count).
     ticks: u64,
@@ -283,7 +283,7 @@ impl Kids {
     }
 
     /// The name of a loop run by a shell named `comm`: the programs its children ran.
-    pub fn name(&self, comm: &str) -> String {
+    pub(crate) fn name(&self, comm: &str) -> String {
         if self.programs.is_empty() {
             format!("(loop) {}", crate::display::printable(comm))
         } else {
@@ -299,7 +299,7 @@ fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// The command line of `pid` for display, or `[comm]` if it has none (a process may set
 /// its name to anything, so it is escaped like the command line).
-pub fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
+pub(crate) fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
     proc.read(pid, ProcFile::Cmdline, false)
         .ok()
         .and_then(|c| procfs::command_text(&c))
@@ -308,7 +308,7 @@ pub fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
 
 impl Member {
     /// A member found by a scan: `pid` started at `start`, named `comm`.
-    pub fn new(
+    pub(crate) fn new(
         proc: &mut dyn Proc,
         pid: u32,
         start: u64,
@@ -373,7 +373,7 @@ impl Member {
 
     /// This member is a shell doing a stage's work with short-lived children (a loop):
     /// from now on their time and bytes count as its own, and its row is named after them.
-    pub fn take_children(&mut self) {
+    pub(crate) fn take_children(&mut self) {
         self.kids = Some(Kids::default());
         self.last = None;
         self.clock_ns = None;
@@ -383,7 +383,7 @@ impl Member {
     }
 
     /// Threads sampled (at least one).
-    pub fn task_count(&self) -> usize {
+    pub(crate) fn task_count(&self) -> usize {
         self.tasks.len().max(1)
     }
 
@@ -439,7 +439,7 @@ impl Member {
     /// Samples what each thread is doing at `now_ns` (between readings, several times per
     /// interval). A sleep in `poll` of the thread speaking for the process is settled with
     /// the fill of its pipes.
-    pub fn sample_states(&mut self, proc: &mut dyn Proc, pipes: Pipes, now_ns: u64) {
+    pub(crate) fn sample_states(&mut self, proc: &mut dyn Proc, pipes: Pipes, now_ns: u64) {
         self.sample_states_with(proc, pipes, now_ns, None);
     }
 
@@ -555,7 +555,7 @@ impl Member {
     /// another process now). Another user's process (`permitted` false) gives its CPU times
     /// only. With `states` false the threads' states are not sampled again (a tick just
     /// did).
-    pub fn read(
+    pub(crate) fn read(
         &mut self,
         proc: &mut dyn Proc,
         permitted: bool,

@@ -23,22 +23,22 @@
 //! `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
 //! their control channel (splice does not show in `/proc/PID/io`).
 
-pub mod advice;
-pub mod classify;
-pub mod control;
-pub mod discover;
-pub mod figures;
-pub mod member;
-pub mod model;
+pub(crate) mod advice;
+pub(crate) mod classify;
+pub(crate) mod control;
+pub(crate) mod discover;
+pub(crate) mod figures;
+pub(crate) mod member;
+pub(crate) mod model;
 // `--top` (src/top/) names the reader here until it moves.
 pub(crate) use crate::procfs;
-pub mod render;
-pub mod timeshare;
-pub mod watch;
+pub(crate) mod render;
+pub(crate) mod timeshare;
+pub(crate) mod watch;
 
 #[cfg(test)]
 pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 
-pub use watch::{View, WatchError, Watcher};
+pub(crate) use watch::{View, WatchError, Watcher};

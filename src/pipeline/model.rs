@@ -8,7 +8,7 @@
 
 /// What a stage was doing when it was sampled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Activity {
+pub(crate) enum Activity {
     /// On a CPU, or ready to run.
     #[default]
     Running,
@@ -33,7 +33,7 @@ pub enum Activity {
 
 /// What a sleeping stage waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sleep {
+pub(crate) enum Sleep {
     /// A timer (`nanosleep`): a rate limit, a deliberate pause.
     Timer,
     /// Uninterruptible sleep: usually the disk.
@@ -48,7 +48,7 @@ pub enum Sleep {
 
 impl Activity {
     /// The short word shown in the state column.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Activity::Running => "running",
             Activity::Starved => "starved",
@@ -69,7 +69,7 @@ impl Activity {
 
 /// A part of a thread's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     /// On a CPU.
     Busy,
     /// Runnable, waiting for a CPU.
@@ -100,7 +100,7 @@ pub(super) const PARTS: usize = 11;
 
 impl Part {
     /// Every part, in the order of [`Split`]'s fields.
-    pub const ALL: [Part; PARTS] = [
+    pub(crate) const ALL: [Part; PARTS] = [
         Part::Busy,
         Part::Starved,
         Part::Input,
@@ -119,7 +119,7 @@ impl Part {
     }
 
     /// The name of the part in `--json` (`busy`, `starved`, `wait_input`, …).
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             Part::Busy => "busy",
             Part::Starved => "starved",
@@ -137,7 +137,7 @@ impl Part {
 
     /// The part a sampled state is counted in; `None` for a thread on or waiting for a CPU
     /// (the CPU times count those exactly) and for states that say nothing.
-    pub fn of(activity: Activity) -> Option<Part> {
+    pub(crate) fn of(activity: Activity) -> Option<Part> {
         match activity {
             Activity::WaitInput => Some(Part::Input),
             Activity::WaitOutput => Some(Part::Output),
@@ -153,7 +153,7 @@ impl Part {
 
     /// Time spent on the stage's own account rather than waiting for a neighbour (its
     /// pipes) or for a child (the child is the stage shown). Unknown time is neither.
-    pub fn own(self) -> bool {
+    pub(crate) fn own(self) -> bool {
         !matches!(
             self,
             Part::Input | Part::Output | Part::Child | Part::Unknown
@@ -164,28 +164,28 @@ impl Part {
 /// A thread's (or a stage's) time, by part: nanoseconds, or fractions after
 /// [`Split::shares`].
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Split([f64; PARTS]);
+pub(crate) struct Split([f64; PARTS]);
 
 impl Split {
     /// The time in `part`.
-    pub fn get(&self, part: Part) -> f64 {
+    pub(crate) fn get(&self, part: Part) -> f64 {
         self.0[part.index()]
     }
 
     /// Adds `value` to `part`.
-    pub fn add(&mut self, part: Part, value: f64) {
+    pub(crate) fn add(&mut self, part: Part, value: f64) {
         self.0[part.index()] += value;
     }
 
     /// Adds every part of `other`.
-    pub fn plus(&mut self, other: &Split) {
+    pub(crate) fn plus(&mut self, other: &Split) {
         for (a, b) in self.0.iter_mut().zip(other.0) {
             *a += b;
         }
     }
 
     /// Each part's growth since `earlier` (a cumulative split read before).
-    pub fn since(&self, earlier: &Split) -> Split {
+    pub(crate) fn since(&self, earlier: &Split) -> Split {
         let mut out = *self;
         for (a, b) in out.0.iter_mut().zip(earlier.0) {
             *a = (*a - b).max(0.0);
@@ -194,12 +194,12 @@ impl Split {
     }
 
     /// The sum of the parts.
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.0.iter().sum()
     }
 
     /// Each part as a fraction of the whole; `None` if there is no time at all.
-    pub fn shares(&self) -> Option<Split> {
+    pub(crate) fn shares(&self) -> Option<Split> {
         let total = self.total();
         (total > 0.0).then(|| {
             let mut out = *self;
@@ -211,7 +211,7 @@ impl Split {
     }
 
     /// The time on the stage's own account ([`Part::own`]).
-    pub fn own(&self) -> f64 {
+    pub(crate) fn own(&self) -> f64 {
         Part::ALL
             .iter()
             .filter(|p| p.own())
@@ -220,7 +220,7 @@ impl Split {
     }
 
     /// Time on or waiting for a CPU.
-    pub fn cpu(&self) -> f64 {
+    pub(crate) fn cpu(&self) -> f64 {
         self.get(Part::Busy) + self.get(Part::Starved)
     }
 
@@ -242,7 +242,7 @@ impl Split {
     }
 
     /// The largest part among `parts`, with its value (the first on a tie).
-    pub fn largest(&self, parts: &[Part]) -> Option<(Part, f64)> {
+    pub(crate) fn largest(&self, parts: &[Part]) -> Option<(Part, f64)> {
         parts
             .iter()
             .map(|p| (*p, self.get(*p)))
@@ -254,11 +254,11 @@ impl Split {
 }
 
 // How full a pipe is: what the reader measures, so it is defined there.
-pub use crate::procfs::Fill;
+pub(crate) use crate::procfs::Fill;
 
 /// One row of the pipeline view.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct StageView {
+pub(crate) struct StageView {
     /// The process shown (of a stage of several processes, the one moving data).
     pub pid: u32,
     /// Its command line.

@@ -32,7 +32,7 @@ const BAR_CELLS: u64 = 8;
 /// Cells of the time bar.
 const TIME_CELLS: usize = 8;
 /// The marker of the row holding the pipeline back.
-pub const MARK: &str = "bottleneck";
+pub(crate) const MARK: &str = "bottleneck";
 
 /// What a stage shows in one column.
 type CellOf = fn(&StageView, CountKind) -> Cell<'static>;
@@ -43,7 +43,7 @@ type CellOf = fn(&StageView, CountKind) -> Cell<'static>;
 /// arguments (to 12 columns); 40 the PID; 45 the CPU; 55 the state; 57 the time bar (the
 /// view's own figure, so it outlives the state, which the bar's marks also tell); 60 the
 /// command to 8 columns; 90 and up, below 40 columns, the minimal layout.
-pub fn columns() -> Vec<(Column, CellOf)> {
+pub(crate) fn columns() -> Vec<(Column, CellOf)> {
     vec![
         (Column::new("PID").right().reserve(7).drop_at(40), |s, _| {
             Cell::Text(s.pid.to_string())
@@ -128,7 +128,7 @@ fn part_mark(part: Part) -> char {
 /// the order of [`Part::ALL`], each part its share of the cells (largest remainders get
 /// the cells left over): `######<<` is busy three quarters of the time and waiting for its
 /// input the rest.
-pub fn time_bar(time: &Split) -> String {
+pub(crate) fn time_bar(time: &Split) -> String {
     let total = time.total();
     if total <= 0.0 {
         return " ".repeat(TIME_CELLS);
@@ -174,7 +174,7 @@ fn bar(queued: u64, capacity: u64) -> String {
 
 /// The table of `stages`: a header row and one row per stage; the bottleneck's row is
 /// kept visible on a short terminal.
-pub fn table<'a>(stages: &[&StageView], kind: CountKind) -> Table<'a> {
+pub(crate) fn table<'a>(stages: &[&StageView], kind: CountKind) -> Table<'a> {
     let columns = columns();
     let rows = stages
         .iter()
@@ -190,7 +190,7 @@ pub fn table<'a>(stages: &[&StageView], kind: CountKind) -> Table<'a> {
 }
 
 /// The stages split by pipeline (a shell's pipelines are tables of their own), in order.
-pub fn jobs<'s, 'v>(stages: &'s [&'v StageView]) -> Vec<&'s [&'v StageView]> {
+pub(crate) fn jobs<'s, 'v>(stages: &'s [&'v StageView]) -> Vec<&'s [&'v StageView]> {
     let mut out = Vec::new();
     let mut start = 0;
     for i in 1..=stages.len() {
@@ -206,7 +206,7 @@ pub fn jobs<'s, 'v>(stages: &'s [&'v StageView]) -> Vec<&'s [&'v StageView]> {
 
 /// Each pipeline's table as lines at most `width` columns wide (header and rows, laid out
 /// together), for `--log`.
-pub fn table_lines(stages: &[&StageView], width: usize, kind: CountKind) -> Vec<String> {
+pub(crate) fn table_lines(stages: &[&StageView], width: usize, kind: CountKind) -> Vec<String> {
     let mut out = Vec::new();
     for job in jobs(stages) {
         let table = table(job, kind);
@@ -247,7 +247,7 @@ fn part_label(part: Part) -> &'static str {
 
 /// A stage's time split in words, parts of at least 1% in a fixed order:
 /// `busy 97%, starved 2%, waits in 1%`.
-pub fn split_text(time: &Split) -> String {
+pub(crate) fn split_text(time: &Split) -> String {
     let parts: Vec<String> = Part::ALL
         .iter()
         .map(|p| (p, (time.get(*p) * 100.0).round()))
@@ -273,7 +273,7 @@ pub fn split_text(time: &Split) -> String {
 ///
 /// Shares under 1% are left out of the first line; each stage's time is over the whole
 /// watch.
-pub fn summary(report: &Report) -> String {
+pub(crate) fn summary(report: &Report) -> String {
     use crate::display::display_width;
     let utf8 = crate::term::utf8_locale();
     let named: Vec<&Share> = report.shares.iter().filter(|s| s.share >= 0.005).collect();

@@ -23,7 +23,7 @@ const MAX_WEIGHT_NS: u64 = 100_000_000;
 
 /// The wait states sampled of one thread since its last [`Waits::split`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Waits {
+pub(crate) struct Waits {
     /// Nanoseconds stood for by samples in each blocked part.
     weights: [u64; PARTS],
     /// The blocked part of the latest sample that was blocked.
@@ -34,7 +34,7 @@ pub struct Waits {
 
 impl Waits {
     /// Records the state seen at `now_ns`; it stands for the time since the last sample.
-    pub fn sample(&mut self, activity: Activity, now_ns: u64) {
+    pub(crate) fn sample(&mut self, activity: Activity, now_ns: u64) {
         let weight = self
             .sampled_ns
             .map_or(1, |t| now_ns.saturating_sub(t).clamp(1, MAX_WEIGHT_NS));
@@ -48,7 +48,7 @@ impl Waits {
     /// The thread's time over an interval of `elapsed_ns` in which it ran `run_ns` and
     /// waited `delay_ns` for a CPU: those two as counted, the rest blocked, split as the
     /// samples were. Starts the record of the next interval.
-    pub fn split(&mut self, run_ns: u64, delay_ns: u64, elapsed_ns: u64) -> Split {
+    pub(crate) fn split(&mut self, run_ns: u64, delay_ns: u64, elapsed_ns: u64) -> Split {
         let mut split = Split::default();
         split.add(Part::Busy, run_ns as f64);
         split.add(Part::Starved, delay_ns as f64);
@@ -74,7 +74,7 @@ impl Waits {
 /// or blocked on its pipes, a timer or the disk — rather than idling in a helper (rpv's
 /// display thread in `poll`, its control thread on its socket). Of equals, the busier,
 /// then the first.
-pub fn lead(splits: &[Split]) -> Option<usize> {
+pub(crate) fn lead(splits: &[Split]) -> Option<usize> {
     let mut best: Option<(usize, f64, f64)> = None;
     for (i, s) in splits.iter().enumerate() {
         let (engaged, busy) = (s.engaged(), s.get(Part::Busy));

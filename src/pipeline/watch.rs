@@ -39,7 +39,7 @@ const MARK_TAU_NS: f64 = 2e9;
 const MARK_THRESHOLD: f64 = 0.3;
 /// How often the wait states of the stages are sampled between two readings, at most, in
 /// nanoseconds: 50 times a second.
-pub const TICK_NS: u64 = 20_000_000;
+pub(crate) const TICK_NS: u64 = 20_000_000;
 /// The time between two samples grows by this much per thread sampled beyond five, so that
 /// a long pipeline costs no more per second than a short one (a `stat` and a `wchan` per
 /// thread, about 250 threads sampled a second; 20 single-threaded stages are sampled 12
@@ -56,7 +56,7 @@ const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
 
 /// Why a pipeline cannot be watched.
 #[derive(Debug)]
-pub enum WatchError {
+pub(crate) enum WatchError {
     /// The process does not exist.
     NoSuchProcess(u32),
     /// The process has ended and waits for its parent to collect its status: it has no
@@ -74,7 +74,7 @@ pub enum WatchError {
 
 impl WatchError {
     /// The system error number behind it, if there is one.
-    pub fn errno(&self) -> Option<i32> {
+    pub(crate) fn errno(&self) -> Option<i32> {
         match self {
             WatchError::NoSuchProcess(_) => Some(libc::ESRCH),
             WatchError::NotPermitted(_) => Some(libc::EACCES),
@@ -112,7 +112,7 @@ impl std::fmt::Display for WatchError {
 
 /// One sample of the whole pipeline.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct View {
+pub(crate) struct View {
     /// The stages in pipeline order.
     pub stages: Vec<StageView>,
     /// The stages together waited for a CPU longer than they ran over the last window:
@@ -125,7 +125,7 @@ pub struct View {
 /// The end of a watch: who held the pipeline back and for how long, where each stage's
 /// time went, and what to try.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Report {
+pub(crate) struct Report {
     /// Each stage's share of the watched time as the bottleneck, largest first.
     pub shares: Vec<Share>,
     /// Each stage (by the command it showed most while it was the bottleneck, else its
@@ -137,7 +137,7 @@ pub struct Report {
 
 /// A stage's share of the time as the bottleneck.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Share {
+pub(crate) struct Share {
     /// The stage's command.
     pub command: String,
     /// Fraction of the watched time, 0 to 1.
@@ -243,7 +243,7 @@ impl Stage {
 }
 
 /// Watches the pipeline a process belongs to.
-pub struct Watcher {
+pub(crate) struct Watcher {
     proc: Box<dyn Proc>,
     stages: Vec<Stage>,
     seed: u32,
@@ -321,18 +321,18 @@ fn locate(proc: &mut dyn Proc, pid: u32) -> Result<(Stat, Table, Vec<Segment>), 
 
 impl Watcher {
     /// Watches the pipeline of `pid` in the real `/proc` (see [`Watcher::with_proc`]).
-    pub fn new(pid: u32) -> Result<Watcher, WatchError> {
+    pub(crate) fn new(pid: u32) -> Result<Watcher, WatchError> {
         Watcher::with_proc(Box::new(super::control::sys_proc()), pid)
     }
 
     /// Sets the programs advice may name (those installed: [`Tools::from_path`]).
-    pub fn set_tools(&mut self, tools: Tools) {
+    pub(crate) fn set_tools(&mut self, tools: Tools) {
         self.tools = tools;
     }
 
     /// Watches the pipeline of `pid` through `proc`: its own if it is a stage, else every
     /// pipeline it runs, in one list (see [`Watcher::jobs`] for one each).
-    pub fn with_proc(mut proc: Box<dyn Proc>, pid: u32) -> Result<Watcher, WatchError> {
+    pub(crate) fn with_proc(mut proc: Box<dyn Proc>, pid: u32) -> Result<Watcher, WatchError> {
         let (stat, table, segments) = locate(proc.as_mut(), pid)?;
         Watcher::from_segments(proc, &table, &segments, pid, stat.session)
             .ok_or(WatchError::NotInPipeline(pid))
@@ -342,7 +342,7 @@ impl Watcher {
     /// `make_proc`): if `pid` is a stage, its own pipeline; if it is a shell, each pipeline
     /// it runs (a job: a run of stages connected by pipes), so that each gets its own
     /// table and its own bottleneck.
-    pub fn jobs(
+    pub(crate) fn jobs(
         mut make_proc: impl FnMut() -> Box<dyn Proc>,
         pid: u32,
     ) -> Result<Vec<Watcher>, WatchError> {
@@ -414,30 +414,30 @@ impl Watcher {
     }
 
     /// The process the pipeline was found from (for a shell's job: its first stage).
-    pub fn seed(&self) -> u32 {
+    pub(crate) fn seed(&self) -> u32 {
         self.seed
     }
 
     /// The process group of the pipeline when it was found (a job of an interactive
     /// shell has its own).
-    pub fn group(&self) -> u32 {
+    pub(crate) fn group(&self) -> u32 {
         self.group
     }
 
     /// Tells the watcher that process `pid` (a stage) is the one running it: it is named
     /// the bottleneck only when its rate limit holds the others back.
-    pub fn set_own(&mut self, pid: u32) {
+    pub(crate) fn set_own(&mut self, pid: u32) {
         self.own = Some(pid);
     }
 
     /// Sets the display interval: figures are averaged over it (at least one second).
-    pub fn set_interval(&mut self, seconds: f64) {
+    pub(crate) fn set_interval(&mut self, seconds: f64) {
         self.window_ns = ((seconds * 1e9) as u64).max(MIN_WINDOW_NS);
     }
 
     /// The processes doing the work of the stages still running, each by PID and start
     /// time.
-    pub fn processes(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+    pub(crate) fn processes(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         self.stages
             .iter()
             .flat_map(|s| s.members.iter().map(|m| (m.pid, m.start)))
@@ -445,26 +445,26 @@ impl Watcher {
 
     /// True if `pid` does a stage's work or holds a stage's pipe ends (a subshell), as the
     /// last scan found them.
-    pub fn holds(&self, pid: u32) -> bool {
+    pub(crate) fn holds(&self, pid: u32) -> bool {
         self.stages
             .iter()
             .any(|s| s.spec.members.contains(&pid) || s.spec.containers.contains(&pid))
     }
 
     /// True once every stage has ended.
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.stages.iter().all(|s| s.ended)
     }
 
     /// How many times `/proc` has been scanned for stages, the first included (tests).
     #[cfg(test)]
-    pub fn scans(&self) -> u64 {
+    pub(crate) fn scans(&self) -> u64 {
         self.scans
     }
 
     /// Each stage's share of the watched time as the bottleneck, largest first (stages
     /// that never were are left out).
-    pub fn summary(&self) -> Vec<Share> {
+    pub(crate) fn summary(&self) -> Vec<Share> {
         if self.observed_ns == 0 {
             return Vec::new();
         }
@@ -483,7 +483,7 @@ impl Watcher {
 
     /// The end of the watch: [`Watcher::summary`], each stage's time over the whole watch,
     /// and what to try about the stage that was the bottleneck most.
-    pub fn report(&self) -> Report {
+    pub(crate) fn report(&self) -> Report {
         let shares = self.summary();
         let whole: Vec<Option<Split>> =
             self.stages.iter().map(|s| s.totals.time.shares()).collect();
@@ -524,7 +524,7 @@ impl Watcher {
     }
 
     /// Samples every stage at `now_ns` (monotonic nanoseconds) and returns the rows.
-    pub fn sample(&mut self, now_ns: u64) -> View {
+    pub(crate) fn sample(&mut self, now_ns: u64) -> View {
         let running = self.stages.iter().filter(|s| !s.ended).count() as u64;
         if let (Some(last), Some(view)) = (self.last_ns, &self.last_view) {
             if now_ns < last + running * READ_PER_STAGE_NS {
@@ -577,7 +577,7 @@ impl Watcher {
 
     /// How often [`Watcher::tick`] should be called: every [`TICK_NS`], or less often for
     /// a pipeline of many threads.
-    pub fn tick_period_ns(&self) -> u64 {
+    pub(crate) fn tick_period_ns(&self) -> u64 {
         let tasks: usize = self
             .stages
             .iter()
@@ -591,7 +591,7 @@ impl Watcher {
     /// Samples what every running stage is doing (between two readings: several times per
     /// interval, cheaply). Calls closer together than half of
     /// [`Watcher::tick_period_ns`] do nothing.
-    pub fn tick(&mut self, now_ns: u64) {
+    pub(crate) fn tick(&mut self, now_ns: u64) {
         if self
             .ticked_ns
             .is_some_and(|t| now_ns < t + self.tick_period_ns() / 2)

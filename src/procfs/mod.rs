@@ -18,12 +18,14 @@ use std::io;
 
 mod sys;
 #[cfg(test)]
-pub use sys::pipe_max_size;
-pub use sys::{exe, fd_link, fd_path, fdinfo, fds, own_fd_path, owner, read, tasks, SysProc};
+pub(crate) use sys::pipe_max_size;
+pub(crate) use sys::{
+    exe, fd_link, fd_path, fdinfo, fds, own_fd_path, owner, read, tasks, SysProc,
+};
 
 /// A file of a process (or of one of its threads) under `/proc/PID`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProcFile {
+pub(crate) enum ProcFile {
     /// `stat`.
     Stat,
     /// `io`.
@@ -56,7 +58,7 @@ pub enum ProcFile {
 
 /// How full a pipe is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fill {
+pub(crate) struct Fill {
     /// Bytes queued (`FIONREAD`).
     pub queued: u64,
     /// Capacity in bytes (`F_GETPIPE_SZ`).
@@ -65,7 +67,7 @@ pub struct Fill {
 
 /// The process table as the pipeline view and the stall report see it. [`SysProc`] reads
 /// the real `/proc`; the tests implement it over synthetic tables.
-pub trait Proc {
+pub(crate) trait Proc {
     /// Every process ID.
     fn pids(&mut self) -> io::Result<Vec<u32>>;
     /// The text of a file of `pid`. With `keep`, the file stays open for the next read of
@@ -108,21 +110,21 @@ pub trait Proc {
 }
 
 /// The `pos:` field of an `fdinfo` file: the descriptor's offset.
-pub fn fdinfo_pos(text: &str) -> Option<u64> {
+pub(crate) fn fdinfo_pos(text: &str) -> Option<u64> {
     text.lines()
         .find_map(|line| line.strip_prefix("pos:"))
         .and_then(|v| v.trim().parse().ok())
 }
 
 /// The `flags:` field of an `fdinfo` file (octal): the descriptor's open flags.
-pub fn fdinfo_flags(text: &str) -> Option<u32> {
+pub(crate) fn fdinfo_flags(text: &str) -> Option<u32> {
     let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?.trim();
     u32::from_str_radix(flags, 8).ok()
 }
 
 /// The clock ticks per second of the times in `/proc/PID/stat` (the kernel's `USER_HZ`,
 /// which is 100 on every architecture rpv builds for).
-pub const TICKS_PER_SECOND: u64 = 100;
+pub(crate) const TICKS_PER_SECOND: u64 = 100;
 
 /// The flag of field 9 of `/proc/PID/stat` that marks a kernel thread (`PF_KTHREAD` in the
 /// kernel's `include/linux/sched.h`; not in the libc crate).
@@ -130,7 +132,7 @@ const PF_KTHREAD: u64 = 0x0020_0000;
 
 /// The fields of `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) the view uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stat {
+pub(crate) struct Stat {
     /// `comm`, the name in parentheses (at most 15 bytes, may contain spaces and `)`).
     pub comm: String,
     /// Field 3: `R` running, `S` sleeping, `D` uninterruptible (disk), `T`/`t` stopped,
@@ -161,12 +163,12 @@ impl Stat {
     /// Reads and parses `/proc/PID/stat` (for the readers outside the view, which need no
     /// [`Proc`]: `-c`'s registry, the `-M` clean-up, `-d`, the shell's jobs); `None` if it
     /// cannot be read or parsed (the process is gone).
-    pub fn of(pid: u32) -> Option<Stat> {
+    pub(crate) fn of(pid: u32) -> Option<Stat> {
         Stat::parse(&String::from_utf8_lossy(&read(pid, ProcFile::Stat).ok()?))
     }
 
     /// Parses the text of a `stat` file; `None` if it is not in the kernel's format.
-    pub fn parse(text: &str) -> Option<Stat> {
+    pub(crate) fn parse(text: &str) -> Option<Stat> {
         let open = text.find('(')?;
         let close = text.rfind(')')?;
         let comm = text.get(open + 1..close)?.to_string();
@@ -197,7 +199,7 @@ impl Stat {
 /// The byte counters of `/proc/PID/io`: read- and write-family calls only (splice does not
 /// count).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Io {
+pub(crate) struct Io {
     /// `rchar`: bytes read.
     pub rchar: u64,
     /// `wchar`: bytes written.
@@ -207,14 +209,14 @@ pub struct Io {
 impl Io {
     /// Reads and parses `/proc/PID/io` (for `-d`); its text not in the kernel's format is
     /// EINVAL.
-    pub fn of(pid: u32) -> io::Result<Io> {
+    pub(crate) fn of(pid: u32) -> io::Result<Io> {
         let text = read(pid, ProcFile::Io)?;
         Io::parse(&String::from_utf8_lossy(&text))
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
     }
 
     /// Parses the text of an `io` file; `None` if either counter is missing.
-    pub fn parse(text: &str) -> Option<Io> {
+    pub(crate) fn parse(text: &str) -> Option<Io> {
         let mut rchar = None;
         let mut wchar = None;
         for line in text.lines() {
@@ -238,7 +240,7 @@ impl Io {
 /// The two times of `/proc/PID/task/TID/schedstat`, in nanoseconds since the thread
 /// started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Schedstat {
+pub(crate) struct Schedstat {
     /// Time on a CPU.
     pub run_ns: u64,
     /// Time runnable but waiting for a CPU (the run delay).
@@ -248,7 +250,7 @@ pub struct Schedstat {
 impl Schedstat {
     /// Parses the text of a `schedstat` file (`run delay timeslices`); `None` if it is not
     /// in that format.
-    pub fn parse(text: &str) -> Option<Schedstat> {
+    pub(crate) fn parse(text: &str) -> Option<Schedstat> {
         let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
         Some(Schedstat {
             run_ns: fields.next()??,
@@ -259,7 +261,7 @@ impl Schedstat {
 
 /// The whole machine's CPU time from the first lines of `/proc/stat`, in clock ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
+pub(crate) struct CpuTimes {
     /// Idle (and waiting for I/O), all CPUs together.
     pub idle: u64,
     /// Everything, all CPUs together.
@@ -270,7 +272,7 @@ pub struct CpuTimes {
 
 impl CpuTimes {
     /// Parses the text of `/proc/stat`; `None` if its first line is not the `cpu` total.
-    pub fn parse(text: &str) -> Option<CpuTimes> {
+    pub(crate) fn parse(text: &str) -> Option<CpuTimes> {
         let mut lines = text.lines();
         let first = lines.next()?.strip_prefix("cpu ")?;
         let fields: Vec<u64> = first
@@ -288,7 +290,7 @@ impl CpuTimes {
     }
 
     /// Cores idle between `earlier` and `self`, on average.
-    pub fn idle_cores_since(&self, earlier: &CpuTimes) -> Option<f64> {
+    pub(crate) fn idle_cores_since(&self, earlier: &CpuTimes) -> Option<f64> {
         let total = self.total.checked_sub(earlier.total).filter(|t| *t > 0)?;
         let idle = self.idle.saturating_sub(earlier.idle);
         Some(idle as f64 / total as f64 * f64::from(self.cpus.max(1)))
@@ -296,12 +298,12 @@ impl CpuTimes {
 }
 
 /// The inode of a pipe from an fd link's text (`pipe:[12345]`), `None` for anything else.
-pub fn pipe_inode(link: &str) -> Option<u64> {
+pub(crate) fn pipe_inode(link: &str) -> Option<u64> {
     link.strip_prefix("pipe:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// The inode of a socket from an fd link's text (`socket:[12345]`).
-pub fn socket_inode(link: &str) -> Option<u64> {
+pub(crate) fn socket_inode(link: &str) -> Option<u64> {
     link.strip_prefix("socket:[")?
         .strip_suffix(']')?
         .parse()
@@ -321,7 +323,7 @@ const FD_CALLS: &[u64] = &[];
 /// The descriptor a thread is blocked reading or writing, from its `syscall` file
 /// (`0 0x3 0x7f… …`: the call's number and arguments); `None` for other calls, a thread
 /// running (`running`) or a file in another format.
-pub fn blocked_fd(syscall: &str) -> Option<u32> {
+pub(crate) fn blocked_fd(syscall: &str) -> Option<u32> {
     let mut words = syscall.split_ascii_whitespace();
     let number: u64 = words.next()?.parse().ok()?;
     if !FD_CALLS.contains(&number) {
@@ -333,7 +335,7 @@ pub fn blocked_fd(syscall: &str) -> Option<u32> {
 
 /// The remote end of the TCP socket with this inode, from the text of `net/tcp` (`v6`
 /// false) or `net/tcp6`: `127.0.0.1:9000`, `[::1]:22`.
-pub fn tcp_peer(table: &str, inode: u64, v6: bool) -> Option<String> {
+pub(crate) fn tcp_peer(table: &str, inode: u64, v6: bool) -> Option<String> {
     for line in table.lines().skip(1) {
         let fields: Vec<&str> = line.split_ascii_whitespace().collect();
         if fields.get(9).and_then(|f| f.parse::<u64>().ok()) != Some(inode) {
@@ -364,7 +366,7 @@ pub fn tcp_peer(table: &str, inode: u64, v6: bool) -> Option<String> {
 
 /// The path a Unix socket with this inode is bound to, from the text of `net/unix`
 /// (`@name` for an abstract one); `None` if it has none.
-pub fn unix_path(table: &str, inode: u64) -> Option<String> {
+pub(crate) fn unix_path(table: &str, inode: u64) -> Option<String> {
     table.lines().skip(1).find_map(|line| {
         let mut words = line.split_ascii_whitespace();
         let found = words.nth(6)?.parse::<u64>().ok()? == inode;
@@ -374,7 +376,7 @@ pub fn unix_path(table: &str, inode: u64) -> Option<String> {
 }
 
 /// The PIDs in a `children` file (`"12 34 "`).
-pub fn parse_pids(text: &str) -> Vec<u32> {
+pub(crate) fn parse_pids(text: &str) -> Vec<u32> {
     text.split_ascii_whitespace()
         .filter_map(|p| p.parse().ok())
         .collect()
@@ -384,7 +386,7 @@ pub fn parse_pids(text: &str) -> Vec<u32> {
 /// by spaces, the program by its file name only (`/usr/bin/gzip -9` is `gzip -9`), control
 /// characters escaped as everywhere rpv shows a name ([`crate::display::printable`]);
 /// `None` if it is empty (a zombie, a kernel thread).
-pub fn command_text(cmdline: &[u8]) -> Option<String> {
+pub(crate) fn command_text(cmdline: &[u8]) -> Option<String> {
     let trimmed = cmdline.strip_suffix(&[0]).unwrap_or(cmdline);
     if trimmed.is_empty() {
         return None;

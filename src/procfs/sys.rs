@@ -26,7 +26,7 @@ const MAX_KEPT: usize = 512;
 
 impl ProcFile {
     /// Its path.
-    pub fn path(self, pid: u32) -> String {
+    pub(crate) fn path(self, pid: u32) -> String {
         match self {
             ProcFile::Stat => format!("/proc/{pid}/stat"),
             ProcFile::Io => format!("/proc/{pid}/io"),
@@ -47,34 +47,34 @@ impl ProcFile {
 }
 
 /// Reads a file of `pid` once (opened, read whole, closed).
-pub fn read(pid: u32, file: ProcFile) -> io::Result<Vec<u8>> {
+pub(crate) fn read(pid: u32, file: ProcFile) -> io::Result<Vec<u8>> {
     read_from_start(&File::open(file.path(pid))?)
 }
 
 /// `/proc/PID/fd/FD`: the link to what descriptor `fd` of `pid` is open on (for `stat`,
 /// `readlink`, or opening the same file again).
-pub fn fd_path(pid: u32, fd: i32) -> PathBuf {
+pub(crate) fn fd_path(pid: u32, fd: i32) -> PathBuf {
     PathBuf::from(format!("/proc/{pid}/fd/{fd}"))
 }
 
 /// `/proc/self/fd/FD`: this process's descriptor `fd` by name (to open it again with other
 /// flags, or to `linkat` an unnamed file).
-pub fn own_fd_path(fd: i32) -> PathBuf {
+pub(crate) fn own_fd_path(fd: i32) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{fd}"))
 }
 
 /// The target of descriptor `fd` of `pid` (a path, `pipe:[N]`, `socket:[N]`), exactly.
-pub fn fd_link(pid: u32, fd: i32) -> io::Result<PathBuf> {
+pub(crate) fn fd_link(pid: u32, fd: i32) -> io::Result<PathBuf> {
     std::fs::read_link(fd_path(pid, fd))
 }
 
 /// The text of `/proc/PID/fdinfo/FD` (its position, flags).
-pub fn fdinfo(pid: u32, fd: i32) -> io::Result<String> {
+pub(crate) fn fdinfo(pid: u32, fd: i32) -> io::Result<String> {
     std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}"))
 }
 
 /// The open descriptors of `pid`, sorted by number.
-pub fn fds(pid: u32) -> io::Result<Vec<i32>> {
+pub(crate) fn fds(pid: u32) -> io::Result<Vec<i32>> {
     let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect();
@@ -83,7 +83,7 @@ pub fn fds(pid: u32) -> io::Result<Vec<i32>> {
 }
 
 /// The thread IDs of `pid`, in the order `/proc` lists them.
-pub fn tasks(pid: u32) -> io::Result<Vec<u32>> {
+pub(crate) fn tasks(pid: u32) -> io::Result<Vec<u32>> {
     let mut tids = Vec::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
         if let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
@@ -94,19 +94,19 @@ pub fn tasks(pid: u32) -> io::Result<Vec<u32>> {
 }
 
 /// The user that owns process `pid` (its `/proc/PID` directory's owner).
-pub fn owner(pid: u32) -> io::Result<u32> {
+pub(crate) fn owner(pid: u32) -> io::Result<u32> {
     std::fs::metadata(format!("/proc/{pid}")).map(|m| m.uid())
 }
 
 /// The program `pid` runs (`/proc/PID/exe`).
-pub fn exe(pid: u32) -> io::Result<PathBuf> {
+pub(crate) fn exe(pid: u32) -> io::Result<PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/exe"))
 }
 
 /// The largest capacity an unprivileged process may give a pipe
 /// (`/proc/sys/fs/pipe-max-size`).
 #[cfg(test)]
-pub fn pipe_max_size() -> io::Result<usize> {
+pub(crate) fn pipe_max_size() -> io::Result<usize> {
     let text = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")?;
     text.trim()
         .parse()
@@ -140,9 +140,9 @@ fn open_files_of(proc: &mut SysProc, pid: u32) -> Option<(bool, bool)> {
 
 /// Asks one process for its count (another rpv, over its control channel); `None` when it
 /// does not tell.
-pub type Teller = Box<dyn FnMut() -> Option<u64>>;
+pub(super) type Teller = Box<dyn FnMut() -> Option<u64>>;
 /// Makes the [`Teller`] of a process from its PID and command line (`cmdline`'s bytes).
-pub type Tellers = Box<dyn FnMut(u32, &[u8]) -> Teller>;
+pub(super) type Tellers = Box<dyn FnMut(u32, &[u8]) -> Teller>;
 
 /// The pipe handle kept for fill readings: an `O_PATH` descriptor, which refers to the pipe
 /// without being one of its readers or writers.
@@ -152,7 +152,7 @@ struct PipeRef {
 }
 
 /// The real `/proc`.
-pub struct SysProc {
+pub(crate) struct SysProc {
     me: u32,
     open: HashMap<(u32, ProcFile), File>,
     pipes: HashMap<u64, PipeRef>,
@@ -182,7 +182,7 @@ impl Default for SysProc {
 
 impl SysProc {
     /// A reader of the real `/proc`.
-    pub fn new() -> SysProc {
+    pub(crate) fn new() -> SysProc {
         SysProc {
             me: std::process::id(),
             open: HashMap::new(),
@@ -197,13 +197,13 @@ impl SysProc {
 
     /// Where this process's own stage gets its byte count (a pipeline view running inside
     /// the transfer it watches cannot ask itself over its control channel).
-    pub fn set_own_bytes(&mut self, counter: Box<dyn FnMut() -> u64>) {
+    pub(crate) fn set_own_bytes(&mut self, counter: Box<dyn FnMut() -> u64>) {
         self.own_bytes = Some(counter);
     }
 
     /// How the counts of other processes are asked for ([`Proc::rpv_bytes`]; without
     /// tellers, no other process tells).
-    pub fn set_tellers(&mut self, tellers: Tellers) {
+    pub(crate) fn set_tellers(&mut self, tellers: Tellers) {
         self.tellers = Some(tellers);
     }
 }

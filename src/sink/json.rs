@@ -27,7 +27,7 @@ use crate::term::Term;
 
 /// What is known before the run starts (the `start` object).
 #[derive(Debug, Clone, Default)]
-pub struct Start {
+pub(crate) struct Start {
     /// `transfer`, `store`, `forward`, `monitor`, `watch`, `query` or `pipeline`.
     pub mode: &'static str,
     /// What the amounts count.
@@ -46,7 +46,7 @@ pub struct Start {
 /// written, the messages that came before it, and the closing object of the last loop,
 /// which is written as `end` only when rpv knows the status it exits with.
 #[derive(Debug, Default)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     /// A `start` object has been written.
     started: bool,
     /// Messages of the set-up, held until the `start` (or the `end`) is written.
@@ -61,12 +61,12 @@ pub struct Ledger {
 }
 
 /// A shared [`Ledger`].
-pub type SharedLedger = Rc<RefCell<Ledger>>;
+pub(crate) type SharedLedger = Rc<RefCell<Ledger>>;
 
 impl Ledger {
     /// Writes `message` now if a `start` was written, else holds it until one is (or until
     /// the end).
-    pub fn message(&mut self, message: Value, term: &mut Term) {
+    pub(crate) fn message(&mut self, message: Value, term: &mut Term) {
         if self.started {
             write(term, message);
         } else {
@@ -77,7 +77,7 @@ impl Ledger {
     /// Writes what is held and then the one `end` object, with `status` (the exit status)
     /// and `interrupted`: the last display loop's closing object, or, when the run ended
     /// before any display loop (a usage or set-up error, `-R`), one without figures.
-    pub fn close(&mut self, status: u8, interrupted: bool, term: &mut Term) {
+    pub(crate) fn close(&mut self, status: u8, interrupted: bool, term: &mut Term) {
         for message in std::mem::take(&mut self.held) {
             write(term, message);
         }
@@ -140,13 +140,13 @@ fn nothing_forwarded(end: &mut Map<String, Value>) {
 }
 
 /// Now, as the `time` of every object: RFC 3339, UTC, milliseconds.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     let (secs, millis) = sys::unix_time_ms();
     crate::display::iso8601(secs, Some(millis), None)
 }
 
 /// Writes one object as a line (with its `time`, if it has none yet).
-pub fn write(term: &mut Term, mut value: Value) {
+pub(crate) fn write(term: &mut Term, mut value: Value) {
     if let Value::Object(o) = &mut value {
         if !o.contains_key("time") {
             o.insert("time".into(), json!(now()));
@@ -160,7 +160,7 @@ pub fn write(term: &mut Term, mut value: Value) {
 /// Puts a name as rpv was given it under `field`: the text if it is UTF-8; otherwise the
 /// text with U+FFFD in place of the bytes that are not, and the exact bytes in standard
 /// base64 under `FIELD_base64` (`jq -j .name_base64 | base64 -d` gives them back).
-pub fn put_name(o: &mut Map<String, Value>, field: &str, raw: &OsStr) {
+pub(crate) fn put_name(o: &mut Map<String, Value>, field: &str, raw: &OsStr) {
     let bytes = raw.as_bytes();
     match std::str::from_utf8(bytes) {
         Ok(text) => {
@@ -175,7 +175,7 @@ pub fn put_name(o: &mut Map<String, Value>, field: &str, raw: &OsStr) {
 }
 
 /// The `message` object of an error, stamped now.
-pub fn message(error: &Error, input: Option<usize>) -> Value {
+pub(crate) fn message(error: &Error, input: Option<usize>) -> Value {
     let level = if error.exit_bits() == 0 {
         "warning"
     } else {
@@ -194,7 +194,7 @@ pub fn message(error: &Error, input: Option<usize>) -> Value {
 
 /// `--json`.
 #[derive(Debug)]
-pub struct Json {
+pub(crate) struct Json {
     start: Option<Start>,
     /// The run's mode (`start`'s `mode`).
     mode: &'static str,
@@ -213,7 +213,7 @@ pub struct Json {
 
 impl Json {
     /// A sink that starts with `start` and shares `ledger` with the rest of the run.
-    pub fn new(start: Start, ledger: SharedLedger) -> Json {
+    pub(crate) fn new(start: Start, ledger: SharedLedger) -> Json {
         Json {
             mode: start.mode,
             inputs: start.inputs.iter().map(|(name, _)| name.clone()).collect(),

@@ -12,7 +12,7 @@ use crate::term::Term;
 
 /// The `\r` progress line (or cursor rows).
 #[derive(Debug, Default)]
-pub struct Line {
+pub(crate) struct Line {
     formats: Formats,
 }
 

@@ -24,7 +24,7 @@ const HEARTBEAT: u64 = 60;
 
 /// `--log`.
 #[derive(Debug)]
-pub struct Log {
+pub(crate) struct Log {
     prog: String,
     formats: Formats,
     /// Per meter: the amount and the time (ns) of its last line.
@@ -35,7 +35,7 @@ pub struct Log {
 
 impl Log {
     /// A log sink; `prog` prefixes messages.
-    pub fn new(prog: &str) -> Log {
+    pub(crate) fn new(prog: &str) -> Log {
         Log {
             prog: prog.to_string(),
             formats: Formats::default(),
@@ -121,7 +121,7 @@ impl Log {
 
 /// Local time in ISO 8601 with its UTC offset, `YYYY-MM-DDTHH:MM:SS+HH:MM`, from (seconds
 /// since the epoch, UTC offset in seconds).
-pub fn timestamp((now, offset): (i64, i32)) -> String {
+pub(crate) fn timestamp((now, offset): (i64, i32)) -> String {
     crate::display::iso8601(now, None, Some(offset))
 }
 

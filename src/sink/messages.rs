@@ -9,7 +9,7 @@ use crate::term::Term;
 
 /// Prints events as `prog: text` lines (below the progress rows in cursor mode).
 #[derive(Debug, Default)]
-pub struct Messages;
+pub(crate) struct Messages;
 
 impl Sink for Messages {
     fn event(&mut self, event: &Event, config: &DisplayConfig, term: &mut Term) {

@@ -61,7 +61,7 @@ impl Text {
 
 /// What the file says at one moment.
 #[derive(Debug, Clone, Copy)]
-pub struct State {
+pub(crate) struct State {
     /// rpv's PID (a label).
     pub pid: u32,
     /// When the transfer started, seconds since the epoch (with their fraction): found
@@ -74,7 +74,7 @@ pub struct State {
 }
 
 /// The `rpv_exit_status` series, for a file rendered with `done` and no `exit` yet.
-pub fn exit_status(name: &str, pid: u32, exit: u8) -> String {
+pub(crate) fn exit_status(name: &str, pid: u32, exit: u8) -> String {
     let mut t = Text {
         out: String::new(),
         labels: labels(name, pid),
@@ -93,7 +93,7 @@ fn labels(name: &str, pid: u32) -> String {
 }
 
 /// The metrics for reading `r` (none before any meter started) of a transfer named `name`.
-pub fn render(r: Option<&Reading<'_>>, name: &str, state: State) -> String {
+pub(crate) fn render(r: Option<&Reading<'_>>, name: &str, state: State) -> String {
     let mut out = r.map(|r| figures(r, name, state)).unwrap_or_default();
     out.push_str(&closing(name, state));
     out
@@ -239,7 +239,7 @@ fn main_reading<'s>(
 
 /// `--metrics-file`.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     path: PathBuf,
     /// The program name, for `--log` warnings.
     prog: String,
@@ -259,7 +259,7 @@ pub struct Metrics {
 impl Metrics {
     /// A sink writing `path`; `prog` starts its warnings; the last version, with the status
     /// rpv exits with, is left in `finals`.
-    pub fn new(path: PathBuf, prog: &str, finals: SharedFinals) -> Metrics {
+    pub(crate) fn new(path: PathBuf, prog: &str, finals: SharedFinals) -> Metrics {
         Metrics {
             path,
             prog: prog.to_string(),

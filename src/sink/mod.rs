@@ -13,21 +13,21 @@
 //! Must not: know where progress comes from (sources), or move data. A new form of output
 //! is a new `Sink`; the sources and the other sinks do not change.
 
-pub mod json;
-pub mod line;
-pub mod log;
-pub mod messages;
-pub mod metrics;
-pub mod multi;
-pub mod notify;
-pub mod numeric;
-pub mod report;
-pub mod stages;
-pub mod stats;
-pub mod term_progress;
-pub mod title;
-pub mod top;
-pub mod top_metrics;
+pub(crate) mod json;
+pub(crate) mod line;
+pub(crate) mod log;
+pub(crate) mod messages;
+pub(crate) mod metrics;
+pub(crate) mod multi;
+pub(crate) mod notify;
+pub(crate) mod numeric;
+pub(crate) mod report;
+pub(crate) mod stages;
+pub(crate) mod stats;
+pub(crate) mod term_progress;
+pub(crate) mod title;
+pub(crate) mod top;
+pub(crate) mod top_metrics;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -41,7 +41,7 @@ use crate::units::CountKind;
 
 /// One meter at one update, with the figures the display shows.
 #[derive(Debug)]
-pub struct Reading<'a> {
+pub(crate) struct Reading<'a> {
     /// The meter's state.
     pub meter: &'a MeterState,
     /// Seconds since its clock started, stopped time (Ctrl-Z) excluded.
@@ -58,7 +58,7 @@ pub struct Reading<'a> {
 
 /// Everything one update shows.
 #[derive(Debug)]
-pub struct Snapshot<'a> {
+pub(crate) struct Snapshot<'a> {
     /// One reading per meter whose clock has started, in the sources' order.
     pub readings: Vec<Reading<'a>>,
     /// The last update of the run.
@@ -70,17 +70,17 @@ pub struct Snapshot<'a> {
 
 impl Snapshot<'_> {
     /// Wall-clock now and the local UTC offset (read once per snapshot, when needed).
-    pub fn wall_clock(&self) -> (i64, i32) {
+    pub(crate) fn wall_clock(&self) -> (i64, i32) {
         *self.clock.get_or_init(sys::wall_clock)
     }
 
     /// The reading of meter `id`, if it is in this snapshot.
-    pub fn reading(&self, id: MeterId) -> Option<&Reading<'_>> {
+    pub(crate) fn reading(&self, id: MeterId) -> Option<&Reading<'_>> {
         self.readings.iter().find(|r| r.meter.id == id)
     }
 
     /// `%{ratio}` for `r`: its amount and its partner's.
-    pub fn ratio(&self, r: &Reading<'_>) -> Option<(u64, u64)> {
+    pub(crate) fn ratio(&self, r: &Reading<'_>) -> Option<(u64, u64)> {
         let partner = self.reading(r.meter.partner?)?;
         Some((r.meter.amount, partner.meter.amount))
     }
@@ -88,7 +88,7 @@ impl Snapshot<'_> {
 
 /// A form of output. Every method has a default that does nothing, so a sink implements
 /// only what it shows.
-pub trait Sink {
+pub(crate) trait Sink {
     /// Something happened (an error, a path chosen, ...).
     fn event(&mut self, _event: &Event, _config: &DisplayConfig, _term: &mut Term) {}
 
@@ -108,7 +108,7 @@ pub trait Sink {
 
 /// How numbers and bars look, fixed for the run.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Style {
+pub(crate) struct Style {
     /// `-n`.
     pub numeric: bool,
     /// `-k`: decimal prefixes for bytes.
@@ -127,7 +127,7 @@ pub struct Style {
 
 impl Style {
     /// The unit system for a meter of `unit`.
-    pub fn kind(&self, unit: Unit) -> CountKind {
+    pub(crate) fn kind(&self, unit: Unit) -> CountKind {
         match unit {
             Unit::Lines => CountKind::Lines,
             Unit::Bytes if self.si => CountKind::DecimalBytes,
@@ -139,7 +139,7 @@ impl Style {
 /// The display settings: what to show and how. Built by the plan; `-R` may change the
 /// switches, format, name, extra display, size of the terminal and interval during a run.
 #[derive(Debug, Clone, Default)]
-pub struct DisplayConfig {
+pub(crate) struct DisplayConfig {
     /// Anything is displayed at all (stderr is a terminal, or `-f`/`-n`; not `-q`; not an
     /// empty `-F`).
     pub enabled: bool,
@@ -207,18 +207,18 @@ pub struct DisplayConfig {
 
 impl DisplayConfig {
     /// The terminal size, from `-w`/`-H` or the terminal.
-    pub fn measure(&mut self) {
+    pub(crate) fn measure(&mut self) {
         (self.width, self.height) = term::size(self.fixed.0, self.fixed.1);
     }
 
     /// Whether progress lines are shown now: the display is enabled and rpv is in the
     /// terminal's foreground (or `-f`/`-n`).
-    pub fn visible(&self) -> bool {
+    pub(crate) fn visible(&self) -> bool {
         self.enabled && (self.style.numeric || self.force || sys::in_foreground(sys::stderr_fd()))
     }
 
     /// The `-N` name a meter shows.
-    pub fn name_for(&self, role: Role) -> Option<&str> {
+    pub(crate) fn name_for(&self, role: Role) -> Option<&str> {
         match role {
             Role::MonitorIn => self.prev_name.as_deref().or(self.name.as_deref()),
             Role::Transfer | Role::MonitorOut => self.name.as_deref(),
@@ -227,7 +227,7 @@ impl DisplayConfig {
     }
 
     /// The format text of a meter: `-F` if given, else the default built from the switches.
-    pub fn format_text(&self, meter: &MeterState) -> String {
+    pub(crate) fn format_text(&self, meter: &MeterState) -> String {
         let size_known = meter.size > 0;
         let custom = match meter.role {
             Role::MonitorIn => self.prev_format.as_deref().or(self.format.as_deref()),
@@ -258,7 +258,7 @@ impl DisplayConfig {
     }
 
     /// The name shown by `%N` for a meter, at the current width.
-    pub fn label(&self, meter: &MeterState) -> Option<String> {
+    pub(crate) fn label(&self, meter: &MeterState) -> Option<String> {
         match &meter.label {
             Label::None if self.each && meter.role == Role::Transfer => {
                 Some(self.name.clone().unwrap_or_else(|| "total".to_string()))
@@ -279,7 +279,7 @@ impl DisplayConfig {
     }
 
     /// The frame to render for `r`.
-    pub fn frame<'a>(
+    pub(crate) fn frame<'a>(
         &self,
         r: &'a Reading<'_>,
         name: Option<&'a str>,
@@ -349,13 +349,13 @@ fn descriptor_format(
 /// Parsed formats by text, so each is parsed once (formats change only with `-R` or when a
 /// size becomes known).
 #[derive(Debug, Default)]
-pub struct Formats {
+pub(crate) struct Formats {
     parsed: Vec<(String, Format)>,
 }
 
 impl Formats {
     /// The parsed format for `text`.
-    pub fn get(&mut self, text: &str) -> &Format {
+    pub(crate) fn get(&mut self, text: &str) -> &Format {
         let at = match self.parsed.iter().position(|(t, _)| t == text) {
             Some(at) => at,
             None => {
@@ -367,14 +367,14 @@ impl Formats {
     }
 
     /// Forgets every parsed format (after `-R` changed the settings).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.parsed.clear();
     }
 }
 
 /// Renders meter `r` as one line at the current width (the shared step of the line,
 /// numeric, title and multi-line sinks).
-pub fn render_line(
+pub(crate) fn render_line(
     formats: &mut Formats,
     config: &DisplayConfig,
     r: &Reading<'_>,
@@ -388,7 +388,7 @@ pub fn render_line(
 
 /// Renders meter `r` as one row of a view, `width` columns at most: like [`render_line`],
 /// with control characters in its name shown escaped.
-pub fn render_row(
+pub(crate) fn render_row(
     formats: &mut Formats,
     config: &DisplayConfig,
     r: &Reading<'_>,
@@ -403,7 +403,7 @@ pub fn render_row(
 }
 
 /// True if a format text shows `%A` or `%L` (the engine then keeps the tail of the data).
-pub fn shows_tail(text: &str) -> bool {
+pub(crate) fn shows_tail(text: &str) -> bool {
     Format::parse(text).segments.iter().any(|s| {
         matches!(
             s,

@@ -16,7 +16,7 @@ use crate::term::Term;
 
 /// Rows of watched descriptors, or of inputs and outputs.
 #[derive(Debug, Default)]
-pub struct Multi {
+pub(crate) struct Multi {
     formats: Formats,
 }
 

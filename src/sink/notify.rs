@@ -25,7 +25,7 @@ use crate::units::{self, CountKind};
 
 /// A datagram socket to systemd's notification socket.
 #[derive(Debug)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     socket: UnixDatagram,
     address: SocketAddr,
 }
@@ -33,12 +33,12 @@ pub struct Notifier {
 impl Notifier {
     /// From `NOTIFY_SOCKET` (read once): `None` if it is unset, empty, of a kind rpv does not
     /// speak (`vsock:`), or no socket can be made.
-    pub fn from_env() -> Option<Notifier> {
+    pub(crate) fn from_env() -> Option<Notifier> {
         Notifier::new(&std::env::var_os("NOTIFY_SOCKET")?)
     }
 
     /// A notifier for the address `value`: an absolute path, or `@name` (abstract).
-    pub fn new(value: &OsStr) -> Option<Notifier> {
+    pub(crate) fn new(value: &OsStr) -> Option<Notifier> {
         let bytes = value.as_bytes();
         let address = match bytes.split_first() {
             Some((b'@', name)) => SocketAddr::from_abstract_name(name).ok()?,
@@ -51,7 +51,7 @@ impl Notifier {
     }
 
     /// Sends `STATUS=text` (one line); a failure is ignored.
-    pub fn status(&self, text: &str) {
+    pub(crate) fn status(&self, text: &str) {
         let message = format!("STATUS={}", text.replace('\n', " "));
         let _ = self.socket.send_to_addr(message.as_bytes(), &self.address);
     }
@@ -95,7 +95,7 @@ fn so_far(r: &Reading<'_>, kind: CountKind) -> String {
 
 /// The status during the run: `backup: 42% 1.23GiB of 2.93GiB, 120MiB/s, ETA 0:00:14`
 /// (size known), `1.23GiB, 120MiB/s` (unknown), `…, stalled for 0:00:12`.
-pub fn progress_text(config: &DisplayConfig, r: &Reading<'_>) -> String {
+pub(crate) fn progress_text(config: &DisplayConfig, r: &Reading<'_>) -> String {
     let m = r.meter;
     let kind = config.style.kind(m.unit);
     let mut out = lead(config, r);
@@ -190,7 +190,7 @@ fn main_reading<'s>(snapshot: &'s Snapshot<'_>) -> Option<&'s Reading<'s>> {
 
 /// Progress as the systemd service's status.
 #[derive(Debug)]
-pub struct Notify {
+pub(crate) struct Notify {
     notifier: Arc<Notifier>,
     /// The last error reported (for the final status).
     error: Option<String>,
@@ -201,7 +201,7 @@ pub struct Notify {
 impl Notify {
     /// A sink sending through `notifier`; the final status, with the status rpv exits
     /// with, is left in `finals`.
-    pub fn new(notifier: Arc<Notifier>, finals: SharedFinals) -> Notify {
+    pub(crate) fn new(notifier: Arc<Notifier>, finals: SharedFinals) -> Notify {
         Notify {
             notifier,
             error: None,

@@ -10,7 +10,7 @@ use crate::term::Term;
 
 /// `-n` output.
 #[derive(Debug, Default)]
-pub struct Numeric {
+pub(crate) struct Numeric {
     formats: Formats,
 }
 

@@ -22,12 +22,12 @@ use crate::sys;
 use crate::term::Term;
 
 /// A sink's last word, written once the exit status is known (it is given the status).
-pub type Final = Box<dyn FnOnce(u8)>;
+pub(crate) type Final = Box<dyn FnOnce(u8)>;
 
 /// The sinks' last words, one per kind of sink: a later display loop's (the second phase
 /// of `-U`) replaces an earlier one's.
 #[derive(Default)]
-pub struct Finals {
+pub(crate) struct Finals {
     pending: Vec<(&'static str, Final)>,
 }
 
@@ -40,7 +40,7 @@ impl std::fmt::Debug for Finals {
 
 impl Finals {
     /// `last` is what the sink of `kind` writes at the end, in place of what it said before.
-    pub fn set(&mut self, kind: &'static str, last: Final) {
+    pub(crate) fn set(&mut self, kind: &'static str, last: Final) {
         self.pending.retain(|(k, _)| *k != kind);
         self.pending.push((kind, last));
     }
@@ -54,11 +54,11 @@ impl Finals {
 }
 
 /// [`Finals`] shared by a run's sinks and its report.
-pub type SharedFinals = Rc<std::cell::RefCell<Finals>>;
+pub(crate) type SharedFinals = Rc<std::cell::RefCell<Finals>>;
 
 /// The voice of one rpv process outside its display loops.
 #[derive(Debug)]
-pub struct Report {
+pub(crate) struct Report {
     prog: String,
     voice: Voice,
     ledger: SharedLedger,
@@ -67,7 +67,7 @@ pub struct Report {
 
 impl Report {
     /// Messages prefixed with `prog`, in `voice`.
-    pub fn new(prog: &str, voice: Voice) -> Report {
+    pub(crate) fn new(prog: &str, voice: Voice) -> Report {
         Report {
             prog: prog.to_string(),
             voice,
@@ -77,22 +77,22 @@ impl Report {
     }
 
     /// The program name that prefixes messages.
-    pub fn prog(&self) -> &str {
+    pub(crate) fn prog(&self) -> &str {
         &self.prog
     }
 
     /// What the `--json` sinks of this run share with the report.
-    pub fn ledger(&self) -> SharedLedger {
+    pub(crate) fn ledger(&self) -> SharedLedger {
         Rc::clone(&self.ledger)
     }
 
     /// Where the sinks of this run leave their last words.
-    pub fn finals(&self) -> SharedFinals {
+    pub(crate) fn finals(&self) -> SharedFinals {
         Rc::clone(&self.finals)
     }
 
     /// Reports an error or a warning (exit bits 0).
-    pub fn error(&self, e: &Error) {
+    pub(crate) fn error(&self, e: &Error) {
         let mut term = Term::new(&self.prog);
         match self.voice {
             Voice::Display => term.message(&e.to_string()),
@@ -107,7 +107,7 @@ impl Report {
     /// Reports a bad command line: `text` is the whole diagnostic, lines ending in `\n`,
     /// each starting with `argv0` or the program name (glibc's and pv's forms), then the
     /// hint to try `--help`.
-    pub fn usage(&self, text: &str, argv0: &str) {
+    pub(crate) fn usage(&self, text: &str, argv0: &str) {
         let mut term = Term::new(&self.prog);
         match self.voice {
             Voice::Display if term.is_terminal() => {
@@ -151,7 +151,7 @@ impl Report {
 
     /// The run is over and rpv exits with `status`: the sinks' last words, then, with
     /// `--json`, what is held and the `end` object.
-    pub fn close(&self, status: u8) {
+    pub(crate) fn close(&self, status: u8) {
         self.finals.borrow_mut().close(status);
         if self.voice == Voice::Json {
             let mut term = Term::new(&self.prog);

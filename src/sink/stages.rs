@@ -18,7 +18,7 @@ use crate::term::Term;
 
 /// `--pipeline`.
 #[derive(Debug, Default)]
-pub struct Stages {
+pub(crate) struct Stages {
     formats: Formats,
     /// The summaries (one per pipeline watched), printed at the end.
     summary: Vec<String>,

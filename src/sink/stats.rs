@@ -10,7 +10,7 @@ use crate::term::Term;
 
 /// `--stats`.
 #[derive(Debug, Default)]
-pub struct Stats;
+pub(crate) struct Stats;
 
 impl Sink for Stats {
     fn finish(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {

@@ -19,7 +19,7 @@ use crate::term::Term;
 
 /// `--term-progress`.
 #[derive(Debug)]
-pub struct TermProgress {
+pub(crate) struct TermProgress {
     /// The writer, once the first update asked for it (`None` inside: another rpv has it).
     indicator: Option<Option<&'static Indicator>>,
     /// Something was shown (so the end clears it).
@@ -41,7 +41,7 @@ fn percent(r: &Reading<'_>) -> Option<u8> {
 
 impl TermProgress {
     /// A sink whose end is left in `finals`.
-    pub fn new(finals: SharedFinals) -> TermProgress {
+    pub(crate) fn new(finals: SharedFinals) -> TermProgress {
         TermProgress {
             indicator: None,
             shown: false,

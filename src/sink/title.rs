@@ -13,14 +13,14 @@ use crate::term::{self, ExtraSpec, Term};
 
 /// `-x`.
 #[derive(Debug)]
-pub struct Title {
+pub(crate) struct Title {
     prog: String,
     formats: Formats,
 }
 
 impl Title {
     /// A title sink; `prog` starts the process title (`rpv -- …`).
-    pub fn new(prog: &str) -> Title {
+    pub(crate) fn new(prog: &str) -> Title {
         Title {
             prog: prog.to_string(),
             formats: Formats::default(),

@@ -26,7 +26,7 @@ const ALT_SCREEN: &str = "\x1b[?1049h\x1b[H\x1b[2J";
 const MAIN_SCREEN: &str = "\x1b[?1049l";
 
 /// `--top`'s view.
-pub struct Top {
+pub(crate) struct Top {
     board: SharedBoard,
     lines: Vec<Line>,
     history: HashMap<u64, VecDeque<f64>>,
@@ -41,7 +41,7 @@ pub struct Top {
 impl Top {
     /// The view; it takes keys when standard input and standard error are the terminal
     /// (and not `-q`).
-    pub fn new(board: SharedBoard, config: &DisplayConfig) -> Top {
+    pub(crate) fn new(board: SharedBoard, config: &DisplayConfig) -> Top {
         let interactive = config.stderr_tty && config.enabled && sys::isatty(sys::stdin_fd());
         let tty = interactive
             .then(|| sys::tty_mode_for_reply(sys::stdin_fd()).ok())

@@ -19,7 +19,7 @@ use crate::top::metrics::{render, Series, Totals};
 use crate::top::{Kind, TopConfig};
 
 /// `--top --metrics-file`.
-pub struct TopMetrics {
+pub(crate) struct TopMetrics {
     path: PathBuf,
     settings: TopConfig,
     board: SharedBoard,
@@ -31,7 +31,7 @@ pub struct TopMetrics {
 
 impl TopMetrics {
     /// A sink writing `path`.
-    pub fn new(path: PathBuf, settings: TopConfig, board: SharedBoard) -> TopMetrics {
+    pub(crate) fn new(path: PathBuf, settings: TopConfig, board: SharedBoard) -> TopMetrics {
         TopMetrics {
             path,
             settings,

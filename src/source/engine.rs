@@ -21,7 +21,7 @@ use crate::transfer::Progress;
 
 /// How the engine's transfer is shown.
 #[derive(Debug, Clone)]
-pub struct EngineMeter {
+pub(crate) struct EngineMeter {
     /// The meter's id.
     pub id: MeterId,
     /// Transfer, or a side of `-M both`.
@@ -62,7 +62,7 @@ struct InputRow {
 }
 
 /// A local transfer, seen from the display thread.
-pub struct EngineSource<'a> {
+pub(crate) struct EngineSource<'a> {
     progress: &'a Progress,
     /// The engine's output, until the transfer is over (then dropped: a pipe to a `-M`
     /// command closes, so the command sees the end of its input).
@@ -91,7 +91,7 @@ pub struct EngineSource<'a> {
 impl<'a> EngineSource<'a> {
     /// Watches `progress`, published by an engine writing to `out`; the clock starts now
     /// (or at the first write with `-W`).
-    pub fn new(progress: &'a Progress, out: Output, meter: EngineMeter) -> Self {
+    pub(crate) fn new(progress: &'a Progress, out: Output, meter: EngineMeter) -> Self {
         let out_pipe = match sys::fstat(out.fd()) {
             Ok(info) if info.kind == FileKind::Pipe => sys::pipe_size(out.fd()).unwrap_or(65536),
             _ => 0,
@@ -113,18 +113,18 @@ impl<'a> EngineSource<'a> {
 
     /// Numbers this transfer's inputs from `first` on (the output side of `-M both`, after
     /// the input side's).
-    pub fn number_inputs_from(&mut self, first: usize) {
+    pub(crate) fn number_inputs_from(&mut self, first: usize) {
         self.first_input = first;
     }
 
     /// Keeps `mirror` up to date with the bytes written and the end of the transfer (read
     /// by the pipeline view).
-    pub fn mirror_to(&mut self, mirror: Arc<crate::source::pipeline::OwnStage>) {
+    pub(crate) fn mirror_to(&mut self, mirror: Arc<crate::source::pipeline::OwnStage>) {
         self.mirror = Some(mirror);
     }
 
     /// Standard input is one of the inputs: `%{bottleneck}` looks at its fill too.
-    pub fn watch_stdin(&mut self) {
+    pub(crate) fn watch_stdin(&mut self) {
         if sys::fstat(sys::stdin_fd()).is_ok_and(|i| i.kind == FileKind::Pipe) {
             self.in_pipe = sys::pipe_size(sys::stdin_fd()).unwrap_or(65536);
         }

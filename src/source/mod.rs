@@ -8,16 +8,16 @@
 //! of a shell pipeline). Must not: draw, print or know which sinks exist. A new kind
 //! of progress is a new `Source`; nothing else changes.
 
-pub mod engine;
-pub mod pipeline;
-pub mod query;
-pub mod top;
-pub mod watch;
+pub(crate) mod engine;
+pub(crate) mod pipeline;
+pub(crate) mod query;
+pub(crate) mod top;
+pub(crate) mod watch;
 
 use crate::meter::{Blocked, Event, MeterState};
 
 /// A producer of progress, polled by the display loop on its own thread.
-pub trait Source {
+pub(crate) trait Source {
     /// Appends the current state of this source's meters to `out` (`now_ns`: monotonic).
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>);
 

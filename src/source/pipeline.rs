@@ -49,7 +49,7 @@ const MAX_JOBS: usize = 1_000;
 /// What the transfer this process runs tells the pipeline view about its own stage (a
 /// process cannot ask itself over its control channel).
 #[derive(Debug, Default)]
-pub struct OwnStage {
+pub(crate) struct OwnStage {
     /// Bytes written so far.
     pub bytes: AtomicU64,
     /// The transfer is over: its row reads `ended`.
@@ -57,7 +57,7 @@ pub struct OwnStage {
 }
 
 /// The stages of one or more pipelines.
-pub struct PipelineSource {
+pub(crate) struct PipelineSource {
     watchers: Vec<Watcher>,
     /// Inside a transfer: what it tells of its own stage; the transfer decides when the
     /// run ends.
@@ -126,7 +126,7 @@ fn prepare(watcher: &mut Watcher, interval: f64, now_ns: u64) {
 impl PipelineSource {
     /// Watches the pipelines of process `pid` (its own, or each one a shell runs), sampled
     /// every `interval` seconds.
-    pub fn watch(pid: u32, interval: f64) -> Result<PipelineSource, Error> {
+    pub(crate) fn watch(pid: u32, interval: f64) -> Result<PipelineSource, Error> {
         let fail = |e: WatchError| {
             Error::other_errno(status::ACCESS, format!("--pipeline: {e}"), e.errno())
         };
@@ -209,7 +209,7 @@ impl PipelineSource {
     }
 
     /// The pipeline this process sits in, its own stage as `own` tells.
-    pub fn inline(own: Arc<OwnStage>, interval: f64) -> Result<PipelineSource, Error> {
+    pub(crate) fn inline(own: Arc<OwnStage>, interval: f64) -> Result<PipelineSource, Error> {
         let mut proc = crate::pipeline::control::sys_proc();
         let bytes = Arc::clone(&own);
         proc.set_own_bytes(Box::new(move || bytes.bytes.load(Ordering::Relaxed)));

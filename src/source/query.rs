@@ -12,7 +12,7 @@ use crate::meter::{Event, MeterState, Phase, Unit};
 use crate::sys;
 
 /// The progress of another rpv.
-pub struct QuerySource {
+pub(crate) struct QuerySource {
     client: Option<Client>,
     unit: Unit,
     wait: bool,
@@ -25,7 +25,12 @@ pub struct QuerySource {
 impl QuerySource {
     /// Follows the target behind `client`, whose first answer was `first`; `unit` is what
     /// the amounts count, `wait` is `-W` (nothing shown before the first byte).
-    pub fn new(client: Client, first: (f64, u64, u64), unit: Unit, wait: bool) -> QuerySource {
+    pub(crate) fn new(
+        client: Client,
+        first: (f64, u64, u64),
+        unit: Unit,
+        wait: bool,
+    ) -> QuerySource {
         let (elapsed, transferred, size) = first;
         let now = sys::monotonic_ns();
         QuerySource {

@@ -22,7 +22,7 @@ const KEYS_POLL_NS: u64 = 50_000_000;
 
 /// What the `--top` source and its view share.
 #[derive(Debug, Default)]
-pub struct Board {
+pub(crate) struct Board {
     /// The processes rpv may not read, at the last scan.
     pub hidden: Hidden,
     /// The view takes keys (the display loop then wakes often enough for them).
@@ -34,10 +34,10 @@ pub struct Board {
 }
 
 /// A shared [`Board`].
-pub type SharedBoard = Rc<RefCell<Board>>;
+pub(crate) type SharedBoard = Rc<RefCell<Board>>;
 
 /// `--top`.
-pub struct TopSource {
+pub(crate) struct TopSource {
     scanner: Scanner,
     board: SharedBoard,
     flows: Vec<Flow>,
@@ -46,7 +46,7 @@ pub struct TopSource {
 impl TopSource {
     /// Looks at every process once (so the first update sees what moved since);
     /// `interval` is `-i` in seconds.
-    pub fn new(interval: f64, board: SharedBoard) -> TopSource {
+    pub(crate) fn new(interval: f64, board: SharedBoard) -> TopSource {
         let mut scanner = Scanner::new(interval);
         scanner.scan(crate::sys::monotonic_ns());
         TopSource {
@@ -58,7 +58,7 @@ impl TopSource {
 }
 
 /// The meter of one flow.
-pub fn meter(flow: &Flow, now_ns: u64) -> MeterState {
+pub(crate) fn meter(flow: &Flow, now_ns: u64) -> MeterState {
     MeterState {
         id: flow.id,
         role: Role::Flow,

@@ -9,7 +9,7 @@ use std::io;
 
 /// The C library's message for an errno value, without Rust's " (os error N)" suffix, as pv
 /// prints it (`No such file or directory`).
-pub fn strerror(err: &io::Error) -> String {
+pub(crate) fn strerror(err: &io::Error) -> String {
     let Some(code) = err.raw_os_error() else {
         return err.to_string();
     };
@@ -25,7 +25,7 @@ pub fn strerror(err: &io::Error) -> String {
 }
 
 /// Monotonic clock in nanoseconds. Async-signal-safe (a vDSO call once rustix has found the
-/// vDSO, which [`crate::sys::set_signal_handler`] makes sure of before any handler runs).
+/// vDSO, which `set_signal_handler` makes sure of before any handler runs).
 pub fn monotonic_ns() -> u64 {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
@@ -35,7 +35,7 @@ pub fn monotonic_ns() -> u64 {
 
 /// Wall clock: (seconds since the epoch, local UTC offset in seconds, from the time zone
 /// rules the C library reads: `TZ`, else /etc/localtime).
-pub fn wall_clock() -> (i64, i32) {
+pub(crate) fn wall_clock() -> (i64, i32) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -43,7 +43,7 @@ pub fn wall_clock() -> (i64, i32) {
 }
 
 /// Wall clock in UTC: (seconds since the epoch, milliseconds), for time stamps.
-pub fn unix_time_ms() -> (i64, u32) {
+pub(crate) fn unix_time_ms() -> (i64, u32) {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

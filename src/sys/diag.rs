@@ -115,7 +115,7 @@ fn parse_socket(msg: &[u8], out: &mut HashMap<u64, u64>) {
 
 /// Every TCP socket of rpv's network namespace (IPv4 and IPv6): its inode and the bytes
 /// it has sent (acknowledged) and received, added up.
-pub fn tcp_bytes(out: &mut HashMap<u64, u64>) -> io::Result<()> {
+pub(crate) fn tcp_bytes(out: &mut HashMap<u64, u64>) -> io::Result<()> {
     let fd = net::socket_with(
         AddressFamily::NETLINK,
         SocketType::DGRAM,

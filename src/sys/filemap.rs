@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// How many [`FileMap`]s may be live at once; [`FileMap::new`] fails with EBUSY beyond that.
-pub const MAP_SLOTS: usize = 8;
+pub(crate) const MAP_SLOTS: usize = 8;
 
 /// A read-only shared mapping of part of a file (`mmap(2)`), unmapped on drop.
 ///
@@ -19,7 +19,7 @@ pub const MAP_SLOTS: usize = 8;
 /// raise SIGBUS (as for any mmap reader); the handler installed by [`FileMap::new`] puts zero
 /// pages there instead and [`FileMap::take_fault`] reports it. If another process rewrites
 /// the range, the bytes seen may be old or new ones (see the `# Safety` of `new`).
-pub struct FileMap {
+pub(crate) struct FileMap {
     base: *mut std::ffi::c_void,
     map_len: usize,
     skip: usize,
@@ -186,7 +186,7 @@ impl FileMap {
     /// concurrent change by another process only gives a wrong result (each byte read once,
     /// no assumption that two reads agree), never undefined behaviour in its own logic.
     /// (Truncation is the case the SIGBUS handler covers.)
-    pub unsafe fn new(fd: BorrowedFd<'_>, offset: u64, len: usize) -> io::Result<FileMap> {
+    pub(crate) unsafe fn new(fd: BorrowedFd<'_>, offset: u64, len: usize) -> io::Result<FileMap> {
         use rustix::mm::{Advice, MapFlags, ProtFlags};
         if len == 0 || i64::try_from(offset).is_err() {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
@@ -231,7 +231,7 @@ impl FileMap {
     }
 
     /// The mapped bytes.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         // SAFETY: [base + skip, base + skip + len) is inside the live mapping, which stays
         // mapped (only pages may be swapped for zero pages) until `self` is dropped; what
         // concurrent writers mean is the contract of `new`.
@@ -243,7 +243,7 @@ impl FileMap {
     /// True (once) if pages of this map vanished since the last call (the file was
     /// truncated): what was read from it since then may contain zeros in place of data and
     /// must be counted again by other means.
-    pub fn take_fault(&self) -> bool {
+    pub(crate) fn take_fault(&self) -> bool {
         LIVE.slots[self.slot].fault.swap(false, Ordering::Relaxed)
     }
 }

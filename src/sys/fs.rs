@@ -12,7 +12,7 @@ use rustix::fs::{FileType, OFlags, SeekFrom};
 
 /// What kind of file a descriptor refers to (from `fstat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// A FIFO or anonymous pipe.
     Pipe,
     /// A regular file.
@@ -31,7 +31,7 @@ pub enum FileKind {
 
 /// The parts of `struct stat` rpv uses.
 #[derive(Debug, Clone, Copy)]
-pub struct FileInfo {
+pub(crate) struct FileInfo {
     /// File type.
     pub kind: FileKind,
     /// Device of the inode.
@@ -42,8 +42,6 @@ pub struct FileInfo {
     pub size: u64,
     /// Device number for device files (`st_rdev`).
     pub rdev: u64,
-    /// Preferred I/O block size.
-    pub blksize: u64,
     /// `st_mtime` in nanoseconds.
     pub mtime_ns: i128,
     /// `st_ctime` in nanoseconds.
@@ -53,7 +51,7 @@ pub struct FileInfo {
 /// What identifies one version of a file's contents: device, inode, size, and the
 /// modification and status-change times in nanoseconds (from `fstat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileVersion {
+pub(crate) struct FileVersion {
     /// Device of the inode.
     pub dev: u64,
     /// Inode number.
@@ -68,7 +66,7 @@ pub struct FileVersion {
 
 impl FileInfo {
     /// The fields that identify this version of the file's contents.
-    pub fn version(&self) -> FileVersion {
+    pub(crate) fn version(&self) -> FileVersion {
         FileVersion {
             dev: self.dev,
             ino: self.ino,
@@ -99,30 +97,29 @@ fn info_from_stat(st: &rustix::fs::Stat) -> FileInfo {
         ino: st.st_ino as u64,
         size: u64::try_from(st.st_size).unwrap_or(0),
         rdev: st.st_rdev as u64,
-        blksize: u64::try_from(st.st_blksize).unwrap_or(0),
         mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
         ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
     }
 }
 
 /// `fstat(2)`.
-pub fn fstat(fd: BorrowedFd<'_>) -> io::Result<FileInfo> {
+pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<FileInfo> {
     Ok(info_from_stat(&rustix::fs::fstat(fd)?))
 }
 
 /// `fstat(2)` reduced to a [`FileVersion`].
-pub fn file_version(fd: BorrowedFd<'_>) -> io::Result<FileVersion> {
+pub(crate) fn file_version(fd: BorrowedFd<'_>) -> io::Result<FileVersion> {
     fstat(fd).map(|info| info.version())
 }
 
 /// `stat(2)`: a path's metadata without opening it (opening a FIFO would pair with, and
 /// then abandon, its writer).
-pub fn stat(path: &Path) -> io::Result<FileInfo> {
+pub(crate) fn stat(path: &Path) -> io::Result<FileInfo> {
     Ok(info_from_stat(&rustix::fs::stat(path)?))
 }
 
 /// True if the device number is /dev/zero's (character device 1:5).
-pub fn is_dev_zero(info: &FileInfo) -> bool {
+pub(crate) fn is_dev_zero(info: &FileInfo) -> bool {
     let rdev = info.rdev as rustix::fs::Dev;
     info.kind == FileKind::Char && rustix::fs::major(rdev) == 1 && rustix::fs::minor(rdev) == 5
 }
@@ -138,7 +135,7 @@ pub fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
 }
 
 /// `pread(2)` at `offset`, leaving the file offset alone.
-pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(crate) fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     if i64::try_from(offset).is_err() {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -147,7 +144,7 @@ pub fn pread(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usiz
 
 /// `lseek(2)` with `whence` one of `SEEK_SET`, `SEEK_CUR`, `SEEK_END`; returns the new
 /// offset. Any other `whence`, or a negative absolute offset, is EINVAL.
-pub fn lseek(fd: BorrowedFd<'_>, offset: i64, whence: libc::c_int) -> io::Result<u64> {
+pub(crate) fn lseek(fd: BorrowedFd<'_>, offset: i64, whence: libc::c_int) -> io::Result<u64> {
     let einval = || io::Error::from_raw_os_error(libc::EINVAL);
     let pos = match whence {
         libc::SEEK_SET => SeekFrom::Start(u64::try_from(offset).map_err(|_| einval())?),
@@ -159,7 +156,7 @@ pub fn lseek(fd: BorrowedFd<'_>, offset: i64, whence: libc::c_int) -> io::Result
 }
 
 /// `ftruncate(2)`.
-pub fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+pub(crate) fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
     if i64::try_from(len).is_err() {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -167,24 +164,24 @@ pub fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
 }
 
 /// `fdatasync(2)`.
-pub fn fdatasync(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn fdatasync(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(rustix::fs::fdatasync(fd)?)
 }
 
 /// `posix_fadvise(POSIX_FADV_SEQUENTIAL)` over the whole file; failures are ignored.
-pub fn advise_sequential(fd: BorrowedFd<'_>) {
+pub(crate) fn advise_sequential(fd: BorrowedFd<'_>) {
     let _ = rustix::fs::fadvise(fd, 0, None, rustix::fs::Advice::Sequential);
 }
 
 /// `access(path, R_OK)`.
-pub fn readable(path: &Path) -> bool {
+pub(crate) fn readable(path: &Path) -> bool {
     rustix::fs::access(path, rustix::fs::Access::READ_OK).is_ok()
 }
 
 /// What identifies the pipe or FIFO open on `fd`: `Ok(Pipe(inode))` for an anonymous pipe
 /// (`/proc/*/fd` shows `pipe:[inode]`), `Fifo(dev, inode)` for a named FIFO (shown by its
 /// path); None for anything else.
-pub fn pipe_id(fd: BorrowedFd<'_>) -> Option<PipeId> {
+pub(crate) fn pipe_id(fd: BorrowedFd<'_>) -> Option<PipeId> {
     let info = fstat(fd).ok()?;
     if info.kind != FileKind::Pipe {
         return None;
@@ -200,7 +197,7 @@ pub fn pipe_id(fd: BorrowedFd<'_>) -> Option<PipeId> {
 
 /// A pipe or FIFO, as [`pipe_id`] tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PipeId {
+pub(crate) enum PipeId {
     /// An anonymous pipe: its inode.
     Pipe(u64),
     /// A named FIFO: device and inode.
@@ -210,13 +207,13 @@ pub enum PipeId {
 /// `flock(2)` with `LOCK_UN`. (No blocking `LOCK_EX`: an EINTR from it is not enough to end
 /// a wait, since a signal that comes between two calls is missed; lockers use [`try_flock`]
 /// with a deadline.)
-pub fn unlock(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn unlock(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(rustix::fs::flock(fd, rustix::fs::FlockOperation::Unlock)?)
 }
 
 /// `flock(2)` with `LOCK_EX | LOCK_NB`: true if this open file now holds the lock, false if
 /// another open file of the same inode holds it.
-pub fn try_flock(fd: BorrowedFd<'_>) -> io::Result<bool> {
+pub(crate) fn try_flock(fd: BorrowedFd<'_>) -> io::Result<bool> {
     match rustix::fs::flock(fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(true),
         Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
@@ -225,14 +222,14 @@ pub fn try_flock(fd: BorrowedFd<'_>) -> io::Result<bool> {
 }
 
 /// `F_GETFL`: the file status flags (`O_NONBLOCK`, `O_APPEND`, …) as the C flag bits.
-pub fn status_flags(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
+pub(crate) fn status_flags(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
     let flags = rustix::fs::fcntl_getfl(fd)?;
     Ok(flags.bits() as libc::c_int)
 }
 
 /// Sets or clears one file status flag (`O_DIRECT`, `O_NONBLOCK`, …, as the C flag bit) with
 /// `F_SETFL`; no call if it already has that state.
-pub fn set_status_flag(fd: BorrowedFd<'_>, flag: libc::c_int, on: bool) -> io::Result<()> {
+pub(crate) fn set_status_flag(fd: BorrowedFd<'_>, flag: libc::c_int, on: bool) -> io::Result<()> {
     let flags = rustix::fs::fcntl_getfl(fd)?;
     let flag = OFlags::from_bits_retain(flag as u32);
     let mut new = flags;

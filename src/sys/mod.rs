@@ -36,27 +36,32 @@ mod term;
 #[allow(unsafe_code)]
 mod title;
 
-pub use clock::{monotonic_ns, strerror, unix_time_ms, wall_clock};
-pub use diag::tcp_bytes;
-pub use filemap::{FileMap, MAP_SLOTS};
-pub use fs::{
+pub use clock::monotonic_ns;
+pub(crate) use clock::{strerror, unix_time_ms, wall_clock};
+pub(crate) use diag::tcp_bytes;
+pub(crate) use filemap::FileMap;
+pub(crate) use fs::{
     advise_sequential, fdatasync, file_version, fstat, ftruncate, is_dev_zero, lseek, pipe_id,
-    pread, read, readable, set_nonblocking, set_status_flag, stat, status_flags, try_flock, unlock,
-    write, FileInfo, FileKind, FileVersion, PipeId,
+    pread, readable, set_status_flag, stat, status_flags, try_flock, unlock, FileInfo, FileKind,
+    FileVersion, PipeId,
 };
+pub use fs::{read, set_nonblocking, write};
 pub use pipe::{
-    constant_buffer, copy_file_range, pipe, pipe_fill, pipe_size, poll_one, set_pipe_size, splice,
-    tee, unread_bytes, vmsplice, vmsplice_zeros, zeros, ConstBuf, ZERO_CHUNK,
+    constant_buffer, pipe_size, poll_one, set_pipe_size, splice, tee, vmsplice, ConstBuf,
 };
-pub use process::{
+pub(crate) use pipe::{
+    copy_file_range, pipe, pipe_fill, unread_bytes, vmsplice_zeros, zeros, ZERO_CHUNK,
+};
+pub(crate) use process::{
     child_ended, continue_pending, geteuid, peer_cred, process_check, process_exists, send_signal,
-    set_thread_name, shutdown, stderr_fd, stdin_fd, stdout_fd, terminate,
+    set_thread_name, shutdown, stderr_fd, terminate,
 };
-pub use signal::{
+pub use process::{stdin_fd, stdout_fd};
+pub(crate) use signal::{
     block_signals, ignore_signal, interrupt_thread, raise, set_signal_handler, start_alarm_ticks,
     thread_id,
 };
-pub use term::{
+pub(crate) use term::{
     in_foreground, isatty, restore_tty_mode, tty_line_mode, tty_mode_for_reply, ttyname,
     window_size, TtyMode,
 };

@@ -31,7 +31,7 @@ pub fn tee(input: BorrowedFd<'_>, output: BorrowedFd<'_>, len: usize) -> io::Res
 }
 
 /// `copy_file_range(2)` using both descriptors' file offsets.
-pub fn copy_file_range(
+pub(crate) fn copy_file_range(
     input: BorrowedFd<'_>,
     output: BorrowedFd<'_>,
     len: usize,
@@ -51,7 +51,7 @@ pub fn set_pipe_size(fd: BorrowedFd<'_>, size: usize) -> io::Result<usize> {
 }
 
 /// `FIONREAD`: bytes waiting unread in a pipe.
-pub fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<usize> {
+pub(crate) fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<usize> {
     let n = rustix::io::ioctl_fionread(fd)?;
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
@@ -61,7 +61,7 @@ pub fn unread_bytes(fd: BorrowedFd<'_>) -> io::Result<usize> {
 /// else) or cannot be asked. For the display thread, about a descriptor the data thread
 /// owns (a `--tee` FIFO): it only looks (`fstat`, `FIONREAD`, `F_GETPIPE_SZ`), never reads,
 /// writes or closes.
-pub fn pipe_fill(raw: std::os::fd::RawFd, id: super::PipeId) -> Option<(usize, usize)> {
+pub(crate) fn pipe_fill(raw: std::os::fd::RawFd, id: super::PipeId) -> Option<(usize, usize)> {
     if raw < 0 {
         return None;
     }
@@ -96,12 +96,12 @@ pub fn poll_one(
 }
 
 /// An anonymous pipe with both ends close-on-exec: (read end, write end).
-pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
 }
 
 /// Bytes in the constant zero buffer used by [`vmsplice_zeros`] and [`zeros`].
-pub const ZERO_CHUNK: usize = 1 << 20;
+pub(crate) const ZERO_CHUNK: usize = 1 << 20;
 
 /// Bytes in read-only pages that stay mapped until the process ends: what [`vmsplice`] may
 /// hand to a pipe. Only [`constant_buffer`] makes them (and [`ConstBuf::slice`] narrows
@@ -178,7 +178,7 @@ fn zero_buffer() -> io::Result<ConstBuf> {
 }
 
 /// The constant zero buffer, for `write()` to outputs that are not pipes.
-pub fn zeros() -> io::Result<&'static [u8]> {
+pub(crate) fn zeros() -> io::Result<&'static [u8]> {
     zero_buffer().map(ConstBuf::bytes)
 }
 
@@ -197,7 +197,7 @@ pub fn vmsplice(out: BorrowedFd<'_>, buf: ConstBuf) -> io::Result<usize> {
 
 /// `vmsplice(2)` of `len` (≤ [`ZERO_CHUNK`]) bytes of the constant zero buffer into the pipe
 /// `out`. Blocking unless the pipe is non-blocking (then EAGAIN).
-pub fn vmsplice_zeros(out: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+pub(crate) fn vmsplice_zeros(out: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
     let buf = zero_buffer()?;
     vmsplice(out, buf.slice(0..len.min(buf.len())))
 }

@@ -20,18 +20,18 @@ pub fn stdout_fd() -> BorrowedFd<'static> {
 }
 
 /// Standard error, borrowed for the life of the process.
-pub fn stderr_fd() -> BorrowedFd<'static> {
+pub(crate) fn stderr_fd() -> BorrowedFd<'static> {
     rustix::stdio::stderr()
 }
 
 /// `geteuid(2)`.
-pub fn geteuid() -> u32 {
+pub(crate) fn geteuid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
 /// `kill(pid, 0)`: whether `pid` exists and may be signalled by us (ESRCH if `pid` is not
 /// a process id at all: 0, or beyond the kernel's range).
-pub fn process_check(pid: u32) -> io::Result<()> {
+pub(crate) fn process_check(pid: u32) -> io::Result<()> {
     let pid = i32::try_from(pid)
         .ok()
         .and_then(Pid::from_raw)
@@ -41,7 +41,7 @@ pub fn process_check(pid: u32) -> io::Result<()> {
 }
 
 /// `kill(pid, sig)` (SIGTERM or SIGKILL; other numbers are not sent).
-pub fn send_signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
+pub(crate) fn send_signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
     let pid = i32::try_from(pid)
         .ok()
         .and_then(Pid::from_raw)
@@ -58,7 +58,7 @@ pub fn send_signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
 /// Whether our child `pid` has ended (`waitid` with `WNOHANG | WNOWAIT`: it is not reaped,
 /// so its PID stays ours, and a later `wait` still gets its status). True too if it is not
 /// a child of ours (nothing to wait for).
-pub fn child_ended(pid: u32) -> bool {
+pub(crate) fn child_ended(pid: u32) -> bool {
     use rustix::process::{waitid, WaitId, WaitIdOptions};
     let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
         return true;
@@ -76,7 +76,7 @@ pub fn child_ended(pid: u32) -> bool {
 /// Whether a SIGCONT sent to this process is pending, not yet handled (`ShdPnd` in
 /// `/proc/self/status`): the process was stopped and has just been continued, and the
 /// handler has not run yet. False if it cannot tell.
-pub fn continue_pending() -> bool {
+pub(crate) fn continue_pending() -> bool {
     let Ok(status) = crate::procfs::read(std::process::id(), crate::procfs::ProcFile::Status)
     else {
         return false;
@@ -90,7 +90,7 @@ pub fn continue_pending() -> bool {
 }
 
 /// `kill(pid, SIGTERM)`; errors (the process is gone) are ignored.
-pub fn terminate(pid: u32) {
+pub(crate) fn terminate(pid: u32) {
     if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
@@ -98,7 +98,7 @@ pub fn terminate(pid: u32) {
 
 /// `kill(pid, 0)`: true if the process exists (one we may not signal, EPERM, counts as
 /// existing).
-pub fn process_exists(pid: u32) -> bool {
+pub(crate) fn process_exists(pid: u32) -> bool {
     match process_check(pid) {
         Ok(()) => true,
         Err(e) => e.raw_os_error() == Some(libc::EPERM),
@@ -107,7 +107,7 @@ pub fn process_exists(pid: u32) -> bool {
 
 /// The credentials of a Unix socket's peer at connect time (`SO_PEERCRED`): (pid, euid).
 /// The pid is 0 when the peer is in a PID namespace we cannot see.
-pub fn peer_cred(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
+pub(crate) fn peer_cred(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
     // Not rustix's `socket_peercred`: its `UCred` holds the pid as a non-zero `Pid`, and the
     // kernel reports 0 for a peer in a PID namespace we cannot see.
     let mut cred = libc::ucred {
@@ -134,13 +134,13 @@ pub fn peer_cred(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
 }
 
 /// `shutdown(fd, SHUT_RDWR)`: on a listening socket this wakes a thread blocked in accept.
-pub fn shutdown(fd: BorrowedFd<'_>) {
+pub(crate) fn shutdown(fd: BorrowedFd<'_>) {
     let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Both);
 }
 
 /// `prctl(PR_SET_NAME)`: the calling thread's name (15 bytes, cut at a NUL; what
 /// `ps -o comm` shows for the main thread).
-pub fn set_thread_name(text: &[u8]) {
+pub(crate) fn set_thread_name(text: &[u8]) {
     let len = text
         .iter()
         .take(15)

@@ -7,7 +7,7 @@
 use std::io;
 
 /// Installs `handler` for `signal` with `SA_RESTART` off (so blocking calls return EINTR).
-pub fn set_signal_handler(
+pub(crate) fn set_signal_handler(
     signal: libc::c_int,
     handler: extern "C" fn(libc::c_int),
 ) -> io::Result<()> {
@@ -29,7 +29,7 @@ pub fn set_signal_handler(
 }
 
 /// Sets `signal` to be ignored.
-pub fn ignore_signal(signal: libc::c_int) {
+pub(crate) fn ignore_signal(signal: libc::c_int) {
     // SAFETY: installing SIG_IGN replaces any handler with no code of ours to run.
     unsafe {
         libc::signal(signal, libc::SIG_IGN);
@@ -37,7 +37,7 @@ pub fn ignore_signal(signal: libc::c_int) {
 }
 
 /// Raises `signal` in the calling thread (used to stop with SIGSTOP).
-pub fn raise(signal: libc::c_int) {
+pub(crate) fn raise(signal: libc::c_int) {
     // SAFETY: raise sends a signal to the calling thread; it is async-signal-safe.
     unsafe {
         libc::raise(signal);
@@ -45,7 +45,7 @@ pub fn raise(signal: libc::c_int) {
 }
 
 /// Blocks `signals` in the calling thread, so they are delivered to other threads.
-pub fn block_signals(signals: &[libc::c_int]) {
+pub(crate) fn block_signals(signals: &[libc::c_int]) {
     // SAFETY: `sigset_t` is plain data; all-zero is the empty set.
     let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
     for &s in signals {
@@ -58,13 +58,13 @@ pub fn block_signals(signals: &[libc::c_int]) {
 }
 
 /// The calling thread's id (for [`interrupt_thread`]).
-pub fn thread_id() -> i32 {
+pub(crate) fn thread_id() -> i32 {
     rustix::thread::gettid().as_raw_nonzero().get()
 }
 
 /// Sends `signal` to thread `tid` of this process (`tgkill`), to interrupt a blocking call
 /// it makes. A thread that has ended is not there any more: nothing happens (ESRCH).
-pub fn interrupt_thread(tid: i32, signal: libc::c_int) {
+pub(crate) fn interrupt_thread(tid: i32, signal: libc::c_int) {
     let pid = libc::c_long::from(std::process::id());
     // SAFETY: tgkill takes three integers and touches no memory of ours; it only signals a
     // thread of this very process (the group id is ours).
@@ -81,7 +81,7 @@ pub fn interrupt_thread(tid: i32, signal: libc::c_int) {
 /// Starts a timer that sends SIGALRM to the process every `period_ms` milliseconds, for
 /// good (`setitimer(ITIMER_REAL)`; not inherited by child processes). The threads that
 /// block SIGALRM leave it to the one that does not.
-pub fn start_alarm_ticks(period_ms: u32) -> io::Result<()> {
+pub(crate) fn start_alarm_ticks(period_ms: u32) -> io::Result<()> {
     let period = libc::timeval {
         tv_sec: libc::time_t::from(period_ms / 1000),
         tv_usec: libc::suseconds_t::from((period_ms % 1000) as i32 * 1000),

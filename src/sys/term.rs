@@ -10,19 +10,19 @@ use std::path::PathBuf;
 use rustix::termios::{LocalModes, OptionalActions, SpecialCodeIndex, Termios};
 
 /// `isatty(3)`.
-pub fn isatty(fd: BorrowedFd<'_>) -> bool {
+pub(crate) fn isatty(fd: BorrowedFd<'_>) -> bool {
     rustix::termios::isatty(fd)
 }
 
 /// Terminal size (columns, rows) from `TIOCGWINSZ`, if `fd` is a terminal that knows it.
-pub fn window_size(fd: BorrowedFd<'_>) -> Option<(u16, u16)> {
+pub(crate) fn window_size(fd: BorrowedFd<'_>) -> Option<(u16, u16)> {
     let ws = rustix::termios::tcgetwinsize(fd).ok()?;
     (ws.ws_col > 0).then_some((ws.ws_col, ws.ws_row))
 }
 
 /// True if this process is in the foreground process group of the terminal on `fd`, or if
 /// `fd` is not a terminal (pv's rule: only a background job on the terminal stays quiet).
-pub fn in_foreground(fd: BorrowedFd<'_>) -> bool {
+pub(crate) fn in_foreground(fd: BorrowedFd<'_>) -> bool {
     match rustix::termios::tcgetpgrp(fd) {
         Ok(fg) => fg == rustix::process::getpgrp(),
         Err(_) => true,
@@ -30,7 +30,7 @@ pub fn in_foreground(fd: BorrowedFd<'_>) -> bool {
 }
 
 /// The path of the terminal on `fd`, if it is one.
-pub fn ttyname(fd: BorrowedFd<'_>) -> Option<PathBuf> {
+pub(crate) fn ttyname(fd: BorrowedFd<'_>) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStringExt;
     let name = rustix::termios::ttyname(fd, Vec::new()).ok()?;
     Some(std::ffi::OsString::from_vec(name.into_bytes()).into())
@@ -38,12 +38,12 @@ pub fn ttyname(fd: BorrowedFd<'_>) -> Option<PathBuf> {
 
 /// Saved terminal attributes, restored with [`restore_tty_mode`].
 #[derive(Clone)]
-pub struct TtyMode(Termios);
+pub(crate) struct TtyMode(Termios);
 
 /// Turns off `ICANON` and `ECHO` on the terminal `fd` (`TCSANOW`: type-ahead is kept) with
 /// `VMIN = VTIME = 0`, so a cursor-position reply can be read without being echoed. Returns
 /// the previous attributes.
-pub fn tty_mode_for_reply(fd: BorrowedFd<'_>) -> io::Result<TtyMode> {
+pub(crate) fn tty_mode_for_reply(fd: BorrowedFd<'_>) -> io::Result<TtyMode> {
     let saved = rustix::termios::tcgetattr(fd)?;
     let mut raw = saved.clone();
     raw.local_modes
@@ -55,12 +55,12 @@ pub fn tty_mode_for_reply(fd: BorrowedFd<'_>) -> io::Result<TtyMode> {
 }
 
 /// True if the terminal `fd` edits lines (`ICANON`), as a shell leaves it.
-pub fn tty_line_mode(fd: BorrowedFd<'_>) -> bool {
+pub(crate) fn tty_line_mode(fd: BorrowedFd<'_>) -> bool {
     rustix::termios::tcgetattr(fd).is_ok_and(|t| t.local_modes.contains(LocalModes::ICANON))
 }
 
 /// Restores attributes saved by [`tty_mode_for_reply`].
-pub fn restore_tty_mode(fd: BorrowedFd<'_>, mode: &TtyMode) {
+pub(crate) fn restore_tty_mode(fd: BorrowedFd<'_>, mode: &TtyMode) {
     let _ = rustix::termios::tcsetattr(fd, OptionalActions::Now, &mode.0);
 }
 

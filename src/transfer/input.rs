@@ -14,7 +14,7 @@ use crate::sys::{self, FileInfo, FileKind};
 
 /// One input of a transfer, as the plan resolved it.
 #[derive(Debug)]
-pub struct InputSpec {
+pub(crate) struct InputSpec {
     /// Where the data comes from.
     pub source: InputSource,
     /// The name shown in messages: the operand, `(stdin)` for `-`, `(pipe)` for a pipe
@@ -27,7 +27,7 @@ pub struct InputSpec {
 
 /// Where an input's data comes from.
 #[derive(Debug)]
-pub enum InputSource {
+pub(crate) enum InputSource {
     /// Standard input (`-`).
     Stdin,
     /// A file named on the command line (opened when the transfer reaches it).
@@ -38,7 +38,7 @@ pub enum InputSource {
 
 impl InputSpec {
     /// The input for a command-line operand (`-` is standard input).
-    pub fn operand(operand: &OsStr) -> InputSpec {
+    pub(crate) fn operand(operand: &OsStr) -> InputSpec {
         if operand == "-" {
             InputSpec::new(InputSource::Stdin, "(stdin)".into())
         } else {
@@ -48,7 +48,7 @@ impl InputSpec {
     }
 
     /// An input from an open descriptor, shown as `name`.
-    pub fn new(source: InputSource, name: String) -> InputSpec {
+    pub(crate) fn new(source: InputSource, name: String) -> InputSpec {
         InputSpec {
             source,
             name,
@@ -58,7 +58,7 @@ impl InputSpec {
 
     /// What `stat` says about it, without opening it (opening a FIFO would take its
     /// writer's pair, and leave it with EPIPE).
-    pub fn info(&self) -> io::Result<FileInfo> {
+    pub(crate) fn info(&self) -> io::Result<FileInfo> {
         match &self.source {
             InputSource::Stdin => sys::fstat(sys::stdin_fd()),
             InputSource::Fd(fd) => sys::fstat(fd.as_fd()),
@@ -67,7 +67,7 @@ impl InputSpec {
     }
 
     /// Opens the input and stats it.
-    pub fn open(&self) -> io::Result<(Source<'_>, FileInfo)> {
+    pub(crate) fn open(&self) -> io::Result<(Source<'_>, FileInfo)> {
         let source = match &self.source {
             // Closed when rpv started (Rust's runtime put /dev/null there).
             InputSource::Stdin if crate::stdio::stdin_was_closed() => {
@@ -101,7 +101,7 @@ fn open_for_reading(path: &Path) -> io::Result<File> {
 
 /// An open input.
 #[derive(Debug)]
-pub enum Source<'a> {
+pub(crate) enum Source<'a> {
     /// A descriptor owned elsewhere (standard input, a `-M` pipe).
     Borrowed(BorrowedFd<'a>),
     /// A file opened for this transfer.
@@ -110,7 +110,7 @@ pub enum Source<'a> {
 
 impl Source<'_> {
     /// The descriptor to read from.
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         match self {
             Source::Borrowed(fd) => *fd,
             Source::File(f) => f.as_fd(),
@@ -120,7 +120,7 @@ impl Source<'_> {
 
 /// True if an input with `input` metadata is the same file as the output (pv's rule: same
 /// device and inode, and the input is a regular file or block device; a tty never is).
-pub fn is_output(input: &FileInfo, output: &FileInfo) -> bool {
+pub(crate) fn is_output(input: &FileInfo, output: &FileInfo) -> bool {
     matches!(input.kind, FileKind::Regular | FileKind::Block)
         && input.dev == output.dev
         && input.ino == output.ino
@@ -143,7 +143,7 @@ fn block_device_size(path: &Path) -> io::Result<u64> {
 /// files and block devices add up; any other kind (pipe, tty, char device) makes the total
 /// unknown (0) for good. Missing or unreadable inputs are skipped: they will be skipped by
 /// the transfer too.
-pub fn total_bytes(inputs: &[InputSpec]) -> u64 {
+pub(crate) fn total_bytes(inputs: &[InputSpec]) -> u64 {
     let mut total = 0u64;
     for input in inputs {
         if let InputSource::Path(path) = &input.source {
@@ -176,7 +176,7 @@ pub fn total_bytes(inputs: &[InputSpec]) -> u64 {
 /// must be a regular file, else 0 (unknown). Counts from each file's current offset
 /// (through a read-only mapping, or `pread`), so stdin's position is not disturbed (pv
 /// rewinds it). The counts of long files are kept in their [`InputSpec`] for the transfer.
-pub fn total_lines(inputs: &mut [InputSpec], separator: u8) -> io::Result<u64> {
+pub(crate) fn total_lines(inputs: &mut [InputSpec], separator: u8) -> io::Result<u64> {
     let mut total = 0u64;
     for input in inputs.iter_mut() {
         // Only regular files are opened here (opening a FIFO would take its writer).
@@ -204,7 +204,7 @@ pub fn total_lines(inputs: &mut [InputSpec], separator: u8) -> io::Result<u64> {
 /// Resolves `--size @PATH`: a regular file's size, a directory tree's total of regular-file
 /// sizes (symlinks not followed), a block device's size, else `st_size`. Errors carry pv's
 /// texts.
-pub fn size_of_path(path: &Path) -> Result<u64, Error> {
+pub(crate) fn size_of_path(path: &Path) -> Result<u64, Error> {
     let shown = path.display();
     let meta = std::fs::symlink_metadata(path)
         .and_then(|m| {

@@ -16,7 +16,7 @@
 
 /// Token bucket over units (bytes, or lines in line mode) per second.
 #[derive(Debug, Clone)]
-pub struct Limiter {
+pub(crate) struct Limiter {
     rate: f64,
     start_ns: u64,
     /// Units granted so far, including those wasted by the bucket cap.
@@ -34,7 +34,7 @@ pub struct Limiter {
 
 impl Limiter {
     /// A limiter for `rate` units per second, starting at `now_ns`.
-    pub fn new(rate: u64, now_ns: u64) -> Limiter {
+    pub(crate) fn new(rate: u64, now_ns: u64) -> Limiter {
         let rate = rate as f64;
         let quantum = (rate / 100.0).max(1.0);
         // Nothing is available in advance (pv's first refill is immediate, so pv runs a
@@ -74,7 +74,7 @@ impl Limiter {
 
     /// How many units may move now, up to `want`: either at least `min(want, quantum)`, or
     /// 0 with the nanoseconds to sleep before asking again.
-    pub fn allowance(&mut self, want: u64, now_ns: u64) -> Result<u64, u64> {
+    pub(crate) fn allowance(&mut self, want: u64, now_ns: u64) -> Result<u64, u64> {
         let tokens = self.tokens(now_ns);
         let need = (want as f64).min(self.quantum);
         if tokens >= need.max(1.0) || (tokens >= 1.0 && tokens >= need) {
@@ -89,7 +89,7 @@ impl Limiter {
     /// The process was stopped (Ctrl-Z, SIGSTOP) since the last answer and runs again at
     /// `now_ns`: the time stopped is not made up, and what the bucket held is dropped, so
     /// from the resume on at most `rate × time since` moves, as after the start.
-    pub fn resumed(&mut self, now_ns: u64) {
+    pub(crate) fn resumed(&mut self, now_ns: u64) {
         let earned = self.rate * (now_ns.saturating_sub(self.start_ns) as f64 / 1e9);
         self.spent = self.spent.max(earned);
         self.slept = false;
@@ -97,7 +97,7 @@ impl Limiter {
     }
 
     /// Records that `units` moved.
-    pub fn consume(&mut self, units: u64) {
+    pub(crate) fn consume(&mut self, units: u64) {
         self.spent += units as f64;
         self.carry = (self.carry - units as f64).max(0.0);
     }

@@ -22,14 +22,14 @@
 mod adaptive;
 mod failure;
 mod fanout;
-pub mod input;
-pub mod limit;
+pub(crate) mod input;
+pub(crate) mod limit;
 mod linememo;
 mod lines;
-pub mod output;
-pub mod outputs;
+pub(crate) mod output;
+pub(crate) mod outputs;
 mod path;
-pub mod progress;
+pub(crate) mod progress;
 mod zero;
 
 use std::io;
@@ -39,11 +39,11 @@ use std::sync::atomic::Ordering;
 use crate::error::Error;
 use crate::meter::Event;
 use crate::sys::{self, FileInfo, FileKind};
-pub use input::{InputSource, InputSpec};
+pub(crate) use input::{InputSource, InputSpec};
 use limit::Limiter;
 use output::{AlignedBuf, Modifiers, Writer};
 use path::grow_pipe;
-pub use progress::Progress;
+pub(crate) use progress::Progress;
 
 /// Capacity rpv asks for on neighbouring pipes: the kernel's default `pipe-max-size`. Not
 /// more where an administrator raised that limit: every pipe rpv grows is charged to the
@@ -54,15 +54,15 @@ const PIPE_SIZE: usize = 1 << 20;
 /// Largest single copy_file_range call, so counters and -L stay responsive.
 const COPY_CHUNK: usize = 8 << 20;
 /// Default read/write buffer (`-B` overrides).
-pub const DEFAULT_BUFFER: usize = 256 << 10;
+pub(crate) const DEFAULT_BUFFER: usize = 256 << 10;
 /// A limiter's sleep that ends this much later than asked may have been a stop (Ctrl-Z,
 /// SIGSTOP) whose SIGCONT the main thread has not handled yet.
 const LATE_NS: u64 = 20_000_000;
-pub use crate::cli::MAX_BUFFER;
+pub(crate) use crate::cli::MAX_BUFFER;
 
 /// How one input is moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Path {
+pub(crate) enum Path {
     /// `splice(2)` straight from input to output (one of them is a pipe).
     Splice,
     /// `copy_file_range(2)` (regular file to regular file).
@@ -85,7 +85,7 @@ pub enum Path {
 /// `RPV_TEST_FAIL_AT=N` (the N-th zero-copy call fails with EINVAL as if the kernel refused
 /// it).
 #[derive(Debug, Clone, Default)]
-pub struct Hooks {
+pub(crate) struct Hooks {
     /// Use this path for every input instead of choosing.
     pub force: Option<Path>,
     /// Make the N-th zero-copy call (1-based) fail with EINVAL. On the fan-out path the
@@ -113,7 +113,7 @@ pub struct Hooks {
 
 impl Path {
     /// The path's name in events and traces.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Path::Splice => "Splice",
             Path::CopyRange => "CopyRange",
@@ -128,7 +128,7 @@ impl Path {
 
 impl Hooks {
     /// Reads the hooks from the environment.
-    pub fn from_env() -> Hooks {
+    pub(crate) fn from_env() -> Hooks {
         let force = match std::env::var("RPV_TEST_PATH").as_deref() {
             Ok("splice") => Some(Path::Splice),
             Ok("copy") => Some(Path::CopyRange),
@@ -178,7 +178,7 @@ impl Hooks {
 
 /// What the engine is asked to do.
 #[derive(Debug)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The inputs in order.
     pub inputs: Vec<InputSpec>,
     /// Count lines (`-l`); then `-L` and `-S` are in lines.
@@ -228,7 +228,7 @@ enum Step {
 }
 
 /// The engine: one per run, used on the data thread.
-pub struct Engine<'a> {
+pub(crate) struct Engine<'a> {
     settings: &'a Settings,
     out: BorrowedFd<'a>,
     out_info: FileInfo,
@@ -277,7 +277,7 @@ pub struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     /// An engine writing to `out` (already opened and, for `-o`, truncated).
-    pub fn new(
+    pub(crate) fn new(
         settings: &'a Settings,
         out: BorrowedFd<'a>,
         progress: &'a Progress,
@@ -326,7 +326,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Moves every input in order, then marks the run finished.
-    pub fn run(&mut self) {
+    pub(crate) fn run(&mut self) {
         for index in 0..self.settings.inputs.len() {
             if self.progress.control.stop.load(Ordering::Relaxed) || !self.copy_input(index) {
                 break;

@@ -15,11 +15,11 @@ use std::sync::Mutex;
 use crate::sys::{self, FileKind};
 
 /// Block size for sparse detection and direct-I/O alignment.
-pub const BLOCK: usize = 4096;
+pub(crate) const BLOCK: usize = 4096;
 
 /// The output side of the read/write path.
 #[derive(Debug)]
-pub struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     fd: BorrowedFd<'a>,
     discard: bool,
     sparse: bool,
@@ -40,7 +40,7 @@ pub struct Writer<'a> {
 
 /// Modifiers that change how data is written.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Modifiers {
+pub(crate) struct Modifiers {
     /// `-X`: read and count, never write.
     pub discard: bool,
     /// `-O`: seek over all-zero blocks.
@@ -53,7 +53,7 @@ pub struct Modifiers {
 
 impl<'a> Writer<'a> {
     /// Prepares `fd` for writing with `m`.
-    pub fn new(fd: BorrowedFd<'a>, m: Modifiers) -> Writer<'a> {
+    pub(crate) fn new(fd: BorrowedFd<'a>, m: Modifiers) -> Writer<'a> {
         let seekable = sys::lseek(fd, 0, libc::SEEK_CUR).is_ok();
         let append = sys::status_flags(fd).is_ok_and(|f| f & libc::O_APPEND != 0);
         if m.sparse && append && seekable {
@@ -78,13 +78,13 @@ impl<'a> Writer<'a> {
     /// True if `e`, returned by [`Writer::write`] or [`Writer::finish`], means that the
     /// output's reader went away: EPIPE from a write itself. EPIPE from `fdatasync` or
     /// `ftruncate` (no pipe is involved there) is a write error.
-    pub fn reader_gone(&self, e: &io::Error) -> bool {
+    pub(crate) fn reader_gone(&self, e: &io::Error) -> bool {
         e.raw_os_error() == Some(libc::EPIPE) && !self.failed_beside_write
     }
 
     /// Writes all of `data` (or seeks over its zero blocks, or drops it). After an error,
     /// [`Writer::written`] says how much of it reached the output first.
-    pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
+    pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<()> {
         self.done = 0;
         self.failed_beside_write = false;
         if self.discard || data.is_empty() {
@@ -104,7 +104,7 @@ impl<'a> Writer<'a> {
 
     /// Bytes of the last [`Writer::write`] that reached the output (all of them unless it
     /// failed; with `-Y`, a failed sync counts them as written all the same).
-    pub fn written(&self) -> usize {
+    pub(crate) fn written(&self) -> usize {
         self.done
     }
 
@@ -189,7 +189,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Ends the output: a file whose last blocks were holes gets its full length.
-    pub fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
         if self.hole_at_end {
             self.failed_beside_write = true;
             let end = sys::lseek(self.fd, 0, libc::SEEK_CUR)?;
@@ -212,7 +212,7 @@ static NEXT_GUARD: AtomicU64 = AtomicU64::new(0);
 /// unaligned reads and writes fail (`{ rpv -K f; echo done; } > out` lost "done"), so when
 /// the guard drops (the input or the run ended) the flag goes back to what it was.
 #[derive(Debug)]
-pub struct DirectGuard<'a> {
+pub(crate) struct DirectGuard<'a> {
     fd: BorrowedFd<'a>,
     /// Set when rpv set the flag (it was clear before): the flag is cleared at the end.
     restore: Option<u64>,
@@ -223,7 +223,7 @@ impl<'a> DirectGuard<'a> {
     /// or if the kernel refuses (tmpfs). Never on a pipe: there O_DIRECT means "packet
     /// mode", where each write is a packet and a reader asking for less than a packet loses
     /// the rest of it (`rpv -K file | dd bs=1000` kept a quarter of the data).
-    pub fn set(fd: BorrowedFd<'a>) -> Option<DirectGuard<'a>> {
+    pub(crate) fn set(fd: BorrowedFd<'a>) -> Option<DirectGuard<'a>> {
         let kind = sys::fstat(fd).ok()?.kind;
         if !matches!(kind, FileKind::Regular | FileKind::Block) {
             return None;
@@ -260,7 +260,7 @@ impl Drop for DirectGuard<'_> {
 
 /// Clears O_DIRECT again wherever a live [`DirectGuard`] set it: for exits that do not wait
 /// for the data thread to drop its guards (an interrupt).
-pub fn restore_direct_flags() {
+pub(crate) fn restore_direct_flags() {
     let set = DIRECT_SET
         .lock()
         .map(|mut set| std::mem::take(&mut *set))
@@ -272,7 +272,7 @@ pub fn restore_direct_flags() {
 
 /// A byte buffer whose usable part starts on a [`BLOCK`] boundary (for O_DIRECT).
 #[derive(Debug, Default)]
-pub struct AlignedBuf {
+pub(crate) struct AlignedBuf {
     storage: Vec<u8>,
     offset: usize,
     len: usize,
@@ -286,7 +286,7 @@ impl AlignedBuf {
     /// allocation), then allocated zeroed: that allocation does not touch the pages, so a large `-B` costs
     /// memory only as data passes through it (filling it with zeros would make `-B 1G` take
     /// a second and 1 GiB of memory before the first byte moves).
-    pub fn new(len: usize) -> io::Result<AlignedBuf> {
+    pub(crate) fn new(len: usize) -> io::Result<AlignedBuf> {
         let no_memory = || io::Error::from_raw_os_error(libc::ENOMEM);
         let total = len.checked_add(BLOCK).ok_or_else(no_memory)?;
         // The probe only for sizes beyond the default: freeing a probe that large makes the
@@ -351,7 +351,7 @@ mod tests {
 
 /// Where a transfer writes.
 #[derive(Debug, Clone)]
-pub enum Output {
+pub(crate) enum Output {
     /// Standard output.
     Stdout,
     /// A file opened with `-o` (or the `-U` store).
@@ -362,7 +362,7 @@ pub enum Output {
 
 impl Output {
     /// The descriptor to write to.
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         match self {
             Output::Stdout => sys::stdout_fd(),
             Output::File(f) => f.as_fd(),

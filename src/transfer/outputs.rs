@@ -12,12 +12,12 @@ use std::fs::File;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
-pub use crate::cli::TeeErrorMode as ErrorMode;
+pub(crate) use crate::cli::TeeErrorMode as ErrorMode;
 
 /// Where an output stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum OutputState {
+pub(crate) enum OutputState {
     /// Receiving data (or waiting for it).
     Open = 0,
     /// A write failed: it gets no more data (the bytes it has are a prefix of the stream).
@@ -28,7 +28,7 @@ pub enum OutputState {
 
 /// Figures of one output, written by the data thread and read by the display thread.
 #[derive(Debug, Default)]
-pub struct OutputMeter {
+pub(crate) struct OutputMeter {
     bytes: AtomicU64,
     state: AtomicU8,
     /// The pipe or FIFO the output is, if it is one, and its descriptor (for the stall
@@ -38,7 +38,7 @@ pub struct OutputMeter {
 
 impl OutputMeter {
     /// The meter of an output open on `file`.
-    pub fn for_file(file: &File) -> OutputMeter {
+    pub(crate) fn for_file(file: &File) -> OutputMeter {
         use std::os::fd::{AsFd, AsRawFd};
         OutputMeter {
             pipe: crate::sys::pipe_id(file.as_fd()).map(|id| (id, file.as_raw_fd())),
@@ -47,25 +47,25 @@ impl OutputMeter {
     }
 
     /// The pipe or FIFO this output is, if it is one.
-    pub fn pipe(&self) -> Option<crate::sys::PipeId> {
+    pub(crate) fn pipe(&self) -> Option<crate::sys::PipeId> {
         self.pipe.map(|(id, _)| id)
     }
 
     /// Whether this output is a pipe or FIFO that is (nearly) full: its reader does not
     /// keep up. Looked at from the display thread, once, when a stall is reported.
-    pub fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.pipe
             .and_then(|(id, raw)| crate::sys::pipe_fill(raw, id))
             .is_some_and(|(unread, capacity)| unread * 10 >= capacity * 9)
     }
 
     /// Bytes this output has received: written to it, or moved into its pipe.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
 
     /// Whether it still receives data.
-    pub fn state(&self) -> OutputState {
+    pub(crate) fn state(&self) -> OutputState {
         match self.state.load(Ordering::Relaxed) {
             1 => OutputState::Failed,
             2 => OutputState::Closed,
@@ -84,7 +84,7 @@ impl OutputMeter {
 
 /// One `--tee` output, open and ready for the engine.
 #[derive(Debug)]
-pub struct TeeOutput {
+pub(crate) struct TeeOutput {
     /// The open file (a regular file, FIFO, device, or a pipe named by `/dev/fd/N`).
     pub file: File,
     /// The path as given, for messages and the display.

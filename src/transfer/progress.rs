@@ -14,7 +14,7 @@ use crate::signals::{Kick, Waker};
 
 /// Counters written by the engine, read by the display side.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Bytes written to the output so far.
     pub bytes: AtomicU64,
     /// Lines (separators) written so far; only maintained in line mode.
@@ -32,7 +32,7 @@ pub struct Counters {
 
 /// Requests from the display side to the engine.
 #[derive(Debug)]
-pub struct Control {
+pub(crate) struct Control {
     /// Set to ask the engine to stop (signals).
     pub stop: AtomicBool,
     /// Bumped (Release) after `rate_limit` or `buffer_size` changed at run time (`-R`); the
@@ -46,10 +46,10 @@ pub struct Control {
 
 impl Control {
     /// Value of a run-time setting that was never changed.
-    pub const UNSET: u64 = u64::MAX;
+    pub(crate) const UNSET: u64 = u64::MAX;
 
     /// Changes the engine's rate limit and/or buffer size during the run (`-R`).
-    pub fn retune(&self, rate_limit: Option<u64>, buffer_size: Option<u64>) {
+    pub(crate) fn retune(&self, rate_limit: Option<u64>, buffer_size: Option<u64>) {
         if let Some(rate) = rate_limit {
             self.rate_limit.store(rate, Ordering::Relaxed);
         }
@@ -73,7 +73,7 @@ impl Default for Control {
 
 /// How the run ended.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Set by the engine when it has finished (normally or not).
     pub done: AtomicBool,
     /// Set when the run must end without a final update (a write error).
@@ -85,7 +85,7 @@ pub struct Outcome {
 
 /// Everything the engine and the display side share during one transfer.
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Engine → display.
     pub counters: Counters,
     /// Display → engine.
@@ -103,7 +103,7 @@ pub struct Progress {
 impl Progress {
     /// New zeroed state; `waker` wakes the display loop when an event is queued or the
     /// engine finishes.
-    pub fn new(waker: Waker) -> Progress {
+    pub(crate) fn new(waker: Waker) -> Progress {
         Progress {
             waker,
             ..Progress::default()
@@ -111,12 +111,12 @@ impl Progress {
     }
 
     /// ORs `bits` into the exit status.
-    pub fn fail(&self, bits: u8) {
+    pub(crate) fn fail(&self, bits: u8) {
         self.outcome.status.fetch_or(bits, Ordering::Relaxed);
     }
 
     /// The exit status so far.
-    pub fn status(&self) -> u8 {
+    pub(crate) fn status(&self) -> u8 {
         self.outcome.status.load(Ordering::Relaxed)
     }
 
@@ -124,7 +124,7 @@ impl Progress {
     /// display, so they show at once; the rest (an input opened or done, a path chosen)
     /// wait for its next update, which costs the data thread no system call. Rare path:
     /// takes a lock and may allocate.
-    pub fn emit(&self, event: Event) {
+    pub(crate) fn emit(&self, event: Event) {
         let urgent = match &event {
             Event::Error(e) | Event::InputFailed { error: e, .. } => {
                 self.fail(e.exit_bits());
@@ -142,7 +142,7 @@ impl Progress {
     }
 
     /// Takes all queued events.
-    pub fn take_events(&self) -> Vec<Event> {
+    pub(crate) fn take_events(&self) -> Vec<Event> {
         self.events
             .lock()
             .map(|mut q| std::mem::take(&mut *q))
@@ -150,18 +150,18 @@ impl Progress {
     }
 
     /// Marks the engine finished and wakes the display.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.outcome.done.store(true, Ordering::Release);
         self.waker.wake();
     }
 
     /// True once the engine has finished.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.outcome.done.load(Ordering::Acquire)
     }
 
     /// Records the data thread that runs the engine (called on it before it starts).
-    pub fn set_data_thread(&self, kick: Kick) {
+    pub(crate) fn set_data_thread(&self, kick: Kick) {
         self.thread.store(kick.to_raw(), Ordering::Relaxed);
     }
 
@@ -170,7 +170,7 @@ impl Progress {
     /// a kick that lands just before a blocking call does not interrupt it.
     ///
     /// [`is_done`]: Progress::is_done
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.control.stop.store(true, Ordering::Relaxed);
         if !self.is_done() {
             if let Some(kick) = Kick::from_raw(self.thread.load(Ordering::Relaxed)) {

@@ -8,7 +8,7 @@ use crate::procfs::{self, Io, ProcFile, Stat};
 
 /// Which of the process's byte counters stands in for a pipe or socket's position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Counter {
+pub(crate) enum Counter {
     /// `rchar`: the descriptor is open for reading only.
     Reads,
     /// `wchar`: open for writing only.
@@ -19,7 +19,7 @@ pub enum Counter {
 
 impl Counter {
     /// The label shown after the name, so nobody mistakes it for the descriptor's own count.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Counter::Reads => " (process reads)",
             Counter::Writes => " (process writes)",
@@ -30,7 +30,7 @@ impl Counter {
 
 /// How a descriptor's progress is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// A regular file or block device: its offset (`pos:` in fdinfo).
     Offset,
     /// A pipe or socket (beyond pv): the process's I/O counters from `/proc/PID/io`.
@@ -39,7 +39,7 @@ pub enum Source {
 
 /// What was found behind `/proc/PID/fd/FD`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FdInfo {
+pub(crate) struct FdInfo {
     /// The link target (a path, or `pipe:[N]`, `socket:[N]`), for people: bytes that are
     /// not UTF-8 show as U+FFFD.
     pub path: String,
@@ -60,7 +60,7 @@ pub struct FdInfo {
 
 /// Why a descriptor cannot be watched; rendered as pv's messages.
 #[derive(Debug)]
-pub enum FdError {
+pub(crate) enum FdError {
     /// `readlink` failed (usually: no such descriptor).
     Link(io::Error),
     /// `stat`/`lstat` of the link failed.
@@ -73,7 +73,7 @@ pub enum FdError {
 
 impl FdError {
     /// The system error number behind it, if there is one.
-    pub fn errno(&self) -> Option<i32> {
+    pub(crate) fn errno(&self) -> Option<i32> {
         match self {
             FdError::Link(e) | FdError::Stat(_, e) | FdError::Counters(_, e) => e.raw_os_error(),
             FdError::Unsupported(_) => None,
@@ -81,7 +81,7 @@ impl FdError {
     }
 
     /// The message, without `prog: `.
-    pub fn message(&self, pid: u32, fd: i32) -> String {
+    pub(crate) fn message(&self, pid: u32, fd: i32) -> String {
         let err = crate::sys::strerror;
         match self {
             FdError::Link(e) => format!("pid {pid}: fd {fd}: {}", err(e)),
@@ -99,7 +99,7 @@ impl FdError {
 
 /// Examines `/proc/PID/fd/FD`. With `pipes` false, pipes and sockets are `Unsupported`
 /// (whole-process watching shows files only, like pv).
-pub fn inspect(pid: u32, fd: i32, pipes: bool) -> Result<FdInfo, FdError> {
+pub(crate) fn inspect(pid: u32, fd: i32, pipes: bool) -> Result<FdInfo, FdError> {
     let link = procfs::fd_path(pid, fd);
     let target_path = std::fs::read_link(&link).map_err(FdError::Link)?;
     let raw_path = target_path
@@ -151,7 +151,7 @@ fn block_size(link: &std::path::Path) -> io::Result<u64> {
 
 /// True if the descriptor still refers to the same open file (same device, inode and open
 /// mode); false once it was closed or reused.
-pub fn unchanged(pid: u32, fd: i32, info: &FdInfo) -> bool {
+pub(crate) fn unchanged(pid: u32, fd: i32, info: &FdInfo) -> bool {
     let link = procfs::fd_path(pid, fd);
     let same_file =
         std::fs::metadata(&link).is_ok_and(|m| m.dev() == info.dev && m.ino() == info.ino);
@@ -159,7 +159,7 @@ pub fn unchanged(pid: u32, fd: i32, info: &FdInfo) -> bool {
 }
 
 /// The current position, or `None` if the descriptor closed or changed.
-pub fn position(pid: u32, fd: i32, info: &FdInfo) -> Option<u64> {
+pub(crate) fn position(pid: u32, fd: i32, info: &FdInfo) -> Option<u64> {
     if !unchanged(pid, fd, info) {
         return None;
     }
@@ -182,7 +182,7 @@ fn read_counters(pid: u32) -> io::Result<(u64, u64)> {
 
 /// True once the process is gone or a zombie (it has no descriptors any more, and a zombie
 /// child of someone else would otherwise be watched forever).
-pub fn process_gone(pid: u32) -> bool {
+pub(crate) fn process_gone(pid: u32) -> bool {
     Stat::of(pid).is_none_or(|s| matches!(s.state, 'Z' | 'X' | 'x'))
 }
 

@@ -4,7 +4,7 @@
 
 /// One item as written on the command line or in a list file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Spec {
+pub(crate) enum Spec {
     /// `PID`: every regular file and block device the process has open.
     Pid(u32),
     /// `PID:FD`: one descriptor.
@@ -17,7 +17,7 @@ pub enum Spec {
 
 /// Why an item could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SpecError {
+pub(crate) enum SpecError {
     /// No number where a process ID belongs.
     Expected,
     /// The process ID is 0, negative or out of range.
@@ -30,7 +30,7 @@ pub enum SpecError {
 
 /// A resolved target: a process, and optionally one of its descriptors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     /// Process ID (positive).
     pub pid: u32,
     /// `None` = the whole process.
@@ -49,7 +49,7 @@ fn skip_space(text: &str) -> &str {
 
 /// Parses one item: `PID[:FD]` like `sscanf("%u:%d")` (trailing text ignored,
 /// `123:` and `123:x` mean the whole process), `=NAME`, `@LISTFILE`.
-pub fn parse_spec(item: &str) -> Result<Spec, SpecError> {
+pub(crate) fn parse_spec(item: &str) -> Result<Spec, SpecError> {
     if let Some(name) = item.strip_prefix('=') {
         return if name.is_empty() {
             Err(SpecError::MissingName)
@@ -106,7 +106,7 @@ pub fn parse_spec(item: &str) -> Result<Spec, SpecError> {
 /// Parses the contents of a list file: each line up to its first CR or LF,
 /// leading blanks skipped, blank and `#` lines ignored. `@` lines are refused with a
 /// message (pv refuses them silently). Errors are complete messages without `prog: `.
-pub fn parse_list(text: &str, file: &str) -> Result<Vec<Spec>, String> {
+pub(crate) fn parse_list(text: &str, file: &str) -> Result<Vec<Spec>, String> {
     let mut specs = Vec::new();
     for (index, raw) in text.split('\n').enumerate() {
         let line_no = index + 1;
@@ -139,7 +139,7 @@ pub fn parse_list(text: &str, file: &str) -> Result<Vec<Spec>, String> {
 }
 
 /// PIDs in `pgrep` output: every line that starts with a positive number.
-pub fn parse_pgrep(output: &str) -> Vec<u32> {
+pub(crate) fn parse_pgrep(output: &str) -> Vec<u32> {
     output
         .lines()
         .filter_map(|line| {
@@ -153,7 +153,7 @@ pub fn parse_pgrep(output: &str) -> Vec<u32> {
 
 /// The outcome of [`expand`].
 #[derive(Debug, Default)]
-pub struct Expanded {
+pub(crate) struct Expanded {
     /// Targets in command-line order, exact duplicates removed.
     pub targets: Vec<Target>,
     /// Non-fatal problems (an `=NAME` without a match): each is a message, status bit 2.
@@ -162,7 +162,7 @@ pub struct Expanded {
 
 /// Resolves the items: reads list files (`read_list(path)` → contents or error text) and
 /// looks names up (`pgrep(name)` → PIDs). An `Err` is a command-line error (status 64).
-pub fn expand(
+pub(crate) fn expand(
     items: &[String],
     read_list: &mut dyn FnMut(&str) -> Result<String, String>,
     pgrep: &mut dyn FnMut(&str) -> Vec<u32>,
@@ -209,7 +209,7 @@ pub fn expand(
 
 /// Runs `pgrep NAME` (stdin from /dev/null, its stderr passed through) and returns the
 /// PIDs found, without this process itself. No pgrep → no PIDs.
-pub fn run_pgrep(name: &str) -> Vec<u32> {
+pub(crate) fn run_pgrep(name: &str) -> Vec<u32> {
     use std::process::{Command, Stdio};
     let own = std::process::id();
     Command::new("pgrep")

@@ -7,8 +7,8 @@
 //! counter (`/proc/PID/io`), labelled as such, with an unknown size. Must not: draw; each
 //! descriptor is a meter, and the multi-line sink shows them.
 
-pub mod fds;
-pub mod items;
+pub(crate) mod fds;
+pub(crate) mod items;
 
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
@@ -48,7 +48,7 @@ struct Watched {
 }
 
 /// Watches the descriptors of other processes (`-d`).
-pub struct WatchSource {
+pub(crate) struct WatchSource {
     items: Vec<Item>,
     fds: Vec<Watched>,
     with_pid: bool,
@@ -65,7 +65,7 @@ impl WatchSource {
     /// `interval_ns` is how long a closed descriptor stays on screen. `problems` are the
     /// items that could not be resolved (reported as errors, status 2). Checks every item
     /// at once (like pv, before the first update).
-    pub fn new(
+    pub(crate) fn new(
         targets: Vec<Target>,
         problems: Vec<String>,
         size_override: Option<u64>,
@@ -114,7 +114,7 @@ impl WatchSource {
     }
 
     /// True when every item has ended (its process or descriptor is gone).
-    pub fn all_finished(&self) -> bool {
+    pub(crate) fn all_finished(&self) -> bool {
         self.items.iter().all(|i| i.finished)
     }
 
@@ -264,7 +264,7 @@ impl WatchSource {
 
     /// `%N ` goes in front of the format when several items are watched or the first is a
     /// whole process.
-    pub fn needs_name_prefix(&self) -> bool {
+    pub(crate) fn needs_name_prefix(&self) -> bool {
         self.items.len() > 1 || self.items.first().is_some_and(|i| i.target.fd.is_none())
     }
 
@@ -334,12 +334,12 @@ impl Source for WatchSource {
 
 /// `path` relative to `cwd` when it lies below it (and `cwd` is not `/`); for text and for
 /// raw bytes alike.
-pub fn relative<'a, T: Relative + ?Sized>(path: &'a T, cwd: &T) -> &'a T {
+pub(crate) fn relative<'a, T: Relative + ?Sized>(path: &'a T, cwd: &T) -> &'a T {
     path.below(cwd).unwrap_or(path)
 }
 
 /// A path as text or as bytes, for [`relative`].
-pub trait Relative {
+pub(crate) trait Relative {
     /// What is left of `self` below the directory `cwd`, if it lies below it.
     fn below(&self, cwd: &Self) -> Option<&Self>;
 }
