@@ -300,6 +300,11 @@ mod tests {
         }
     }
 
+    /// A stage in `activity` busy `busy`% of its time and waiting the rest on `waits`.
+    fn busy(activity: Activity, busy: f64, waits: Part) -> StageState {
+        stage(activity, &[(Part::Busy, busy), (waits, 100.0 - busy)])
+    }
+
     /// The bottleneck of `stages` as a pipeline of their own: the first has no stage
     /// before it, the last none after it.
     fn bottleneck_of(stages: &[StageState]) -> Option<usize> {
@@ -400,10 +405,7 @@ mod tests {
         // yes | head | sha256sum: sha256sum on a CPU 97 % of the second, yet its state
         // now (and at most instants) is "wait input"; head mostly blocked on its output.
         let stages = [
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 5.0), (Part::Output, 95.0)],
-            ),
+            busy(Activity::WaitOutput, 5.0, Part::Output),
             stage(
                 Activity::Running,
                 &[(Part::Busy, 26.0), (Part::Output, 70.0), (Part::Input, 4.0)],
@@ -453,39 +455,21 @@ mod tests {
     #[test]
     fn producer_middle_and_consumer_bound() {
         let producer = [
-            stage(
-                Activity::Running,
-                &[(Part::Busy, 98.0), (Part::Output, 2.0)],
-            ),
-            stage(
-                Activity::WaitInput,
-                &[(Part::Busy, 1.0), (Part::Input, 99.0)],
-            ),
-            stage(
-                Activity::WaitInput,
-                &[(Part::Busy, 3.0), (Part::Input, 97.0)],
-            ),
+            busy(Activity::Running, 98.0, Part::Output),
+            busy(Activity::WaitInput, 1.0, Part::Input),
+            busy(Activity::WaitInput, 3.0, Part::Input),
         ];
         assert_eq!(bottleneck_of(&producer), Some(0));
         let middle = [
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 3.0), (Part::Output, 97.0)],
-            ),
-            stage(Activity::Running, &[(Part::Busy, 99.0), (Part::Input, 1.0)]),
-            stage(Activity::Running, &[(Part::Busy, 2.0), (Part::Input, 98.0)]),
+            busy(Activity::WaitOutput, 3.0, Part::Output),
+            busy(Activity::Running, 99.0, Part::Input),
+            busy(Activity::Running, 2.0, Part::Input),
         ];
         assert_eq!(bottleneck_of(&middle), Some(1));
         let consumer = [
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
-            ),
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
-            ),
-            stage(Activity::Running, &[(Part::Busy, 99.0), (Part::Input, 1.0)]),
+            busy(Activity::WaitOutput, 2.0, Part::Output),
+            busy(Activity::WaitOutput, 2.0, Part::Output),
+            busy(Activity::Running, 99.0, Part::Input),
         ];
         assert_eq!(bottleneck_of(&consumer), Some(2));
     }
@@ -496,14 +480,8 @@ mod tests {
         // its own time short of half (it waits for a child), but every stage before it
         // waits to write.
         let stages = [
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 1.0), (Part::Output, 99.0)],
-            ),
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
-            ),
+            busy(Activity::WaitOutput, 1.0, Part::Output),
+            busy(Activity::WaitOutput, 2.0, Part::Output),
             stage(
                 Activity::WaitChild,
                 &[(Part::Busy, 10.0), (Part::Child, 80.0), (Part::Input, 10.0)],
@@ -512,26 +490,17 @@ mod tests {
         assert_eq!(bottleneck_of(&stages), Some(2));
         // In the middle: those before wait to write, those after to read.
         let middle = [
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Output, 90.0), (Part::Busy, 10.0)],
-            ),
+            busy(Activity::WaitOutput, 10.0, Part::Output),
             stage(
                 Activity::WaitChild,
                 &[(Part::Child, 70.0), (Part::Input, 30.0)],
             ),
-            stage(
-                Activity::WaitInput,
-                &[(Part::Input, 95.0), (Part::Busy, 5.0)],
-            ),
+            busy(Activity::WaitInput, 5.0, Part::Input),
         ];
         assert_eq!(bottleneck_of(&middle), Some(1));
         // Not when a stage on either side does not wait on it.
         let split = [
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Output, 90.0), (Part::Busy, 10.0)],
-            ),
+            busy(Activity::WaitOutput, 10.0, Part::Output),
             stage(
                 Activity::WaitChild,
                 &[(Part::Child, 70.0), (Part::Input, 30.0)],
@@ -544,10 +513,7 @@ mod tests {
                     (Part::Output, 15.0),
                 ],
             ),
-            stage(
-                Activity::WaitInput,
-                &[(Part::Busy, 5.0), (Part::Input, 95.0)],
-            ),
+            busy(Activity::WaitInput, 5.0, Part::Input),
         ];
         assert_eq!(bottleneck_of(&split), None);
     }
@@ -556,24 +522,15 @@ mod tests {
     fn sleepers_on_a_timer_hold_back_their_neighbours() {
         // head | rpv -L 20M | sha256sum: rpv sleeps on its limit.
         let limited = [
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 1.0), (Part::Output, 99.0)],
-            ),
-            stage(
-                Activity::Sleeping(Sleep::Timer),
-                &[(Part::Busy, 2.0), (Part::Timer, 98.0)],
-            ),
-            stage(Activity::Running, &[(Part::Busy, 6.0), (Part::Input, 94.0)]),
+            busy(Activity::WaitOutput, 1.0, Part::Output),
+            busy(Activity::Sleeping(Sleep::Timer), 2.0, Part::Timer),
+            busy(Activity::Running, 6.0, Part::Input),
         ];
         assert_eq!(bottleneck_of(&limited), Some(1));
         // A consumer sleeping between reads (in poll/select with nothing to wait for).
         let sleeper = [
             stage(Activity::WaitOutput, &[(Part::Output, 100.0)]),
-            stage(
-                Activity::Sleeping(Sleep::Poll),
-                &[(Part::Busy, 1.0), (Part::Other, 99.0)],
-            ),
+            busy(Activity::Sleeping(Sleep::Poll), 1.0, Part::Other),
         ];
         assert_eq!(bottleneck_of(&sleeper), Some(1));
         assert_eq!(
@@ -598,10 +555,7 @@ mod tests {
         // The last stage writes to a slow reader outside the pipeline.
         let sink = [
             stage(Activity::WaitOutput, &[(Part::Output, 100.0)]),
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 2.0), (Part::Output, 98.0)],
-            ),
+            busy(Activity::WaitOutput, 2.0, Part::Output),
         ];
         assert_eq!(bottleneck_of(&sink), Some(1));
         // In the middle, waiting for a neighbour is not the stage's own time.
@@ -665,36 +619,18 @@ mod tests {
     #[test]
     fn another_users_stage_is_blamed_only_through_its_neighbours() {
         // Its blocked time has no wait states: it counts only when a neighbour waits.
-        let hidden = stage(
-            Activity::Unknown,
-            &[(Part::Busy, 30.0), (Part::Unknown, 70.0)],
-        );
+        let hidden = busy(Activity::Unknown, 30.0, Part::Unknown);
         let stages = [
-            stage(
-                Activity::WaitOutput,
-                &[(Part::Busy, 1.0), (Part::Output, 99.0)],
-            ),
+            busy(Activity::WaitOutput, 1.0, Part::Output),
             hidden,
-            stage(
-                Activity::WaitInput,
-                &[(Part::Busy, 1.0), (Part::Input, 99.0)],
-            ),
+            busy(Activity::WaitInput, 1.0, Part::Input),
         ];
         assert_eq!(bottleneck_of(&stages), Some(1));
         assert_eq!(state(hidden.time, Activity::Unknown), Activity::Unknown);
-        let stages = [
-            stage(
-                Activity::Running,
-                &[(Part::Busy, 90.0), (Part::Output, 10.0)],
-            ),
-            hidden,
-        ];
+        let stages = [busy(Activity::Running, 90.0, Part::Output), hidden];
         assert_eq!(bottleneck_of(&stages), Some(0));
         // Busy on its own: blamed by its CPU time.
-        let busy = stage(
-            Activity::Unknown,
-            &[(Part::Busy, 95.0), (Part::Unknown, 5.0)],
-        );
+        let busy = busy(Activity::Unknown, 95.0, Part::Unknown);
         assert_eq!(bottleneck_of(&[busy]), Some(0));
     }
 

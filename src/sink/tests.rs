@@ -74,6 +74,14 @@ pub(crate) fn snapshot<'a>(
     }
 }
 
+/// [`config`] with the format `-F FORMAT`.
+fn format(format: &str) -> DisplayConfig {
+    DisplayConfig {
+        format: Some(format.into()),
+        ..config()
+    }
+}
+
 fn term(tty: bool) -> (Term, MemoryTerm) {
     Term::in_memory("rpv", tty)
 }
@@ -113,180 +121,193 @@ fn error(text: &str) -> Event {
     ))
 }
 
+/// What most tests set up: a terminal (a terminal or not) read back from memory, and a
+/// rate tracker for the snapshots.
+struct Rig {
+    tracker: RateTracker,
+    term: Term,
+    out: MemoryTerm,
+}
+
+impl Rig {
+    fn new(tty: bool) -> Rig {
+        let (term, out) = term(tty);
+        Rig {
+            tracker: RateTracker::new(30),
+            term,
+            out,
+        }
+    }
+
+    /// Hands `sink` an update: `meters` at `elapsed` seconds, moving at `rate` units/s.
+    fn update(
+        &mut self,
+        sink: &mut dyn Sink,
+        meters: &[MeterState],
+        elapsed: f64,
+        rate: f64,
+        c: &DisplayConfig,
+    ) {
+        let snap = snapshot(meters, &self.tracker, elapsed, rate, false);
+        sink.update(&snap, c, &mut self.term);
+    }
+
+    /// Hands `sink` the final update, as [`Rig::update`].
+    fn finish(
+        &mut self,
+        sink: &mut dyn Sink,
+        meters: &[MeterState],
+        elapsed: f64,
+        rate: f64,
+        c: &DisplayConfig,
+    ) {
+        let snap = snapshot(meters, &self.tracker, elapsed, rate, true);
+        sink.finish(&snap, c, &mut self.term);
+    }
+
+    /// What was written since the last look.
+    fn take(&self) -> String {
+        self.out.take()
+    }
+}
+
 // ---- the line ----
 
 #[test]
 fn the_line_is_the_default_format_ended_by_a_carriage_return() {
-    let tracker = RateTracker::new(30);
     let meters = [meter(1, Role::Transfer, 1024, 4096)];
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut line = line::Line::default();
-    line.update(
-        &snapshot(&meters, &tracker, 2.0, 512.0, false),
-        &config(),
-        &mut term,
-    );
+    rig.update(&mut line, &meters, 2.0, 512.0, &config());
     assert_eq!(
-        out.take(),
+        rig.take(),
         "1.00KiB 0:00:02 [ 512  B/s] [==>          ]  25% ETA 0:00:06\r"
     );
 }
 
 #[test]
 fn a_shorter_line_is_padded_over_the_longer_one() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%N".into());
+    let mut c = format("%N");
     c.name = Some("a longer one".into());
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut line = line::Line::default();
     let meters = [meter(1, Role::Transfer, 5, 0)];
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
     c.name = Some("short".into());
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
     assert_eq!(
-        out.screen(20, 2)[0],
+        rig.out.screen(20, 2)[0],
         "    short:",
         "no debris of the longer line"
     );
-    assert_eq!(out.take(), "a longer one:\r    short:   \r");
+    assert_eq!(rig.take(), "a longer one:\r    short:   \r");
 }
 
 #[test]
 fn the_line_shows_nothing_when_the_display_is_off() {
-    let tracker = RateTracker::new(30);
     let mut c = config();
     c.enabled = false;
     let meters = [meter(1, Role::Transfer, 1024, 4096)];
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut line = line::Line::default();
-    line.update(&snapshot(&meters, &tracker, 1.0, 1.0, false), &c, &mut term);
-    line.finish(&snapshot(&meters, &tracker, 1.0, 1.0, true), &c, &mut term);
-    assert_eq!(out.take(), "", "no line, so no newline at the end either");
+    rig.update(&mut line, &meters, 1.0, 1.0, &c);
+    rig.finish(&mut line, &meters, 1.0, 1.0, &c);
+    assert_eq!(rig.take(), "", "no line, so no newline at the end either");
 }
 
 #[test]
 fn the_line_shows_transfers_only_not_inputs_or_descriptors() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%b".into());
+    let c = format("%b");
     let meters = [
         meter(1, Role::Input(0), 1, 0),
         meter(2, Role::Descriptor, 2, 0),
         meter(3, Role::Transfer, 3, 0),
         meter(4, Role::Output(0), 4, 0),
     ];
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut line = line::Line::default();
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    assert_eq!(out.take(), "3.00  B\r");
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
+    assert_eq!(rig.take(), "3.00  B\r");
     // Nothing but inputs: nothing at all.
-    line.update(
-        &snapshot(&meters[..2], &tracker, 1.0, 0.0, false),
-        &c,
-        &mut term,
-    );
-    assert_eq!(out.take(), "");
+    rig.update(&mut line, &meters[..2], 1.0, 0.0, &c);
+    assert_eq!(rig.take(), "");
 }
 
 #[test]
 fn both_sides_of_monitor_both_get_a_line() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%b".into());
+    let c = format("%b");
     let meters = [
         meter(1, Role::MonitorIn, 10, 0),
         meter(2, Role::MonitorOut, 20, 0),
     ];
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut line = line::Line::default();
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    assert_eq!(out.take(), "10.0  B\r20.0  B\r");
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
+    assert_eq!(rig.take(), "10.0  B\r20.0  B\r");
 }
 
 #[test]
 fn the_run_ends_with_a_newline_after_a_line() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%b".into());
+    let c = format("%b");
     let meters = [meter(1, Role::Transfer, 7, 0)];
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut line = line::Line::default();
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    line.finish(&snapshot(&meters, &tracker, 1.0, 0.0, true), &c, &mut term);
-    assert_eq!(out.take(), "7.00  B\r\n");
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
+    rig.finish(&mut line, &meters, 1.0, 0.0, &c);
+    assert_eq!(rig.take(), "7.00  B\r\n");
 }
 
 #[test]
 fn after_an_interrupt_the_next_line_starts_with_a_carriage_return() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%b".into());
+    let c = format("%b");
     let meters = [meter(1, Role::Transfer, 7, 0)];
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut line = line::Line::default();
-    term.interrupted();
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    assert_eq!(out.take(), "\r7.00  B\r7.00  B\r", "once only");
+    rig.term.interrupted();
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
+    assert_eq!(rig.take(), "\r7.00  B\r7.00  B\r", "once only");
 }
 
 #[test]
 fn a_changed_format_is_used_after_reconfigure() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%b".into());
+    let mut c = format("%b");
     let meters = [meter(1, Role::Transfer, 7, 0)];
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut line = line::Line::default();
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
     c.format = Some("<%b>".into());
     line.reconfigure(&c);
-    line.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    assert_eq!(out.take(), "7.00  B\r<7.00  B>\r");
+    rig.update(&mut line, &meters, 1.0, 0.0, &c);
+    assert_eq!(rig.take(), "7.00  B\r<7.00  B>\r");
 }
 
 // ---- numeric ----
 
 #[test]
 fn numeric_mode_writes_a_percentage_per_line() {
-    let tracker = RateTracker::new(30);
     let meters = [meter(1, Role::Transfer, 1024, 4096)];
-    let (mut term, out) = term(false);
+    let mut rig = Rig::new(false);
     let mut numeric = numeric::Numeric::default();
-    numeric.update(
-        &snapshot(&meters, &tracker, 1.0, 0.0, false),
-        &numeric_config(),
-        &mut term,
-    );
+    rig.update(&mut numeric, &meters, 1.0, 0.0, &numeric_config());
     let meters = [meter(1, Role::Transfer, 2048, 4096)];
-    numeric.update(
-        &snapshot(&meters, &tracker, 2.0, 0.0, false),
-        &numeric_config(),
-        &mut term,
-    );
-    assert_eq!(out.take(), "25\n50\n");
+    rig.update(&mut numeric, &meters, 2.0, 0.0, &numeric_config());
+    assert_eq!(rig.take(), "25\n50\n");
 }
 
 #[test]
 fn numeric_mode_with_timer_and_bytes_writes_those_first() {
-    let tracker = RateTracker::new(30);
     let mut c = numeric_config();
     c.switches.timer = true;
     c.switches.bytes = true;
     let meters = [meter(1, Role::Transfer, 1024, 0)];
-    let (mut term, out) = term(false);
-    numeric::Numeric::default().update(
-        &snapshot(&meters, &tracker, 2.5, 0.0, false),
-        &c,
-        &mut term,
-    );
-    assert_eq!(out.take(), "2.5000 1024\n");
+    let mut rig = Rig::new(false);
+    rig.update(&mut numeric::Numeric::default(), &meters, 2.5, 0.0, &c);
+    assert_eq!(rig.take(), "2.5000 1024\n");
 }
 
 #[test]
 fn numeric_descriptors_are_limited_to_the_height_and_inputs_skipped() {
-    let tracker = RateTracker::new(30);
     let mut c = numeric_config();
     c.height = 2;
     let meters = [
@@ -295,28 +316,22 @@ fn numeric_descriptors_are_limited_to_the_height_and_inputs_skipped() {
         meter(3, Role::Descriptor, 2, 100),
         meter(4, Role::Descriptor, 3, 100),
     ];
-    let (mut term, out) = term(false);
-    numeric::Numeric::default().update(
-        &snapshot(&meters, &tracker, 1.0, 0.0, false),
-        &c,
-        &mut term,
-    );
-    assert_eq!(out.take(), "1\n2\n");
+    let mut rig = Rig::new(false);
+    rig.update(&mut numeric::Numeric::default(), &meters, 1.0, 0.0, &c);
+    assert_eq!(rig.take(), "1\n2\n");
 }
 
 // ---- messages ----
 
 #[test]
 fn a_message_is_a_line_of_its_own_after_the_progress_line() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%b".into());
+    let c = format("%b");
     let meters = [meter(1, Role::Transfer, 7, 0)];
-    let (mut term, out) = term(true);
-    messages::Messages.event(&error("x: gone"), &c, &mut term);
-    line::Line::default().update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    messages::Messages.event(&error("y: gone"), &c, &mut term);
-    assert_eq!(out.take(), "rpv: x: gone\n7.00  B\r\nrpv: y: gone\n");
+    let mut rig = Rig::new(true);
+    messages::Messages.event(&error("x: gone"), &c, &mut rig.term);
+    rig.update(&mut line::Line::default(), &meters, 1.0, 0.0, &c);
+    messages::Messages.event(&error("y: gone"), &c, &mut rig.term);
+    assert_eq!(rig.take(), "rpv: x: gone\n7.00  B\r\nrpv: y: gone\n");
 }
 
 #[test]
@@ -380,68 +395,53 @@ fn skipped_read_errors_are_shown_once_asked_for() {
 
 #[test]
 fn stats_are_written_at_the_end_in_the_meter_unit() {
-    let mut tracker = RateTracker::new(30);
+    let mut rig = Rig::new(false);
     for (t, amount) in [(1.0, 100), (2.0, 300), (3.0, 600)] {
-        tracker.update(t, amount, 0, false);
+        rig.tracker.update(t, amount, 0, false);
     }
     let meters = [
         meter(1, Role::Transfer, 600, 0),
         meter(2, Role::Input(0), 600, 0),
     ];
-    let (mut term, out) = term(false);
     let mut c = config();
-    stats::Stats.finish(&snapshot(&meters, &tracker, 3.0, 0.0, true), &c, &mut term);
-    let bytes = out.take();
+    rig.finish(&mut stats::Stats, &meters, 3.0, 0.0, &c);
+    let bytes = rig.take();
     assert_eq!(bytes.lines().count(), 1, "transfers only: {bytes:?}");
     assert!(bytes.starts_with("rate min/avg/max/mdev = "), "{bytes:?}");
     assert!(bytes.ends_with(" B/s\n"), "{bytes:?}");
     c.style.bits = true;
-    stats::Stats.finish(
-        &snapshot(&meters[..1], &tracker, 3.0, 0.0, true),
-        &c,
-        &mut term,
-    );
-    assert!(out.take().ends_with(" b/s\n"));
+    rig.finish(&mut stats::Stats, &meters[..1], 3.0, 0.0, &c);
+    assert!(rig.take().ends_with(" b/s\n"));
     let mut lines = meters[..1].to_vec();
     lines[0].unit = Unit::Lines;
-    stats::Stats.finish(&snapshot(&lines, &tracker, 3.0, 0.0, true), &c, &mut term);
-    let text = out.take();
+    rig.finish(&mut stats::Stats, &lines, 3.0, 0.0, &c);
+    let text = rig.take();
     assert!(text.ends_with(" /s\n") && !text.contains("B/s"), "{text:?}");
 }
 
 #[test]
 fn stats_say_so_when_nothing_was_measured() {
-    let tracker = RateTracker::new(30);
     let meters = [meter(1, Role::Transfer, 0, 0)];
-    let (mut term, out) = term(false);
-    stats::Stats.finish(
-        &snapshot(&meters, &tracker, 0.0, 0.0, true),
-        &config(),
-        &mut term,
-    );
-    assert_eq!(out.take(), "rate not measured\n");
+    let mut rig = Rig::new(false);
+    rig.finish(&mut stats::Stats, &meters, 0.0, 0.0, &config());
+    assert_eq!(rig.take(), "rate not measured\n");
 }
 
 // ---- json ----
 
 #[test]
 fn json_starts_with_one_start_object_then_progress() {
-    let tracker = RateTracker::new(30);
     let ledger = json::SharedLedger::default();
     let mut sink = json_sink("transfer", &ledger);
     let meters = [
         meter(1, Role::Transfer, 1024, 4096),
         meter(2, Role::Input(0), 1024, 4096),
     ];
-    let (mut term, out) = term(false);
+    let mut rig = Rig::new(false);
     let c = config();
-    sink.update(
-        &snapshot(&meters, &tracker, 1.0, 1024.0, false),
-        &c,
-        &mut term,
-    );
-    sink.update(&snapshot(&meters, &tracker, 2.0, 0.0, false), &c, &mut term);
-    let objects = objects(&out.take());
+    rig.update(&mut sink, &meters, 1.0, 1024.0, &c);
+    rig.update(&mut sink, &meters, 2.0, 0.0, &c);
+    let objects = objects(&rig.take());
     let types: Vec<&str> = objects
         .iter()
         .map(|o| o["type"].as_str().unwrap())
@@ -464,17 +464,16 @@ fn json_starts_with_one_start_object_then_progress() {
 
 #[test]
 fn json_quiet_writes_messages_but_no_progress() {
-    let tracker = RateTracker::new(30);
     let ledger = json::SharedLedger::default();
     let mut sink = json_sink("transfer", &ledger);
     let meters = [meter(1, Role::Transfer, 1024, 4096)];
-    let (mut term, out) = term(false);
+    let mut rig = Rig::new(false);
     let mut c = config();
     c.quiet = true;
-    sink.update(&snapshot(&meters, &tracker, 1.0, 1.0, false), &c, &mut term);
-    sink.event(&Event::OutputGone, &c, &mut term);
-    sink.event(&error("disk full"), &c, &mut term);
-    let objects = objects(&out.take());
+    rig.update(&mut sink, &meters, 1.0, 1.0, &c);
+    sink.event(&Event::OutputGone, &c, &mut rig.term);
+    sink.event(&error("disk full"), &c, &mut rig.term);
+    let objects = objects(&rig.take());
     let types: Vec<&str> = objects
         .iter()
         .map(|o| o["type"].as_str().unwrap())
@@ -486,22 +485,17 @@ fn json_quiet_writes_messages_but_no_progress() {
 
 #[test]
 fn json_end_is_written_once_by_the_ledger_with_the_status_and_totals() {
-    let tracker = RateTracker::new(30);
     let ledger = json::SharedLedger::default();
     let mut sink = json_sink("transfer", &ledger);
     let meters = [meter(1, Role::Transfer, 4096, 4096)];
-    let (mut term, out) = term(false);
+    let mut rig = Rig::new(false);
     let c = config();
-    sink.event(&Event::Finished { status: 1 }, &c, &mut term);
-    sink.finish(
-        &snapshot(&meters, &tracker, 2.0, 2048.0, true),
-        &c,
-        &mut term,
-    );
-    let before_close = objects(&out.take());
+    sink.event(&Event::Finished { status: 1 }, &c, &mut rig.term);
+    rig.finish(&mut sink, &meters, 2.0, 2048.0, &c);
+    let before_close = objects(&rig.take());
     assert_eq!(before_close.len(), 1, "only the start: {before_close:?}");
-    ledger.borrow_mut().close(1, false, &mut term);
-    let end = objects(&out.take());
+    ledger.borrow_mut().close(1, false, &mut rig.term);
+    let end = objects(&rig.take());
     assert_eq!(end.len(), 1);
     let end = &end[0];
     assert_eq!(end["type"], "end");
@@ -544,22 +538,17 @@ fn json_messages_before_the_start_wait_for_it() {
 
 #[test]
 fn json_a_second_loop_turns_the_first_end_into_phase_end() {
-    let tracker = RateTracker::new(30);
     let ledger = json::SharedLedger::default();
-    let (mut term, out) = term(false);
+    let mut rig = Rig::new(false);
     let c = config();
     let meters = [meter(1, Role::Transfer, 10, 0)];
     let mut store = json_sink("store", &ledger);
-    store.finish(&snapshot(&meters, &tracker, 1.0, 10.0, true), &c, &mut term);
+    rig.finish(&mut store, &meters, 1.0, 10.0, &c);
     let mut forward = json_sink("forward", &ledger);
-    forward.update(
-        &snapshot(&meters, &tracker, 1.0, 10.0, false),
-        &c,
-        &mut term,
-    );
-    forward.finish(&snapshot(&meters, &tracker, 1.0, 10.0, true), &c, &mut term);
-    ledger.borrow_mut().close(0, false, &mut term);
-    let objects = objects(&out.take());
+    rig.update(&mut forward, &meters, 1.0, 10.0, &c);
+    rig.finish(&mut forward, &meters, 1.0, 10.0, &c);
+    ledger.borrow_mut().close(0, false, &mut rig.term);
+    let objects = objects(&rig.take());
     let types: Vec<&str> = objects
         .iter()
         .map(|o| o["type"].as_str().unwrap())
@@ -647,36 +636,33 @@ fn json_input_events_are_input_objects() {
 
 #[test]
 fn log_lines_are_timestamped_and_have_no_carriage_returns() {
-    let tracker = RateTracker::new(30);
     let meters = [meter(1, Role::Transfer, 1024, 4096)];
-    let (mut term, out) = term(false);
+    let mut rig = Rig::new(false);
     let mut log = log::Log::new("rpv");
-    log.update(
-        &snapshot(&meters, &tracker, 2.0, 512.0, false),
-        &config(),
-        &mut term,
-    );
+    rig.update(&mut log, &meters, 2.0, 512.0, &config());
     assert_eq!(
-        out.take(),
+        rig.take(),
         "2026-11-23T19:00:01+00:00 1.00KiB 0:00:02 [ 512  B/s] [==>          ]  25% ETA 0:00:06\n"
     );
 }
 
 #[test]
 fn log_skips_a_meter_that_did_not_move_but_always_writes_the_end() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%b".into());
-    let (mut term, out) = term(false);
+    let c = format("%b");
+    let mut rig = Rig::new(false);
     let mut log = log::Log::new("rpv");
     let at = |n| [meter(1, Role::Transfer, n, 0)];
-    log.update(&snapshot(&at(10), &tracker, 1.0, 0.0, false), &c, &mut term);
-    log.update(&snapshot(&at(10), &tracker, 2.0, 0.0, false), &c, &mut term);
-    log.update(&snapshot(&at(20), &tracker, 3.0, 0.0, false), &c, &mut term);
+    rig.update(&mut log, &at(10), 1.0, 0.0, &c);
+    rig.update(&mut log, &at(10), 2.0, 0.0, &c);
+    rig.update(&mut log, &at(20), 3.0, 0.0, &c);
     // The final update is written by `finish`, once.
-    log.update(&snapshot(&at(20), &tracker, 3.0, 0.0, true), &c, &mut term);
-    log.finish(&snapshot(&at(20), &tracker, 3.0, 0.0, true), &c, &mut term);
-    let text = out.take();
+    log.update(
+        &snapshot(&at(20), &rig.tracker, 3.0, 0.0, true),
+        &c,
+        &mut rig.term,
+    );
+    rig.finish(&mut log, &at(20), 3.0, 0.0, &c);
+    let text = rig.take();
     let lines: Vec<&str> = text.lines().map(|l| &l[26..]).collect();
     assert_eq!(lines, ["10.0  B", "20.0  B", "20.0  B"], "{text:?}");
 }
@@ -694,10 +680,8 @@ fn log_messages_are_timestamped_and_escaped() {
 
 #[test]
 fn log_writes_the_summary_after_the_final_rows() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%b".into());
-    let (mut term, out) = term(false);
+    let c = format("%b");
+    let mut rig = Rig::new(false);
     let mut log = log::Log::new("rpv");
     let summary = Event::Summary {
         text: "bottleneck: gzip\nadvice: more cores".into(),
@@ -706,26 +690,25 @@ fn log_writes_the_summary_after_the_final_rows() {
         stages: Vec::new(),
         advice: None,
     };
-    log.event(&summary, &c, &mut term);
-    assert_eq!(out.take(), "", "kept for the end");
+    log.event(&summary, &c, &mut rig.term);
+    assert_eq!(rig.take(), "", "kept for the end");
     let meters = [meter(1, Role::Transfer, 10, 0)];
-    log.finish(&snapshot(&meters, &tracker, 1.0, 0.0, true), &c, &mut term);
-    let text = out.take();
+    rig.finish(&mut log, &meters, 1.0, 0.0, &c);
+    let text = rig.take();
     let tails: Vec<&str> = text.lines().map(|l| &l[26..]).collect();
     assert_eq!(tails, ["10.0  B", "bottleneck: gzip", "advice: more cores"]);
 }
 
 #[test]
 fn log_with_quiet_writes_no_figures() {
-    let tracker = RateTracker::new(30);
     let mut c = config();
     c.quiet = true;
     let meters = [meter(1, Role::Transfer, 10, 0)];
-    let (mut term, out) = term(false);
+    let mut rig = Rig::new(false);
     let mut log = log::Log::new("rpv");
-    log.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    log.finish(&snapshot(&meters, &tracker, 1.0, 0.0, true), &c, &mut term);
-    assert_eq!(out.take(), "");
+    rig.update(&mut log, &meters, 1.0, 0.0, &c);
+    rig.finish(&mut log, &meters, 1.0, 0.0, &c);
+    assert_eq!(rig.take(), "");
 }
 
 // ---- multi ----
@@ -739,7 +722,6 @@ fn named(id: MeterId, role: Role, name: &str, amount: u64, size: u64) -> MeterSt
 
 #[test]
 fn each_shows_a_row_per_input_and_a_total_row() {
-    let tracker = RateTracker::new(30);
     let mut c = config();
     c.each = true;
     let mut done = named(2, Role::Input(0), "first.dat", 100, 100);
@@ -749,15 +731,11 @@ fn each_shows_a_row_per_input_and_a_total_row() {
         named(3, Role::Input(1), "second.dat", 50, 200),
         meter(1, Role::Transfer, 150, 300),
     ];
-    let (mut term, out) = term(true);
+    let mut rig = Rig::new(true);
     let mut multi = multi::Multi::default();
-    multi.update(
-        &snapshot(&meters, &tracker, 1.0, 50.0, false),
-        &c,
-        &mut term,
-    );
-    multi.finish(&snapshot(&meters, &tracker, 1.0, 50.0, true), &c, &mut term);
-    let screen = out.screen(60, 10);
+    rig.update(&mut multi, &meters, 1.0, 50.0, &c);
+    rig.finish(&mut multi, &meters, 1.0, 50.0, &c);
+    let screen = rig.out.screen(60, 10);
     let rows: Vec<&String> = screen.iter().filter(|r| !r.is_empty()).collect();
     assert_eq!(rows.len(), 3, "{screen:#?}");
     assert_eq!(
@@ -774,19 +752,17 @@ fn each_shows_a_row_per_input_and_a_total_row() {
 
 #[test]
 fn a_redrawn_view_replaces_its_rows_in_place() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%N %b".into());
-    let (mut term, out) = term(true);
+    let c = format("%N %b");
+    let mut rig = Rig::new(true);
     let mut multi = multi::Multi::default();
     for amount in [1, 2, 3] {
         let meters = [
             named(1, Role::Descriptor, "a", amount, 0),
             named(2, Role::Descriptor, "b", amount * 10, 0),
         ];
-        multi.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
+        rig.update(&mut multi, &meters, 1.0, 0.0, &c);
     }
-    let screen = out.screen(40, 5);
+    let screen = rig.out.screen(40, 5);
     assert_eq!(
         screen[..3],
         ["        a: 3.00  B", "        b: 30.0  B", ""],
@@ -796,16 +772,14 @@ fn a_redrawn_view_replaces_its_rows_in_place() {
 
 #[test]
 fn a_message_during_a_view_goes_above_its_rows() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%N %b".into());
-    let (mut term, out) = term(true);
+    let c = format("%N %b");
+    let mut rig = Rig::new(true);
     let mut multi = multi::Multi::default();
     let meters = [named(1, Role::Descriptor, "a", 1, 0)];
-    multi.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    messages::Messages.event(&error("oops"), &c, &mut term);
-    multi.update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    let screen = out.screen(40, 4);
+    rig.update(&mut multi, &meters, 1.0, 0.0, &c);
+    messages::Messages.event(&error("oops"), &c, &mut rig.term);
+    rig.update(&mut multi, &meters, 1.0, 0.0, &c);
+    let screen = rig.out.screen(40, 4);
     assert_eq!(
         screen[..2],
         ["rpv: oops", "        a: 1.00  B"],
@@ -815,13 +789,11 @@ fn a_message_during_a_view_goes_above_its_rows() {
 
 #[test]
 fn an_input_that_failed_shows_its_reason_in_its_row() {
-    let tracker = RateTracker::new(30);
-    let mut c = config();
-    c.format = Some("%N %b".into());
+    let c = format("%N %b");
     let mut failed = named(1, Role::Descriptor, "gone", 0, 0);
     failed.note = Some("failed to read file: gone: No such file or directory".into());
     let meters = [failed];
-    let (mut term, out) = term(true);
-    multi::Multi::default().update(&snapshot(&meters, &tracker, 1.0, 0.0, false), &c, &mut term);
-    assert_eq!(out.screen(60, 2)[0], "gone: No such file or directory");
+    let mut rig = Rig::new(true);
+    rig.update(&mut multi::Multi::default(), &meters, 1.0, 0.0, &c);
+    assert_eq!(rig.out.screen(60, 2)[0], "gone: No such file or directory");
 }
