@@ -20,7 +20,7 @@ use crate::meter::{Event, MeterId, MeterState, Phase, Role, Unit};
 use crate::signals;
 use crate::sink::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::source::Source;
-use crate::stall::{self, Watchdog};
+use crate::stall;
 use crate::stats::{RateTracker, Rates, StallWatch};
 use crate::sys;
 use crate::term::Term;
@@ -603,6 +603,44 @@ impl<'a> Session<'a> {
         for sink in &mut self.sinks {
             sink.reconfigure(&self.config);
         }
+    }
+}
+
+/// Whether nothing has moved for the timeout.
+#[derive(Debug)]
+struct Watchdog {
+    timeout: f64,
+    watch: StallWatch,
+    /// When the watch started (monotonic ns) and the stopped time then.
+    started: (u64, u64),
+}
+
+impl Watchdog {
+    /// A watchdog of `timeout` seconds, from `now` (monotonic ns; `stopped_now`: the ns
+    /// spent stopped so far).
+    fn new(timeout: f64, now: u64, stopped_now: u64) -> Watchdog {
+        Watchdog {
+            timeout,
+            watch: StallWatch::default(),
+            started: (now, stopped_now),
+        }
+    }
+
+    /// The timeout in seconds.
+    fn timeout(&self) -> f64 {
+        self.timeout
+    }
+
+    /// Records `moved` (everything the transfer has moved so far) at `now`; true once nothing
+    /// moved for the timeout, not counting time stopped.
+    fn expired(&mut self, now: u64, stopped_now: u64, moved: u64) -> bool {
+        let stopped = stopped_now.saturating_sub(self.started.1);
+        let running = now.saturating_sub(self.started.0).saturating_sub(stopped);
+        let seconds = running as f64 / 1e9;
+        self.watch
+            .observe(seconds, moved, self.timeout)
+            .stalled_for
+            .is_some()
     }
 }
 

@@ -582,3 +582,28 @@ fn a_remote_size_and_interval_apply_to_the_next_samples_and_updates() {
     session.sample();
     assert_eq!(session.book.meters[0].size, 500);
 }
+
+// ---- the stall watchdog's clock ----
+
+#[test]
+fn fires_after_the_timeout_without_movement() {
+    let mut w = Watchdog::new(3.0, 10 * S, 0);
+    assert!(!w.expired(11 * S, 0, 0));
+    assert!(!w.expired(12 * S, 0, 0));
+    assert!(w.expired(13 * S, 0, 0), "3 s without a byte from the start");
+    let mut w = Watchdog::new(3.0, 0, 0);
+    assert!(!w.expired(S, 0, 100));
+    assert!(!w.expired(3 * S, 0, 100), "2 s since the last byte");
+    assert!(!w.expired(4 * S, 0, 150), "moved again");
+    assert!(!w.expired(6 * S, 0, 150));
+    assert!(w.expired(7 * S, 0, 150));
+}
+
+#[test]
+fn stopped_time_does_not_count() {
+    let mut w = Watchdog::new(3.0, 0, 5 * S);
+    assert!(!w.expired(S, 5 * S, 10));
+    // 10 s later, 9 of them stopped (Ctrl-Z): 2 s of running without movement.
+    assert!(!w.expired(11 * S, 14 * S, 10));
+    assert!(w.expired(13 * S, 14 * S, 10));
+}

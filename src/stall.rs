@@ -1,59 +1,19 @@
-//! The stall watchdog (`--stall-timeout`): when a transfer that stopped moving is ended, and
-//! what rpv says about it.
+//! What rpv says about a transfer the stall watchdog (`--stall-timeout`, its clock in
+//! `session.rs`) ended.
 //!
-//! Owns: the watchdog's clock ([`Watchdog`]: the session's stall watch applied to everything
-//! the transfer moves, stopped time (Ctrl-Z) not counted), and the report ([`report`]):
-//! which side rpv waited on (the source tells, from its pipes' fill and its buffer) and the
-//! process at the other end of that side's pipe, found once, when the watchdog fires,
-//! through the [`Proc`] reader (the holders of the pipe's inode among every process's
-//! descriptors, open for writing on the input side and for reading on the output side). Must not: end anything itself: the session stops the
+//! Owns: the report ([`report`]): which side rpv waited on (the source tells, from its
+//! pipes' fill and its buffer) and the process at the other end of that side's pipe, found
+//! once, when the watchdog fires, through the [`Proc`] reader (the holders of the pipe's
+//! inode among every process's descriptors, open for writing on the input side and for
+//! reading on the output side). Must not: end anything itself: the session stops the
 //! sources and exits the way an interrupt does; the engine never sees the watchdog.
 
 use crate::error::{Error, Side, Stall};
 use crate::meter::Blocked;
 use crate::procfs::{command_text, pipe_inode, Proc, ProcFile, Stat, SysProc};
-use crate::stats::StallWatch;
 
 /// How long a command line in the message may be (characters).
 const COMMAND_WIDTH: usize = 80;
-
-/// Whether nothing has moved for the timeout.
-#[derive(Debug)]
-pub(crate) struct Watchdog {
-    timeout: f64,
-    watch: StallWatch,
-    /// When the watch started (monotonic ns) and the stopped time then.
-    started: (u64, u64),
-}
-
-impl Watchdog {
-    /// A watchdog of `timeout` seconds, from `now` (monotonic ns; `stopped_now`: the ns
-    /// spent stopped so far).
-    pub(crate) fn new(timeout: f64, now: u64, stopped_now: u64) -> Watchdog {
-        Watchdog {
-            timeout,
-            watch: StallWatch::default(),
-            started: (now, stopped_now),
-        }
-    }
-
-    /// The timeout in seconds.
-    pub(crate) fn timeout(&self) -> f64 {
-        self.timeout
-    }
-
-    /// Records `moved` (everything the transfer has moved so far) at `now`; true once nothing
-    /// moved for the timeout, not counting time stopped.
-    pub(crate) fn expired(&mut self, now: u64, stopped_now: u64, moved: u64) -> bool {
-        let stopped = stopped_now.saturating_sub(self.started.1);
-        let running = now.saturating_sub(self.started.0).saturating_sub(stopped);
-        let seconds = running as f64 / 1e9;
-        self.watch
-            .observe(seconds, moved, self.timeout)
-            .stalled_for
-            .is_some()
-    }
-}
 
 /// The error that ends a stalled transfer: the timeout, the side (if the source could tell)
 /// and the process at the other end of its pipe (if there is one we may see).
@@ -170,31 +130,6 @@ pub(crate) fn shorten(command: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const S: u64 = 1_000_000_000;
-
-    #[test]
-    fn fires_after_the_timeout_without_movement() {
-        let mut w = Watchdog::new(3.0, 10 * S, 0);
-        assert!(!w.expired(11 * S, 0, 0));
-        assert!(!w.expired(12 * S, 0, 0));
-        assert!(w.expired(13 * S, 0, 0), "3 s without a byte from the start");
-        let mut w = Watchdog::new(3.0, 0, 0);
-        assert!(!w.expired(S, 0, 100));
-        assert!(!w.expired(3 * S, 0, 100), "2 s since the last byte");
-        assert!(!w.expired(4 * S, 0, 150), "moved again");
-        assert!(!w.expired(6 * S, 0, 150));
-        assert!(w.expired(7 * S, 0, 150));
-    }
-
-    #[test]
-    fn stopped_time_does_not_count() {
-        let mut w = Watchdog::new(3.0, 0, 5 * S);
-        assert!(!w.expired(S, 5 * S, 10));
-        // 10 s later, 9 of them stopped (Ctrl-Z): 2 s of running without movement.
-        assert!(!w.expired(11 * S, 14 * S, 10));
-        assert!(w.expired(13 * S, 14 * S, 10));
-    }
 
     #[test]
     fn access_modes_from_open_flags() {
