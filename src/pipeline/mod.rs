@@ -30,7 +30,7 @@ pub(crate) mod discover;
 pub(crate) mod figures;
 pub(crate) mod member;
 pub(crate) mod model;
-// `--top` (src/top/) names the reader here until it moves.
+// The one /proc reader, by the name the view's files and `--top` (src/top/) use.
 pub(crate) use crate::procfs;
 pub(crate) mod render;
 pub(crate) mod timeshare;

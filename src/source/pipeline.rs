@@ -24,7 +24,7 @@ use crate::pipeline::advice::Tools;
 use crate::pipeline::model::Activity;
 use crate::pipeline::{render, WatchError, Watcher};
 use crate::procfs::Stat;
-use crate::procfs::{self, Proc, ProcFile};
+use crate::procfs::{Proc, ProcFile};
 use crate::sys;
 
 /// Ids of the stage meters start here (other sources use small numbers); each job gets a
@@ -74,7 +74,14 @@ pub(crate) struct PipelineSource {
     /// the next look scans too).
     shell_children: Option<Vec<u8>>,
     children_changed: bool,
+    /// A reader of `/proc` for each new watcher (the real one, or a test's table).
+    make_proc: MakeProc,
+    /// The reader of the watched shell's children, name and state.
+    proc: Box<dyn Proc>,
 }
+
+/// Makes a reader of `/proc` for a watcher.
+type MakeProc = Box<dyn FnMut() -> Box<dyn Proc>>;
 
 /// What a look at the watched shell found.
 #[derive(Debug, PartialEq, Eq)]
@@ -88,26 +95,27 @@ enum Jobs {
 }
 
 /// The children of process `pid`'s main thread, as `/proc` lists them.
-fn children_of(pid: u32) -> Option<Vec<u8>> {
-    procfs::read(pid, ProcFile::Children(pid)).ok()
+fn children_of(proc: &mut dyn Proc, pid: u32) -> Option<Vec<u8>> {
+    proc.read(pid, ProcFile::Children(pid), false).ok()
 }
 
 /// The name of process `pid` if it is a shell ([`SHELLS`]).
-fn shell_name(pid: u32) -> Option<String> {
-    let comm = procfs::read(pid, ProcFile::Comm).ok()?;
+fn shell_name(proc: &mut dyn Proc, pid: u32) -> Option<String> {
+    let comm = proc.read(pid, ProcFile::Comm, false).ok()?;
     let comm = String::from_utf8_lossy(&comm);
     let comm = comm.trim_end();
     SHELLS.contains(&comm).then(|| comm.to_string())
 }
 
-/// True if process `pid` exists and has not ended (a zombie has).
-fn alive(pid: u32) -> bool {
-    Stat::of(pid).is_some_and(|s| !matches!(s.state, 'Z' | 'X'))
+/// The `stat` of process `pid`; `None` once it is gone.
+fn stat_of(proc: &mut dyn Proc, pid: u32) -> Option<Stat> {
+    let text = proc.read(pid, ProcFile::Stat, false).ok()?;
+    Stat::parse(&String::from_utf8_lossy(&text))
 }
 
-/// The process group of `pid`.
-fn group_of(pid: u32) -> Option<u32> {
-    Stat::of(pid).map(|s| s.pgrp)
+/// True if process `pid` exists and has not ended (a zombie has).
+fn alive(proc: &mut dyn Proc, pid: u32) -> bool {
+    stat_of(proc, pid).is_some_and(|s| !matches!(s.state, 'Z' | 'X'))
 }
 
 /// The real `/proc`, one reader per watcher.
@@ -127,17 +135,27 @@ impl PipelineSource {
     /// Watches the pipelines of process `pid` (its own, or each one a shell runs), sampled
     /// every `interval` seconds.
     pub(crate) fn watch(pid: u32, interval: f64) -> Result<PipelineSource, Error> {
+        PipelineSource::watch_with(Box::new(sys_proc), pid, interval)
+    }
+
+    /// [`PipelineSource::watch`], reading `/proc` through the readers `make_proc` makes.
+    fn watch_with(
+        mut make_proc: MakeProc,
+        pid: u32,
+        interval: f64,
+    ) -> Result<PipelineSource, Error> {
+        let mut proc = make_proc();
         let fail = |e: WatchError| {
             Error::other_errno(status::ACCESS, format!("--pipeline: {e}"), e.errno())
         };
         let mut note = None;
-        let mut watchers = match Watcher::jobs(sys_proc, pid) {
+        let mut watchers = match Watcher::jobs(&mut make_proc, pid) {
             Ok(watchers) => watchers,
-            Err(WatchError::NotInPipeline(_)) if shell_name(pid).is_some() => {
+            Err(WatchError::NotInPipeline(_)) if shell_name(proc.as_mut(), pid).is_some() => {
                 // A shell between pipelines (or before its first): followed from now on.
                 note = Some(format!(
                     "--pipeline: pid {pid} ({}) runs no pipeline now: waiting for one",
-                    shell_name(pid).unwrap_or_default()
+                    shell_name(proc.as_mut(), pid).unwrap_or_default()
                 ));
                 Vec::new()
             }
@@ -162,8 +180,10 @@ impl PipelineSource {
                     JOBS_SCAN_NS
                 },
             note,
-            shell_children: shell.and_then(children_of),
+            shell_children: shell.and_then(|sh| children_of(proc.as_mut(), sh)),
             children_changed: true,
+            make_proc,
+            proc,
         })
     }
 
@@ -175,12 +195,12 @@ impl PipelineSource {
             return Jobs::Gone;
         };
         // A shell that has ended (a zombie until its parent collects it) starts nothing.
-        if !alive(shell) {
+        if !alive(self.proc.as_mut(), shell) {
             return Jobs::Gone;
         }
         // Scanning the shell's session costs a read per process: only when its children
         // changed (or could not be read).
-        let children = children_of(shell);
+        let children = children_of(self.proc.as_mut(), shell);
         let changed = children.is_none() || children != self.shell_children;
         let look = changed || self.children_changed;
         self.children_changed = changed;
@@ -188,7 +208,7 @@ impl PipelineSource {
         if !look {
             return Jobs::Same;
         }
-        let found = match Watcher::jobs(sys_proc, shell) {
+        let found = match Watcher::jobs(&mut self.make_proc, shell) {
             Ok(found) => found,
             Err(WatchError::NotInPipeline(_)) => return Jobs::Same,
             Err(_) => return Jobs::Gone,
@@ -228,6 +248,8 @@ impl PipelineSource {
             note: None,
             shell_children: None,
             children_changed: false,
+            make_proc: Box::new(sys_proc),
+            proc: sys_proc(),
         })
     }
 }
@@ -319,6 +341,10 @@ impl Source for PipelineSource {
 
     fn end(&mut self, out: &mut Vec<Event>) {
         let several = self.watchers.len() > 1;
+        let shell_group = match self.shell {
+            Some(sh) if several => stat_of(self.proc.as_mut(), sh).map(|s| s.pgrp),
+            _ => None,
+        };
         for (index, watcher) in self.watchers.iter().enumerate() {
             let report = watcher.report();
             let job = several.then_some(index as u32 + 1);
@@ -326,10 +352,7 @@ impl Source for PipelineSource {
             if let Some(job) = job {
                 // Without job control (a script) every pipeline is in the shell's own
                 // process group: the first stage's PID tells them apart.
-                let label = if self
-                    .shell
-                    .is_some_and(|sh| group_of(sh) == Some(watcher.group()))
-                {
+                let label = if shell_group == Some(watcher.group()) {
                     format!("first stage PID {}", watcher.seed())
                 } else {
                     format!("process group {}", watcher.group())
@@ -348,5 +371,62 @@ impl Source for PipelineSource {
                 advice: report.advice,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::discover::End;
+    use crate::pipeline::fake::FakeProc;
+
+    const SEC: u64 = 1_000_000_000;
+
+    /// A watch of the shell 90 of `fake`'s table.
+    fn watch_shell(fake: &FakeProc) -> PipelineSource {
+        let fake = fake.clone();
+        let make: MakeProc = Box::new(move || Box::new(fake.clone()));
+        PipelineSource::watch_with(make, 90, 1.0).expect("a shell is watched")
+    }
+
+    #[test]
+    fn a_shell_between_pipelines_is_followed_and_its_next_pipeline_joins_the_watch() {
+        let fake = FakeProc::default();
+        fake.add(90, 1, "bash", End::Other, End::Other);
+        fake.state(90, 'S', "do_wait");
+        let mut source = watch_shell(&fake);
+        let note = source.note.clone().unwrap_or_default();
+        assert!(
+            note.contains("pid 90 (bash) runs no pipeline now"),
+            "{note}"
+        );
+        assert!(source.watchers.is_empty());
+        assert_eq!(source.add_new_jobs(SEC, SEC), Jobs::Same);
+        // yes | cat: two new children on one pipe.
+        fake.add(101, 90, "yes", End::Other, End::Pipe(1));
+        fake.add(102, 90, "cat", End::Pipe(1), End::Other);
+        assert_eq!(source.add_new_jobs(2 * SEC, SEC), Jobs::Added);
+        assert_eq!(source.watchers.len(), 1);
+        // The same children: looked at once more (a child just forked may have no pipes
+        // yet), then not scanned again; nothing is added twice.
+        let scans = fake.scans();
+        assert_eq!(source.add_new_jobs(3 * SEC, SEC), Jobs::Same);
+        assert_eq!(source.add_new_jobs(4 * SEC, SEC), Jobs::Same);
+        assert_eq!(source.add_new_jobs(5 * SEC, SEC), Jobs::Same);
+        assert!(
+            fake.scans() <= scans + 1,
+            "unchanged children are not scanned"
+        );
+        assert_eq!(source.watchers.len(), 1);
+        // A second pipeline: a second watcher.
+        fake.add(111, 90, "cat big", End::Other, End::Pipe(2));
+        fake.add(112, 90, "wc -c", End::Pipe(2), End::Other);
+        assert_eq!(source.add_new_jobs(6 * SEC, SEC), Jobs::Added);
+        assert_eq!(source.watchers.len(), 2);
+        assert_eq!(source.add_new_jobs(7 * SEC, SEC), Jobs::Same);
+        // The shell ends (a zombie until it is collected, its children unchanged): nothing
+        // more comes.
+        fake.state(90, 'Z', "0");
+        assert_eq!(source.add_new_jobs(8 * SEC, SEC), Jobs::Gone);
     }
 }
