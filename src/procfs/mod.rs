@@ -196,6 +196,13 @@ impl Stat {
     }
 }
 
+/// The fields of a `stat` file after the name, for the few readers that need fields
+/// [`Stat`] leaves out: `fields[0]` is field 3 (the state), so field N is at index N - 3.
+pub(crate) fn stat_fields(text: &str) -> Option<Vec<&str>> {
+    let close = text.rfind(')')?;
+    Some(text.get(close + 1..)?.split_ascii_whitespace().collect())
+}
+
 /// The byte counters of `/proc/PID/io`: read- and write-family calls only (splice does not
 /// count).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -482,6 +489,13 @@ mod tests {
         let stat = Stat::parse(shell).unwrap();
         assert_eq!(stat.session, 0);
         assert!(!stat.kernel_thread);
+    }
+
+    #[test]
+    fn stat_fields_after_the_name() {
+        let fields = super::stat_fields("7 (a) b (c)) S 1 7 7").unwrap();
+        assert_eq!(fields, ["S", "1", "7", "7"]);
+        assert_eq!(super::stat_fields("7 (x"), None);
     }
 
     #[test]

@@ -34,9 +34,7 @@ struct Areas {
 
 /// Parses the fields of `/proc/PID/stat` that [`Areas`] holds.
 fn parse_stat(stat: &str) -> Option<Areas> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // `after` starts at field 3 (state), so field N is at index N - 3.
+    let fields = crate::procfs::stat_fields(stat)?;
     let field = |n: usize| -> Option<usize> { fields.get(n - 3)?.parse().ok() };
     let areas = Areas {
         threads: field(20)?,
