@@ -112,6 +112,7 @@ fn name(topo: Topo) -> &'static str {
 
 #[test]
 fn default_paths_are_zero_copy_and_exact() {
+    let _cores = crate::util::cores_busy();
     for topo in TOPOS {
         let path = if matches!(topo, Topo::FileFile) {
             "CopyRange"
@@ -151,6 +152,7 @@ fn first_zero_copy_failure_falls_back_without_loss() {
 
 #[test]
 fn mid_stream_zero_copy_failure_falls_back_without_loss_or_duplication() {
+    let _cores = crate::util::cores_busy();
     for topo in TOPOS {
         for at in ["2", "3"] {
             // copy_file_range moves up to 8 MiB a call, splice up to the pipe size (1 MiB).
@@ -204,6 +206,7 @@ fn line_mode_is_exact_on_every_topology() {
 
 #[test]
 fn small_buffer_sizes_are_exact() {
+    let _cores = crate::util::cores_busy();
     let input = data(300_001, 7);
     for topo in TOPOS {
         for b in ["1", "4095", "65537"] {
@@ -284,6 +287,7 @@ fn verify_stream(mut r: impl Read, start: u64, len: u64, regions: &[(u64, Vec<u8
 
 #[test]
 fn past_4_gib_whole_file_to_pipe() {
+    let _cores = crate::util::cores_busy();
     let dir = Dir::new();
     let (path, len, regions) = sparse_over_4g(&dir);
     for path_env in ["splice", "rw"] {
@@ -360,6 +364,7 @@ fn separators(data: &[u8], sep: u8) -> u64 {
 
 #[test]
 fn fast_line_paths_are_exact_and_count_every_line() {
+    let _cores = crate::util::cores_busy();
     for topo in TOPOS {
         let fast = match topo {
             Topo::PipePipe | Topo::PipeFile => "TeeLines",
@@ -425,6 +430,7 @@ fn reused_line_counts_are_exact_from_any_start_offset() {
 
 #[test]
 fn fast_line_paths_fall_back_without_loss_or_miscount() {
+    let _cores = crate::util::cores_busy();
     // TeeLines: call 1 is a tee, 2 the splice of what it duplicated, 3 the next tee.
     // FileLines: every call is a splice or copy_file_range.
     for topo in TOPOS {
@@ -591,6 +597,7 @@ fn dev_zero_with_no_splice_reads_the_device() {
 
 #[test]
 fn adaptive_switching_between_splice_and_read_write_is_exact() {
+    let _cores = crate::util::cores_busy();
     // RPV_TEST_ADAPT=N alternates splice and read/write every N calls on a pipe input.
     for topo in [Topo::PipePipe, Topo::PipeFile] {
         for every in ["1", "2", "3"] {
@@ -657,6 +664,7 @@ fn paced_pipe_input_is_exact() {
 
 #[test]
 fn small_writes_from_a_fast_producer_are_exact() {
+    let _cores = crate::util::cores_busy();
     // A producer writing 1000-byte pieces as fast as it can: the case rpv paces and
     // coalesces by itself (no hooks).
     let input = data((24 << 20) + 999, 45);

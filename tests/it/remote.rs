@@ -547,6 +547,7 @@ impl Drop for KillOnDrop {
 /// reply timeout).
 #[test]
 fn sigint_ends_a_client_waiting_for_a_stopped_target() {
+    let _cores = crate::util::cores_free();
     let target = Target::start(&["-q", "-L", "1k", "/dev/zero"]);
     let signal = |pid: u32, sig| {
         let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();

@@ -220,6 +220,7 @@ impl Outcome {
 
 #[test]
 fn every_output_gets_every_byte_at_size_boundaries() {
+    let _cores = crate::util::cores_busy();
     for input in [Input::Pipe, Input::File] {
         for main in [Main::Pipe, Main::File] {
             for (i, &size) in SIZES.iter().enumerate() {
@@ -281,6 +282,7 @@ fn read_write_path_feeds_every_output() {
 
 #[test]
 fn a_refused_tee_or_main_splice_falls_back_without_loss_or_duplication() {
+    let _cores = crate::util::cores_busy();
     // The calls counted are the tees from the input (three per round here) and the splices
     // from it: every position in the first two rounds.
     let bytes = data((17 << 20) + 5, 4);

@@ -164,6 +164,25 @@ pub fn err(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The integration tests run many at a time (`.cargo/config.toml` sets
+/// `RUST_TEST_THREADS`): most of them wait on processes, not on the CPU. Two kinds of test
+/// take this lock. A test that keeps the cores busy for seconds (gigabytes through pipes,
+/// a hundred runs of rpv, strace) takes it alone ([`cores_busy`]): one such test at a time,
+/// as when the suite ran two tests at once. A test whose bound needs the CPU on time (a rate
+/// within 2 %, an exit within a second of a signal) takes it shared ([`cores_free`]): it
+/// never runs beside such a test.
+static CORES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test that keeps the cores busy for seconds (see [`CORES`]).
+pub fn cores_busy() -> std::sync::RwLockWriteGuard<'static, ()> {
+    CORES.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held by a test whose bounds need the CPU on time (see [`CORES`]).
+pub fn cores_free() -> std::sync::RwLockReadGuard<'static, ()> {
+    CORES.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// How often the waits below look again.
 const POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
