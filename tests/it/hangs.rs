@@ -271,7 +271,7 @@ fn a_stall_in_the_store_phase_forwards_what_was_stored() {
         let got = std::fs::read(&out).unwrap();
         assert!(
             got == bytes,
-            "-U {store}: {} of {} bytes",
+            "-U {store}: {} of {} bytes: {stderr}",
             got.len(),
             bytes.len()
         );

@@ -48,8 +48,12 @@ impl Target {
             stderr,
         };
         let socket = target.socket();
+        // Listening: rpv makes the socket private (0600) after bind and listen. Its mere
+        // existence is not enough: a target stopped between bind and listen (a test that
+        // sends SIGSTOP at once, on a loaded machine) refuses every connection.
         wait_until(&format!("the control socket at {socket:?}"), 10.0, || {
-            socket.exists()
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(&socket).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o600)
         });
         target
     }
@@ -159,6 +163,7 @@ impl Drop for Target {
 
 #[test]
 fn remote_changes_the_rate_limit_and_query_sees_it() {
+    let _cores = crate::util::cores_free();
     let target = Target::start(&["-q", "-L", "400k", "/dev/zero"]);
     let before = target.queried_rate(1.6);
     assert!(
@@ -233,6 +238,7 @@ fn remote_buffer_sizes_past_the_cap_are_capped_and_past_64_bits_refused() {
 
 #[test]
 fn remote_changes_only_the_options_given() {
+    let _cores = crate::util::cores_free();
     // Timer only, a name, a fast interval and a limit: -R -N must keep all of them.
     let target = Target::start(&[
         "-f",
@@ -396,6 +402,7 @@ fn chmod(path: &Path, mode: u32) {
 
 #[test]
 fn another_user_can_neither_control_nor_read() {
+    let _cores = crate::util::cores_free();
     let Some(prefix) = as_nobody() else {
         eprintln!("skipped: needs root and setpriv");
         return;
@@ -443,6 +450,7 @@ fn another_user_can_neither_control_nor_read() {
 
 #[test]
 fn remote_line_limit_reaches_the_zero_copy_line_path() {
+    let _cores = crate::util::cores_free();
     // `-l` from a pipe (here a FIFO) starts on the tee + splice line path, which has no line
     // budgets; a limit set later by -R must still hold.
     let dir = Dir::new();
