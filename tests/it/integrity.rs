@@ -8,7 +8,8 @@ use std::os::unix::fs::FileExt;
 use std::process::{Command, Stdio};
 
 use crate::util::{
-    assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, text, Dir, SIZES,
+    assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, sized_data, text, Dir,
+    SIZES,
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -86,12 +87,11 @@ fn check_all_sizes(
     args: &[&str],
     expect_trace: impl Fn(usize) -> Option<String>,
 ) {
-    for (i, &size) in SIZES.iter().enumerate() {
-        let input = data(size, i as u64 + 1);
-        let (out, stderr) = transfer(topo, &input, env, args);
+    for (&size, input) in SIZES.iter().zip(sized_data(1).iter()) {
+        let (out, stderr) = transfer(topo, input, env, args);
         assert_same(
             &out,
-            &input,
+            input,
             &format!("{topo:?} {env:?} {args:?} size {size}"),
         );
         if let Some(trace) = expect_trace(size) {
@@ -365,21 +365,25 @@ fn separators(data: &[u8], sep: u8) -> u64 {
 #[test]
 fn fast_line_paths_are_exact_and_count_every_line() {
     let _cores = crate::util::cores_busy();
+    // Random bytes: about one separator in 256, including NUL for -0.
+    let inputs = sized_data(21);
+    let counts: Vec<[u64; 2]> = inputs
+        .iter()
+        .map(|input| [separators(input, b'\n'), separators(input, 0)])
+        .collect();
     for topo in TOPOS {
         let fast = match topo {
             Topo::PipePipe | Topo::PipeFile => "TeeLines",
             Topo::FilePipe | Topo::FileFile => "FileLines",
         };
-        for (i, &size) in SIZES.iter().enumerate() {
-            // Random bytes: about one separator in 256, including NUL for -0.
-            let input = data(size, i as u64 + 21);
-            for (flag, sep) in [("-l", b'\n'), ("-0", 0)] {
+        for (i, (&size, input)) in SIZES.iter().zip(inputs.iter()).enumerate() {
+            for (flag, count) in [("-l", counts[i][0]), ("-0", counts[i][1])] {
                 let what = format!("{topo:?} {flag} size {size}");
-                let (out, stderr) = transfer_with(topo, &input, &[], &["-n", "-b"], &[flag]);
-                assert_same(&out, &input, &what);
+                let (out, stderr) = transfer_with(topo, input, &[], &["-n", "-b"], &[flag]);
+                assert_same(&out, input, &what);
                 assert!(stderr.contains(&format!(": {fast}")), "{what}: {stderr}");
                 assert!(!stderr.contains("ReadWrite"), "{what}: {stderr}");
-                assert_eq!(final_count(&stderr), separators(&input, sep), "{what}");
+                assert_eq!(final_count(&stderr), count, "{what}");
                 // Files of 4 MiB and more reuse the counts of the -l size count.
                 let reused = stderr.contains("line counts of the size count reused");
                 let file_input = matches!(topo, Topo::FilePipe | Topo::FileFile);
@@ -433,15 +437,16 @@ fn fast_line_paths_fall_back_without_loss_or_miscount() {
     let _cores = crate::util::cores_busy();
     // TeeLines: call 1 is a tee, 2 the splice of what it duplicated, 3 the next tee.
     // FileLines: every call is a splice or copy_file_range.
+    let inputs = sized_data(31);
+    let counts: Vec<u64> = inputs.iter().map(|i| separators(i, b'\n')).collect();
     for topo in TOPOS {
         for at in ["1", "2", "3"] {
-            for (i, &size) in SIZES.iter().enumerate() {
-                let input = data(size, i as u64 + 31);
+            for (i, (&size, input)) in SIZES.iter().zip(inputs.iter()).enumerate() {
                 let what = format!("{topo:?} fail at {at} size {size}");
                 let env = [("RPV_TEST_FAIL_AT", at)];
-                let (out, stderr) = transfer_with(topo, &input, &env, &["-n", "-b"], &["-l"]);
-                assert_same(&out, &input, &what);
-                assert_eq!(final_count(&stderr), separators(&input, b'\n'), "{what}");
+                let (out, stderr) = transfer_with(topo, input, &env, &["-n", "-b"], &["-l"]);
+                assert_same(&out, input, &what);
+                assert_eq!(final_count(&stderr), counts[i], "{what}");
                 if at == "1" {
                     let trace = format!("{}: ReadWrite after 1 zero-copy calls", name(topo));
                     assert!(stderr.contains(&trace), "{what}: {stderr}");
