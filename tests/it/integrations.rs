@@ -450,6 +450,7 @@ fn notified(mut cmd: Command, value: &str, socket: &UnixDatagram) -> (Vec<String
 
 #[test]
 fn systemd_gets_the_progress_and_a_final_status_over_a_path() {
+    let _cores = crate::util::cores_free();
     let dir = Dir::new();
     let path = dir.path("notify");
     let socket = listen(&SocketAddr::from_pathname(&path).unwrap());
