@@ -24,7 +24,8 @@ impl Target {
     /// control socket.
     fn start(args: &[&str]) -> Target {
         let runtime = Dir::new();
-        let mut cmd = rpv(args);
+        // The target answers -R and -Q within the client's timeout.
+        let mut cmd = crate::util::rpv_urgent(args);
         cmd.env("XDG_RUNTIME_DIR", runtime.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
