@@ -527,6 +527,7 @@ fn after_ctrl_z_and_fg_the_rows_go_below_the_shells_lines() {
 /// this test on a registry in a temporary directory, never the real one.
 #[test]
 fn a_registry_locked_by_a_stopped_instance_does_not_hold_rpv() {
+    let _cores = crate::util::cores_free();
     use std::os::fd::AsFd;
     use std::os::unix::fs::OpenOptionsExt;
     let dir = Dir::new();

@@ -302,6 +302,7 @@ fn run_case(case: &Case, dir: &Dir, index: usize) -> Result<u8, String> {
 
 #[test]
 fn every_path_is_exact_or_reports_the_error_under_injected_faults() {
+    let _cores = crate::util::cores_busy();
     if !strace_available() {
         return;
     }

@@ -162,6 +162,7 @@ fn a_stall_with_m_names_the_command_and_ends_it_with_what_it_started() {
 /// one that ignores SIGTERM gets SIGKILL a second later, and rpv still exits promptly.
 #[test]
 fn an_exit_signal_to_rpv_ends_the_m_command() {
+    let _cores = crate::util::cores_free();
     for (sig, ignore, word) in [
         (libc::SIGTERM, "", "SIGTERM"),
         (libc::SIGINT, "trap '' TERM; ", "SIGKILL"),
@@ -207,6 +208,7 @@ fn an_exit_signal_to_rpv_ends_the_m_command() {
 /// through every signal.
 #[test]
 fn sigint_ends_the_wait_for_an_m_command_that_closed_its_output() {
+    let _cores = crate::util::cores_free();
     let dir = Dir::new();
     let pid_file = dir.path("pid");
     let script = format!(
@@ -269,7 +271,7 @@ fn a_stall_in_the_store_phase_forwards_what_was_stored() {
         let got = std::fs::read(&out).unwrap();
         assert!(
             got == bytes,
-            "-U {store}: {} of {} bytes",
+            "-U {store}: {} of {} bytes: {stderr}",
             got.len(),
             bytes.len()
         );
@@ -286,6 +288,7 @@ fn a_stall_in_the_store_phase_forwards_what_was_stored() {
 /// at the second (4 s).
 #[test]
 fn the_watchdog_fires_within_one_interval_after_the_timeout() {
+    let _cores = crate::util::cores_free();
     let mut child = rpv(&["-q", "-i", "2", "--stall-timeout", "1"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -373,6 +376,7 @@ fn state(pid: u32) -> char {
 /// worth through at once (taken for a late wakeup) and Ctrl-Z a tenth of a second's worth.
 #[test]
 fn the_rate_limit_lets_no_burst_through_after_a_stop() {
+    let _cores = crate::util::cores_free();
     use std::io::BufRead;
     const RATE: f64 = 1_048_576.0;
     let dir = Dir::new();

@@ -450,12 +450,13 @@ fn notified(mut cmd: Command, value: &str, socket: &UnixDatagram) -> (Vec<String
 
 #[test]
 fn systemd_gets_the_progress_and_a_final_status_over_a_path() {
+    let _cores = crate::util::cores_free();
     let dir = Dir::new();
     let path = dir.path("notify");
     let socket = listen(&SocketAddr::from_pathname(&path).unwrap());
     let input = data(300_000, 3);
     let file = dir.file("in", &input);
-    let mut cmd = rpv(&["-q", "-N", "backup", "-L", "300k", "-i", "0.1"]);
+    let mut cmd = util::rpv_urgent(&["-q", "-N", "backup", "-L", "300k", "-i", "0.1"]);
     cmd.arg(&file);
     let (messages, out) = notified(cmd, path.to_str().unwrap(), &socket);
     assert!(out.status.success(), "{out:?}");

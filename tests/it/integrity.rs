@@ -8,7 +8,8 @@ use std::os::unix::fs::FileExt;
 use std::process::{Command, Stdio};
 
 use crate::util::{
-    assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, text, Dir, SIZES,
+    assert_same, data, rpv, run_with_input, run_with_input_keep_stdout, s, sized_data, text, Dir,
+    SIZES,
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -86,12 +87,11 @@ fn check_all_sizes(
     args: &[&str],
     expect_trace: impl Fn(usize) -> Option<String>,
 ) {
-    for (i, &size) in SIZES.iter().enumerate() {
-        let input = data(size, i as u64 + 1);
-        let (out, stderr) = transfer(topo, &input, env, args);
+    for (&size, input) in SIZES.iter().zip(sized_data(1).iter()) {
+        let (out, stderr) = transfer(topo, input, env, args);
         assert_same(
             &out,
-            &input,
+            input,
             &format!("{topo:?} {env:?} {args:?} size {size}"),
         );
         if let Some(trace) = expect_trace(size) {
@@ -112,6 +112,7 @@ fn name(topo: Topo) -> &'static str {
 
 #[test]
 fn default_paths_are_zero_copy_and_exact() {
+    let _cores = crate::util::cores_busy();
     for topo in TOPOS {
         let path = if matches!(topo, Topo::FileFile) {
             "CopyRange"
@@ -151,6 +152,7 @@ fn first_zero_copy_failure_falls_back_without_loss() {
 
 #[test]
 fn mid_stream_zero_copy_failure_falls_back_without_loss_or_duplication() {
+    let _cores = crate::util::cores_busy();
     for topo in TOPOS {
         for at in ["2", "3"] {
             // copy_file_range moves up to 8 MiB a call, splice up to the pipe size (1 MiB).
@@ -204,6 +206,7 @@ fn line_mode_is_exact_on_every_topology() {
 
 #[test]
 fn small_buffer_sizes_are_exact() {
+    let _cores = crate::util::cores_busy();
     let input = data(300_001, 7);
     for topo in TOPOS {
         for b in ["1", "4095", "65537"] {
@@ -284,6 +287,7 @@ fn verify_stream(mut r: impl Read, start: u64, len: u64, regions: &[(u64, Vec<u8
 
 #[test]
 fn past_4_gib_whole_file_to_pipe() {
+    let _cores = crate::util::cores_busy();
     let dir = Dir::new();
     let (path, len, regions) = sparse_over_4g(&dir);
     for path_env in ["splice", "rw"] {
@@ -360,21 +364,26 @@ fn separators(data: &[u8], sep: u8) -> u64 {
 
 #[test]
 fn fast_line_paths_are_exact_and_count_every_line() {
+    let _cores = crate::util::cores_busy();
+    // Random bytes: about one separator in 256, including NUL for -0.
+    let inputs = sized_data(21);
+    let counts: Vec<[u64; 2]> = inputs
+        .iter()
+        .map(|input| [separators(input, b'\n'), separators(input, 0)])
+        .collect();
     for topo in TOPOS {
         let fast = match topo {
             Topo::PipePipe | Topo::PipeFile => "TeeLines",
             Topo::FilePipe | Topo::FileFile => "FileLines",
         };
-        for (i, &size) in SIZES.iter().enumerate() {
-            // Random bytes: about one separator in 256, including NUL for -0.
-            let input = data(size, i as u64 + 21);
-            for (flag, sep) in [("-l", b'\n'), ("-0", 0)] {
+        for (i, (&size, input)) in SIZES.iter().zip(inputs.iter()).enumerate() {
+            for (flag, count) in [("-l", counts[i][0]), ("-0", counts[i][1])] {
                 let what = format!("{topo:?} {flag} size {size}");
-                let (out, stderr) = transfer_with(topo, &input, &[], &["-n", "-b"], &[flag]);
-                assert_same(&out, &input, &what);
+                let (out, stderr) = transfer_with(topo, input, &[], &["-n", "-b"], &[flag]);
+                assert_same(&out, input, &what);
                 assert!(stderr.contains(&format!(": {fast}")), "{what}: {stderr}");
                 assert!(!stderr.contains("ReadWrite"), "{what}: {stderr}");
-                assert_eq!(final_count(&stderr), separators(&input, sep), "{what}");
+                assert_eq!(final_count(&stderr), count, "{what}");
                 // Files of 4 MiB and more reuse the counts of the -l size count.
                 let reused = stderr.contains("line counts of the size count reused");
                 let file_input = matches!(topo, Topo::FilePipe | Topo::FileFile);
@@ -425,17 +434,19 @@ fn reused_line_counts_are_exact_from_any_start_offset() {
 
 #[test]
 fn fast_line_paths_fall_back_without_loss_or_miscount() {
+    let _cores = crate::util::cores_busy();
     // TeeLines: call 1 is a tee, 2 the splice of what it duplicated, 3 the next tee.
     // FileLines: every call is a splice or copy_file_range.
+    let inputs = sized_data(31);
+    let counts: Vec<u64> = inputs.iter().map(|i| separators(i, b'\n')).collect();
     for topo in TOPOS {
         for at in ["1", "2", "3"] {
-            for (i, &size) in SIZES.iter().enumerate() {
-                let input = data(size, i as u64 + 31);
+            for (i, (&size, input)) in SIZES.iter().zip(inputs.iter()).enumerate() {
                 let what = format!("{topo:?} fail at {at} size {size}");
                 let env = [("RPV_TEST_FAIL_AT", at)];
-                let (out, stderr) = transfer_with(topo, &input, &env, &["-n", "-b"], &["-l"]);
-                assert_same(&out, &input, &what);
-                assert_eq!(final_count(&stderr), separators(&input, b'\n'), "{what}");
+                let (out, stderr) = transfer_with(topo, input, &env, &["-n", "-b"], &["-l"]);
+                assert_same(&out, input, &what);
+                assert_eq!(final_count(&stderr), counts[i], "{what}");
                 if at == "1" {
                     let trace = format!("{}: ReadWrite after 1 zero-copy calls", name(topo));
                     assert!(stderr.contains(&trace), "{what}: {stderr}");
@@ -591,6 +602,7 @@ fn dev_zero_with_no_splice_reads_the_device() {
 
 #[test]
 fn adaptive_switching_between_splice_and_read_write_is_exact() {
+    let _cores = crate::util::cores_busy();
     // RPV_TEST_ADAPT=N alternates splice and read/write every N calls on a pipe input.
     for topo in [Topo::PipePipe, Topo::PipeFile] {
         for every in ["1", "2", "3"] {
@@ -657,6 +669,7 @@ fn paced_pipe_input_is_exact() {
 
 #[test]
 fn small_writes_from_a_fast_producer_are_exact() {
+    let _cores = crate::util::cores_busy();
     // A producer writing 1000-byte pieces as fast as it can: the case rpv paces and
     // coalesces by itself (no hooks).
     let input = data((24 << 20) + 999, 45);

@@ -240,6 +240,7 @@ fn monitor_both_and_watched_descriptors_have_a_meter_each() {
 /// ETA, and afterwards an ETA close to the truth within a few intervals.
 #[test]
 fn a_stall_is_reported_and_the_eta_recovers_after_it() {
+    let _cores = crate::util::cores_free();
     let script = format!(
         "(head -c 1M /dev/zero; sleep 4; head -c 3M /dev/zero) | {} --json -i 0.25 -s 4M -L 2M \
          > /dev/null",

@@ -160,6 +160,7 @@ fn sizes_past_64_bits_are_refused_before_any_data_moves() {
 
 #[test]
 fn huge_buffer_sizes_copy_exactly_instead_of_aborting() {
+    let _cores = crate::util::cores_busy();
     let dir = Dir::new();
     let input = data(200_000, 4);
     let path = dir.file("in", &input);

@@ -24,7 +24,8 @@ impl Target {
     /// control socket.
     fn start(args: &[&str]) -> Target {
         let runtime = Dir::new();
-        let mut cmd = rpv(args);
+        // The target answers -R and -Q within the client's timeout.
+        let mut cmd = crate::util::rpv_urgent(args);
         cmd.env("XDG_RUNTIME_DIR", runtime.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -48,8 +49,12 @@ impl Target {
             stderr,
         };
         let socket = target.socket();
+        // Listening: rpv makes the socket private (0600) after bind and listen. Its mere
+        // existence is not enough: a target stopped between bind and listen (a test that
+        // sends SIGSTOP at once, on a loaded machine) refuses every connection.
         wait_until(&format!("the control socket at {socket:?}"), 10.0, || {
-            socket.exists()
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(&socket).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o600)
         });
         target
     }
@@ -159,6 +164,7 @@ impl Drop for Target {
 
 #[test]
 fn remote_changes_the_rate_limit_and_query_sees_it() {
+    let _cores = crate::util::cores_free();
     let target = Target::start(&["-q", "-L", "400k", "/dev/zero"]);
     let before = target.queried_rate(1.6);
     assert!(
@@ -233,6 +239,7 @@ fn remote_buffer_sizes_past_the_cap_are_capped_and_past_64_bits_refused() {
 
 #[test]
 fn remote_changes_only_the_options_given() {
+    let _cores = crate::util::cores_free();
     // Timer only, a name, a fast interval and a limit: -R -N must keep all of them.
     let target = Target::start(&[
         "-f",
@@ -396,6 +403,7 @@ fn chmod(path: &Path, mode: u32) {
 
 #[test]
 fn another_user_can_neither_control_nor_read() {
+    let _cores = crate::util::cores_free();
     let Some(prefix) = as_nobody() else {
         eprintln!("skipped: needs root and setpriv");
         return;
@@ -443,6 +451,7 @@ fn another_user_can_neither_control_nor_read() {
 
 #[test]
 fn remote_line_limit_reaches_the_zero_copy_line_path() {
+    let _cores = crate::util::cores_free();
     // `-l` from a pipe (here a FIFO) starts on the tee + splice line path, which has no line
     // budgets; a limit set later by -R must still hold.
     let dir = Dir::new();
@@ -547,6 +556,7 @@ impl Drop for KillOnDrop {
 /// reply timeout).
 #[test]
 fn sigint_ends_a_client_waiting_for_a_stopped_target() {
+    let _cores = crate::util::cores_free();
     let target = Target::start(&["-q", "-L", "1k", "/dev/zero"]);
     let signal = |pid: u32, sig| {
         let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();

@@ -56,6 +56,7 @@ fn interrupt_ends_even_while_blocked_on_a_full_output() {
 
 #[test]
 fn stopped_time_is_not_counted_and_the_transfer_resumes() {
+    let _cores = crate::util::cores_free();
     // 2 MiB at 1 MiB/s, stopped for 1.5 s in the middle.
     let start = Instant::now();
     let (mut child, out) = spawn_counting(rpv(&[

@@ -13,8 +13,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::util::{
-    assert_same, catches, data, err, pause, pipe_fill, poll, rpv, s, text, wait_until, wait_within,
-    Dir, SIZES,
+    assert_same, catches, data, err, pause, pipe_fill, poll, rpv, s, sized_data, text, wait_until,
+    wait_within, Dir, SIZES,
 };
 
 /// The descriptor number a `--tee /dev/fd/N` pipe gets in rpv.
@@ -220,13 +220,13 @@ impl Outcome {
 
 #[test]
 fn every_output_gets_every_byte_at_size_boundaries() {
+    let _cores = crate::util::cores_busy();
     for input in [Input::Pipe, Input::File] {
         for main in [Main::Pipe, Main::File] {
-            for (i, &size) in SIZES.iter().enumerate() {
-                let bytes = data(size, i as u64 + 1);
+            for (&size, bytes) in SIZES.iter().zip(sized_data(1).iter()) {
                 let what = format!("{input:?} -> {main:?}, size {size}");
-                let o = run(input, main, &bytes, &[], &[]);
-                o.all_exact(&bytes, &what);
+                let o = run(input, main, bytes, &[], &[]);
+                o.all_exact(bytes, &what);
                 // A pipe input is tee'd; anything else is read once and written to all.
                 match input {
                     Input::Pipe => o.traced("(stdin): Fanout", &what),
@@ -281,6 +281,7 @@ fn read_write_path_feeds_every_output() {
 
 #[test]
 fn a_refused_tee_or_main_splice_falls_back_without_loss_or_duplication() {
+    let _cores = crate::util::cores_busy();
     // The calls counted are the tees from the input (three per round here) and the splices
     // from it: every position in the first two rounds.
     let bytes = data((17 << 20) + 5, 4);

@@ -46,6 +46,19 @@ pub fn rpv(args: &[&str]) -> Command {
     cmd
 }
 
+/// [`rpv`] for a test whose bound needs rpv to get the CPU on time (a rate within 2 %, a
+/// reply within its timeout). As root, the calling test thread is raised to nice -10 first,
+/// so rpv and whatever else the test starts from then on inherit it: the tests and builds
+/// beside them cannot hold them back by more than a scheduler tick. (libtest gives every
+/// test a thread of its own.) Otherwise it is [`rpv`]. What rpv does is the same; only how
+/// soon it gets a CPU changes.
+pub fn rpv_urgent(args: &[&str]) -> Command {
+    if rustix::process::geteuid().is_root() {
+        let _ = rustix::process::setpriority_process(None, -10);
+    }
+    rpv(args)
+}
+
 /// Deterministic pseudo-random bytes (xorshift), so failures are reproducible.
 pub fn data(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -162,6 +175,25 @@ pub fn assert_same(actual: &[u8], expected: &[u8], what: &str) {
 /// stderr as text.
 pub fn err(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The integration tests run many at a time (`.cargo/config.toml` sets
+/// `RUST_TEST_THREADS`): most of them wait on processes, not on the CPU. Two kinds of test
+/// take this lock. A test that keeps the cores busy for seconds (gigabytes through pipes,
+/// a hundred runs of rpv, strace) takes it alone ([`cores_busy`]): one such test at a time,
+/// as when the suite ran two tests at once. A test whose bound needs the CPU on time (a rate
+/// within 2 %, an exit within a second of a signal) takes it shared ([`cores_free`]): it
+/// never runs beside such a test.
+static CORES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Held by a test that keeps the cores busy for seconds (see [`CORES`]).
+pub fn cores_busy() -> std::sync::RwLockWriteGuard<'static, ()> {
+    CORES.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held by a test whose bounds need the CPU on time (see [`CORES`]).
+pub fn cores_free() -> std::sync::RwLockReadGuard<'static, ()> {
+    CORES.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How often the waits below look again.
@@ -320,6 +352,20 @@ pub const SIZES: [usize; 9] = [
     (1 << 20) + 1,
     (17 << 20) + 5,
 ];
+
+/// The inputs at every size of [`SIZES`], `data(SIZES[i], seed + i)`, made once per test
+/// process and shared: a debug build takes about 0.15 s to make the 17 MiB one, and the
+/// matrices of `integrity` and `tee` used to make it again for every path and fallback.
+pub fn sized_data(seed: u64) -> std::sync::Arc<Vec<Vec<u8>>> {
+    type Made = std::collections::HashMap<u64, std::sync::Arc<Vec<Vec<u8>>>>;
+    static MADE: std::sync::Mutex<Option<Made>> = std::sync::Mutex::new(None);
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let made = made.get_or_insert_with(Made::new);
+    std::sync::Arc::clone(made.entry(seed).or_insert_with(|| {
+        let inputs = SIZES.iter().zip(seed..).map(|(&size, s)| data(size, s));
+        std::sync::Arc::new(inputs.collect())
+    }))
+}
 
 /// A running child whose stderr a thread collects as it comes, so a test can wait for what
 /// it shows.
