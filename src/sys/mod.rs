@@ -49,8 +49,9 @@ pub use pipe::{
     tee, unread_bytes, vmsplice, vmsplice_zeros, zeros, ConstBuf, ZERO_CHUNK,
 };
 pub use process::{
-    child_ended, continue_pending, geteuid, peer_cred, process_check, process_exists, send_signal,
-    set_thread_name, shutdown, stderr_fd, stdin_fd, stdout_fd, terminate,
+    child_ended, continue_pending, geteuid, open_files_limit, peer_cred, process_check,
+    process_exists, send_signal, set_thread_name, shutdown, stderr_fd, stdin_fd, stdout_fd,
+    terminate,
 };
 pub use signal::{
     block_signals, ignore_signal, interrupt_thread, raise, set_signal_handler, start_alarm_ticks,

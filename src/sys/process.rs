@@ -29,6 +29,13 @@ pub fn geteuid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
+/// The soft limit on open descriptors (`RLIMIT_NOFILE`); `u64::MAX` when unlimited.
+pub fn open_files_limit() -> u64 {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX)
+}
+
 /// `kill(pid, 0)`: whether `pid` exists and may be signalled by us (ESRCH if `pid` is not
 /// a process id at all: 0, or beyond the kernel's range).
 pub fn process_check(pid: u32) -> io::Result<()> {

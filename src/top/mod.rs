@@ -15,6 +15,7 @@
 
 #[allow(unreachable_pub)]
 pub(crate) mod metrics;
+mod proc;
 pub mod scan;
 #[allow(unreachable_pub)]
 pub(crate) mod view;

@@ -12,14 +12,20 @@
 //! A flow shows once it has moved. It ends when its process exits or closes the file, or
 //! after [`IDLE_DROP_NS`] without moving; then it appears once more, ended, and is gone.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::rc::Rc;
 
+use sweep::{SharedProc, Sweep};
+
+use super::proc::ProcFiles;
 use super::{Bottleneck, Flow, FlowView, Hidden, Kind, Zoom};
 use crate::control::client::ProgressQuery;
-use crate::pipeline::procfs::{command_text, pipe_inode, Io, Stat};
 use crate::pipeline::Watcher;
+use crate::procfs::{command_text, pipe_inode, Io, Stat};
+
+mod sweep;
 
 /// A flow that has not moved for this long leaves the list (nanoseconds).
 pub const IDLE_DROP_NS: u64 = 60_000_000_000;
@@ -108,6 +114,8 @@ struct Process {
     seen: u64,
     /// When its descriptors were last walked (monotonic ns).
     walked_ns: Option<u64>,
+    /// The scan that last walked its descriptors.
+    walked: u64,
     /// Scans in a row its counters did not move.
     quiet: u32,
     /// It moved since its command line was read: it may run another program now.
@@ -168,6 +176,10 @@ pub struct Cost {
     pub walked: usize,
     /// `fdinfo` files read.
     pub fdinfo: usize,
+    /// `io` files kept open (read again with one `pread` each).
+    pub kept: usize,
+    /// Processes looked at with the pipeline view's discovery (a walk of every process).
+    pub pipelines_tried: usize,
 }
 
 /// Finds and follows the flows.
@@ -196,30 +208,14 @@ pub struct Scanner {
     interval: f64,
     hidden: Hidden,
     cost: Cost,
-    root: std::path::PathBuf,
-}
-
-/// Reads a small `/proc` file into `buf`: an open, reads until the end, a close
-/// (`read_to_end` would also ask the file's size and position: two calls more per file,
-/// for every process at every scan).
-fn read_small(path: &str, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    buf.clear();
-    let mut file = std::fs::File::open(path)?;
-    let mut chunk = [0u8; 4096];
-    loop {
-        match file.read(&mut chunk) {
-            Ok(0) => return Ok(()),
-            Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
-                // A file of `/proc` gives what it has in one read when it fits.
-                if n < chunk.len() {
-                    return Ok(());
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    /// The files of `/proc` it reads.
+    proc: ProcFiles,
+    /// The PIDs of a scan and a file's text (kept from scan to scan: no allocation per
+    /// process).
+    pids: Vec<u32>,
+    buf: Vec<u8>,
+    /// What the pipelines read of every process during a scan (read once for all).
+    sweep: Rc<RefCell<Sweep>>,
 }
 
 /// `pos:` and `flags:` of an `fdinfo` file (flags in octal).
@@ -239,16 +235,6 @@ pub fn parse_fdinfo(text: &str) -> Option<(u64, u32)> {
 /// True if the `flags` of an `fdinfo` file open the file for writing only.
 fn write_only(flags: u32) -> bool {
     flags & libc::O_ACCMODE as u32 == libc::O_WRONLY as u32
-}
-
-/// The size in bytes of block device `rdev`, from `/sys/dev/block` (readable by anyone,
-/// unlike the device itself).
-fn device_size(rdev: u64) -> u64 {
-    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
-    std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/size"))
-        .ok()
-        .and_then(|t| t.trim().parse::<u64>().ok())
-        .map_or(0, |sectors| sectors.saturating_mul(512))
 }
 
 /// Whether an rpv command line runs a transfer (the others have no figures to show).
@@ -298,7 +284,10 @@ impl Scanner {
             interval,
             hidden: Hidden::default(),
             cost: Cost::default(),
-            root: "/proc".into(),
+            proc: ProcFiles::new(),
+            pids: Vec::new(),
+            buf: Vec::with_capacity(4096),
+            sweep: Rc::default(),
         }
     }
 
@@ -346,18 +335,15 @@ impl Scanner {
         self.cost = Cost::default();
         let mut movers = Vec::new();
         let mut fresh = Vec::new();
-        let mut buf = Vec::with_capacity(512);
-        let Ok(dir) = std::fs::read_dir(&self.root) else {
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut pids = std::mem::take(&mut self.pids);
+        pids.clear();
+        if self.proc.pids(|pid| pids.push(pid)).is_err() {
+            self.pids = pids;
+            self.buf = buf;
             return;
-        };
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        }
+        for &pid in &pids {
             if pid == self.own || Some(pid) == self.exclude {
                 continue;
             }
@@ -368,15 +354,16 @@ impl Scanner {
                 Look::Same | Look::Skip => {}
             }
         }
-        let gone: Vec<u32> = self
-            .procs
-            .iter()
-            .filter(|(_, p)| p.seen != self.generation)
-            .map(|(&pid, _)| pid)
-            .collect();
-        for pid in &gone {
-            self.procs.remove(pid);
-        }
+        self.pids = pids;
+        let generation = self.generation;
+        let proc = &mut self.proc;
+        self.procs.retain(|&pid, p| {
+            if p.seen != generation {
+                proc.forget(pid);
+            }
+            p.seen == generation
+        });
+        self.cost.kept = self.proc.kept();
         self.hidden = Hidden {
             count: self.procs.values().filter(|p| p.unreadable).count(),
             other_users: self
@@ -407,6 +394,7 @@ impl Scanner {
         self.follow_counts(&movers, now_ns);
         self.follow_pipelines(&movers, now_ns);
         self.drop_idle(now_ns);
+        self.buf = buf;
     }
 
     /// Reads `pid`'s counters: whether it is new, moved or not.
@@ -432,11 +420,11 @@ impl Scanner {
                 self.procs.remove(&pid);
             }
         }
-        let io = match read_small(&format!("/proc/{pid}/io"), buf) {
+        let io = match self.proc.io(pid, buf) {
             Ok(()) => Io::parse(&String::from_utf8_lossy(buf)),
             Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
-                let other_user =
-                    std::fs::metadata(format!("/proc/{pid}")).is_ok_and(|m| m.uid() != self.euid);
+                self.proc.forget(pid);
+                let other_user = self.proc.owner(pid).is_some_and(|uid| uid != self.euid);
                 self.procs
                     .insert(pid, Process::unreadable(other_user, generation));
                 return Look::Skip;
@@ -464,30 +452,25 @@ impl Scanner {
                 return Look::Moved;
             }
         }
-        let Some(stat) = read_small(&format!("/proc/{pid}/stat"), buf)
+        let Some(stat) = self
+            .proc
+            .stat(pid, buf)
             .ok()
             .and_then(|()| Stat::parse(&String::from_utf8_lossy(buf)))
         else {
             return Look::Skip;
         };
-        let mut p = Process {
-            start: stat.start,
-            unreadable: false,
-            other_user: false,
-            kernel: stat.kernel_thread,
-            io,
-            moved: 0,
-            tcp: 0,
-            fds: Vec::new(),
-            command: None,
-            instance: None,
-            seen: generation,
-            walked_ns: None,
-            quiet: 0,
-            command_stale: false,
-        };
+        let mut p = Process::unreadable(false, generation);
+        p.unreadable = false;
+        p.start = stat.start;
+        p.kernel = stat.kernel_thread;
+        p.io = io;
+        if p.kernel {
+            // Never read again: a kernel thread moves no data of a user's.
+            self.proc.forget(pid);
+        }
         if !p.kernel && matches!(stat.comm.as_str(), "rpv" | "pv") {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = self.proc.cmdline(pid);
             p.command = command_text(&cmdline);
             p.instance = match stat.comm.as_str() {
                 "pv" => Some(Instance::Pv),
@@ -590,11 +573,12 @@ impl Scanner {
         };
         self.cost.walked += 1;
         p.walked_ns = Some(now_ns);
+        p.walked = self.generation;
         if p.instance.is_none() {
             // It moved: it may have run another program since (a wrapper's `exec`).
             p.command_stale = true;
         }
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        let Ok(dir) = self.proc.fd_dir(pid) else {
             p.fds.clear();
             return;
         };
@@ -665,7 +649,7 @@ impl Scanner {
         };
         if p.command.is_none() || p.command_stale {
             p.command_stale = false;
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = self.proc.cmdline(pid);
             // A process that has just ended keeps the command it was seen with.
             match (command_text(&cmdline), &p.command) {
                 (Some(text), _) => p.command = Some(text),
@@ -679,12 +663,12 @@ impl Scanner {
     /// File and device flows: new descriptors of processes that moved, and the position
     /// of every followed one.
     fn follow_files(&mut self, movers: &[u32], now_ns: u64, buf: &mut Vec<u8>) {
-        // New candidates: regular files and block devices of processes that moved (or are
-        // new), not already followed.
+        // New candidates: regular files and block devices of processes walked at this scan
+        // (they moved, or are new), not already followed.
         let mut candidates = Vec::new();
         for (&pid, p) in &self.procs {
             let rpv = matches!(p.instance, Some(Instance::Rpv(_) | Instance::Watching));
-            if p.seen != self.generation || p.unreadable || rpv {
+            if p.walked != self.generation || p.unreadable || rpv {
                 continue;
             }
             for f in &p.fds {
@@ -773,11 +757,11 @@ impl Scanner {
 
     /// The size of the file open on `pid`'s `fd` and whether it is being written (it
     /// grows with the position, so its size says nothing of the end).
-    fn file_size(&self, pid: u32, fd: i32, device: bool, dev: u64) -> (u64, bool) {
+    fn file_size(&mut self, pid: u32, fd: i32, device: bool, dev: u64) -> (u64, bool) {
         if device {
-            return (device_size(dev), false);
+            return (self.proc.device_size(dev), false);
         }
-        match std::fs::metadata(format!("/proc/{pid}/fd/{fd}")) {
+        match self.proc.fd_metadata(pid, fd) {
             Ok(m) => (m.len(), false),
             Err(_) => (0, false),
         }
@@ -785,7 +769,7 @@ impl Scanner {
 
     fn fdinfo(&mut self, pid: u32, fd: i32, buf: &mut Vec<u8>) -> Option<(u64, u32)> {
         self.cost.fdinfo += 1;
-        read_small(&format!("/proc/{pid}/fdinfo/{fd}"), buf).ok()?;
+        self.proc.fdinfo(pid, fd, buf).ok()?;
         parse_fdinfo(&String::from_utf8_lossy(buf))
     }
 
@@ -819,14 +803,20 @@ impl Scanner {
 
     /// Socket flows and rpv/pv instances: processes followed through their own counts.
     fn follow_counts(&mut self, movers: &[u32], now_ns: u64) {
-        let in_pipeline: HashSet<u32> = self
-            .procs
-            .keys()
-            .copied()
-            .filter(|&pid| self.pipes.iter().any(|p| p.watcher.holds(pid)))
-            .collect();
-        let pids: Vec<u32> = self.procs.keys().copied().collect();
-        for pid in pids {
+        // Only instances, processes followed already and those that moved can be counts.
+        let mut pids = std::mem::take(&mut self.pids);
+        pids.clear();
+        pids.extend(
+            self.procs
+                .iter()
+                .filter(|(_, p)| p.instance.is_some())
+                .map(|(&pid, _)| pid),
+        );
+        pids.extend(self.counts.keys().copied());
+        pids.extend(movers.iter().copied());
+        pids.sort_unstable();
+        pids.dedup();
+        for &pid in &pids {
             let Some(p) = self.procs.get(&pid) else {
                 continue;
             };
@@ -838,9 +828,9 @@ impl Scanner {
                 Some(Instance::Pv) => Kind::Pv,
                 Some(Instance::Watching) => continue,
                 None if self.counts.contains_key(&pid)
-                    || (p.fds.iter().any(|f| matches!(f.target, Target::Socket(_)))
-                        && !in_pipeline.contains(&pid)
-                        && movers.contains(&pid)) =>
+                    || (movers.contains(&pid)
+                        && p.fds.iter().any(|f| matches!(f.target, Target::Socket(_)))
+                        && !self.pipes.iter().any(|x| x.watcher.holds(pid))) =>
                 {
                     Kind::Socket
                 }
@@ -890,6 +880,7 @@ impl Scanner {
                 },
             );
         }
+        self.pids = pids;
         let gone: Vec<u32> = self
             .counts
             .iter()
@@ -961,23 +952,22 @@ impl Scanner {
     /// that no followed pipeline holds is looked at with the pipeline view's discovery; a
     /// pipeline of two stages or more becomes a flow.
     fn follow_pipelines(&mut self, movers: &[u32], now_ns: u64) {
+        self.sweep.borrow_mut().clear();
         self.not_pipeline.retain(|_, until| *until > now_ns);
         for &pid in movers {
             let Some(p) = self.procs.get(&pid) else {
                 continue;
             };
-            let piped = p
-                .fds
-                .iter()
-                .any(|f| f.fd <= 1 && matches!(f.target, Target::Pipe(_)));
             let key = (pid, p.start);
-            if !piped
+            if !self.joined(pid)
                 || self.not_pipeline.contains_key(&key)
                 || self.pipes.iter().any(|x| x.watcher.holds(pid))
             {
                 continue;
             }
-            match Watcher::new(pid) {
+            self.cost.pipelines_tried += 1;
+            let proc = Box::new(SharedProc::new(self.sweep.clone()));
+            match Watcher::with_proc(proc, pid) {
                 Ok(mut watcher) if !self.holds_own(&watcher) && !self.followed(&watcher) => {
                     watcher.set_interval(self.interval);
                     let view = watcher.sample(now_ns);
@@ -1022,6 +1012,35 @@ impl Scanner {
             true
         });
         self.pipes = pipes;
+        self.sweep.borrow_mut().clear();
+    }
+
+    /// True if `pid`'s standard input or output is a pipe joined to another process's
+    /// standard output or input, as the walks found them: a pipeline of two stages at
+    /// least (the pipeline view's discovery, a look at every process, is kept for those).
+    fn joined(&self, pid: u32) -> bool {
+        let end = |p: &Process, fd: i32| {
+            p.fds
+                .iter()
+                .take(2)
+                .find(|f| f.fd == fd)
+                .and_then(|f| match f.target {
+                    Target::Pipe(inode) => Some(inode),
+                    _ => None,
+                })
+        };
+        let Some(p) = self.procs.get(&pid) else {
+            return false;
+        };
+        let (input, output) = (end(p, 0), end(p, 1));
+        if input.is_none() && output.is_none() {
+            return false;
+        }
+        self.procs.iter().any(|(&other, q)| {
+            other != pid
+                && ((input.is_some() && end(q, 1) == input)
+                    || (output.is_some() && end(q, 0) == output))
+        })
     }
 
     /// True if a pipeline already followed has a process of `watcher`'s (found again
@@ -1135,6 +1154,7 @@ impl Process {
             instance: None,
             seen: generation,
             walked_ns: None,
+            walked: 0,
             quiet: 0,
             command_stale: false,
         }
