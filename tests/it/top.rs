@@ -140,6 +140,7 @@ fn signal(pid: u32, name: &str) {
 /// An rpv whose standard error is collected as it comes.
 struct Watcher {
     child: Child,
+    started: Instant,
     text: Arc<Mutex<String>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
@@ -169,6 +170,7 @@ impl Watcher {
         });
         Watcher {
             child,
+            started: Instant::now(),
             text,
             reader: Some(reader),
         }
@@ -193,6 +195,19 @@ impl Watcher {
             assert!(start.elapsed() < DEADLINE, "never {what}:\n{frame}");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// How many times a second rpv's main thread went to sleep so far (it wakes for the
+    /// updates, the pipelines' samples and the rpv instances' answers: a few dozen times
+    /// a second at most).
+    fn wakes_per_second(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let switches: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap();
+        switches / self.started.elapsed().as_secs_f64()
     }
 
     /// Ends rpv with SIGINT and returns everything it wrote.
@@ -263,6 +278,9 @@ fn frames_show_every_kind_of_flow() {
         !frame.lines().skip(1).any(|l| l.contains("--top")),
         "rpv --top is not a flow of its own: {frame}"
     );
+    // (It once woke every millisecond, waiting for a control socket --top never opens.)
+    let wakes = watcher.wakes_per_second();
+    assert!(wakes < 200.0, "{wakes:.0} wake-ups a second");
     signal(reader, "STOP");
     watcher.wait_frame("the stopped reader stalled", |f| {
         row(f, "file", &["reader.py", &dir, "stalled "]).is_some()
@@ -541,6 +559,69 @@ fn view_at(width: usize, height: usize) {
         rows.iter().any(title) && fits(rows, w2) && rows.len() <= h2
     });
     assert!(fits(&tmux.pane(true), w2));
+    tmux.press("q");
+    tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
+}
+
+/// Enter on a pipeline's row opens the `--pipeline` view of that pipeline (its stages,
+/// one row each); Esc comes back to the list.
+#[test]
+fn enter_on_a_pipeline_opens_its_stages() {
+    let mut flows = Flows::new();
+    flows.start("python3 producer.py | gzip -3 | wc -c > /dev/null");
+    let Some(tmux) = crate::tmux::Tmux::start(&flows.dir, "toppipe", 160, 30, true) else {
+        return;
+    };
+    tmux.keys("r --top -i 0.3; echo rc=$?");
+    let title = |l: &String| l.starts_with("rpv --top: ");
+    let ours = |l: &str| l.contains("pipeline") && l.contains("producer.py | gzip -3");
+    tmux.wait_for("the pipeline's row", |rows| {
+        rows.iter().any(title) && rows.iter().any(|l| ours(l))
+    });
+    // Select it (other flows of the machine may be listed too): down to the end of the
+    // list, then up; each press waits for its redraw (or a moment, at the end).
+    let selected = |rows: &[String]| rows.iter().find(|l| l.starts_with('>')).cloned();
+    let start = Instant::now();
+    let mut presses = 0;
+    loop {
+        let rows = tmux.pane(false);
+        let before = selected(&rows);
+        if before.as_deref().is_some_and(ours) {
+            break;
+        }
+        tmux.press(if presses < 40 { "Down" } else { "Up" });
+        presses += 1;
+        let pressed = Instant::now();
+        while selected(&tmux.pane(false)) == before && pressed.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "never selected the pipeline: {rows:#?}"
+        );
+    }
+    tmux.press("Enter");
+    let stage = |rows: &[String], command: &str| {
+        rows.iter()
+            .any(|l| l.contains(command) && !l.contains(" | ") && l.contains("B/s"))
+    };
+    let view = tmux.wait_for("the --pipeline view of its stages", |rows| {
+        !rows.iter().any(title)
+            && rows
+                .iter()
+                .any(|l| l.contains("COMMAND") && l.contains("STATE"))
+            && stage(rows, "producer.py")
+            && stage(rows, "gzip -3")
+            && stage(rows, "wc -c")
+    });
+    assert!(
+        view.iter().filter(|l| l.contains("producer.py")).count() >= 1,
+        "{view:#?}"
+    );
+    tmux.press("Escape");
+    tmux.wait_for("the list again", |rows| {
+        rows.iter().any(title) && rows.iter().any(|l| ours(l))
+    });
     tmux.press("q");
     tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
 }
