@@ -802,42 +802,113 @@ fn ctrl_z_and_ctrl_c_leave_the_terminal_clean() {
     assert_eq!(lines.iter().filter(|l| title(l)).count(), 1, "{lines:#?}");
 }
 
-/// A process reading a block device (a node made in the test's directory for the
-/// machine's first disk, read slowly): a `device` row with its percentage, the size from
-/// `/sys/dev/block` (the device itself is never opened by rpv).
+/// A loop device bound (read-only) to a file of the test's directory, detached when the
+/// test ends.
+struct Loop(String);
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+/// The device number ("MAJOR:MINOR") of a block device rpv's test may read: an existing
+/// one of some size whose node, made in the test's directory, opens; else a loop device
+/// bound read-only to a sparse file of the test's directory (where the real devices are
+/// refused, as in a container: the machine's own device is never written). `Err` says why
+/// there is none.
+fn readable_block_device(flows: &Flows) -> Result<(String, Option<Loop>), String> {
+    let devices: Vec<(String, u64)> = std::fs::read_dir("/sys/dev/block")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let size = std::fs::read_to_string(e.path().join("size")).ok()?;
+                    Some((e.file_name().into_string().ok()?, size.trim().parse().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if devices.is_empty() {
+        return Err("no block device on this machine (/sys/dev/block is empty)".into());
+    }
+    let opens = |number: &str| {
+        let node = flows.dir.path("probe");
+        let _ = std::fs::remove_file(&node);
+        let (major, minor) = number.split_once(':').unwrap();
+        let made = Command::new("mknod")
+            .arg(&node)
+            .args(["b", major, minor])
+            .status()
+            .is_ok_and(|s| s.success());
+        let ok = made && std::fs::File::open(&node).is_ok();
+        let _ = std::fs::remove_file(&node);
+        ok
+    };
+    if let Some((number, _)) = devices
+        .iter()
+        .find(|(number, size)| *size >= 1 << 16 && opens(number))
+    {
+        return Ok((number.clone(), None));
+    }
+    let image = flows.dir.path("image");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let bound = Command::new("losetup")
+        .args(["-r", "-f", "--show"])
+        .arg(&image)
+        .output();
+    let Some(path) = bound
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    else {
+        return Err(format!(
+            "{} block devices, none readable here and no loop device to bind",
+            devices.len()
+        ));
+    };
+    let bound = Loop(path.clone());
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let number = std::fs::read_to_string(format!("/sys/class/block/{name}/dev")).unwrap();
+    assert!(opens(number.trim()), "the loop device {path} does not open");
+    Ok((number.trim().to_string(), Some(bound)))
+}
+
+/// `dd` reading a block device (through a node of the test's directory) is a `device` flow
+/// with its percentage (the size from `/sys/dev/block`).
 #[test]
 fn a_block_device_being_read() {
-    // The first block device of a non-zero size.
-    let Some((major, minor)) = std::fs::read_dir("/sys/dev/block").ok().and_then(|d| {
-        d.flatten().find_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let size: u64 = std::fs::read_to_string(e.path().join("size"))
-                .ok()?
-                .trim()
-                .parse()
-                .ok()?;
-            let (major, minor) = name.split_once(':')?;
-            (size >= 1 << 16).then(|| (major.to_string(), minor.to_string()))
-        })
-    }) else {
-        eprintln!("top: no block device: skipped");
-        return;
-    };
     let mut flows = Flows::new();
+    let (number, _bound) = match readable_block_device(&flows) {
+        Ok(found) => found,
+        Err(why) => {
+            eprintln!("top::a_block_device_being_read skipped: {why}");
+            return;
+        }
+    };
     let node = flows.dir.path("disk");
+    let (major, minor) = number.split_once(':').unwrap();
     let made = Command::new("mknod")
         .arg(&node)
-        .args(["b", &major, &minor])
+        .args(["b", major, minor])
         .status()
         .unwrap();
-    if !made.success() || std::fs::File::open(&node).is_err() {
-        eprintln!("top: the device node cannot be made or opened here (a container): skipped");
-        return;
-    }
-    flows.reader(s(&node), 16384);
+    assert!(made.success());
+    // dd reads it at the pace of a rate-limited rpv (and never writes to it).
+    flows.start("dd if=disk bs=16k status=none | \"$RPV\" -q -L 300k > /dev/null");
     let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
     let frame = watcher.wait_frame("the device row", |f| {
-        row(f, "device", &["reader.py", &format!("< {}", s(&node)), "%"]).is_some()
+        row(
+            f,
+            "device",
+            &["dd if=disk", &format!("< {}", s(&node)), "%"],
+        )
+        .is_some()
     });
     assert!(frame.contains("device"), "{frame}");
+    // dd ends before its loop device is detached.
+    drop(watcher);
+    drop(flows);
 }
