@@ -368,11 +368,7 @@ impl Scanner {
         else {
             return Look::Skip;
         };
-        let mut p = Process::unreadable(false, generation);
-        p.unreadable = false;
-        p.start = stat.start;
-        p.kernel = stat.kernel_thread;
-        p.io = io;
+        let mut p = Process::new(stat.start, stat.kernel_thread, io, generation);
         if p.kernel {
             // Never read again: a kernel thread moves no data of a user's.
             self.proc.forget(pid);
@@ -573,13 +569,23 @@ enum Look {
 }
 
 impl Process {
+    /// A process whose `io` may not be read.
     fn unreadable(other_user: bool, generation: u64) -> Process {
         Process {
-            start: 0,
             unreadable: true,
             other_user,
-            kernel: false,
-            io: Io::default(),
+            ..Process::new(0, false, Io::default(), generation)
+        }
+    }
+
+    /// A process first seen at scan `generation`, with its start time and counters.
+    fn new(start: u64, kernel: bool, io: Io, generation: u64) -> Process {
+        Process {
+            start,
+            unreadable: false,
+            other_user: false,
+            kernel,
+            io,
             moved: 0,
             tcp: 0,
             fds: Vec::new(),
