@@ -525,28 +525,7 @@ fn view_at(width: usize, height: usize) {
     });
     // Select a reader (other flows of the machine may be listed too), then Enter: it
     // opens in the -d view; Esc: back.
-    let start = Instant::now();
-    let mut presses = 0;
-    let selected = |rows: &[String]| first(rows).map(|at| rows[at].clone());
-    loop {
-        let rows = tmux.pane(false);
-        if selected(&rows).is_some_and(|row| row.contains("reader")) {
-            break;
-        }
-        // Down to the end of the list, then up; each press waits for its redraw (or a
-        // moment, at the end of the list), so none is still on its way at Enter.
-        let before = selected(&rows);
-        tmux.press(if presses < 40 { "Down" } else { "Up" });
-        presses += 1;
-        let pressed = Instant::now();
-        while selected(&tmux.pane(false)) == before && pressed.elapsed() < Duration::from_secs(1) {
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "never selected a reader: {rows:#?}"
-        );
-    }
+    select(&tmux, |row| row.contains("reader"));
     tmux.press("Enter");
     tmux.wait_for("the -d view", |rows| {
         !rows.iter().any(title) && rows.iter().any(|l| l.contains("B/s]") && l.contains('%'))
@@ -561,6 +540,76 @@ fn view_at(width: usize, height: usize) {
     assert!(fits(&tmux.pane(true), w2));
     tmux.press("q");
     tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
+}
+
+/// Selects the row `wanted` accepts (other flows of the machine may be listed too): the
+/// list in PID order first (`s` until the title says so: rows that do not move as rates
+/// and counts change), then down to the end of the list and up again, each press waiting
+/// until the selection has moved (or a moment: at an end, then the other way), so none is
+/// on its way at the next look.
+fn select(tmux: &crate::tmux::Tmux<'_>, wanted: impl Fn(&str) -> bool) {
+    let by_pid = |rows: &[String]| {
+        rows.iter()
+            .any(|l| l.starts_with("rpv --top: ") && l.contains("by pid"))
+    };
+    let start = Instant::now();
+    let chosen = |rows: &[String]| rows.iter().any(|l| l.starts_with('>') && wanted(l));
+    if chosen(&tmux.pane(false)) {
+        return;
+    }
+    while !by_pid(&tmux.pane(false)) {
+        let before = tmux
+            .pane(false)
+            .into_iter()
+            .find(|l| l.starts_with("rpv --top: "));
+        tmux.press("s");
+        let pressed = Instant::now();
+        while tmux
+            .pane(false)
+            .into_iter()
+            .find(|l| l.starts_with("rpv --top: "))
+            == before
+            && pressed.elapsed() < Duration::from_secs(1)
+        {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert!(start.elapsed() < DEADLINE, "never in PID order");
+    }
+    // Where the selection is and which flow it is on (its row without the figures that
+    // change at each redraw: on a terminal of few rows only the selected row shows).
+    let at = |rows: &[String]| {
+        rows.iter().position(|l| l.starts_with('>')).map(|i| {
+            let flow: String = rows[i]
+                .chars()
+                .filter(|c| {
+                    !c.is_ascii_digit() && *c != '.' && !('\u{2581}'..='\u{2588}').contains(c)
+                })
+                .collect();
+            (i, flow)
+        })
+    };
+    let mut down = true;
+    loop {
+        let rows = tmux.pane(false);
+        let before = at(&rows);
+        if before.as_ref().is_some_and(|(i, _)| wanted(&rows[*i])) {
+            return;
+        }
+        tmux.press(if down { "Down" } else { "Up" });
+        let pressed = Instant::now();
+        while at(&tmux.pane(false)) == before {
+            if pressed.elapsed() > Duration::from_secs(1) {
+                // An end of the list: the other way.
+                down = !down;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "never selected the row: {rows:#?}"
+        );
+    }
 }
 
 /// Enter on a pipeline's row opens the `--pipeline` view of that pipeline (its stages,
@@ -578,28 +627,7 @@ fn enter_on_a_pipeline_opens_its_stages() {
     tmux.wait_for("the pipeline's row", |rows| {
         rows.iter().any(title) && rows.iter().any(|l| ours(l))
     });
-    // Select it (other flows of the machine may be listed too): down to the end of the
-    // list, then up; each press waits for its redraw (or a moment, at the end).
-    let selected = |rows: &[String]| rows.iter().find(|l| l.starts_with('>')).cloned();
-    let start = Instant::now();
-    let mut presses = 0;
-    loop {
-        let rows = tmux.pane(false);
-        let before = selected(&rows);
-        if before.as_deref().is_some_and(ours) {
-            break;
-        }
-        tmux.press(if presses < 40 { "Down" } else { "Up" });
-        presses += 1;
-        let pressed = Instant::now();
-        while selected(&tmux.pane(false)) == before && pressed.elapsed() < Duration::from_secs(1) {
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "never selected the pipeline: {rows:#?}"
-        );
-    }
+    select(&tmux, ours);
     tmux.press("Enter");
     let stage = |rows: &[String], command: &str| {
         rows.iter()
