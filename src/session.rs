@@ -247,7 +247,9 @@ impl<'a> Session<'a> {
             if self.watchdog.is_some() {
                 wait_ns = wait_ns.min(next_watch.saturating_sub(now));
             }
-            if !self.control_tried {
+            if !self.control_tried && self.config.control {
+                // (A run that never listens must not wake at once, again and again, once
+                // the time to listen has passed.)
                 wait_ns = wait_ns.min(self.listen_at.saturating_sub(now));
             }
             for source in &self.sources {

@@ -3,8 +3,11 @@
 //! Usage: `rpv-bench top --cost [--secs N] [--procs N] [--interval S]`.
 //!
 //! Starts `--procs` idle processes (default 500: `sleep`s in a process group of their own)
-//! beside whatever the machine runs, plus one flow (a file read at about 1 MB/s by `dd`
-//! fed through a rate-limited rpv, so the view has rows to draw), then runs
+//! beside whatever the machine runs, plus two flows moving data at about 1 MB/s each, so
+//! the view has rows of every common kind to draw (`head -c 100G /dev/zero | rpv -q -L 1M
+//! | dd of=/dev/null`: a pipeline, an rpv, a process writing; `dd if=FILE | rpv -q -L 1M >
+//! /dev/null`: a file read, with its position and size, from a sparse file of 100 GiB in
+//! a temporary directory), then runs
 //! `rpv --top -i S` (default 1) for `--secs` seconds (default 30) twice: drawing the
 //! screen (`-f`, to /dev/null) and writing `--json`. Reports the processes listed in
 //! `/proc` and the watcher's CPU time (`/proc/PID/stat` user + system, 10 ms ticks) over
@@ -93,8 +96,26 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
         eprintln!("rpv-bench top: cannot start sh");
         return 1;
     };
-    let flow = "head -c 100G /dev/zero | \"$RPV\" -q -L 1M | dd of=/dev/null bs=64k status=none";
-    let Ok(mut flow) = group(flow, rpv) else {
+    let Ok(dir) = tempfile::tempdir() else {
+        eprintln!("rpv-bench top: cannot make a temporary directory");
+        stop(&mut sleepers);
+        return 1;
+    };
+    let data = dir.path().join("data");
+    if std::fs::File::create(&data)
+        .and_then(|f| f.set_len(100 << 30))
+        .is_err()
+    {
+        eprintln!("rpv-bench top: cannot make {}", data.display());
+        stop(&mut sleepers);
+        return 1;
+    }
+    let flow = format!(
+        "head -c 100G /dev/zero | \"$RPV\" -q -L 1M | dd of=/dev/null bs=64k status=none & \
+         dd if='{}' bs=64k status=none | \"$RPV\" -q -L 1M > /dev/null & wait",
+        data.display()
+    );
+    let Ok(mut flow) = group(&flow, rpv) else {
         stop(&mut sleepers);
         return 1;
     };
@@ -152,11 +173,14 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
     if let Some((per_look, cost)) = scans {
         println!(
             "scan    {:.2} ms of CPU per look at every process (the flow scanner alone, in \
-             this process; the last look: {} processes, {} walked, {} fdinfo read)",
+             this process; the last look: {} processes, {} io files kept open, {} walked, \
+             {} fdinfo read, {} looked at for a pipeline)",
             per_look * 1e3,
             cost.processes,
+            cost.kept,
             cost.walked,
-            cost.fdinfo
+            cost.fdinfo,
+            cost.pipelines_tried
         );
     }
     for (what, share, used) in &results {

@@ -320,11 +320,6 @@ fn locate(proc: &mut dyn Proc, pid: u32) -> Result<(Stat, Table, Vec<Segment>), 
 }
 
 impl Watcher {
-    /// Watches the pipeline of `pid` in the real `/proc` (see [`Watcher::with_proc`]).
-    pub(crate) fn new(pid: u32) -> Result<Watcher, WatchError> {
-        Watcher::with_proc(Box::new(super::control::sys_proc()), pid)
-    }
-
     /// Sets the programs advice may name (those installed: [`Tools::from_path`]).
     pub(crate) fn set_tools(&mut self, tools: Tools) {
         self.tools = tools;

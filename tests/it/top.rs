@@ -140,6 +140,7 @@ fn signal(pid: u32, name: &str) {
 /// An rpv whose standard error is collected as it comes.
 struct Watcher {
     child: Child,
+    started: Instant,
     text: Arc<Mutex<String>>,
     reader: Option<std::thread::JoinHandle<()>>,
 }
@@ -169,6 +170,7 @@ impl Watcher {
         });
         Watcher {
             child,
+            started: Instant::now(),
             text,
             reader: Some(reader),
         }
@@ -193,6 +195,19 @@ impl Watcher {
             assert!(start.elapsed() < DEADLINE, "never {what}:\n{frame}");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// How many times a second rpv's main thread went to sleep so far (it wakes for the
+    /// updates, the pipelines' samples and the rpv instances' answers: a few dozen times
+    /// a second at most).
+    fn wakes_per_second(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let switches: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap();
+        switches / self.started.elapsed().as_secs_f64()
     }
 
     /// Ends rpv with SIGINT and returns everything it wrote.
@@ -263,6 +278,9 @@ fn frames_show_every_kind_of_flow() {
         !frame.lines().skip(1).any(|l| l.contains("--top")),
         "rpv --top is not a flow of its own: {frame}"
     );
+    // (It once woke every millisecond, waiting for a control socket --top never opens.)
+    let wakes = watcher.wakes_per_second();
+    assert!(wakes < 200.0, "{wakes:.0} wake-ups a second");
     signal(reader, "STOP");
     watcher.wait_frame("the stopped reader stalled", |f| {
         row(f, "file", &["reader.py", &dir, "stalled "]).is_some()
@@ -507,28 +525,7 @@ fn view_at(width: usize, height: usize) {
     });
     // Select a reader (other flows of the machine may be listed too), then Enter: it
     // opens in the -d view; Esc: back.
-    let start = Instant::now();
-    let mut presses = 0;
-    let selected = |rows: &[String]| first(rows).map(|at| rows[at].clone());
-    loop {
-        let rows = tmux.pane(false);
-        if selected(&rows).is_some_and(|row| row.contains("reader")) {
-            break;
-        }
-        // Down to the end of the list, then up; each press waits for its redraw (or a
-        // moment, at the end of the list), so none is still on its way at Enter.
-        let before = selected(&rows);
-        tmux.press(if presses < 40 { "Down" } else { "Up" });
-        presses += 1;
-        let pressed = Instant::now();
-        while selected(&tmux.pane(false)) == before && pressed.elapsed() < Duration::from_secs(1) {
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "never selected a reader: {rows:#?}"
-        );
-    }
+    select(&tmux, |row| row.contains("reader"));
     tmux.press("Enter");
     tmux.wait_for("the -d view", |rows| {
         !rows.iter().any(title) && rows.iter().any(|l| l.contains("B/s]") && l.contains('%'))
@@ -541,6 +538,118 @@ fn view_at(width: usize, height: usize) {
         rows.iter().any(title) && fits(rows, w2) && rows.len() <= h2
     });
     assert!(fits(&tmux.pane(true), w2));
+    tmux.press("q");
+    tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
+}
+
+/// Selects the row `wanted` accepts (other flows of the machine may be listed too): the
+/// list in PID order first (`s` until the title says so: rows that do not move as rates
+/// and counts change), then down to the end of the list and up again, each press waiting
+/// until the selection has moved (or a moment: at an end, then the other way), so none is
+/// on its way at the next look.
+fn select(tmux: &crate::tmux::Tmux<'_>, wanted: impl Fn(&str) -> bool) {
+    let by_pid = |rows: &[String]| {
+        rows.iter()
+            .any(|l| l.starts_with("rpv --top: ") && l.contains("by pid"))
+    };
+    let start = Instant::now();
+    let chosen = |rows: &[String]| rows.iter().any(|l| l.starts_with('>') && wanted(l));
+    if chosen(&tmux.pane(false)) {
+        return;
+    }
+    while !by_pid(&tmux.pane(false)) {
+        let before = tmux
+            .pane(false)
+            .into_iter()
+            .find(|l| l.starts_with("rpv --top: "));
+        tmux.press("s");
+        let pressed = Instant::now();
+        while tmux
+            .pane(false)
+            .into_iter()
+            .find(|l| l.starts_with("rpv --top: "))
+            == before
+            && pressed.elapsed() < Duration::from_secs(1)
+        {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert!(start.elapsed() < DEADLINE, "never in PID order");
+    }
+    // Where the selection is and which flow it is on (its row without the figures that
+    // change at each redraw: on a terminal of few rows only the selected row shows).
+    let at = |rows: &[String]| {
+        rows.iter().position(|l| l.starts_with('>')).map(|i| {
+            let flow: String = rows[i]
+                .chars()
+                .filter(|c| {
+                    !c.is_ascii_digit() && *c != '.' && !('\u{2581}'..='\u{2588}').contains(c)
+                })
+                .collect();
+            (i, flow)
+        })
+    };
+    let mut down = true;
+    loop {
+        let rows = tmux.pane(false);
+        let before = at(&rows);
+        if before.as_ref().is_some_and(|(i, _)| wanted(&rows[*i])) {
+            return;
+        }
+        tmux.press(if down { "Down" } else { "Up" });
+        let pressed = Instant::now();
+        while at(&tmux.pane(false)) == before {
+            if pressed.elapsed() > Duration::from_secs(1) {
+                // An end of the list: the other way.
+                down = !down;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "never selected the row: {rows:#?}"
+        );
+    }
+}
+
+/// Enter on a pipeline's row opens the `--pipeline` view of that pipeline (its stages,
+/// one row each); Esc comes back to the list.
+#[test]
+fn enter_on_a_pipeline_opens_its_stages() {
+    let mut flows = Flows::new();
+    flows.start("python3 producer.py | gzip -3 | wc -c > /dev/null");
+    let Some(tmux) = crate::tmux::Tmux::start(&flows.dir, "toppipe", 160, 30, true) else {
+        return;
+    };
+    tmux.keys("r --top -i 0.3; echo rc=$?");
+    let title = |l: &String| l.starts_with("rpv --top: ");
+    let ours = |l: &str| l.contains("pipeline") && l.contains("producer.py | gzip -3");
+    tmux.wait_for("the pipeline's row", |rows| {
+        rows.iter().any(title) && rows.iter().any(|l| ours(l))
+    });
+    select(&tmux, ours);
+    tmux.press("Enter");
+    let stage = |rows: &[String], command: &str| {
+        rows.iter()
+            .any(|l| l.contains(command) && !l.contains(" | ") && l.contains("B/s"))
+    };
+    let view = tmux.wait_for("the --pipeline view of its stages", |rows| {
+        !rows.iter().any(title)
+            && rows
+                .iter()
+                .any(|l| l.contains("COMMAND") && l.contains("STATE"))
+            && stage(rows, "producer.py")
+            && stage(rows, "gzip -3")
+            && stage(rows, "wc -c")
+    });
+    assert!(
+        view.iter().filter(|l| l.contains("producer.py")).count() >= 1,
+        "{view:#?}"
+    );
+    tmux.press("Escape");
+    tmux.wait_for("the list again", |rows| {
+        rows.iter().any(title) && rows.iter().any(|l| ours(l))
+    });
     tmux.press("q");
     tmux.wait_for("the end", |rows| rows.iter().any(|r| r == "rc=0"));
 }
@@ -721,42 +830,113 @@ fn ctrl_z_and_ctrl_c_leave_the_terminal_clean() {
     assert_eq!(lines.iter().filter(|l| title(l)).count(), 1, "{lines:#?}");
 }
 
-/// A process reading a block device (a node made in the test's directory for the
-/// machine's first disk, read slowly): a `device` row with its percentage, the size from
-/// `/sys/dev/block` (the device itself is never opened by rpv).
+/// A loop device bound (read-only) to a file of the test's directory, detached when the
+/// test ends.
+struct Loop(String);
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+/// The device number ("MAJOR:MINOR") of a block device rpv's test may read: an existing
+/// one of some size whose node, made in the test's directory, opens; else a loop device
+/// bound read-only to a sparse file of the test's directory (where the real devices are
+/// refused, as in a container: the machine's own device is never written). `Err` says why
+/// there is none.
+fn readable_block_device(flows: &Flows) -> Result<(String, Option<Loop>), String> {
+    let devices: Vec<(String, u64)> = std::fs::read_dir("/sys/dev/block")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let size = std::fs::read_to_string(e.path().join("size")).ok()?;
+                    Some((e.file_name().into_string().ok()?, size.trim().parse().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if devices.is_empty() {
+        return Err("no block device on this machine (/sys/dev/block is empty)".into());
+    }
+    let opens = |number: &str| {
+        let node = flows.dir.path("probe");
+        let _ = std::fs::remove_file(&node);
+        let (major, minor) = number.split_once(':').unwrap();
+        let made = Command::new("mknod")
+            .arg(&node)
+            .args(["b", major, minor])
+            .status()
+            .is_ok_and(|s| s.success());
+        let ok = made && std::fs::File::open(&node).is_ok();
+        let _ = std::fs::remove_file(&node);
+        ok
+    };
+    if let Some((number, _)) = devices
+        .iter()
+        .find(|(number, size)| *size >= 1 << 16 && opens(number))
+    {
+        return Ok((number.clone(), None));
+    }
+    let image = flows.dir.path("image");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let bound = Command::new("losetup")
+        .args(["-r", "-f", "--show"])
+        .arg(&image)
+        .output();
+    let Some(path) = bound
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    else {
+        return Err(format!(
+            "{} block devices, none readable here and no loop device to bind",
+            devices.len()
+        ));
+    };
+    let bound = Loop(path.clone());
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let number = std::fs::read_to_string(format!("/sys/class/block/{name}/dev")).unwrap();
+    assert!(opens(number.trim()), "the loop device {path} does not open");
+    Ok((number.trim().to_string(), Some(bound)))
+}
+
+/// `dd` reading a block device (through a node of the test's directory) is a `device` flow
+/// with its percentage (the size from `/sys/dev/block`).
 #[test]
 fn a_block_device_being_read() {
-    // The first block device of a non-zero size.
-    let Some((major, minor)) = std::fs::read_dir("/sys/dev/block").ok().and_then(|d| {
-        d.flatten().find_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let size: u64 = std::fs::read_to_string(e.path().join("size"))
-                .ok()?
-                .trim()
-                .parse()
-                .ok()?;
-            let (major, minor) = name.split_once(':')?;
-            (size >= 1 << 16).then(|| (major.to_string(), minor.to_string()))
-        })
-    }) else {
-        eprintln!("top: no block device: skipped");
-        return;
-    };
     let mut flows = Flows::new();
+    let (number, _bound) = match readable_block_device(&flows) {
+        Ok(found) => found,
+        Err(why) => {
+            eprintln!("top::a_block_device_being_read skipped: {why}");
+            return;
+        }
+    };
     let node = flows.dir.path("disk");
+    let (major, minor) = number.split_once(':').unwrap();
     let made = Command::new("mknod")
         .arg(&node)
-        .args(["b", &major, &minor])
+        .args(["b", major, minor])
         .status()
         .unwrap();
-    if !made.success() || std::fs::File::open(&node).is_err() {
-        eprintln!("top: the device node cannot be made or opened here (a container): skipped");
-        return;
-    }
-    flows.reader(s(&node), 16384);
+    assert!(made.success());
+    // dd reads it at the pace of a rate-limited rpv (and never writes to it).
+    flows.start("dd if=disk bs=16k status=none | \"$RPV\" -q -L 300k > /dev/null");
     let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
     let frame = watcher.wait_frame("the device row", |f| {
-        row(f, "device", &["reader.py", &format!("< {}", s(&node)), "%"]).is_some()
+        row(
+            f,
+            "device",
+            &["dd if=disk", &format!("< {}", s(&node)), "%"],
+        )
+        .is_some()
     });
     assert!(frame.contains("device"), "{frame}");
+    // dd ends before its loop device is detached.
+    drop(watcher);
+    drop(flows);
 }

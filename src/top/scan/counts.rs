@@ -1,0 +1,298 @@
+//! Flows followed through a process's own counts: socket users (the larger of what the
+//! process read and wrote, and its TCP sockets' bytes over `sock_diag`), rpv instances
+//! (their count, over their control channel) and pv instances (the file they read, else
+//! their counters).
+
+use std::collections::HashMap;
+
+use super::{Instance, Scanner, Target};
+use crate::control::client::ProgressQuery;
+use crate::top::{Flow, FlowView, Kind, Zoom};
+
+/// How long an answer from an rpv may take.
+const RPV_ANSWER: std::time::Duration = std::time::Duration::from_millis(100);
+/// Least time between two walks of every process's descriptors (to find who holds a
+/// socket that moved), in nanoseconds.
+const FULL_WALK_NS: u64 = 30_000_000_000;
+
+/// A flow followed through a process's counters (sockets, rpv, pv).
+pub(super) struct CountFlow {
+    pub(super) id: u64,
+    pub(super) kind: Kind,
+    pub(super) start: u64,
+    /// The process's I/O and TCP counts when the flow was first seen (sockets).
+    pub(super) base: (u64, u64),
+    pub(super) amount: u64,
+    pub(super) moved: u64,
+    pub(super) size: u64,
+    pub(super) file: Option<String>,
+    pub(super) since_ns: u64,
+    pub(super) last_move_ns: u64,
+}
+
+/// Whether an rpv command line runs a transfer (the others have no figures to show).
+pub(super) fn rpv_transfers(cmdline: &[u8]) -> bool {
+    use crate::cli::{Action, Parsed};
+    use std::os::unix::ffi::OsStrExt;
+    let args: Vec<std::ffi::OsString> = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| std::ffi::OsStr::from_bytes(a).to_owned())
+        .collect();
+    let Some((argv0, rest)) = args.split_first() else {
+        return false;
+    };
+    match crate::cli::parse(&argv0.to_string_lossy(), rest) {
+        Parsed::Run(o) => matches!(
+            o.action,
+            Action::Transfer
+                | Action::StoreAndForward(_)
+                | Action::Monitor(_)
+                | Action::Pipeline(None)
+        ),
+        _ => false,
+    }
+}
+
+impl Scanner {
+    /// The bytes of every TCP socket (see [`crate::sys::tcp_bytes`]) since the last scan,
+    /// added to the processes that hold them; returns the processes whose sockets moved.
+    /// A socket no walked process holds makes every process's descriptors be walked, at
+    /// most every [`FULL_WALK_NS`]; one still unknown then (another user's, another
+    /// namespace's) is not looked for again.
+    pub(super) fn follow_tcp(&mut self, now_ns: u64) -> Vec<u32> {
+        let mut now = HashMap::new();
+        if crate::sys::tcp_bytes(&mut now).is_err() {
+            return Vec::new();
+        }
+        let first = self.tcp_last.is_empty();
+        let moved: Vec<(u64, u64)> = now
+            .iter()
+            .filter_map(|(&inode, &bytes)| {
+                let delta = match self.tcp_last.get(&inode) {
+                    Some(&before) => bytes.saturating_sub(before),
+                    None if first => 0,
+                    None => bytes,
+                };
+                (delta > 0).then_some((inode, delta))
+            })
+            .collect();
+        // Sockets that closed are forgotten (a long watch sees many come and go).
+        self.tcp_unknown.retain(|inode| now.contains_key(inode));
+        self.tcp_last = now;
+        let mut owners = self.socket_owners();
+        let unknown = moved
+            .iter()
+            .any(|(inode, _)| !owners.contains_key(inode) && !self.tcp_unknown.contains(inode));
+        if unknown && now_ns >= self.next_full_walk_ns {
+            self.next_full_walk_ns = now_ns + FULL_WALK_NS;
+            let pids: Vec<u32> = self
+                .procs
+                .iter()
+                .filter(|(_, p)| p.seen == self.generation && !p.unreadable && !p.kernel)
+                .map(|(&pid, _)| pid)
+                .collect();
+            for pid in pids {
+                self.walk(pid, now_ns);
+            }
+            owners = self.socket_owners();
+            for (inode, _) in &moved {
+                if !owners.contains_key(inode) {
+                    self.tcp_unknown.insert(*inode);
+                }
+            }
+        }
+        let mut movers = Vec::new();
+        for (inode, delta) in moved {
+            let Some(&pid) = owners.get(&inode) else {
+                continue;
+            };
+            if let Some(p) = self.procs.get_mut(&pid) {
+                p.tcp = p.tcp.saturating_add(delta);
+                if p.instance.is_none() {
+                    // As for a walk: it may run another program since.
+                    p.command_stale = true;
+                }
+                if !movers.contains(&pid) {
+                    movers.push(pid);
+                }
+            }
+        }
+        movers
+    }
+
+    /// Which process holds each socket, as the walks found them.
+    pub(super) fn socket_owners(&self) -> HashMap<u64, u32> {
+        let mut owners = HashMap::new();
+        for (&pid, p) in &self.procs {
+            for f in &p.fds {
+                if let Target::Socket(inode) = f.target {
+                    owners.insert(inode, pid);
+                }
+            }
+        }
+        owners
+    }
+
+    /// Socket flows and rpv/pv instances: processes followed through their own counts.
+    pub(super) fn follow_counts(&mut self, movers: &[u32], now_ns: u64) {
+        // Only instances, processes followed already and those that moved can be counts.
+        let mut pids = std::mem::take(&mut self.pids);
+        pids.clear();
+        pids.extend(
+            self.procs
+                .iter()
+                .filter(|(_, p)| p.instance.is_some())
+                .map(|(&pid, _)| pid),
+        );
+        pids.extend(self.counts.keys().copied());
+        pids.extend(movers.iter().copied());
+        pids.sort_unstable();
+        pids.dedup();
+        for &pid in &pids {
+            let Some(p) = self.procs.get(&pid) else {
+                continue;
+            };
+            if p.seen != self.generation || p.unreadable || p.kernel {
+                continue;
+            }
+            let kind = match &p.instance {
+                Some(Instance::Rpv(_)) => Kind::Rpv,
+                Some(Instance::Pv) => Kind::Pv,
+                Some(Instance::Watching) => continue,
+                None if self.counts.contains_key(&pid)
+                    || (movers.contains(&pid)
+                        && p.fds.iter().any(|f| matches!(f.target, Target::Socket(_)))
+                        && !self.pipes.iter().any(|x| x.watcher.holds(pid))) =>
+                {
+                    Kind::Socket
+                }
+                None => continue,
+            };
+            let start = p.start;
+            let totals = (p.moved, p.tcp);
+            let (amount, size, file) = self.count_of(pid, kind);
+            if let Some(c) = self.counts.get_mut(&pid) {
+                if c.start == start {
+                    let amount = if kind == Kind::Socket {
+                        // The larger of the two counts: a program using read and write
+                        // on its sockets shows in both.
+                        totals
+                            .0
+                            .saturating_sub(c.base.0)
+                            .max(totals.1.saturating_sub(c.base.1))
+                    } else {
+                        amount
+                    };
+                    if amount != c.amount {
+                        c.moved += amount.saturating_sub(c.amount);
+                        c.amount = amount;
+                        c.last_move_ns = now_ns;
+                    }
+                    c.size = size;
+                    c.file = file;
+                    continue;
+                }
+            }
+            let id = self.new_id();
+            let base = if kind == Kind::Socket { totals } else { (0, 0) };
+            let first = if kind == Kind::Socket { 0 } else { amount };
+            self.counts.insert(
+                pid,
+                CountFlow {
+                    id,
+                    kind,
+                    start,
+                    base,
+                    amount: first,
+                    moved: 0,
+                    size,
+                    file,
+                    since_ns: now_ns,
+                    last_move_ns: now_ns,
+                },
+            );
+        }
+        self.pids = pids;
+        let gone: Vec<u32> = self
+            .counts
+            .iter()
+            .filter(|(pid, c)| self.procs.get(pid).is_none_or(|p| p.start != c.start))
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in gone {
+            if let Some(c) = self.counts.remove(&pid) {
+                if c.moved > 0 {
+                    let flow = self.count_flow(pid, &c, true);
+                    self.ended.push(flow);
+                }
+            }
+        }
+    }
+
+    /// An instance's or socket user's count: (amount, size, file).
+    pub(super) fn count_of(&mut self, pid: u32, kind: Kind) -> (u64, u64, Option<String>) {
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return (0, 0, None);
+        };
+        if let Some(Instance::Rpv(query)) = &mut p.instance {
+            if query.is_none() {
+                *query = ProgressQuery::connect(pid, RPV_ANSWER);
+            }
+            match query.as_mut().and_then(ProgressQuery::ask) {
+                Some((_, amount, size)) => return (amount, size, None),
+                None => *query = None,
+            }
+            return (0, 0, None);
+        }
+        if kind == Kind::Pv {
+            // The file pv reads, when it reads one: its position says how far it is.
+            let file = self
+                .files
+                .iter()
+                .filter(|f| f.pid == pid && !f.writes && !f.device)
+                .max_by_key(|f| f.size);
+            if let Some(f) = file {
+                return (f.pos, f.size, Some(f.path.clone()));
+            }
+        }
+        (p.moved, 0, None)
+    }
+
+    pub(super) fn count_flow(&self, pid: u32, c: &CountFlow, ended: bool) -> Flow {
+        let command = self.known_command(pid);
+        Flow {
+            id: c.id,
+            view: FlowView {
+                kind: c.kind,
+                pid,
+                command,
+                file: c.file.clone(),
+                fd: None,
+                writes: false,
+                bottleneck: None,
+                zoom: Zoom::Watch(pid, None),
+            },
+            amount: c.amount,
+            moved: c.moved,
+            size: c.size,
+            since_ns: c.since_ns,
+            ended,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rpv_command_lines_that_transfer() {
+        assert!(rpv_transfers(b"rpv\0-L\x00100k\0file\0"));
+        assert!(rpv_transfers(b"/usr/bin/rpv\0-q\0"));
+        assert!(!rpv_transfers(b"rpv\0--top\0"));
+        assert!(!rpv_transfers(b"rpv\0-d\x001234\0"));
+        assert!(!rpv_transfers(b"rpv\0-Q\x001234\0"));
+        assert!(!rpv_transfers(b""));
+    }
+}
