@@ -34,6 +34,11 @@ struct Script {
 struct Scripted(Rc<RefCell<Script>>);
 
 impl Source for Scripted {
+    /// A real source wakes the loop when it ends (the transfer's waker); this one is looked
+    /// at every millisecond instead, so a run never waits for its next update to see it.
+    fn poll_period_ns(&self) -> Option<u64> {
+        Some(1_000_000)
+    }
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
         let mut s = self.0.borrow_mut();
         s.samples += 1;
