@@ -12,7 +12,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -182,11 +182,22 @@ pub(crate) fn plan(o: &Options) -> Result<Plan, Error> {
             let inputs = operands(o);
             let (store, output) = if path.as_os_str() == "-" {
                 let file = tempfile::tempfile().map_err(temp_failed)?;
-                let writer = file.try_clone().map_err(|err| Error::OwnFile {
-                    option: None,
-                    path: path.clone(),
-                    err,
-                })?;
+                // The writer is the same file opened again, not a duplicate of `file`: a
+                // duplicate shares its position, and a store phase ended by a stall leaves
+                // its data thread in a splice that, when it returns, puts back the position
+                // it started from, after the forward phase has rewound it (the forward then
+                // read nothing). A duplicate only where the file cannot be opened again.
+                let reopened = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(crate::procfs::own_fd_path(file.as_raw_fd()));
+                let writer = match reopened {
+                    Ok(writer) => writer,
+                    Err(_) => file.try_clone().map_err(|err| Error::OwnFile {
+                        option: None,
+                        path: path.clone(),
+                        err,
+                    })?,
+                };
                 (Store::Unnamed(file), Output::File(Arc::new(writer)))
             } else {
                 ownfile::check_kind("-U", path)?;
