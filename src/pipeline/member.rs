@@ -307,6 +307,11 @@ pub fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
 }
 
 impl Member {
+    /// Its name in `stat` at its last reading.
+    pub fn comm(&self) -> &str {
+        &self.comm
+    }
+
     /// A member found by a scan: `pid` started at `start`, named `comm`.
     pub fn new(
         proc: &mut dyn Proc,

@@ -204,6 +204,9 @@ const OVERCOUNT_RATE: f64 = 65536.0;
 #[derive(Debug, Clone, Default)]
 struct Shell {
     pid: u32,
+    /// Its name when it was found: a process forked for a stage that has run its
+    /// program since (another name) is no shell.
+    comm: String,
     /// Its children at the last look.
     children: Vec<u32>,
     /// When each new child was seen, over the last [`LOOP_WINDOW_NS`].
