@@ -190,6 +190,8 @@ struct Stage {
     looping: bool,
     /// The other end of the socket it was last seen waiting on.
     peer: Option<String>,
+    /// The socket whose peer was last looked for.
+    peer_of: Option<u64>,
     /// It was seen with files open for reading, and for writing (besides its pipes): its
     /// own counts are not its pipes' traffic (`sort` spilling to temporary files).
     elsewhere: (bool, bool),

@@ -37,7 +37,7 @@ mod term;
 mod title;
 
 pub use clock::{monotonic_ns, strerror, unix_time_ms, wall_clock};
-pub use diag::tcp_bytes;
+pub use diag::{tcp_bytes, unix_peer};
 pub use filemap::{FileMap, MAP_SLOTS};
 pub use fs::{
     advise_sequential, fdatasync, file_version, fstat, ftruncate, is_dev_zero, lseek, pipe_id,

@@ -1355,6 +1355,79 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
     );
 }
 
+/// A stage serving a Unix socket to a client that connected without binding (its peer
+/// has no path) and reads slowly: the advice names the peer by its process, command and
+/// PID, beside the socket's path.
+#[test]
+fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s.sock");
+    let serve = dir.path().join("serve.py");
+    std::fs::write(
+        &serve,
+        "import socket, sys, shutil\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         s.bind(sys.argv[1])\n\
+         s.listen(1)\n\
+         c, _ = s.accept()\n\
+         shutil.copyfileobj(sys.stdin.buffer, c.makefile('wb'))\n",
+    )
+    .unwrap();
+    let read = dir.path().join("read.py");
+    std::fs::write(
+        &read,
+        "import socket, sys, time\n\
+         c = socket.socket(socket.AF_UNIX)\n\
+         while True:\n\
+         \x20   try:\n\
+         \x20       c.connect(sys.argv[1])\n\
+         \x20       break\n\
+         \x20   except OSError:\n\
+         \x20       time.sleep(0.02)\n\
+         while c.recv(4096):\n\
+         \x20   time.sleep(0.05)\n",
+    )
+    .unwrap();
+    let pipeline = Pipeline::start(&format!(
+        "head -c 20G /dev/zero | cat | python3 '{}' '{}'",
+        serve.display(),
+        sock.display()
+    ));
+    let mut reader = Command::new("python3")
+        .arg(&read)
+        .arg(&sock)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let pid = pipeline.find("python3");
+    let text = watch_with(pid, &["-f", "-i", "0.2", "-w", "400"], 4.0);
+    drop(pipeline);
+    let _ = reader.kill();
+    let _ = reader.wait();
+    let frame = last_live_frame(&frames(&text));
+    let server = frame
+        .iter()
+        .find(|r| r.command.starts_with("python3"))
+        .unwrap_or_else(|| panic!("{frame:?}"));
+    assert_eq!(server.state, "wait network", "{frame:?}\n{text}");
+    assert!(server.marked, "{frame:?}\n{text}");
+    let advice = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("advice: "))
+        .unwrap_or_default();
+    assert!(
+        advice.starts_with("advice: the network or the peer (python3 ")
+            && advice.contains(&format!(
+                ", PID {}, Unix socket {}) is the limit: python3 ",
+                reader.id(),
+                sock.display()
+            )),
+        "{advice:?}\n{text}"
+    );
+}
+
 /// An sshd on a free loopback port, with a throwaway host key and user key in a temporary
 /// directory, run in a mount namespace of its own whose `/run` is a tmpfs (it needs
 /// `/run/sshd`, which the machine may not have). `None` when sshd or unshare is missing or

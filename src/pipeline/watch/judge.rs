@@ -14,8 +14,42 @@ use super::{
 use crate::pipeline::advice::{self, Position, Situation};
 use crate::pipeline::classify::{self, StageState};
 use crate::pipeline::figures::{self, Counted, Side};
+use crate::pipeline::member;
 use crate::pipeline::model::{Activity, Fill, Part, Split};
 use crate::pipeline::procfs::{self, ProcFile};
+
+/// A socket peer's command is shown up to this many characters.
+const PEER_COMMAND: usize = 40;
+
+/// `text` cut to `max` characters, with `…` where it was cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+/// A process holding the socket `inode`, other than `own`, found through every process's
+/// descriptors (those rpv may read).
+fn socket_holder(inode: u64, own: &[u32]) -> Option<u32> {
+    // proc2: every process's `fd` directory and links (a socket's holder by its inode).
+    let wanted = format!("socket:[{inode}]");
+    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|pid| !own.contains(pid))
+        .collect();
+    pids.sort_unstable();
+    pids.into_iter().find(|pid| {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| {
+            fds.filter_map(Result::ok).any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == wanted.as_str())
+            })
+        })
+    })
+}
 
 impl Watcher {
     /// Rates, CPU use and activity of each running stage.
@@ -248,7 +282,8 @@ impl Watcher {
         self.advice = marked.and_then(|i| self.advise(i, &times, idle));
     }
 
-    /// The other end of the socket stage `i` waits on, when it waits on one.
+    /// The other end of the socket stage `i` waits on, when it waits on one (looked for
+    /// once per socket).
     fn find_peer(&mut self, i: usize) {
         let stage = &self.stages[i];
         if stage.view.time.is_none_or(|t| t.get(Part::Network) < 0.2) {
@@ -261,20 +296,50 @@ impl Watcher {
         else {
             return;
         };
+        if stage.peer_of == Some(inode) {
+            return;
+        }
+        let own: Vec<u32> = stage.members.iter().map(|m| m.pid).collect();
         let mut table = |file| {
             self.proc
                 .read(pid, file, false)
                 .map(|t| text(&t))
                 .unwrap_or_default()
         };
+        let unix = table(ProcFile::NetUnix);
         let peer = procfs::tcp_peer(&table(ProcFile::NetTcp), inode, false)
             .or_else(|| procfs::tcp_peer(&table(ProcFile::NetTcp6), inode, true))
-            .or_else(|| {
-                procfs::unix_path(&table(ProcFile::NetUnix), inode)
-                    .map(|path| format!("Unix socket {path}"))
-            });
+            .or_else(|| self.unix_peer(inode, &own, &unix));
+        let stage = &mut self.stages[i];
+        stage.peer_of = Some(inode);
         if peer.is_some() {
-            self.stages[i].peer = peer.map(|p| crate::display::printable(&p).into_owned());
+            stage.peer = peer.map(|p| crate::display::printable(&p).into_owned());
+        }
+    }
+
+    /// The other end of the Unix socket `inode`, from `net/unix`'s text `unix`: the process
+    /// holding it (not one of `own`, the stage's processes) with its PID, and the path of
+    /// the connection when it has one.
+    fn unix_peer(&mut self, inode: u64, own: &[u32], unix: &str) -> Option<String> {
+        let Some(peer) = crate::sys::unix_peer(inode).ok().flatten() else {
+            return procfs::unix_path(unix, inode).map(|path| format!("Unix socket {path}"));
+        };
+        let path = procfs::unix_path(unix, peer).or_else(|| procfs::unix_path(unix, inode));
+        let holder = socket_holder(peer, own).map(|pid| {
+            let comm = self
+                .proc
+                .read(pid, ProcFile::Stat, false)
+                .ok()
+                .and_then(|t| procfs::Stat::parse(&text(&t)))
+                .map(|s| s.comm)
+                .unwrap_or_default();
+            let command = member::command_of(self.proc.as_mut(), pid, &comm);
+            format!("{}, PID {pid}", cut(&command, PEER_COMMAND))
+        });
+        match (holder, path) {
+            (Some(holder), Some(path)) => Some(format!("{holder}, Unix socket {path}")),
+            (Some(holder), None) => Some(holder),
+            (None, path) => path.map(|path| format!("Unix socket {path}")),
         }
     }
 

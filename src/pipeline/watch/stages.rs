@@ -273,6 +273,7 @@ impl Watcher {
             shell,
             looping: false,
             peer: None,
+            peer_of: None,
             elsewhere: (false, false),
             now: view.activity,
             parents: parents(table, spec),
