@@ -144,9 +144,102 @@ fn watch_to_the_end(pipeline: &mut Pipeline, start: u32, secs: f64) -> String {
 /// Watches `pipeline` from its process `start` for `secs` seconds and interrupts the
 /// watcher (status 32) while the pipeline still runs: its last frame is a live one.
 fn watch_for(start: u32, secs: f64) -> String {
-    let mut child = watcher(start, &[]);
-    std::thread::sleep(Duration::from_secs_f64(secs));
-    interrupt(&mut child)
+    watch_until(start, secs, |_| false)
+}
+
+/// Watches from `start` until what the watcher has written holds `done` (the state the
+/// test expects, seen long enough), or for `secs` at most, and interrupts it (status 32).
+fn watch_until(start: u32, secs: f64, done: impl Fn(&str) -> bool) -> String {
+    interrupt_when(watcher(start, &[]), secs, done)
+}
+
+/// `rpv --pipeline=PID ARGS…` until its output holds `done`, or for `secs` at most, then
+/// interrupted (status 32): its standard error.
+fn watch_with_until(pid: u32, args: &[&str], secs: f64, done: impl Fn(&str) -> bool) -> String {
+    interrupt_when(spawn_watch(pid, args), secs, done)
+}
+
+/// Reads `child`'s standard error as it comes; once it holds `done` (looked at every 50
+/// ms), or after `secs`, interrupts it (status 32) and returns all of it.
+fn interrupt_when(mut child: Child, secs: f64, done: impl Fn(&str) -> bool) -> String {
+    use std::io::Read;
+    use std::sync::Arc;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut stderr = child.stderr.take().expect("stderr piped");
+    let sink = Arc::clone(&seen);
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 16384];
+        while let Ok(n @ 1..) = stderr.read(&mut buf) {
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs_f64(secs) {
+        let text = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+        if done(&text) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = wait_within(&mut child, 10.0, "the watcher after Ctrl-C");
+    reader.join().unwrap();
+    let text = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    assert_eq!(status.code(), Some(32), "{text}");
+    text
+}
+
+/// The live frames drawn so far: the last `n` of them (at least) each mark one row, a
+/// command starting with `command`, whose time bar is mostly its own time; and no frame
+/// ever marked another row. (A test waiting for this stops as soon as the bottleneck is
+/// settled.)
+fn settled_on(text: &str, command: &str, n: usize) -> bool {
+    let live: Vec<Vec<Row>> = frames(text)
+        .into_iter()
+        .filter(|f| !f.is_empty() && f.iter().all(|r| r.state != "ended"))
+        .collect();
+    let marks_it = |f: &Vec<Row>| {
+        let marked: Vec<&Row> = f.iter().filter(|r| r.marked).collect();
+        marked.len() == 1 && marked[0].command.starts_with(command)
+    };
+    let own = |f: &Vec<Row>| {
+        f.iter().filter(|r| r.marked).all(|r| {
+            r.time
+                .chars()
+                .filter(|c| matches!(c, '#' | '+' | '.'))
+                .count()
+                >= 4
+        })
+    };
+    // (The last frame may be cut short by the read.)
+    let complete = &live[..live.len().saturating_sub(1)];
+    complete.len() >= n
+        && complete[complete.len() - n..]
+            .iter()
+            .all(|f| marks_it(f) && own(f))
+        && complete
+            .iter()
+            .all(|f| f.iter().all(|r| !r.marked) || marks_it(f))
+}
+
+/// The last advice line drawn.
+fn last_advice(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| l.starts_with("advice: "))
+        .unwrap_or_default()
+}
+
+/// The objects of a `--json` output so far (its complete lines).
+fn objects_so_far(text: &str) -> Vec<serde_json::Value> {
+    let complete = text.rfind('\n').map_or("", |at| &text[..=at]);
+    complete
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
 }
 
 /// Ctrl-C: the watcher ends with status 32; returns its stderr.
@@ -167,10 +260,18 @@ fn interrupt(child: &mut Child) -> String {
 /// first by the summary. Returns the watcher's stderr.
 #[track_caller]
 fn bottleneck_is(script: &str, comm: &str, command: &str) -> String {
+    bottleneck_and_advice(script, comm, command, false)
+}
+
+/// [`bottleneck_is`], the advice under the table too when `advised`.
+#[track_caller]
+fn bottleneck_and_advice(script: &str, comm: &str, command: &str, advised: bool) -> String {
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let pipeline = Pipeline::start(script);
     let pid = pipeline.find(comm);
-    let text = watch_for(pid, 4.0);
+    let text = watch_until(pid, 4.0, |t| {
+        settled_on(t, command, 8) && (!advised || t.contains("\nadvice: "))
+    });
     let frame = last_live_frame(&frames(&text));
     let marked: Vec<&Row> = frame.iter().filter(|r| r.marked).collect();
     assert_eq!(marked.len(), 1, "{frame:?}\n{text}");
@@ -212,10 +313,11 @@ fn cpu_bound_middle_stage() {
 #[test]
 fn rate_limited_rpv() {
     // A low limit, so that even a consumer starved of CPU by a busy machine keeps up.
-    let text = bottleneck_is(
+    let text = bottleneck_and_advice(
         "head -c 1G /dev/zero | \"$RPV\" -q -L 2M | sha256sum > /dev/null",
         "sha256sum",
         "rpv -q -L 2M",
+        true,
     );
     // Under the table, and at the end: what to try, with the command to paste.
     let frame = last_live_frame(&frames(&text));
@@ -1032,7 +1134,18 @@ fn on_a_loaded_machine_the_bottleneck_is_still_found() {
     ] {
         let pipeline = Pipeline::start(script);
         let pid = pipeline.find(comm);
-        let text = watch_with(pid, &["--json", "-i", "1"], 5.5);
+        // Done once 4 samples all name it (the bottleneck every time).
+        let text = watch_with_until(pid, &["--json", "-i", "1"], 5.5, |t| {
+            let objects = objects_so_far(t);
+            let stages = stage_objects(&objects);
+            stages.len() >= 12
+                && stages
+                    .iter()
+                    .filter(|s| s["bottleneck"] == true && s["command"] == expected)
+                    .count()
+                    * 3
+                    == stages.len()
+        });
         drop(pipeline);
         let objects = crate::json::parse_ndjson(text.as_bytes());
         let stages: Vec<&serde_json::Value> = crate::json::of_type(&objects, "progress")
@@ -1057,12 +1170,40 @@ fn on_a_loaded_machine_the_bottleneck_is_still_found() {
 
 /// A loop watched from its shell for `secs` seconds with `--json -i 0.5`: the stage meters
 /// and the summary.
-fn watch_loop(script: &str, secs: f64) -> (Vec<serde_json::Value>, String) {
+fn watch_loop(
+    script: &str,
+    secs: f64,
+    done: impl Fn(&str) -> bool,
+) -> (Vec<serde_json::Value>, String) {
     let pipeline = Pipeline::start(script);
     pipeline.find("gzip");
-    let text = watch_with(pipeline.shell.id(), &["--json", "-i", "0.5"], secs);
+    let text = watch_with_until(pipeline.shell.id(), &["--json", "-i", "0.5"], secs, done);
     drop(pipeline);
     (crate::json::parse_ndjson(text.as_bytes()), text)
+}
+
+/// Whether the JSON so far shows the loop settled as the bottleneck: its last 6 stage
+/// objects one stage (one PID) named after `name`, each marked, with the slow `role`
+/// advice; and no other stage ever marked.
+fn loop_settled(text: &str, name: &str, role: &str) -> bool {
+    let objects = objects_so_far(text);
+    let stages = stage_objects(&objects);
+    let is_loop = |s: &serde_json::Value| {
+        s["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("(loop) ") && c.contains(name))
+    };
+    let loops: Vec<&serde_json::Value> = stages.iter().copied().filter(|s| is_loop(s)).collect();
+    let Some(last) = loops.len().checked_sub(6).map(|at| &loops[at..]) else {
+        return false;
+    };
+    let advice = format!("slow {role}: the shell loop (loop) ");
+    last.iter()
+        .all(|s| s["bottleneck"] == true && s["pid"] == last[0]["pid"])
+        && last[5]["advice"]
+            .as_str()
+            .is_some_and(|a| a.starts_with(&advice))
+        && stages.iter().all(|s| s["bottleneck"] != true || is_loop(s))
 }
 
 /// The loop stage (`(loop) …`) of the last `n` samples: one row (the same PID every
@@ -1124,6 +1265,7 @@ fn a_loop_reading_lines_is_one_stage_and_the_slow_consumer() {
     let (objects, text) = watch_loop(
         "seq 1 100000000 | gzip -1 | gzip -d | while read l; do sleep 0.01; done",
         4.5,
+        |t| loop_settled(t, "sleep", "consumer"),
     );
     loop_is_the_bottleneck(&objects, &text, "sleep", "consumer");
 }
@@ -1141,11 +1283,13 @@ fn a_loop_producing_data_is_one_stage_and_the_slow_producer() {
         "for f in '{}'/*; do cat \"$f\"; sleep 0.3; done | gzip -1 | sha256sum",
         dir.path().display()
     );
-    let (objects, text) = watch_loop(&script, 4.5);
+    let settled = |t: &str| loop_settled(t, "sleep", "producer");
+    let (objects, text) = watch_loop(&script, 4.5, settled);
     loop_is_the_bottleneck(&objects, &text, "sleep", "producer");
     let (objects, text) = watch_loop(
         "(while :; do head -c 100000 /dev/zero; sleep 0.4; done) | gzip -1 | sha256sum",
         4.5,
+        settled,
     );
     loop_is_the_bottleneck(&objects, &text, "sleep", "producer");
 }
@@ -1158,7 +1302,11 @@ fn a_loop_of_builtins_is_named_a_loop() {
     let pipeline =
         Pipeline::start("seq 1 100000000 | gzip -1 | gzip -d | while read l; do :; done");
     pipeline.find("gzip");
-    let text = watch_with(pipeline.shell.id(), &["--json", "-i", "0.5"], 3.5);
+    let text = watch_with_until(pipeline.shell.id(), &["--json", "-i", "0.5"], 3.5, |t| {
+        stage_objects(&objects_so_far(t))
+            .last()
+            .is_some_and(|s| s["command"] == "(loop) sh")
+    });
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
@@ -1182,7 +1330,18 @@ fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
     let pipeline =
         Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 10M | gzip -1 > /dev/null");
     let pid = pipeline.find("rpv");
-    let text = watch_with(pid, &["--json", "-i", "0.5"], 4.5);
+    // Done once 6 updates all give the rate limit's advice.
+    let text = watch_with_until(pid, &["--json", "-i", "0.5"], 4.5, |t| {
+        let objects = objects_so_far(t);
+        let advice: Vec<&str> = stage_objects(&objects)
+            .iter()
+            .filter_map(|s| s["advice"].as_str())
+            .collect();
+        advice.len() >= 6
+            && advice
+                .iter()
+                .all(|a| a.starts_with("raise its rate limit to go faster: rpv -R "))
+    });
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let advice: Vec<&str> = stage_objects(&objects)
@@ -1332,7 +1491,13 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
         peer.port
     ));
     let pid = pipeline.find("python3");
-    let text = watch_for(pid, 4.0);
+    let prefix = format!(
+        "advice: the network or the peer (127.0.0.1:{}) is the limit: python3 ",
+        peer.port
+    );
+    let text = watch_until(pid, 4.0, |t| {
+        settled_on(t, "python3", 6) && last_advice(t).starts_with(&prefix)
+    });
     drop(pipeline);
     let frame = last_live_frame(&frames(&text));
     let sender = frame
@@ -1341,18 +1506,8 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
         .unwrap_or_else(|| panic!("{frame:?}"));
     assert_eq!(sender.state, "wait network", "{frame:?}\n{text}");
     assert!(sender.marked, "{frame:?}\n{text}");
-    let advice = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("advice: "))
-        .unwrap_or_default();
-    assert!(
-        advice.starts_with(&format!(
-            "advice: the network or the peer (127.0.0.1:{}) is the limit: python3 ",
-            peer.port
-        )),
-        "{advice:?}\n{text}"
-    );
+    let advice = last_advice(&text);
+    assert!(advice.starts_with(&prefix), "{advice:?}\n{text}");
 }
 
 /// A stage serving a Unix socket to a client that connected without binding (its peer
@@ -1401,7 +1556,14 @@ fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
         .spawn()
         .expect("python3");
     let pid = pipeline.find("python3");
-    let text = watch_with(pid, &["-f", "-i", "0.2", "-w", "400"], 4.0);
+    let named = format!(
+        ", PID {}, Unix socket {}) is the limit: python3 ",
+        reader.id(),
+        sock.display()
+    );
+    let text = watch_with_until(pid, &["-f", "-i", "0.2", "-w", "400"], 4.0, |t| {
+        settled_on(t, "python3", 6) && last_advice(t).contains(&named)
+    });
     drop(pipeline);
     let _ = reader.kill();
     let _ = reader.wait();
@@ -1412,18 +1574,9 @@ fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
         .unwrap_or_else(|| panic!("{frame:?}"));
     assert_eq!(server.state, "wait network", "{frame:?}\n{text}");
     assert!(server.marked, "{frame:?}\n{text}");
-    let advice = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("advice: "))
-        .unwrap_or_default();
+    let advice = last_advice(&text);
     assert!(
-        advice.starts_with("advice: the network or the peer (python3 ")
-            && advice.contains(&format!(
-                ", PID {}, Unix socket {}) is the limit: python3 ",
-                reader.id(),
-                sock.display()
-            )),
+        advice.starts_with("advice: the network or the peer (python3 ") && advice.contains(&named),
         "{advice:?}\n{text}"
     );
 }
@@ -1535,7 +1688,10 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
         sshd.ssh(&remote)
     ));
     let pid = pipeline.find("ssh");
-    let text = watch_for(pid, 5.0);
+    let prefix = "advice: the network or the remote end (ssh root@127.0.0.1) is the limit";
+    let text = watch_until(pid, 5.0, |t| {
+        settled_on(t, "ssh ", 6) && last_advice(t).starts_with(prefix)
+    });
     drop(pipeline);
     let frame = last_live_frame(&frames(&text));
     let ssh = frame
@@ -1544,16 +1700,8 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
         .unwrap_or_else(|| panic!("{frame:?}\n{text}"));
     assert_eq!(ssh.state, "wait network", "{frame:?}\n{text}");
     assert!(ssh.marked, "{frame:?}\n{text}");
-    let advice = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("advice: "))
-        .unwrap_or_default();
-    assert!(
-        advice
-            .starts_with("advice: the network or the remote end (ssh root@127.0.0.1) is the limit"),
-        "{advice:?}\n{text}"
-    );
+    let advice = last_advice(&text);
+    assert!(advice.starts_with(prefix), "{advice:?}\n{text}");
 }
 
 /// Text drawn on a terminal, its escape sequences (`ESC [ … letter`) and carriage returns
@@ -1676,17 +1824,31 @@ fn sort_spilling_to_temporary_files_is_not_pipe_traffic() {
     let pid = pipeline.find("uniq");
     // (At -i 0.5: the test reads the watcher's output once it has ended, so it must fit
     // a pipe.)
-    let text = watch_with(pid, &["--json", "-i", "0.5"], 4.5);
+    let sort_command = format!("sort -S 1M -T {}", dir.path().display());
+    let of = |stages: &[&'_ serde_json::Value], command: &str| -> Vec<serde_json::Value> {
+        stages
+            .iter()
+            .filter(|s| s["command"] == command)
+            .map(|s| (*s).clone())
+            .collect()
+    };
+    let nothing = |s: &serde_json::Value, key: &str| s[key].as_f64().is_none_or(|r| r == 0.0);
+    // Done once the last 4 of at least 6 samples show it.
+    let text = watch_with_until(pid, &["--json", "-i", "0.5"], 4.5, |t| {
+        let objects = objects_so_far(t);
+        let stages = stage_objects(&objects);
+        let (sort, uniq) = (of(&stages, &sort_command), of(&stages, "uniq -c"));
+        sort.len() >= 6
+            && uniq.len() >= 6
+            && uniq[uniq.len() - 4..].iter().all(|s| nothing(s, "rate_in"))
+            && sort[sort.len() - 4..]
+                .iter()
+                .all(|s| nothing(s, "rate_out") && s["rate_in"].as_f64().is_some_and(|r| r > 0.0))
+    });
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
-    let of = |command: &str| -> Vec<&&serde_json::Value> {
-        stages.iter().filter(|s| s["command"] == command).collect()
-    };
-    let (sort, uniq) = (
-        of(&format!("sort -S 1M -T {}", dir.path().display())),
-        of("uniq -c"),
-    );
+    let (sort, uniq) = (of(&stages, &sort_command), of(&stages, "uniq -c"));
     assert!(sort.len() >= 6 && uniq.len() >= 6, "{text}");
     for s in &uniq[uniq.len() - 2..] {
         assert!(
