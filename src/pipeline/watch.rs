@@ -190,8 +190,8 @@ struct Stage {
     looping: bool,
     /// The other end of the socket it was last seen waiting on.
     peer: Option<String>,
-    /// The socket whose peer was last looked for.
-    peer_of: Option<u64>,
+    /// The socket whose peer was last looked for, and when.
+    peer_of: Option<(u64, u64)>,
     /// It was seen with files open for reading, and for writing (besides its pipes): its
     /// own counts are not its pipes' traffic (`sort` spilling to temporary files).
     elsewhere: (bool, bool),
@@ -418,9 +418,14 @@ impl Watcher {
         (!watcher.stages.is_empty()).then_some(watcher)
     }
 
-    /// The process the pipeline was found from (for a shell's job: its first stage).
-    pub fn seed(&self) -> u32 {
-        self.seed
+    /// The PID of the pipeline's first stage (the process it was found from until a stage
+    /// before it is known: a shell may start the first stage of a job last).
+    pub fn first_stage_pid(&self) -> u32 {
+        self.stages
+            .first()
+            .map(|s| s.view.pid)
+            .filter(|&pid| pid != 0)
+            .unwrap_or(self.seed)
     }
 
     /// The process group of the pipeline when it was found (a job of an interactive

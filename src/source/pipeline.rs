@@ -329,7 +329,7 @@ impl Source for PipelineSource {
                     .shell
                     .is_some_and(|sh| group_of(sh) == Some(watcher.group()))
                 {
-                    format!("first stage PID {}", watcher.seed())
+                    format!("first stage PID {}", watcher.first_stage_pid())
                 } else {
                     format!("process group {}", watcher.group())
                 };

@@ -18,6 +18,9 @@ use crate::pipeline::member;
 use crate::pipeline::model::{Activity, Fill, Part, Split};
 use crate::pipeline::procfs::{self, ProcFile};
 
+/// A socket's peer not found is looked for again after this long.
+const PEER_RETRY_NS: u64 = 1_000_000_000;
+
 /// A socket peer's command is shown up to this many characters.
 const PEER_COMMAND: usize = 40;
 
@@ -277,14 +280,15 @@ impl Watcher {
         self.short_of_cpu = short_of_cpu(&times);
         let marked = self.stages.iter().position(|s| s.view.bottleneck);
         if let Some(i) = marked {
-            self.find_peer(i);
+            self.find_peer(i, now_ns);
         }
         self.advice = marked.and_then(|i| self.advise(i, &times, idle));
     }
 
-    /// The other end of the socket stage `i` waits on, when it waits on one (looked for
-    /// once per socket).
-    fn find_peer(&mut self, i: usize) {
+    /// The other end of the socket stage `i` waits on, when it waits on one (once found,
+    /// not looked for again for that socket; not found, looked for again after
+    /// [`PEER_RETRY_NS`]: a socket seen while it connects has no peer yet).
+    fn find_peer(&mut self, i: usize, now_ns: u64) {
         let stage = &self.stages[i];
         if stage.view.time.is_none_or(|t| t.get(Part::Network) < 0.2) {
             return;
@@ -296,8 +300,11 @@ impl Watcher {
         else {
             return;
         };
-        if stage.peer_of == Some(inode) {
-            return;
+        if let Some((of, at)) = stage.peer_of {
+            let found = stage.peer.is_some();
+            if of == inode && (found || now_ns < at + PEER_RETRY_NS) {
+                return;
+            }
         }
         let own: Vec<u32> = stage.members.iter().map(|m| m.pid).collect();
         let mut table = |file| {
@@ -311,7 +318,10 @@ impl Watcher {
             .or_else(|| procfs::tcp_peer(&table(ProcFile::NetTcp6), inode, true))
             .or_else(|| self.unix_peer(inode, &own, &unix));
         let stage = &mut self.stages[i];
-        stage.peer_of = Some(inode);
+        if stage.peer_of.is_some_and(|(of, _)| of != inode) {
+            stage.peer = None;
+        }
+        stage.peer_of = Some((inode, now_ns));
         if peer.is_some() {
             stage.peer = peer.map(|p| crate::display::printable(&p).into_owned());
         }
