@@ -849,3 +849,24 @@ fn a_subshell_running_builtins_for_over_two_seconds_is_a_loop() {
     assert_eq!(commands(&view), ["cat big", "(loop) sh", "cat"]);
     assert_eq!(view.stages[1].pid, 102);
 }
+
+#[test]
+fn a_first_stage_connected_after_the_others_joins_within_a_third_of_a_second() {
+    // The shell has forked the first stage (101, still a copy of it) but not yet given it
+    // the pipe when the pipeline is found: an open start.
+    let fake = three();
+    fake.with(101, |p| {
+        p.comm = "sh".into();
+        p.cmdline = "sh -c x".into();
+        p.stdout = TTY;
+    });
+    let mut w = watch(&fake, 103);
+    assert_eq!(commands(&w.sample(0)), ["gzip -9", "cat"]);
+    fake.with(101, |p| {
+        p.comm = "cat".into();
+        p.cmdline = "cat big".into();
+        p.stdout = pipe(1);
+    });
+    let view = w.sample(3 * SEC / 10);
+    assert_eq!(commands(&view), ["cat big", "gzip -9", "cat"]);
+}

@@ -51,6 +51,12 @@ const TICK_PER_TASK_NS: u64 = 4_000_000;
 const READ_PER_STAGE_NS: u64 = 12_500_000;
 /// Least time between two readings of the machine's CPU times, in nanoseconds.
 const MACHINE_EVERY_NS: u64 = 500_000_000;
+/// First wait between looks at an open end, in nanoseconds (doubled each time).
+const OPEN_BACKOFF_NS: u64 = 1_000_000_000;
+/// ... for an end open when the pipeline is found: a shell starting a pipeline may
+/// connect its first stage a moment after the others, and a script's pipeline may last a
+/// second.
+const FIRST_OPEN_BACKOFF_NS: u64 = 250_000_000;
 /// Longest wait between looks at an open end, in nanoseconds.
 const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
 
@@ -405,7 +411,7 @@ impl Watcher {
             observed_ns: 0,
             open_ends: false,
             next_open_scan_ns: 0,
-            open_backoff_ns: 1_000_000_000,
+            open_backoff_ns: FIRST_OPEN_BACKOFF_NS,
             scans: 1,
             tools: Tools::default(),
             machine: VecDeque::new(),
@@ -415,6 +421,9 @@ impl Watcher {
             own: None,
         };
         watcher.merge(table, segments, false);
+        if !watcher.open_ends {
+            watcher.open_backoff_ns = OPEN_BACKOFF_NS;
+        }
         (!watcher.stages.is_empty()).then_some(watcher)
     }
 
@@ -565,7 +574,7 @@ impl Watcher {
                 self.next_open_scan_ns = now_ns + self.open_backoff_ns;
                 self.open_backoff_ns = (self.open_backoff_ns * 2).min(MAX_OPEN_BACKOFF_NS);
             } else {
-                self.open_backoff_ns = 1_000_000_000;
+                self.open_backoff_ns = OPEN_BACKOFF_NS;
             }
         }
         let dt = self.last_ns.map_or(0, |last| now_ns.saturating_sub(last));

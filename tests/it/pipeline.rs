@@ -159,37 +159,64 @@ fn watch_with_until(pid: u32, args: &[&str], secs: f64, done: impl Fn(&str) -> b
     interrupt_when(spawn_watch(pid, args), secs, done)
 }
 
-/// Reads `child`'s standard error as it comes; once it holds `done` (looked at every 50
-/// ms), or after `secs`, interrupts it (status 32) and returns all of it.
-fn interrupt_when(mut child: Child, secs: f64, done: impl Fn(&str) -> bool) -> String {
-    use std::io::Read;
-    use std::sync::Arc;
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let mut stderr = child.stderr.take().expect("stderr piped");
-    let sink = Arc::clone(&seen);
-    let reader = std::thread::spawn(move || {
-        let mut buf = [0u8; 16384];
-        while let Ok(n @ 1..) = stderr.read(&mut buf) {
-            sink.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs_f64(secs) {
-        let text = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
-        if done(&text) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
+/// A watcher's standard error, read as it comes (a watcher blocked on a full pipe would
+/// never end: a long `--json` watch writes more than a pipe holds).
+struct Collected {
+    seen: std::sync::Arc<Mutex<Vec<u8>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Collected {
+    fn of(child: &mut Child) -> Collected {
+        use std::io::Read;
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let mut stderr = child.stderr.take().expect("stderr piped");
+        let sink = std::sync::Arc::clone(&seen);
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 16384];
+            while let Ok(n @ 1..) = stderr.read(&mut buf) {
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Collected { seen, reader }
     }
+
+    fn so_far(&self) -> String {
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+
+    /// Everything, once the writer has ended.
+    fn all(self) -> String {
+        self.reader.join().unwrap();
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+}
+
+/// Ctrl-C to a watcher whose standard error is `out`: it ends with status 32; returns
+/// its standard error.
+fn interrupt_collected(child: &mut Child, out: Collected) -> String {
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    let status = wait_within(&mut child, 10.0, "the watcher after Ctrl-C");
-    reader.join().unwrap();
-    let text = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    let status = wait_within(child, 10.0, "the watcher after Ctrl-C");
+    let text = out.all();
     assert_eq!(status.code(), Some(32), "{text}");
     text
+}
+
+/// Reads `child`'s standard error as it comes; once it holds `done` (looked at every 50
+/// ms), or after `secs`, interrupts it (status 32) and returns all of it.
+fn interrupt_when(mut child: Child, secs: f64, done: impl Fn(&str) -> bool) -> String {
+    let out = Collected::of(&mut child);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs_f64(secs) {
+        if done(&out.so_far()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    interrupt_collected(&mut child, out)
 }
 
 /// The live frames drawn so far: the last `n` of them (at least) each mark one row, a
@@ -240,18 +267,6 @@ fn objects_so_far(text: &str) -> Vec<serde_json::Value> {
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()
-}
-
-/// Ctrl-C: the watcher ends with status 32; returns its stderr.
-fn interrupt(child: &mut Child) -> String {
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    let status = wait_within(child, 10.0, "the watcher after Ctrl-C");
-    let text = crate::util::stderr_of(child);
-    assert_eq!(status.code(), Some(32), "{text}");
-    text
 }
 
 /// The bottleneck of `script` is the stage running `comm`, with a command line starting
@@ -779,9 +794,7 @@ fn a_zombie_and_a_kernel_thread_are_named() {
 
 /// A watcher of `pid` with `args`, interrupted after `secs` seconds; its stderr.
 fn watch_with(pid: u32, args: &[&str], secs: f64) -> String {
-    let mut child = spawn_watch(pid, args);
-    std::thread::sleep(Duration::from_secs_f64(secs));
-    interrupt(&mut child)
+    watch_with_until(pid, args, secs, |_| false)
 }
 
 /// `rpv --pipeline=PID ARGS…`, its standard error piped.
@@ -996,13 +1009,14 @@ fn a_pipeline_the_shell_starts_later_joins_the_watch() {
     let pipeline = Pipeline::start(&script);
     pipeline.find("cat");
     let mut child = spawn_watch(pipeline.shell.id(), &["--json", "-i", "0.5"]);
+    let out = Collected::of(&mut child);
     // The second pipeline starts once the watch is under way; it is looked for every
     // second, and shown for a few intervals after.
     std::thread::sleep(Duration::from_secs(1));
     std::fs::write(&go, b"").unwrap();
     pipeline.find("tr");
     std::thread::sleep(Duration::from_secs(3));
-    let text = interrupt(&mut child);
+    let text = interrupt_collected(&mut child, out);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
     assert_eq!(
@@ -1045,8 +1059,14 @@ fn a_script_is_followed_for_its_whole_life() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let mut child = spawn_watch(shell, &["--json", "-i", "0.5"]);
-    let status = wait_within(&mut child, 30.0, "the watch of the script");
-    let text = crate::util::stderr_of(&mut child);
+    let out = Collected::of(&mut child);
+    let status = crate::util::exit_within(&mut child, 30.0);
+    if status.is_none() {
+        let text = interrupt_collected(&mut child, out);
+        panic!("the watch of the script still runs after 30 s:\n{text}");
+    }
+    let text = out.all();
+    let status = status.unwrap();
     assert!(status.success(), "{text}");
     assert!(
         pipeline.shell.try_wait().unwrap().is_some(),
@@ -1396,12 +1416,13 @@ fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
             .status()
             .unwrap();
     };
+    let out = Collected::of(&mut child);
     std::thread::sleep(Duration::from_millis(1500));
     signal("-STOP");
     std::thread::sleep(Duration::from_secs(3));
     signal("-CONT");
     std::thread::sleep(Duration::from_millis(1500));
-    let text = interrupt(&mut child);
+    let text = interrupt_collected(&mut child, out);
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
