@@ -65,6 +65,8 @@ pub struct PipelineSource {
     start_ns: u64,
     /// The shell watched (not itself a stage): its new pipelines join the watch.
     shell: Option<u32>,
+    /// Its process group, read when the watch began (it may be gone at the end).
+    shell_group: Option<u32>,
     interval: f64,
     next_jobs_ns: u64,
     /// A note for the start of the watch (a shell that runs no pipeline yet).
@@ -161,6 +163,7 @@ impl PipelineSource {
                     JOBS_SCAN_NS
                 },
             note,
+            shell_group: shell.and_then(group_of),
             shell_children: shell.and_then(children_of),
             children_changed: true,
         })
@@ -222,6 +225,7 @@ impl PipelineSource {
             own: Some(own),
             start_ns,
             shell: None,
+            shell_group: None,
             interval,
             next_jobs_ns: u64::MAX,
             note: None,
@@ -325,10 +329,7 @@ impl Source for PipelineSource {
             if let Some(job) = job {
                 // Without job control (a script) every pipeline is in the shell's own
                 // process group: the first stage's PID tells them apart.
-                let label = if self
-                    .shell
-                    .is_some_and(|sh| group_of(sh) == Some(watcher.group()))
-                {
+                let label = if self.shell_group == Some(watcher.group()) {
                     format!("first stage PID {}", watcher.first_stage_pid())
                 } else {
                     format!("process group {}", watcher.group())

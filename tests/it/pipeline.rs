@@ -1060,16 +1060,29 @@ fn a_script_is_followed_for_its_whole_life() {
     }
     let mut child = spawn_watch(shell, &["--json", "-i", "0.5"]);
     let out = Collected::of(&mut child);
-    let status = crate::util::exit_within(&mut child, 30.0);
-    if status.is_none() {
+    // The script is reaped as soon as it ends, as the shell that started it would: the
+    // watch's summaries are written once it is gone.
+    let (status, script_ended) = std::thread::scope(|scope| {
+        let script = &mut pipeline.shell;
+        scope.spawn(move || script.wait().unwrap());
+        let status = crate::util::exit_within(&mut child, 30.0);
+        let ended = std::fs::read_to_string(format!("/proc/{shell}/stat"))
+            .map_or(true, |stat| stat.contains(") Z "));
+        if status.is_none() {
+            let _ = Command::new("kill")
+                .args(["-TERM", "--", &format!("-{shell}")])
+                .status();
+        }
+        (status, ended)
+    });
+    let Some(status) = status else {
         let text = interrupt_collected(&mut child, out);
         panic!("the watch of the script still runs after 30 s:\n{text}");
-    }
+    };
     let text = out.all();
-    let status = status.unwrap();
     assert!(status.success(), "{text}");
     assert!(
-        pipeline.shell.try_wait().unwrap().is_some(),
+        script_ended,
         "the watch ended before the script did\n{text}"
     );
     assert!(b.exists());
