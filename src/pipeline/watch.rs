@@ -534,7 +534,16 @@ impl Watcher {
                 t.shares()
             })
             .collect();
-        let advice = top.and_then(|i| self.advise(i, &running, idle));
+        // (Its rate over the watch: what it moved over the time observed.)
+        let rate = |i: usize| {
+            let view = &self.stages[i].view;
+            let secs = self.observed_ns as f64 / 1e9;
+            view.bytes_out
+                .or(view.bytes_in)
+                .filter(|_| secs > 0.0)
+                .map(|b| b as f64 / secs)
+        };
+        let advice = top.and_then(|i| self.advise(i, &running, idle, rate(i)));
         Report {
             shares,
             stages,

@@ -282,7 +282,10 @@ impl Watcher {
         if let Some(i) = marked {
             self.find_peer(i, now_ns);
         }
-        self.advice = marked.and_then(|i| self.advise(i, &times, idle));
+        self.advice = marked.and_then(|i| {
+            let view = &self.stages[i].view;
+            self.advise(i, &times, idle, view.rate_out.or(view.rate_in))
+        });
     }
 
     /// The other end of the socket stage `i` waits on, when it waits on one (once found,
@@ -364,12 +367,14 @@ impl Watcher {
         (before, after)
     }
 
-    /// The advice about stage `i`, with every stage's time split as `times`.
+    /// The advice about stage `i`, with every stage's time split as `times` and its rate
+    /// `rate` (bytes a second) over the same time.
     pub(super) fn advise(
         &self,
         i: usize,
         times: &[Option<Split>],
         idle: Option<f64>,
+        rate: Option<f64>,
     ) -> Option<String> {
         let stage = &self.stages[i];
         let time = times.get(i).copied().flatten()?;
@@ -391,6 +396,7 @@ impl Watcher {
             looping: stage.looping,
             peer: stage.peer.as_deref(),
             pid: stage.view.pid,
+            rate,
         };
         advice::advise(&situation, &self.tools)
     }
