@@ -1521,6 +1521,15 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
     // 80 KB/s: few wake-ups a second, so that even a sender starved of CPU by a busy
     // machine spends most of its time waiting on its socket.
     let peer = SlowPeer::start(dir.path(), 4096, 0.05);
+    // Many TCP sockets on the machine (as when other tests run): `net/tcp` is pages long,
+    // and the sender's socket is rarely on its first page.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let others: Vec<(std::net::TcpStream, std::net::TcpStream)> = (0..300)
+        .map(|_| {
+            let near = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            (near, listener.accept().unwrap().0)
+        })
+        .collect();
     let send = dir.path().join("send.py");
     std::fs::write(
         &send,
@@ -1552,6 +1561,7 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
     assert!(sender.marked, "{frame:?}\n{text}");
     let advice = last_advice(&text);
     assert!(advice.starts_with(&prefix), "{advice:?}\n{text}");
+    drop(others);
 }
 
 /// A stage serving a Unix socket to a client that connected without binding (its peer

@@ -310,15 +310,18 @@ impl Watcher {
             }
         }
         let own: Vec<u32> = stage.members.iter().map(|m| m.pid).collect();
-        let mut table = |file| {
-            self.proc
-                .read(pid, file, false)
+        let mut table = |file: ProcFile, name: &str| {
+            // proc2: these tables are read to their end here: `SysProc::read` stops at a
+            // short read, and `net/tcp` gives a page at most per read (with a hundred TCP
+            // sockets on the machine, the stage's socket was past what it returned).
+            std::fs::read(format!("/proc/{pid}/net/{name}"))
+                .or_else(|_| self.proc.read(pid, file, false))
                 .map(|t| text(&t))
                 .unwrap_or_default()
         };
-        let unix = table(ProcFile::NetUnix);
-        let peer = procfs::tcp_peer(&table(ProcFile::NetTcp), inode, false)
-            .or_else(|| procfs::tcp_peer(&table(ProcFile::NetTcp6), inode, true))
+        let unix = table(ProcFile::NetUnix, "unix");
+        let peer = procfs::tcp_peer(&table(ProcFile::NetTcp, "tcp"), inode, false)
+            .or_else(|| procfs::tcp_peer(&table(ProcFile::NetTcp6, "tcp6"), inode, true))
             .or_else(|| self.unix_peer(inode, &own, &unix));
         let stage = &mut self.stages[i];
         if stage.peer_of.is_some_and(|(of, _)| of != inode) {
