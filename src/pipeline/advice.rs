@@ -60,6 +60,8 @@ pub(crate) struct Situation<'a> {
     pub peer: Option<&'a str>,
     /// The process shown for it (for a command to paste: `rpv -R PID -L …`).
     pub pid: u32,
+    /// The bytes a second it moved over the same time, if known.
+    pub rate: Option<f64>,
 }
 
 /// Programs found on `PATH` among those advice may name.
@@ -216,7 +218,7 @@ fn short_of_cpu(s: &Situation<'_>, _: &Tools) -> Option<String> {
             Part::Other,
         ])
         .map_or(0.0, |(_, v)| v);
-    if !s.short_of_cpu || starved < 0.2 || starved <= busy || starved < other {
+    if !s.short_of_cpu || starved < 0.2 || starved <= busy || starved < other || at_its_limit(s) {
         return None;
     }
     let cores = match s.cores {
@@ -262,10 +264,39 @@ fn rate_limit_value(command: &str) -> Option<&str> {
     None
 }
 
-/// A stage sleeping on a timer most of the time: an rpv or pv rate limit names its value.
+/// Bytes a second of a rate-limit value (`10M`, `1.5g`, `512k`, `4096`: multiples of 1024).
+fn limit_bytes(value: &str) -> Option<f64> {
+    let digits = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(value.len());
+    let number: f64 = value[..digits].parse().ok()?;
+    let scale = match value[digits..].to_ascii_uppercase().as_str() {
+        "" => 1.0,
+        "K" => 1024.0,
+        "M" => 1024.0 * 1024.0,
+        "G" => 1024.0 * 1024.0 * 1024.0,
+        "T" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    Some(number * scale)
+}
+
+/// An rpv or pv moving data at its rate limit (9/10 of it at least): the limit is what
+/// holds it back, however long it waits for a CPU between two bursts.
+fn at_its_limit(s: &Situation<'_>) -> bool {
+    let limit = ["rpv", "pv"]
+        .contains(&program(s.command))
+        .then(|| rate_limit_value(s.command))
+        .flatten()
+        .and_then(limit_bytes);
+    matches!((limit, s.rate), (Some(limit), Some(rate)) if limit > 0.0 && rate >= 0.9 * limit)
+}
+
+/// A stage sleeping on a timer most of the time, or an rpv or pv at its rate limit: an rpv
+/// or pv rate limit names its value.
 fn rate_limit(s: &Situation<'_>, _: &Tools) -> Option<String> {
     let timer = s.time.get(Part::Timer);
-    if timer < MOSTLY {
+    if timer < MOSTLY && !at_its_limit(s) {
         return None;
     }
     let name = program(s.command);
@@ -492,6 +523,7 @@ mod tests {
             looping: false,
             peer: None,
             pid: 1234,
+            rate: None,
         }
     }
 
@@ -559,6 +591,33 @@ mod tests {
                  back by -L 10m)"
             )
         );
+        // Waiting for a CPU longer than on its timer, but moving data at its limit: the
+        // limit holds it back (the CPU wait uses the slack between its bursts). Below 9/10
+        // of its limit, the CPU is the cause.
+        let mut s = situation(
+            "rpv -q -L 10M",
+            Position::Middle,
+            &[(Part::Starved, 67.0), (Part::Timer, 33.0)],
+        );
+        s.short_of_cpu = true;
+        s.rate = Some(10.0 * 1048576.0 * 0.97);
+        assert_eq!(
+            advise(&s, &Tools::default()).as_deref(),
+            Some(
+                "raise its rate limit to go faster: rpv -R 1234 -L 20M (rpv -q -L 10M is held \
+                 back by -L 10M)"
+            )
+        );
+        s.rate = Some(10.0 * 1048576.0 * 0.8);
+        assert!(advise(&s, &Tools::default())
+            .is_some_and(|a| a.starts_with("the machine is short of CPU: rpv -q -L 10M waits")));
+        s.rate = None;
+        assert!(advise(&s, &Tools::default())
+            .is_some_and(|a| a.starts_with("the machine is short of CPU: ")));
+        assert_eq!(limit_bytes("1.5g"), Some(1.5 * 1073741824.0));
+        assert_eq!(limit_bytes("512k"), Some(524288.0));
+        assert_eq!(limit_bytes("4096"), Some(4096.0));
+        assert_eq!(limit_bytes("4X"), None);
         // A bottleneck that runs more than it waits for a CPU: no CPU advice, whatever the
         // other stages do.
         let mut s = situation(

@@ -307,6 +307,11 @@ pub(crate) fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
 }
 
 impl Member {
+    /// Its name in `stat` at its last reading.
+    pub(crate) fn comm(&self) -> &str {
+        &self.comm
+    }
+
     /// A member found by a scan: `pid` started at `start`, named `comm`.
     pub(crate) fn new(
         proc: &mut dyn Proc,

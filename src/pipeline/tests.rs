@@ -786,3 +786,87 @@ fn a_long_pipelines_counters_are_read_a_few_times_a_second() {
     }
     assert_eq!(fake.reads().1 - io, 30);
 }
+
+/// `cat big | gzip -9 | cat` where the middle stage (102) is still the shell forked for it
+/// (a copy of 100: same name, same command line), alone and childless.
+fn forked_middle_stage() -> FakeProc {
+    let fake = three();
+    fake.with(102, |p| {
+        p.comm = "sh".into();
+        p.cmdline = "sh -c x".into();
+    });
+    fake
+}
+
+#[test]
+fn a_stage_forked_as_a_shell_that_runs_its_program_late_is_never_a_loop() {
+    // On a loaded machine the forked shell runs gzip only after 1.5 s: four readings
+    // alone and childless before that (2 readings made it a loop of builtins).
+    let fake = forked_middle_stage();
+    let mut w = watch(&fake, 101);
+    for k in 0..=3 {
+        let view = w.sample(k * SEC / 2);
+        assert_eq!(view.stages[1].command, "sh -c x", "at {k} half-seconds");
+    }
+    fake.with(102, |p| {
+        p.comm = "gzip".into();
+        p.cmdline = "gzip -9".into();
+    });
+    for k in 4..=12 {
+        gzip_bound_second(&fake);
+        let view = w.sample(k * SEC / 2);
+        assert_eq!(
+            commands(&view),
+            ["cat big", "gzip -9", "cat"],
+            "at {k} half-seconds"
+        );
+    }
+}
+
+#[test]
+fn a_subshell_running_builtins_for_over_two_seconds_is_a_loop() {
+    // `cat big | while read l; do :; done`-like: the subshell stays alone and childless,
+    // busy on its own.
+    let fake = forked_middle_stage();
+    let mut w = watch(&fake, 101);
+    for k in 0..=3 {
+        fake.work(102, 50, 10_000_000, 0);
+        let view = w.sample(k * SEC / 2);
+        assert_eq!(view.stages[1].command, "sh -c x", "at {k} half-seconds");
+    }
+    let mut named = None;
+    for k in 4..=6 {
+        fake.work(102, 50, 10_000_000, 0);
+        let view = w.sample(k * SEC / 2);
+        if view.stages[1].command == "(loop) sh" {
+            named = Some(k);
+            break;
+        }
+    }
+    assert_eq!(named, Some(4), "a loop from 2 s on, not before");
+    fake.work(102, 50, 10_000_000, 0);
+    let view = w.sample(3 * SEC);
+    assert_eq!(commands(&view), ["cat big", "(loop) sh", "cat"]);
+    assert_eq!(view.stages[1].pid, 102);
+}
+
+#[test]
+fn a_first_stage_connected_after_the_others_joins_within_a_third_of_a_second() {
+    // The shell has forked the first stage (101, still a copy of it) but not yet given it
+    // the pipe when the pipeline is found: an open start.
+    let fake = three();
+    fake.with(101, |p| {
+        p.comm = "sh".into();
+        p.cmdline = "sh -c x".into();
+        p.stdout = TTY;
+    });
+    let mut w = watch(&fake, 103);
+    assert_eq!(commands(&w.sample(0)), ["gzip -9", "cat"]);
+    fake.with(101, |p| {
+        p.comm = "cat".into();
+        p.cmdline = "cat big".into();
+        p.stdout = pipe(1);
+    });
+    let view = w.sample(3 * SEC / 10);
+    assert_eq!(commands(&view), ["cat big", "gzip -9", "cat"]);
+}

@@ -51,6 +51,12 @@ const TICK_PER_TASK_NS: u64 = 4_000_000;
 const READ_PER_STAGE_NS: u64 = 12_500_000;
 /// Least time between two readings of the machine's CPU times, in nanoseconds.
 const MACHINE_EVERY_NS: u64 = 500_000_000;
+/// First wait between looks at an open end, in nanoseconds (doubled each time).
+const OPEN_BACKOFF_NS: u64 = 1_000_000_000;
+/// ... for an end open when the pipeline is found: a shell starting a pipeline may
+/// connect its first stage a moment after the others, and a script's pipeline may last a
+/// second.
+const FIRST_OPEN_BACKOFF_NS: u64 = 250_000_000;
 /// Longest wait between looks at an open end, in nanoseconds.
 const MAX_OPEN_BACKOFF_NS: u64 = 16_000_000_000;
 
@@ -190,6 +196,8 @@ struct Stage {
     looping: bool,
     /// The other end of the socket it was last seen waiting on.
     peer: Option<String>,
+    /// The socket whose peer was last looked for, and when.
+    peer_of: Option<(u64, u64)>,
     /// It was seen with files open for reading, and for writing (besides its pipes): its
     /// own counts are not its pipes' traffic (`sort` spilling to temporary files).
     elsewhere: (bool, bool),
@@ -204,6 +212,9 @@ const OVERCOUNT_RATE: f64 = 65536.0;
 #[derive(Debug, Clone, Default)]
 struct Shell {
     pid: u32,
+    /// Its name when it was found: a process forked for a stage that has run its
+    /// program since (another name) is no shell.
+    comm: String,
     /// Its children at the last look.
     children: Vec<u32>,
     /// When each new child was seen, over the last [`LOOP_WINDOW_NS`].
@@ -395,7 +406,7 @@ impl Watcher {
             observed_ns: 0,
             open_ends: false,
             next_open_scan_ns: 0,
-            open_backoff_ns: 1_000_000_000,
+            open_backoff_ns: FIRST_OPEN_BACKOFF_NS,
             scans: 1,
             tools: Tools::default(),
             machine: VecDeque::new(),
@@ -405,12 +416,20 @@ impl Watcher {
             own: None,
         };
         watcher.merge(table, segments, false);
+        if !watcher.open_ends {
+            watcher.open_backoff_ns = OPEN_BACKOFF_NS;
+        }
         (!watcher.stages.is_empty()).then_some(watcher)
     }
 
-    /// The process the pipeline was found from (for a shell's job: its first stage).
-    pub(crate) fn seed(&self) -> u32 {
-        self.seed
+    /// The PID of the pipeline's first stage (the process it was found from until a stage
+    /// before it is known: a shell may start the first stage of a job last).
+    pub(crate) fn first_stage_pid(&self) -> u32 {
+        self.stages
+            .first()
+            .map(|s| s.view.pid)
+            .filter(|&pid| pid != 0)
+            .unwrap_or(self.seed)
     }
 
     /// The process group of the pipeline when it was found (a job of an interactive
@@ -510,7 +529,16 @@ impl Watcher {
                 t.shares()
             })
             .collect();
-        let advice = top.and_then(|i| self.advise(i, &running, idle));
+        // (Its rate over the watch: what it moved over the time observed.)
+        let rate = |i: usize| {
+            let view = &self.stages[i].view;
+            let secs = self.observed_ns as f64 / 1e9;
+            view.bytes_out
+                .or(view.bytes_in)
+                .filter(|_| secs > 0.0)
+                .map(|b| b as f64 / secs)
+        };
+        let advice = top.and_then(|i| self.advise(i, &running, idle, rate(i)));
         Report {
             shares,
             stages,
@@ -550,7 +578,7 @@ impl Watcher {
                 self.next_open_scan_ns = now_ns + self.open_backoff_ns;
                 self.open_backoff_ns = (self.open_backoff_ns * 2).min(MAX_OPEN_BACKOFF_NS);
             } else {
-                self.open_backoff_ns = 1_000_000_000;
+                self.open_backoff_ns = OPEN_BACKOFF_NS;
             }
         }
         let dt = self.last_ns.map_or(0, |last| now_ns.saturating_sub(last));

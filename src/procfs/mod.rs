@@ -57,6 +57,16 @@ pub(crate) enum ProcFile {
     NetUnix,
 }
 
+impl ProcFile {
+    /// One of the socket tables (`net/*`): read in several calls, to their end.
+    pub(crate) fn is_table(self) -> bool {
+        matches!(
+            self,
+            ProcFile::NetTcp | ProcFile::NetTcp6 | ProcFile::NetUnix
+        )
+    }
+}
+
 /// How full a pipe is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fill {

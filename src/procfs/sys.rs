@@ -48,7 +48,7 @@ impl ProcFile {
 
 /// Reads a file of `pid` once (opened, read whole, closed).
 pub(crate) fn read(pid: u32, file: ProcFile) -> io::Result<Vec<u8>> {
-    read_from_start(&File::open(file.path(pid))?)
+    read_from_start(&File::open(file.path(pid))?, file.is_table())
 }
 
 /// `/proc/PID/fd/FD`: the link to what descriptor `fd` of `pid` is open on (for `stat`,
@@ -209,17 +209,22 @@ impl SysProc {
 }
 
 /// Reads the whole of a `/proc` file from offset 0 (one `pread` when it fits the buffer).
-fn read_from_start(file: &File) -> io::Result<Vec<u8>> {
+/// With `to_end`, until a read returns nothing: the socket tables give whole lines of at
+/// most a page per read, so a short read is not their end (with a hundred TCP sockets on
+/// the machine, a stage's socket was past what the first read returned).
+fn read_from_start(file: &File, to_end: bool) -> io::Result<Vec<u8>> {
     let mut out = vec![0u8; 1024];
     let mut len = 0;
     loop {
         let n = rustix::io::pread(file.as_fd(), &mut out[len..], len as u64)?;
         len += n;
-        if n == 0 || len < out.len() {
+        if n == 0 || (!to_end && len < out.len()) {
             out.truncate(len);
             return Ok(out);
         }
-        out.resize(out.len() * 2, 0);
+        if len == out.len() {
+            out.resize(out.len() * 2, 0);
+        }
     }
 }
 
@@ -237,14 +242,14 @@ impl Proc for SysProc {
 
     fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>> {
         if let Some(open) = self.open.get(&(pid, file)) {
-            let result = read_from_start(open);
+            let result = read_from_start(open, file.is_table());
             if result.is_err() {
                 self.open.remove(&(pid, file));
             }
             return result;
         }
         let opened = File::open(file.path(pid))?;
-        let text = read_from_start(&opened)?;
+        let text = read_from_start(&opened, file.is_table())?;
         if keep && self.open.len() < MAX_KEPT {
             self.open.insert((pid, file), opened);
         }
@@ -333,7 +338,7 @@ impl Proc for SysProc {
             Some(file) => file,
             None => self.stat.insert(File::open("/proc/stat").ok()?),
         };
-        let text = read_from_start(file).ok()?;
+        let text = read_from_start(file, false).ok()?;
         CpuTimes::parse(&String::from_utf8_lossy(&text))
     }
 

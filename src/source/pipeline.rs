@@ -65,6 +65,8 @@ pub(crate) struct PipelineSource {
     start_ns: u64,
     /// The shell watched (not itself a stage): its new pipelines join the watch.
     shell: Option<u32>,
+    /// Its process group, read when the watch began (it may be gone at the end).
+    shell_group: Option<u32>,
     interval: f64,
     next_jobs_ns: u64,
     /// A note for the start of the watch (a shell that runs no pipeline yet).
@@ -180,6 +182,7 @@ impl PipelineSource {
                     JOBS_SCAN_NS
                 },
             note,
+            shell_group: shell.and_then(|sh| stat_of(proc.as_mut(), sh).map(|s| s.pgrp)),
             shell_children: shell.and_then(|sh| children_of(proc.as_mut(), sh)),
             children_changed: true,
             make_proc,
@@ -243,6 +246,7 @@ impl PipelineSource {
             own: Some(own),
             start_ns,
             shell: None,
+            shell_group: None,
             interval,
             next_jobs_ns: u64::MAX,
             note: None,
@@ -341,10 +345,6 @@ impl Source for PipelineSource {
 
     fn end(&mut self, out: &mut Vec<Event>) {
         let several = self.watchers.len() > 1;
-        let shell_group = match self.shell {
-            Some(sh) if several => stat_of(self.proc.as_mut(), sh).map(|s| s.pgrp),
-            _ => None,
-        };
         for (index, watcher) in self.watchers.iter().enumerate() {
             let report = watcher.report();
             let job = several.then_some(index as u32 + 1);
@@ -352,8 +352,8 @@ impl Source for PipelineSource {
             if let Some(job) = job {
                 // Without job control (a script) every pipeline is in the shell's own
                 // process group: the first stage's PID tells them apart.
-                let label = if shell_group == Some(watcher.group()) {
-                    format!("first stage PID {}", watcher.seed())
+                let label = if self.shell_group == Some(watcher.group()) {
+                    format!("first stage PID {}", watcher.first_stage_pid())
                 } else {
                     format!("process group {}", watcher.group())
                 };

@@ -6,9 +6,13 @@
 //! per address family lists every TCP socket of the network namespace with its inode,
 //! which `/proc/PID/fd` links name (`socket:[INODE]`).
 //!
+//! The same interface names the other end of a Unix stream socket (its inode), which
+//! `/proc/net/unix` does not tell.
+//!
 //! # References
 //! - `sock_diag(7)`, `netlink(7)`; `struct tcp_info` in the kernel's
-//!   `include/uapi/linux/tcp.h`.
+//!   `include/uapi/linux/tcp.h`; `struct unix_diag_req` and `UNIX_DIAG_PEER` in
+//!   `include/uapi/linux/unix_diag.h`.
 
 use std::collections::HashMap;
 use std::io;
@@ -141,6 +145,77 @@ pub(crate) fn tcp_bytes(out: &mut HashMap<u64, u64>) -> io::Result<()> {
     Ok(())
 }
 
+/// `NLM_F_REQUEST` alone: a lookup of one socket.
+const LOOKUP_REQUEST: u16 = 0x1;
+/// `UDIAG_SHOW_PEER`, and the attribute that answers it (`UNIX_DIAG_PEER`).
+const UDIAG_SHOW_PEER: u32 = 0x4;
+const UNIX_DIAG_PEER: u16 = 2;
+/// Size of `struct unix_diag_msg`.
+const UNIX_DIAG_MSG: usize = 16;
+
+/// The lookup request for the Unix socket `inode`, asking for its peer.
+fn unix_request(inode: u32) -> [u8; 40] {
+    let mut req = [0u8; 40];
+    req[0..4].copy_from_slice(&40u32.to_ne_bytes());
+    req[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req[6..8].copy_from_slice(&LOOKUP_REQUEST.to_ne_bytes());
+    req[8..12].copy_from_slice(&1u32.to_ne_bytes());
+    // unix_diag_req: family, protocol, pad, states, inode, show, cookie (none: all ones).
+    req[16] = libc::AF_UNIX as u8;
+    req[20..24].copy_from_slice(&u32::MAX.to_ne_bytes());
+    req[24..28].copy_from_slice(&inode.to_ne_bytes());
+    req[28..32].copy_from_slice(&UDIAG_SHOW_PEER.to_ne_bytes());
+    req[32..40].copy_from_slice(&[0xff; 8]);
+    req
+}
+
+/// The peer's inode in a reply to [`unix_request`].
+fn parse_unix_reply(buf: &[u8]) -> io::Result<Option<u64>> {
+    let len = u32_at(buf, 0).map_or(0, |l| l as usize).min(buf.len());
+    match u16_at(buf, 4) {
+        Some(NLMSG_ERROR) => {
+            let errno = u32_at(buf, 16).map_or(0, |e| (e as i32).wrapping_neg());
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        Some(SOCK_DIAG_BY_FAMILY) => {}
+        _ => return Ok(None),
+    }
+    let mut at = 16 + UNIX_DIAG_MSG;
+    while at + 4 <= len {
+        let (Some(attr), Some(kind)) = (u16_at(buf, at), u16_at(buf, at + 2)) else {
+            break;
+        };
+        let attr = attr as usize;
+        if attr < 4 || at + attr > len {
+            break;
+        }
+        if kind == UNIX_DIAG_PEER {
+            return Ok(u32_at(buf, at + 4).filter(|&p| p != 0).map(u64::from));
+        }
+        at += (attr + 3) & !3;
+    }
+    Ok(None)
+}
+
+/// The inode of the socket at the other end of the Unix socket `inode` (of rpv's network
+/// namespace); `None` if it has no peer (not connected, or its peer is closed).
+pub(crate) fn unix_peer(inode: u64) -> io::Result<Option<u64>> {
+    let Ok(inode) = u32::try_from(inode) else {
+        return Ok(None);
+    };
+    let fd = net::socket_with(
+        AddressFamily::NETLINK,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        Some(netlink::SOCK_DIAG),
+    )?;
+    let kernel = netlink::SocketAddrNetlink::new(0, 0);
+    net::sendto(&fd, &unix_request(inode), SendFlags::empty(), &kernel)?;
+    let mut buf = vec![0u8; 4096];
+    let (n, _) = net::recv(&fd, &mut buf[..], RecvFlags::empty())?;
+    parse_unix_reply(&buf[..n.min(buf.len())])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +254,24 @@ mod tests {
             "sent, acknowledged"
         );
         assert_eq!(bytes.get(&inode(&server)), Some(&100_000), "received");
+    }
+
+    #[test]
+    fn a_unix_socket_pairs_peer_is_the_other_end() {
+        use std::os::fd::AsRawFd;
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let inode = |fd: i32| {
+            let link = crate::procfs::fd_link(std::process::id(), fd).unwrap();
+            let link = link.to_string_lossy().into_owned();
+            link.trim_start_matches("socket:[")
+                .trim_end_matches(']')
+                .parse::<u64>()
+                .unwrap()
+        };
+        let (ia, ib) = (inode(a.as_raw_fd()), inode(b.as_raw_fd()));
+        assert_eq!(unix_peer(ia).unwrap(), Some(ib));
+        assert_eq!(unix_peer(ib).unwrap(), Some(ia));
+        drop(b);
+        assert_eq!(unix_peer(ia).unwrap(), None, "its peer is closed");
     }
 }

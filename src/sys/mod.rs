@@ -38,7 +38,7 @@ mod title;
 
 pub use clock::monotonic_ns;
 pub(crate) use clock::{strerror, unix_time_ms, wall_clock};
-pub(crate) use diag::tcp_bytes;
+pub(crate) use diag::{tcp_bytes, unix_peer};
 pub(crate) use filemap::FileMap;
 pub(crate) use fs::{
     advise_sequential, fdatasync, file_version, fstat, ftruncate, is_dev_zero, lseek, pipe_id,

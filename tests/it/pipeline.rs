@@ -144,21 +144,129 @@ fn watch_to_the_end(pipeline: &mut Pipeline, start: u32, secs: f64) -> String {
 /// Watches `pipeline` from its process `start` for `secs` seconds and interrupts the
 /// watcher (status 32) while the pipeline still runs: its last frame is a live one.
 fn watch_for(start: u32, secs: f64) -> String {
-    let mut child = watcher(start, &[]);
-    std::thread::sleep(Duration::from_secs_f64(secs));
-    interrupt(&mut child)
+    watch_until(start, secs, |_| false)
 }
 
-/// Ctrl-C: the watcher ends with status 32; returns its stderr.
-fn interrupt(child: &mut Child) -> String {
+/// Watches from `start` until what the watcher has written holds `done` (the state the
+/// test expects, seen long enough), or for `secs` at most, and interrupts it (status 32).
+fn watch_until(start: u32, secs: f64, done: impl Fn(&str) -> bool) -> String {
+    interrupt_when(watcher(start, &[]), secs, done)
+}
+
+/// `rpv --pipeline=PID ARGS…` until its output holds `done`, or for `secs` at most, then
+/// interrupted (status 32): its standard error.
+fn watch_with_until(pid: u32, args: &[&str], secs: f64, done: impl Fn(&str) -> bool) -> String {
+    interrupt_when(spawn_watch(pid, args), secs, done)
+}
+
+/// A watcher's standard error, read as it comes (a watcher blocked on a full pipe would
+/// never end: a long `--json` watch writes more than a pipe holds).
+struct Collected {
+    seen: std::sync::Arc<Mutex<Vec<u8>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Collected {
+    fn of(child: &mut Child) -> Collected {
+        use std::io::Read;
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let mut stderr = child.stderr.take().expect("stderr piped");
+        let sink = std::sync::Arc::clone(&seen);
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 16384];
+            while let Ok(n @ 1..) = stderr.read(&mut buf) {
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Collected { seen, reader }
+    }
+
+    fn so_far(&self) -> String {
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+
+    /// Everything, once the writer has ended.
+    fn all(self) -> String {
+        self.reader.join().unwrap();
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+}
+
+/// Ctrl-C to a watcher whose standard error is `out`: it ends with status 32; returns
+/// its standard error.
+fn interrupt_collected(child: &mut Child, out: Collected) -> String {
     Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     let status = wait_within(child, 10.0, "the watcher after Ctrl-C");
-    let text = crate::util::stderr_of(child);
+    let text = out.all();
     assert_eq!(status.code(), Some(32), "{text}");
     text
+}
+
+/// Reads `child`'s standard error as it comes; once it holds `done` (looked at every 50
+/// ms), or after `secs`, interrupts it (status 32) and returns all of it.
+fn interrupt_when(mut child: Child, secs: f64, done: impl Fn(&str) -> bool) -> String {
+    let out = Collected::of(&mut child);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs_f64(secs) {
+        if done(&out.so_far()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    interrupt_collected(&mut child, out)
+}
+
+/// The live frames drawn so far: the last `n` of them (at least) each mark one row, a
+/// command starting with `command`, whose time bar is mostly its own time; and no frame
+/// ever marked another row. (A test waiting for this stops as soon as the bottleneck is
+/// settled.)
+fn settled_on(text: &str, command: &str, n: usize) -> bool {
+    let live: Vec<Vec<Row>> = frames(text)
+        .into_iter()
+        .filter(|f| !f.is_empty() && f.iter().all(|r| r.state != "ended"))
+        .collect();
+    let marks_it = |f: &Vec<Row>| {
+        let marked: Vec<&Row> = f.iter().filter(|r| r.marked).collect();
+        marked.len() == 1 && marked[0].command.starts_with(command)
+    };
+    let own = |f: &Vec<Row>| {
+        f.iter().filter(|r| r.marked).all(|r| {
+            r.time
+                .chars()
+                .filter(|c| matches!(c, '#' | '+' | '.'))
+                .count()
+                >= 4
+        })
+    };
+    // (The last frame may be cut short by the read.)
+    let complete = &live[..live.len().saturating_sub(1)];
+    complete.len() >= n
+        && complete[complete.len() - n..]
+            .iter()
+            .all(|f| marks_it(f) && own(f))
+        && complete
+            .iter()
+            .all(|f| f.iter().all(|r| !r.marked) || marks_it(f))
+}
+
+/// The last advice line drawn.
+fn last_advice(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| l.starts_with("advice: "))
+        .unwrap_or_default()
+}
+
+/// The objects of a `--json` output so far (its complete lines).
+fn objects_so_far(text: &str) -> Vec<serde_json::Value> {
+    let complete = text.rfind('\n').map_or("", |at| &text[..=at]);
+    complete
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
 }
 
 /// The bottleneck of `script` is the stage running `comm`, with a command line starting
@@ -167,10 +275,18 @@ fn interrupt(child: &mut Child) -> String {
 /// first by the summary. Returns the watcher's stderr.
 #[track_caller]
 fn bottleneck_is(script: &str, comm: &str, command: &str) -> String {
+    bottleneck_and_advice(script, comm, command, false)
+}
+
+/// [`bottleneck_is`], the advice under the table too when `advised`.
+#[track_caller]
+fn bottleneck_and_advice(script: &str, comm: &str, command: &str, advised: bool) -> String {
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let pipeline = Pipeline::start(script);
     let pid = pipeline.find(comm);
-    let text = watch_for(pid, 4.0);
+    let text = watch_until(pid, 4.0, |t| {
+        settled_on(t, command, 8) && (!advised || t.contains("\nadvice: "))
+    });
     let frame = last_live_frame(&frames(&text));
     let marked: Vec<&Row> = frame.iter().filter(|r| r.marked).collect();
     assert_eq!(marked.len(), 1, "{frame:?}\n{text}");
@@ -212,10 +328,11 @@ fn cpu_bound_middle_stage() {
 #[test]
 fn rate_limited_rpv() {
     // A low limit, so that even a consumer starved of CPU by a busy machine keeps up.
-    let text = bottleneck_is(
+    let text = bottleneck_and_advice(
         "head -c 1G /dev/zero | \"$RPV\" -q -L 2M | sha256sum > /dev/null",
         "sha256sum",
         "rpv -q -L 2M",
+        true,
     );
     // Under the table, and at the end: what to try, with the command to paste.
     let frame = last_live_frame(&frames(&text));
@@ -322,13 +439,15 @@ fn found_from_any_stage_and_from_the_shell() {
 
 #[test]
 fn stages_end_one_by_one_and_the_watch_ends_with_them() {
-    let mut pipeline = Pipeline::start("sleep 1 | sleep 2 | sleep 3");
+    // (2 s for the first: on a loaded machine the watcher may take more than a second to
+    // read the stages.)
+    let mut pipeline = Pipeline::start("sleep 2 | sleep 3 | sleep 4");
     // Once every stage has started (the shell forks them one after the other), from the
     // stage that lasts longest (on a loaded machine the first may end before the watcher
     // has read it).
-    pipeline.find_command("sleep 1");
     pipeline.find_command("sleep 2");
-    let pid = pipeline.find_command("sleep 3");
+    pipeline.find_command("sleep 3");
+    let pid = pipeline.find_command("sleep 4");
     let mut child = watcher(pid, &[]);
     let status = wait_within(&mut child, 15.0, "the watcher");
     let text = crate::util::stderr_of(&mut child);
@@ -342,7 +461,7 @@ fn stages_end_one_by_one_and_the_watch_ends_with_them() {
     assert!(seen.contains(&vec![true, true, false]), "{seen:?}");
     assert_eq!(seen.last(), Some(&vec![true, true, true]));
     let commands: Vec<&str> = frames[0].iter().map(|r| r.command.as_str()).collect();
-    assert_eq!(commands, ["sleep 1", "sleep 2", "sleep 3"]);
+    assert_eq!(commands, ["sleep 2", "sleep 3", "sleep 4"]);
     pipeline.stop();
 }
 
@@ -675,9 +794,7 @@ fn a_zombie_and_a_kernel_thread_are_named() {
 
 /// A watcher of `pid` with `args`, interrupted after `secs` seconds; its stderr.
 fn watch_with(pid: u32, args: &[&str], secs: f64) -> String {
-    let mut child = spawn_watch(pid, args);
-    std::thread::sleep(Duration::from_secs_f64(secs));
-    interrupt(&mut child)
+    watch_with_until(pid, args, secs, |_| false)
 }
 
 /// `rpv --pipeline=PID ARGS…`, its standard error piped.
@@ -892,13 +1009,14 @@ fn a_pipeline_the_shell_starts_later_joins_the_watch() {
     let pipeline = Pipeline::start(&script);
     pipeline.find("cat");
     let mut child = spawn_watch(pipeline.shell.id(), &["--json", "-i", "0.5"]);
+    let out = Collected::of(&mut child);
     // The second pipeline starts once the watch is under way; it is looked for every
     // second, and shown for a few intervals after.
     std::thread::sleep(Duration::from_secs(1));
     std::fs::write(&go, b"").unwrap();
     pipeline.find("tr");
     std::thread::sleep(Duration::from_secs(3));
-    let text = interrupt(&mut child);
+    let text = interrupt_collected(&mut child, out);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
     assert_eq!(
@@ -941,11 +1059,30 @@ fn a_script_is_followed_for_its_whole_life() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let mut child = spawn_watch(shell, &["--json", "-i", "0.5"]);
-    let status = wait_within(&mut child, 30.0, "the watch of the script");
-    let text = crate::util::stderr_of(&mut child);
+    let out = Collected::of(&mut child);
+    // The script is reaped as soon as it ends, as the shell that started it would: the
+    // watch's summaries are written once it is gone.
+    let (status, script_ended) = std::thread::scope(|scope| {
+        let script = &mut pipeline.shell;
+        scope.spawn(move || script.wait().unwrap());
+        let status = crate::util::exit_within(&mut child, 30.0);
+        let ended = std::fs::read_to_string(format!("/proc/{shell}/stat"))
+            .map_or(true, |stat| stat.contains(") Z "));
+        if status.is_none() {
+            let _ = Command::new("kill")
+                .args(["-TERM", "--", &format!("-{shell}")])
+                .status();
+        }
+        (status, ended)
+    });
+    let Some(status) = status else {
+        let text = interrupt_collected(&mut child, out);
+        panic!("the watch of the script still runs after 30 s:\n{text}");
+    };
+    let text = out.all();
     assert!(status.success(), "{text}");
     assert!(
-        pipeline.shell.try_wait().unwrap().is_some(),
+        script_ended,
         "the watch ended before the script did\n{text}"
     );
     assert!(b.exists());
@@ -979,9 +1116,15 @@ fn a_script_is_followed_for_its_whole_life() {
     let summaries = crate::json::of_type(&objects, "summary");
     assert_eq!(summaries.len(), 2, "{text}");
     for (job, summary) in summaries.iter().enumerate() {
+        // (Its first stage, whichever was found first.)
         let first = stages
             .iter()
-            .find(|s| s["job"] == job as u64 + 1)
+            .find(|s| {
+                s["job"] == job as u64 + 1
+                    && s["command"]
+                        .as_str()
+                        .is_some_and(|c| c.starts_with("head -c "))
+            })
             .map(|s| s["pid"].as_u64().unwrap())
             .unwrap();
         assert!(
@@ -1032,7 +1175,18 @@ fn on_a_loaded_machine_the_bottleneck_is_still_found() {
     ] {
         let pipeline = Pipeline::start(script);
         let pid = pipeline.find(comm);
-        let text = watch_with(pid, &["--json", "-i", "1"], 5.5);
+        // Done once 4 samples all name it (the bottleneck every time).
+        let text = watch_with_until(pid, &["--json", "-i", "1"], 5.5, |t| {
+            let objects = objects_so_far(t);
+            let stages = stage_objects(&objects);
+            stages.len() >= 12
+                && stages
+                    .iter()
+                    .filter(|s| s["bottleneck"] == true && s["command"] == expected)
+                    .count()
+                    * 3
+                    == stages.len()
+        });
         drop(pipeline);
         let objects = crate::json::parse_ndjson(text.as_bytes());
         let stages: Vec<&serde_json::Value> = crate::json::of_type(&objects, "progress")
@@ -1057,12 +1211,40 @@ fn on_a_loaded_machine_the_bottleneck_is_still_found() {
 
 /// A loop watched from its shell for `secs` seconds with `--json -i 0.5`: the stage meters
 /// and the summary.
-fn watch_loop(script: &str, secs: f64) -> (Vec<serde_json::Value>, String) {
+fn watch_loop(
+    script: &str,
+    secs: f64,
+    done: impl Fn(&str) -> bool,
+) -> (Vec<serde_json::Value>, String) {
     let pipeline = Pipeline::start(script);
     pipeline.find("gzip");
-    let text = watch_with(pipeline.shell.id(), &["--json", "-i", "0.5"], secs);
+    let text = watch_with_until(pipeline.shell.id(), &["--json", "-i", "0.5"], secs, done);
     drop(pipeline);
     (crate::json::parse_ndjson(text.as_bytes()), text)
+}
+
+/// Whether the JSON so far shows the loop settled as the bottleneck: its last 6 stage
+/// objects one stage (one PID) named after `name`, each marked, with the slow `role`
+/// advice; and no other stage ever marked.
+fn loop_settled(text: &str, name: &str, role: &str) -> bool {
+    let objects = objects_so_far(text);
+    let stages = stage_objects(&objects);
+    let is_loop = |s: &serde_json::Value| {
+        s["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("(loop) ") && c.contains(name))
+    };
+    let loops: Vec<&serde_json::Value> = stages.iter().copied().filter(|s| is_loop(s)).collect();
+    let Some(last) = loops.len().checked_sub(6).map(|at| &loops[at..]) else {
+        return false;
+    };
+    let advice = format!("slow {role}: the shell loop (loop) ");
+    last.iter()
+        .all(|s| s["bottleneck"] == true && s["pid"] == last[0]["pid"])
+        && last[5]["advice"]
+            .as_str()
+            .is_some_and(|a| a.starts_with(&advice))
+        && stages.iter().all(|s| s["bottleneck"] != true || is_loop(s))
 }
 
 /// The loop stage (`(loop) …`) of the last `n` samples: one row (the same PID every
@@ -1124,6 +1306,7 @@ fn a_loop_reading_lines_is_one_stage_and_the_slow_consumer() {
     let (objects, text) = watch_loop(
         "seq 1 100000000 | gzip -1 | gzip -d | while read l; do sleep 0.01; done",
         4.5,
+        |t| loop_settled(t, "sleep", "consumer"),
     );
     loop_is_the_bottleneck(&objects, &text, "sleep", "consumer");
 }
@@ -1141,11 +1324,13 @@ fn a_loop_producing_data_is_one_stage_and_the_slow_producer() {
         "for f in '{}'/*; do cat \"$f\"; sleep 0.3; done | gzip -1 | sha256sum",
         dir.path().display()
     );
-    let (objects, text) = watch_loop(&script, 4.5);
+    let settled = |t: &str| loop_settled(t, "sleep", "producer");
+    let (objects, text) = watch_loop(&script, 4.5, settled);
     loop_is_the_bottleneck(&objects, &text, "sleep", "producer");
     let (objects, text) = watch_loop(
         "(while :; do head -c 100000 /dev/zero; sleep 0.4; done) | gzip -1 | sha256sum",
         4.5,
+        settled,
     );
     loop_is_the_bottleneck(&objects, &text, "sleep", "producer");
 }
@@ -1158,7 +1343,11 @@ fn a_loop_of_builtins_is_named_a_loop() {
     let pipeline =
         Pipeline::start("seq 1 100000000 | gzip -1 | gzip -d | while read l; do :; done");
     pipeline.find("gzip");
-    let text = watch_with(pipeline.shell.id(), &["--json", "-i", "0.5"], 3.5);
+    let text = watch_with_until(pipeline.shell.id(), &["--json", "-i", "0.5"], 3.5, |t| {
+        stage_objects(&objects_so_far(t))
+            .last()
+            .is_some_and(|s| s["command"] == "(loop) sh")
+    });
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
@@ -1173,16 +1362,29 @@ fn a_loop_of_builtins_is_named_a_loop() {
 
 /// D4: a rate limit on a loaded machine (a busy loop per core, and one more): the live
 /// advice and the summary's are the rate limit's, never "short of CPU" (the limited stage
-/// waits on its timer far longer than for a CPU).
+/// waits on its timer far longer than for a CPU, or moves data at its limit). (4 MiB/s: at
+/// 10, with other work on the machine too, rpv and gzip waited for a CPU long enough to
+/// fall below it, and the CPU advice was then right.)
 #[test]
 fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
     let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let _loops = BusyLoops::start();
     let _one_more = Pipeline::start("while :; do :; done");
     let pipeline =
-        Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 10M | gzip -1 > /dev/null");
+        Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | gzip -1 > /dev/null");
     let pid = pipeline.find("rpv");
-    let text = watch_with(pid, &["--json", "-i", "0.5"], 4.5);
+    // Done once 6 updates all give the rate limit's advice.
+    let text = watch_with_until(pid, &["--json", "-i", "0.5"], 4.5, |t| {
+        let objects = objects_so_far(t);
+        let advice: Vec<&str> = stage_objects(&objects)
+            .iter()
+            .filter_map(|s| s["advice"].as_str())
+            .collect();
+        advice.len() >= 6
+            && advice
+                .iter()
+                .all(|a| a.starts_with("raise its rate limit to go faster: rpv -R "))
+    });
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let advice: Vec<&str> = stage_objects(&objects)
@@ -1206,8 +1408,8 @@ fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
     assert_eq!(
         summary[0]["advice"],
         format!(
-            "raise its rate limit to go faster: rpv -R {pid} -L 20M (rpv -q -L 10M is held back \
-             by -L 10M)"
+            "raise its rate limit to go faster: rpv -R {pid} -L 8M (rpv -q -L 4M is held back \
+             by -L 4M)"
         ),
         "{text}"
     );
@@ -1229,12 +1431,13 @@ fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
             .status()
             .unwrap();
     };
+    let out = Collected::of(&mut child);
     std::thread::sleep(Duration::from_millis(1500));
     signal("-STOP");
     std::thread::sleep(Duration::from_secs(3));
     signal("-CONT");
     std::thread::sleep(Duration::from_millis(1500));
-    let text = interrupt(&mut child);
+    let text = interrupt_collected(&mut child, out);
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
@@ -1318,6 +1521,15 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
     // 80 KB/s: few wake-ups a second, so that even a sender starved of CPU by a busy
     // machine spends most of its time waiting on its socket.
     let peer = SlowPeer::start(dir.path(), 4096, 0.05);
+    // Many TCP sockets on the machine (as when other tests run): `net/tcp` is pages long,
+    // and the sender's socket is rarely on its first page.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let others: Vec<(std::net::TcpStream, std::net::TcpStream)> = (0..300)
+        .map(|_| {
+            let near = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            (near, listener.accept().unwrap().0)
+        })
+        .collect();
     let send = dir.path().join("send.py");
     std::fs::write(
         &send,
@@ -1332,7 +1544,13 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
         peer.port
     ));
     let pid = pipeline.find("python3");
-    let text = watch_for(pid, 4.0);
+    let prefix = format!(
+        "advice: the network or the peer (127.0.0.1:{}) is the limit: python3 ",
+        peer.port
+    );
+    let text = watch_until(pid, 4.0, |t| {
+        settled_on(t, "python3", 6) && last_advice(t).starts_with(&prefix)
+    });
     drop(pipeline);
     let frame = last_live_frame(&frames(&text));
     let sender = frame
@@ -1341,16 +1559,78 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
         .unwrap_or_else(|| panic!("{frame:?}"));
     assert_eq!(sender.state, "wait network", "{frame:?}\n{text}");
     assert!(sender.marked, "{frame:?}\n{text}");
-    let advice = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("advice: "))
-        .unwrap_or_default();
+    let advice = last_advice(&text);
+    assert!(advice.starts_with(&prefix), "{advice:?}\n{text}");
+    drop(others);
+}
+
+/// A stage serving a Unix socket to a client that connected without binding (its peer
+/// has no path) and reads slowly: the advice names the peer by its process, command and
+/// PID, beside the socket's path.
+#[test]
+fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
+    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s.sock");
+    let serve = dir.path().join("serve.py");
+    std::fs::write(
+        &serve,
+        "import socket, sys, shutil\n\
+         s = socket.socket(socket.AF_UNIX)\n\
+         s.bind(sys.argv[1])\n\
+         s.listen(1)\n\
+         c, _ = s.accept()\n\
+         shutil.copyfileobj(sys.stdin.buffer, c.makefile('wb'))\n",
+    )
+    .unwrap();
+    let read = dir.path().join("read.py");
+    std::fs::write(
+        &read,
+        "import socket, sys, time\n\
+         c = socket.socket(socket.AF_UNIX)\n\
+         while True:\n\
+         \x20   try:\n\
+         \x20       c.connect(sys.argv[1])\n\
+         \x20       break\n\
+         \x20   except OSError:\n\
+         \x20       time.sleep(0.02)\n\
+         while c.recv(4096):\n\
+         \x20   time.sleep(0.05)\n",
+    )
+    .unwrap();
+    let pipeline = Pipeline::start(&format!(
+        "head -c 20G /dev/zero | cat | python3 '{}' '{}'",
+        serve.display(),
+        sock.display()
+    ));
+    let mut reader = Command::new("python3")
+        .arg(&read)
+        .arg(&sock)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let pid = pipeline.find("python3");
+    let named = format!(
+        ", PID {}, Unix socket {}) is the limit: python3 ",
+        reader.id(),
+        sock.display()
+    );
+    let text = watch_with_until(pid, &["-f", "-i", "0.2", "-w", "400"], 4.0, |t| {
+        settled_on(t, "python3", 6) && last_advice(t).contains(&named)
+    });
+    drop(pipeline);
+    let _ = reader.kill();
+    let _ = reader.wait();
+    let frame = last_live_frame(&frames(&text));
+    let server = frame
+        .iter()
+        .find(|r| r.command.starts_with("python3"))
+        .unwrap_or_else(|| panic!("{frame:?}"));
+    assert_eq!(server.state, "wait network", "{frame:?}\n{text}");
+    assert!(server.marked, "{frame:?}\n{text}");
+    let advice = last_advice(&text);
     assert!(
-        advice.starts_with(&format!(
-            "advice: the network or the peer (127.0.0.1:{}) is the limit: python3 ",
-            peer.port
-        )),
+        advice.starts_with("advice: the network or the peer (python3 ") && advice.contains(&named),
         "{advice:?}\n{text}"
     );
 }
@@ -1462,7 +1742,10 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
         sshd.ssh(&remote)
     ));
     let pid = pipeline.find("ssh");
-    let text = watch_for(pid, 5.0);
+    let prefix = "advice: the network or the remote end (ssh root@127.0.0.1) is the limit";
+    let text = watch_until(pid, 5.0, |t| {
+        settled_on(t, "ssh ", 6) && last_advice(t).starts_with(prefix)
+    });
     drop(pipeline);
     let frame = last_live_frame(&frames(&text));
     let ssh = frame
@@ -1471,16 +1754,8 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
         .unwrap_or_else(|| panic!("{frame:?}\n{text}"));
     assert_eq!(ssh.state, "wait network", "{frame:?}\n{text}");
     assert!(ssh.marked, "{frame:?}\n{text}");
-    let advice = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("advice: "))
-        .unwrap_or_default();
-    assert!(
-        advice
-            .starts_with("advice: the network or the remote end (ssh root@127.0.0.1) is the limit"),
-        "{advice:?}\n{text}"
-    );
+    let advice = last_advice(&text);
+    assert!(advice.starts_with(prefix), "{advice:?}\n{text}");
 }
 
 /// Text drawn on a terminal, its escape sequences (`ESC [ … letter`) and carriage returns
@@ -1603,17 +1878,31 @@ fn sort_spilling_to_temporary_files_is_not_pipe_traffic() {
     let pid = pipeline.find("uniq");
     // (At -i 0.5: the test reads the watcher's output once it has ended, so it must fit
     // a pipe.)
-    let text = watch_with(pid, &["--json", "-i", "0.5"], 4.5);
+    let sort_command = format!("sort -S 1M -T {}", dir.path().display());
+    let of = |stages: &[&'_ serde_json::Value], command: &str| -> Vec<serde_json::Value> {
+        stages
+            .iter()
+            .filter(|s| s["command"] == command)
+            .map(|s| (*s).clone())
+            .collect()
+    };
+    let nothing = |s: &serde_json::Value, key: &str| s[key].as_f64().is_none_or(|r| r == 0.0);
+    // Done once the last 4 of at least 6 samples show it.
+    let text = watch_with_until(pid, &["--json", "-i", "0.5"], 4.5, |t| {
+        let objects = objects_so_far(t);
+        let stages = stage_objects(&objects);
+        let (sort, uniq) = (of(&stages, &sort_command), of(&stages, "uniq -c"));
+        sort.len() >= 6
+            && uniq.len() >= 6
+            && uniq[uniq.len() - 4..].iter().all(|s| nothing(s, "rate_in"))
+            && sort[sort.len() - 4..]
+                .iter()
+                .all(|s| nothing(s, "rate_out") && s["rate_in"].as_f64().is_some_and(|r| r > 0.0))
+    });
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
-    let of = |command: &str| -> Vec<&&serde_json::Value> {
-        stages.iter().filter(|s| s["command"] == command).collect()
-    };
-    let (sort, uniq) = (
-        of(&format!("sort -S 1M -T {}", dir.path().display())),
-        of("uniq -c"),
-    );
+    let (sort, uniq) = (of(&stages, &sort_command), of(&stages, "uniq -c"));
     assert!(sort.len() >= 6 && uniq.len() >= 6, "{text}");
     for s in &uniq[uniq.len() - 2..] {
         assert!(

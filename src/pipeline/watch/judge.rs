@@ -14,8 +14,38 @@ use super::{
 use crate::pipeline::advice::{self, Position, Situation};
 use crate::pipeline::classify::{self, StageState};
 use crate::pipeline::figures::{self, Counted, Side};
+use crate::pipeline::member;
 use crate::pipeline::model::{Activity, Fill, Part, Split};
-use crate::pipeline::procfs::{self, ProcFile};
+use crate::pipeline::procfs::{self, Proc, ProcFile};
+
+/// A socket's peer not found is looked for again after this long.
+const PEER_RETRY_NS: u64 = 1_000_000_000;
+
+/// A socket peer's command is shown up to this many characters.
+const PEER_COMMAND: usize = 40;
+
+/// `text` cut to `max` characters, with `…` where it was cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+/// A process holding the socket `inode`, other than `own`, found through every process's
+/// descriptors (those rpv may read).
+fn socket_holder(proc: &mut dyn Proc, inode: u64, own: &[u32]) -> Option<u32> {
+    let wanted = format!("socket:[{inode}]");
+    let mut pids: Vec<u32> = proc.pids().ok()?;
+    pids.retain(|pid| !own.contains(pid));
+    pids.sort_unstable();
+    pids.into_iter().find(|&pid| {
+        proc.fds(pid)
+            .is_ok_and(|fds| fds.iter().any(|(_, link)| *link == wanted))
+    })
+}
 
 impl Watcher {
     /// Rates, CPU use and activity of each running stage.
@@ -243,13 +273,18 @@ impl Watcher {
         self.short_of_cpu = short_of_cpu(&times);
         let marked = self.stages.iter().position(|s| s.view.bottleneck);
         if let Some(i) = marked {
-            self.find_peer(i);
+            self.find_peer(i, now_ns);
         }
-        self.advice = marked.and_then(|i| self.advise(i, &times, idle));
+        self.advice = marked.and_then(|i| {
+            let view = &self.stages[i].view;
+            self.advise(i, &times, idle, view.rate_out.or(view.rate_in))
+        });
     }
 
-    /// The other end of the socket stage `i` waits on, when it waits on one.
-    fn find_peer(&mut self, i: usize) {
+    /// The other end of the socket stage `i` waits on, when it waits on one (once found,
+    /// not looked for again for that socket; not found, looked for again after
+    /// [`PEER_RETRY_NS`]: a socket seen while it connects has no peer yet).
+    fn find_peer(&mut self, i: usize, now_ns: u64) {
         let stage = &self.stages[i];
         if stage.view.time.is_none_or(|t| t.get(Part::Network) < 0.2) {
             return;
@@ -261,20 +296,57 @@ impl Watcher {
         else {
             return;
         };
-        let mut table = |file| {
+        if let Some((of, at)) = stage.peer_of {
+            let found = stage.peer.is_some();
+            if of == inode && (found || now_ns < at + PEER_RETRY_NS) {
+                return;
+            }
+        }
+        let own: Vec<u32> = stage.members.iter().map(|m| m.pid).collect();
+        // (The socket tables are read to their end: `ProcFile::is_table`.)
+        let mut table = |file: ProcFile| {
             self.proc
                 .read(pid, file, false)
                 .map(|t| text(&t))
                 .unwrap_or_default()
         };
+        let unix = table(ProcFile::NetUnix);
         let peer = procfs::tcp_peer(&table(ProcFile::NetTcp), inode, false)
             .or_else(|| procfs::tcp_peer(&table(ProcFile::NetTcp6), inode, true))
-            .or_else(|| {
-                procfs::unix_path(&table(ProcFile::NetUnix), inode)
-                    .map(|path| format!("Unix socket {path}"))
-            });
+            .or_else(|| self.unix_peer(inode, &own, &unix));
+        let stage = &mut self.stages[i];
+        if stage.peer_of.is_some_and(|(of, _)| of != inode) {
+            stage.peer = None;
+        }
+        stage.peer_of = Some((inode, now_ns));
         if peer.is_some() {
-            self.stages[i].peer = peer.map(|p| crate::display::printable(&p).into_owned());
+            stage.peer = peer.map(|p| crate::display::printable(&p).into_owned());
+        }
+    }
+
+    /// The other end of the Unix socket `inode`, from `net/unix`'s text `unix`: the process
+    /// holding it (not one of `own`, the stage's processes) with its PID, and the path of
+    /// the connection when it has one.
+    fn unix_peer(&mut self, inode: u64, own: &[u32], unix: &str) -> Option<String> {
+        let Some(peer) = crate::sys::unix_peer(inode).ok().flatten() else {
+            return procfs::unix_path(unix, inode).map(|path| format!("Unix socket {path}"));
+        };
+        let path = procfs::unix_path(unix, peer).or_else(|| procfs::unix_path(unix, inode));
+        let holder = socket_holder(self.proc.as_mut(), peer, own).map(|pid| {
+            let comm = self
+                .proc
+                .read(pid, ProcFile::Stat, false)
+                .ok()
+                .and_then(|t| procfs::Stat::parse(&text(&t)))
+                .map(|s| s.comm)
+                .unwrap_or_default();
+            let command = member::command_of(self.proc.as_mut(), pid, &comm);
+            format!("{}, PID {pid}", cut(&command, PEER_COMMAND))
+        });
+        match (holder, path) {
+            (Some(holder), Some(path)) => Some(format!("{holder}, Unix socket {path}")),
+            (Some(holder), None) => Some(holder),
+            (None, path) => path.map(|path| format!("Unix socket {path}")),
         }
     }
 
@@ -289,12 +361,14 @@ impl Watcher {
         (before, after)
     }
 
-    /// The advice about stage `i`, with every stage's time split as `times`.
+    /// The advice about stage `i`, with every stage's time split as `times` and its rate
+    /// `rate` (bytes a second) over the same time.
     pub(super) fn advise(
         &self,
         i: usize,
         times: &[Option<Split>],
         idle: Option<f64>,
+        rate: Option<f64>,
     ) -> Option<String> {
         let stage = &self.stages[i];
         let time = times.get(i).copied().flatten()?;
@@ -316,6 +390,7 @@ impl Watcher {
             looping: stage.looping,
             peer: stage.peer.as_deref(),
             pid: stage.view.pid,
+            rate,
         };
         advice::advise(&situation, &self.tools)
     }

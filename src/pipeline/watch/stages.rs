@@ -28,6 +28,15 @@ impl Watcher {
         let Some(shell) = &mut stage.shell else {
             return;
         };
+        if stage
+            .members
+            .iter()
+            .any(|m| m.pid == shell.pid && m.comm() != shell.comm)
+        {
+            // It was forked for the stage and has run its program since.
+            stage.shell = None;
+            return;
+        }
         shell.look(self.proc.as_mut(), now_ns);
         let alone = stage.spec.members == [shell.pid] && stage.spec.containers.is_empty();
         if alone && shell.children.is_empty() {
@@ -259,14 +268,12 @@ impl Watcher {
             group: 0,
             advice: None,
         };
-        let shell = shell_of(self.proc.as_mut(), table, spec).map(|pid| Shell {
-            pid,
-            ..Shell::default()
-        });
+        let shell = shell_of(self.proc.as_mut(), table, spec).map(|pid| Shell::new(table, pid));
         Stage {
             shell,
             looping: false,
             peer: None,
+            peer_of: None,
             elsewhere: (false, false),
             now: view.activity,
             parents: parents(table, spec),
@@ -320,10 +327,7 @@ impl Watcher {
         stage.matched = true;
         if let Some(pid) = found {
             if stage.shell.as_ref().is_none_or(|s| s.pid != pid) {
-                stage.shell = Some(Shell {
-                    pid,
-                    ..Shell::default()
-                });
+                stage.shell = Some(Shell::new(table, pid));
             }
         }
     }
@@ -342,6 +346,17 @@ impl Watcher {
 }
 
 impl Shell {
+    fn new(table: &Table, pid: u32) -> Shell {
+        Shell {
+            pid,
+            comm: table
+                .get(pid)
+                .map(|p| p.stat.comm.clone())
+                .unwrap_or_default(),
+            ..Shell::default()
+        }
+    }
+
     /// Looks at the shell's children at `now_ns`, noting new ones.
     pub(super) fn look(&mut self, proc: &mut dyn Proc, now_ns: u64) {
         let now: Vec<u32> = proc
