@@ -1,8 +1,8 @@
 //! The splice lengths where one side is not a pipe: from a file into a pipe, one call asks
-//! for the whole output pipe and nothing else is called while data moves (no `poll`); from
-//! a pipe into a file, one call asks for a quarter of the input pipe. Checked with strace, and byte
-//! for byte at the boundaries of those lengths, with the fallback to read/write forced at
-//! the first, second and third call.
+//! for a quarter of the output pipe and nothing else is called while data moves (no
+//! `poll`); from a pipe into a file, one call asks for a quarter of the input pipe. Checked
+//! with strace, and byte for byte at the boundaries of those lengths, with the fallback to
+//! read/write forced at the first, second and third call.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -27,8 +27,7 @@ impl Topo {
     /// The length rpv asks of each splice.
     fn chunk(self) -> usize {
         match self {
-            Topo::FilePipe => capacity(),
-            Topo::PipeFile => (capacity() / 4).max(64 << 10),
+            Topo::FilePipe | Topo::PipeFile => (capacity() / 4).max(64 << 10),
         }
     }
 }
