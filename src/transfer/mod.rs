@@ -266,6 +266,9 @@ pub(crate) struct Engine<'a> {
     adaptive: adaptive::Adaptive,
     /// Short waits for a fast producer of small pieces (pipe input on the splice path).
     pacer: adaptive::Pacer,
+    /// A non-pipe input spliced into a pipe: a zero-timeout poll of the input before each
+    /// splice (see `choose_path`).
+    pace: bool,
     /// The `--tee` outputs.
     tees: Vec<fanout::Tee<'a>>,
     /// Private pipes and buffers of the fan-out.
@@ -319,6 +322,7 @@ impl<'a> Engine<'a> {
             line_state: lines::LineState::default(),
             adaptive: adaptive::Adaptive::default(),
             pacer: adaptive::Pacer::default(),
+            pace: false,
             tees,
             fan: fanout::FanState::default(),
             main_live: true,
@@ -588,6 +592,9 @@ impl<'a> Engine<'a> {
         } else if path == Path::CopyRange {
             sys::copy_file_range(fd, self.out, len)
         } else {
+            if self.pace {
+                let _ = sys::poll_one(fd, libc::POLLIN, 0);
+            }
             sys::splice(fd, self.out, len)
         };
         match result {
