@@ -133,7 +133,7 @@ fn watcher(pid: u32, extra: &[&str]) -> Child {
 /// returns the watcher's stderr once it has ended by itself (with status 0).
 fn watch_to_the_end(pipeline: &mut Pipeline, start: u32, secs: f64) -> String {
     let mut child = watcher(start, &[]);
-    std::thread::sleep(Duration::from_secs_f64(secs));
+    crate::util::pause(Duration::from_secs_f64(secs));
     pipeline.stop();
     let status = wait_within(&mut child, 10.0, "the watcher after the pipeline ended");
     let text = crate::util::stderr_of(&mut child);
@@ -414,17 +414,11 @@ fn found_from_any_stage_and_from_the_shell() {
     let first = pipeline.find("cat");
     let rpv_pid = pipeline.find("rpv");
     let shell = pipeline.shell.id();
-    let started = Instant::now();
-    let last = loop {
-        let second = descendants(shell)
+    let last = crate::util::wait_for("a second cat", 10.0, || {
+        descendants(shell)
             .into_iter()
-            .find(|&p| comm(p).as_deref() == Some("cat") && p != first);
-        if let Some(pid) = second {
-            break pid;
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "no second cat");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+            .find(|&p| comm(p).as_deref() == Some("cat") && p != first)
+    });
     let expected = ["cat /dev/zero", "rpv -q -L 5M", "cat"];
     for start in [first, rpv_pid, last, shell] {
         let text = watch_for(start, 0.8);
@@ -516,7 +510,7 @@ fn another_users_stage() {
     let theirs = pipeline.find("rpv");
     // Watched by root: every stage is readable.
     let mut child = watcher(theirs, &[]);
-    std::thread::sleep(Duration::from_millis(1500));
+    crate::util::pause(Duration::from_millis(1500));
     // Watched by nobody: its own stage is readable, root's are not permitted, shown in
     // their places, and nothing fails or hangs.
     let target = format!("--pipeline={theirs}");
@@ -530,7 +524,7 @@ fn another_users_stage() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    crate::util::pause(Duration::from_millis(1500));
     pipeline.stop();
     for (who, child) in [("root", &mut child), ("nobody", &mut as_nobody)] {
         let status = wait_within(child, 10.0, who);
@@ -558,7 +552,7 @@ fn quiet_shows_only_the_summary_with_stats() {
     let pid = pipeline.find("rpv");
     let mut quiet = watcher(pid, &["-q"]);
     let mut stats = watcher(pid, &["-q", "-v"]);
-    std::thread::sleep(Duration::from_millis(2500));
+    crate::util::pause(Duration::from_millis(2500));
     pipeline.stop();
     wait_within(&mut quiet, 10.0, "-q");
     wait_within(&mut stats, 10.0, "-q -v");
@@ -744,17 +738,15 @@ fn a_zombie_and_a_kernel_thread_are_named() {
     // A child that has ended and is not waited for yet: a zombie.
     let mut child = Command::new("true").spawn().unwrap();
     let stat = format!("/proc/{}/stat", child.id());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&stat).is_ok_and(|t| {
-        t.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    }) {
-        assert!(Instant::now() < deadline, "no zombie");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    crate::util::wait_until("a zombie", 10.0, || {
+        std::fs::read_to_string(&stat).is_ok_and(|t| {
+            t.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    });
     let out = rpv(&[&format!("--pipeline={}", child.id())])
         .output()
         .unwrap();
@@ -1012,10 +1004,10 @@ fn a_pipeline_the_shell_starts_later_joins_the_watch() {
     let out = Collected::of(&mut child);
     // The second pipeline starts once the watch is under way; it is looked for every
     // second, and shown for a few intervals after.
-    std::thread::sleep(Duration::from_secs(1));
+    crate::util::pause(Duration::from_secs(1));
     std::fs::write(&go, b"").unwrap();
     pipeline.find("tr");
-    std::thread::sleep(Duration::from_secs(3));
+    crate::util::pause(Duration::from_secs(3));
     let text = interrupt_collected(&mut child, out);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
@@ -1050,14 +1042,7 @@ fn a_script_is_followed_for_its_whole_life() {
     ));
     let shell = pipeline.shell.id();
     // (The shell is started through `nice`: watched once it is the shell.)
-    let start = Instant::now();
-    while comm(shell).as_deref() != Some("sh") {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "sh never started"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    crate::util::wait_until("sh to start", 10.0, || comm(shell).as_deref() == Some("sh"));
     let mut child = spawn_watch(shell, &["--json", "-i", "0.5"]);
     let out = Collected::of(&mut child);
     // The script is reaped as soon as it ends, as the shell that started it would: the
@@ -1432,11 +1417,11 @@ fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
             .unwrap();
     };
     let out = Collected::of(&mut child);
-    std::thread::sleep(Duration::from_millis(1500));
+    crate::util::pause(Duration::from_millis(1500));
     signal("-STOP");
-    std::thread::sleep(Duration::from_secs(3));
+    crate::util::pause(Duration::from_secs(3));
     signal("-CONT");
-    std::thread::sleep(Duration::from_millis(1500));
+    crate::util::pause(Duration::from_millis(1500));
     let text = interrupt_collected(&mut child, out);
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());

@@ -106,14 +106,11 @@ impl Flows {
     fn sockets(&mut self) {
         self.start("exec python3 sock.py serve port");
         let port = self.dir.path("port");
-        let start = Instant::now();
-        while !port.exists() {
-            assert!(
-                start.elapsed() < DEADLINE,
-                "the socket reader never listened"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::util::wait_until(
+            "the socket reader to listen",
+            DEADLINE.as_secs_f64(),
+            || port.exists(),
+        );
         let port = std::fs::read_to_string(port).unwrap();
         self.start(&format!("exec python3 sock.py send {port}"));
     }
@@ -186,15 +183,14 @@ impl Watcher {
     /// Waits for a frame `ready` accepts; returns it.
     #[track_caller]
     fn wait_frame(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
+        crate::util::wait_showing(what, DEADLINE.as_secs_f64(), || {
             let frame = self.last_frame();
             if ready(&frame) {
-                return frame;
+                Ok(frame)
+            } else {
+                Err(frame)
             }
-            assert!(start.elapsed() < DEADLINE, "never {what}:\n{frame}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        })
     }
 
     /// How many times a second rpv's main thread went to sleep so far (it wakes for the
@@ -304,23 +300,26 @@ fn json_objects_per_flow_match_the_schema() {
     flows.reader(&big, 16384);
     flows.start("python3 producer.py | gzip -1 | wc -c > /dev/null");
     let watcher = Watcher::start(rpv(&["--top", "--json", "-i", "0.5"]));
-    let start = Instant::now();
-    loop {
-        let text = watcher.text.lock().unwrap().clone();
-        let file = text.lines().any(|l| {
-            l.contains("\"meter\":\"flow\"")
-                && l.contains(&format!("\"file\":\"{big}\""))
-                && !l.contains("\"percent\":null")
-        });
-        let pipeline = text
-            .lines()
-            .any(|l| l.contains("\"kind\":\"pipeline\"") && l.contains("producer.py | gzip -1"));
-        if file && pipeline {
-            break;
-        }
-        assert!(start.elapsed() < DEADLINE, "no flows:\n{text}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::util::wait_showing(
+        "the file and the pipeline flows",
+        DEADLINE.as_secs_f64(),
+        || {
+            let text = watcher.text.lock().unwrap().clone();
+            let file = text.lines().any(|l| {
+                l.contains("\"meter\":\"flow\"")
+                    && l.contains(&format!("\"file\":\"{big}\""))
+                    && !l.contains("\"percent\":null")
+            });
+            let pipeline = text.lines().any(|l| {
+                l.contains("\"kind\":\"pipeline\"") && l.contains("producer.py | gzip -1")
+            });
+            if file && pipeline {
+                Ok(())
+            } else {
+                Err(text)
+            }
+        },
+    );
     let (status, text) = watcher.stop();
     assert_eq!(status.code(), Some(32));
     let objects = crate::json::parse_ndjson(text.as_bytes());
@@ -692,15 +691,14 @@ fn the_example_service_runs() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    loop {
+    crate::util::wait_showing("the metrics file", DEADLINE.as_secs_f64(), || {
         let text = std::fs::read_to_string(&prom).unwrap_or_default();
         if text.contains("rpv_top_last_update_seconds ") && text.contains("rpv_top_flows{") {
-            break;
+            Ok(())
+        } else {
+            Err(text)
         }
-        assert!(start.elapsed() < DEADLINE, "no metrics file: {text}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
     signal(child.id(), "TERM");
     crate::util::wait_within(&mut child, 30.0, "rpv --top");
     let mut stderr = String::new();
@@ -772,24 +770,17 @@ fn log_lines_per_flow() {
     let big = flows.file("big", 32 << 20);
     flows.reader(&big, 16384);
     let watcher = Watcher::start(rpv(&["--top", "--log", "-i", "0.5"]));
-    let start = Instant::now();
-    loop {
+    let line = crate::util::wait_showing("a line for the reader", DEADLINE.as_secs_f64(), || {
         let text = watcher.text.lock().unwrap().clone();
         let line = text
             .lines()
-            .find(|l| l.contains("reader.py") && l.contains(&format!("< {big}")));
-        if let Some(line) = line {
-            assert!(line.starts_with("20"), "time-stamped: {line}");
-            assert!(line.contains('%') && line.contains("B/s"), "{line}");
-            assert!(!line.contains('\r') && !line.contains('\x1b'), "{line:?}");
-            break;
-        }
-        assert!(
-            start.elapsed() < DEADLINE,
-            "no line for the reader:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+            .find(|l| l.contains("reader.py") && l.contains(&format!("< {big}")))
+            .map(str::to_owned);
+        line.ok_or(text)
+    });
+    assert!(line.starts_with("20"), "time-stamped: {line}");
+    assert!(line.contains('%') && line.contains("B/s"), "{line}");
+    assert!(!line.contains('\r') && !line.contains('\x1b'), "{line:?}");
 }
 
 /// Ctrl-Z and `fg`, then Ctrl-C: the rows are erased before the stop and drawn again

@@ -231,6 +231,24 @@ pub fn wait_for<T>(what: &str, secs: f64, ready: impl FnMut() -> Option<T>) -> T
     }
 }
 
+/// Polls `ready` until it gives a value; fails the test after `secs` s with `what` and the
+/// last thing `ready` saw (its `Err`: a frame, a file's text), for a failure that shows why.
+#[track_caller]
+pub fn wait_showing<T>(what: &str, secs: f64, mut ready: impl FnMut() -> Result<T, String>) -> T {
+    let mut last = String::new();
+    let found = poll(secs, || match ready() {
+        Ok(value) => Some(value),
+        Err(seen) => {
+            last = seen;
+            None
+        }
+    });
+    match found {
+        Some(value) => value,
+        None => panic!("waited {secs} s for {what}; last seen:\n{last}"),
+    }
+}
+
 /// Polls `done` until it holds; fails the test, naming `what`, after `secs` s.
 #[track_caller]
 pub fn wait_until(what: &str, secs: f64, mut done: impl FnMut() -> bool) {
