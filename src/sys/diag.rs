@@ -94,39 +94,50 @@ fn parse_socket(msg: &[u8], out: &mut HashMap<u64, u64>) {
     let Some(inode) = u32_at(msg, DIAG_MSG - 4) else {
         return;
     };
-    let mut at = DIAG_MSG;
-    while at + 4 <= msg.len() {
-        let (Some(len), Some(kind)) = (u16_at(msg, at), u16_at(msg, at + 2)) else {
-            return;
-        };
-        let len = len as usize;
-        if len < 4 || at + len > msg.len() {
-            return;
-        }
-        if kind == INET_DIAG_INFO {
-            let info = &msg[at + 4..at + len];
-            // The SYN counts as one byte acknowledged.
-            let acked = u64_at(info, BYTES_ACKED).unwrap_or(0).saturating_sub(1);
-            let received = u64_at(info, BYTES_RECEIVED).unwrap_or(0);
-            if inode != 0 {
-                out.insert(u64::from(inode), acked.saturating_add(received));
-            }
-            return;
-        }
-        at += (len + 3) & !3;
+    let Some(info) = attribute(msg, DIAG_MSG, INET_DIAG_INFO) else {
+        return;
+    };
+    // The SYN counts as one byte acknowledged.
+    let acked = u64_at(info, BYTES_ACKED).unwrap_or(0).saturating_sub(1);
+    let received = u64_at(info, BYTES_RECEIVED).unwrap_or(0);
+    if inode != 0 {
+        out.insert(u64::from(inode), acked.saturating_add(received));
     }
 }
 
-/// Every TCP socket of rpv's network namespace (IPv4 and IPv6): its inode and the bytes
-/// it has sent (acknowledged) and received, added up.
-pub(crate) fn tcp_bytes(out: &mut HashMap<u64, u64>) -> io::Result<()> {
+/// The payload of the first netlink attribute of type `want` in `msg`, the attributes
+/// starting at `from` (each: a 16-bit length, a 16-bit type, the payload, padded to 4).
+fn attribute(msg: &[u8], from: usize, want: u16) -> Option<&[u8]> {
+    let mut at = from;
+    while at + 4 <= msg.len() {
+        let len = u16_at(msg, at)? as usize;
+        let kind = u16_at(msg, at + 2)?;
+        if len < 4 || at + len > msg.len() {
+            return None;
+        }
+        if kind == want {
+            return Some(&msg[at + 4..at + len]);
+        }
+        at += (len + 3) & !3;
+    }
+    None
+}
+
+/// A netlink socket for `sock_diag` queries, and the kernel's address.
+fn diag_socket() -> io::Result<(std::os::fd::OwnedFd, netlink::SocketAddrNetlink)> {
     let fd = net::socket_with(
         AddressFamily::NETLINK,
         SocketType::DGRAM,
         SocketFlags::CLOEXEC,
         Some(netlink::SOCK_DIAG),
     )?;
-    let kernel = netlink::SocketAddrNetlink::new(0, 0);
+    Ok((fd, netlink::SocketAddrNetlink::new(0, 0)))
+}
+
+/// Every TCP socket of rpv's network namespace (IPv4 and IPv6): its inode and the bytes
+/// it has sent (acknowledged) and received, added up.
+pub(crate) fn tcp_bytes(out: &mut HashMap<u64, u64>) -> io::Result<()> {
+    let (fd, kernel) = diag_socket()?;
     let mut buf = vec![0u8; 32 * 1024];
     for (seq, family) in [(1, libc::AF_INET), (2, libc::AF_INET6)] {
         net::sendto(
@@ -180,21 +191,10 @@ fn parse_unix_reply(buf: &[u8]) -> io::Result<Option<u64>> {
         Some(SOCK_DIAG_BY_FAMILY) => {}
         _ => return Ok(None),
     }
-    let mut at = 16 + UNIX_DIAG_MSG;
-    while at + 4 <= len {
-        let (Some(attr), Some(kind)) = (u16_at(buf, at), u16_at(buf, at + 2)) else {
-            break;
-        };
-        let attr = attr as usize;
-        if attr < 4 || at + attr > len {
-            break;
-        }
-        if kind == UNIX_DIAG_PEER {
-            return Ok(u32_at(buf, at + 4).filter(|&p| p != 0).map(u64::from));
-        }
-        at += (attr + 3) & !3;
-    }
-    Ok(None)
+    Ok(attribute(&buf[..len], 16 + UNIX_DIAG_MSG, UNIX_DIAG_PEER)
+        .and_then(|peer| u32_at(peer, 0))
+        .filter(|&p| p != 0)
+        .map(u64::from))
 }
 
 /// The inode of the socket at the other end of the Unix socket `inode` (of rpv's network
@@ -203,13 +203,7 @@ pub(crate) fn unix_peer(inode: u64) -> io::Result<Option<u64>> {
     let Ok(inode) = u32::try_from(inode) else {
         return Ok(None);
     };
-    let fd = net::socket_with(
-        AddressFamily::NETLINK,
-        SocketType::DGRAM,
-        SocketFlags::CLOEXEC,
-        Some(netlink::SOCK_DIAG),
-    )?;
-    let kernel = netlink::SocketAddrNetlink::new(0, 0);
+    let (fd, kernel) = diag_socket()?;
     net::sendto(&fd, &unix_request(inode), SendFlags::empty(), &kernel)?;
     let mut buf = vec![0u8; 4096];
     let (n, _) = net::recv(&fd, &mut buf[..], RecvFlags::empty())?;
