@@ -128,13 +128,7 @@ fn a_stall_with_m_names_the_command_and_ends_it_with_what_it_started() {
     assert_eq!(std::fs::read(dir.path("out")).unwrap(), vec![0u8; 1000]);
     let objects = parse_ndjson(stderr.as_bytes());
     let end = objects.last().unwrap();
-    // As rpv shows a command: cut to 80 characters.
-    let command = format!("sh -c '{script}'");
-    let command = if command.chars().count() > 80 {
-        format!("{}...", command.chars().take(77).collect::<String>())
-    } else {
-        command
-    };
+    let command = shown_command(&script);
     assert_eq!(end["stall"]["side"], "input", "{stderr}");
     assert_eq!(end["stall"]["pid"], shell.0, "{stderr}");
     assert_eq!(end["stall"]["command"], command.as_str(), "{stderr}");
@@ -477,12 +471,7 @@ fn a_stall_with_m_in_names_the_command_that_does_not_read() {
     assert_eq!(status.code(), Some(128), "{stderr}");
     let objects = parse_ndjson(stderr.as_bytes());
     let end = objects.last().unwrap();
-    let text = format!("sh -c '{script}'");
-    let text = if text.chars().count() > 80 {
-        format!("{}...", text.chars().take(77).collect::<String>())
-    } else {
-        text
-    };
+    let text = shown_command(&script);
     assert_eq!(end["stall"]["side"], "output", "{stderr}");
     assert_eq!(end["stall"]["pid"], command.0, "{stderr}");
     assert_eq!(end["stall"]["command"], text.as_str(), "{stderr}");
@@ -495,4 +484,14 @@ fn a_stall_with_m_in_names_the_command_that_does_not_read() {
         )
     );
     gone_within(5.0, &[command], "the command ends with rpv");
+}
+
+/// `sh -c 'SCRIPT'` as rpv shows a command: cut to 80 characters.
+fn shown_command(script: &str) -> String {
+    let command = format!("sh -c '{script}'");
+    if command.chars().count() > 80 {
+        format!("{}...", command.chars().take(77).collect::<String>())
+    } else {
+        command
+    }
 }
