@@ -10,7 +10,8 @@
 //! it moves less than 1/64 of what the other end moves; a stage between two pipes that
 //! moves less than half of what the stages before it write and the stages after it read
 //! is a relay that undercounts both sides (pv with a rate limit reads a little with
-//! read(2) and splices the rest). A stage may count more than its pipe carries (`tee`
+//! read(2) and splices the rest). A writer that counts less than half of what the reader
+//! of its pipe read undercounts that side (nothing can be read that was not written). A stage may count more than its pipe carries (`tee`
 //! writes a file too, `sort` its temporary files): the watcher then leaves that side
 //! unknown (it has seen the stage with files open on that side), and it takes the other
 //! end's figure like a side that undercounts. A run of relays carries the same
@@ -93,7 +94,10 @@ pub(crate) fn derive(stages: &mut [Counted]) {
             && below(s.input.rate, wrote_before[i], RELAY)
             && below(s.output.rate, read_after[i], RELAY);
         low_in[i] = relay[i] || below(s.input.rate, upstream, NOT_COUNTING);
-        low_out[i] = relay[i] || below(s.output.rate, downstream, NOT_COUNTING);
+        // A reader cannot take more from a pipe than its writer put in: a writer counting
+        // less than half of what its reader read counts only part of its writes (pv
+        // reading a file with read(2) and splicing part of it into the pipe).
+        low_out[i] = relay[i] || below(s.output.rate, downstream, RELAY);
     }
     // What flows through the pipe after each stage: the reader's count, else the
     // writer's, when that side counts.
@@ -217,6 +221,14 @@ mod tests {
         stages[1].linked = false;
         derive(&mut stages);
         assert_eq!(stages[0].output, side(100.0 * M, 1000));
+        // pv -L 4M file | sha256sum: pv writes part with write(2), splices the rest.
+        let mut stages = [
+            stage(Some(side(4.0 * M, 40)), Some(side(1.3 * M, 13))),
+            stage(Some(side(4.0 * M, 40)), Some(side(0.0, 0))),
+        ];
+        stages[1].linked = false;
+        derive(&mut stages);
+        assert_eq!(stages[0].output, side(4.0 * M, 40));
         // Another user's stage: nothing of its own.
         let mut stages = [
             stage(None, Some(side(5.0 * M, 50))),
