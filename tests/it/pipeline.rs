@@ -9,10 +9,6 @@ use std::time::{Duration, Instant};
 use crate::shell::{comm, descendants, parent, Pipeline};
 use crate::util::{err, rpv, wait_within};
 
-/// Pipelines that keep CPUs busy run one at a time (and niced), so they neither disturb
-/// each other nor the timing-sensitive tests running beside them.
-static BUSY: Mutex<()> = Mutex::new(());
-
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
@@ -281,7 +277,6 @@ fn bottleneck_is(script: &str, comm: &str, command: &str) -> String {
 /// [`bottleneck_is`], the advice under the table too when `advised`.
 #[track_caller]
 fn bottleneck_and_advice(script: &str, comm: &str, command: &str, advised: bool) -> String {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let pipeline = Pipeline::start(script);
     let pid = pipeline.find(comm);
     let text = watch_until(pid, 4.0, |t| {
@@ -318,6 +313,7 @@ fn summary_line(text: &str) -> &str {
 
 #[test]
 fn cpu_bound_middle_stage() {
+    let _busy = crate::util::busy_loops();
     bottleneck_is(
         "cat /dev/zero | gzip -9 | cat > /dev/null",
         "gzip",
@@ -361,6 +357,7 @@ fn consumer_sleeping_between_reads() {
 
 #[test]
 fn hashing_consumer() {
+    let _busy = crate::util::busy_loops();
     bottleneck_is("yes | head -c 8G | sha256sum", "head", "sha256sum");
 }
 
@@ -391,7 +388,6 @@ fn splice_users_rates_come_from_rpv_itself_and_from_neighbours() {
     // The rates are checked against the limit, so rpv must get a CPU on time: never beside
     // the busy loops of the other tests here, nor beside the suite's heaviest tests. (In a
     // full run it once sat beside them, and rpv itself moved 0.7 MiB/s, every row agreeing.)
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let _cores = crate::util::cores_free();
     let pipeline = Pipeline::start(
         "cat /dev/zero | /usr/bin/pv -q | RPV_TEST_PATH=splice \"$RPV\" -q -L 1M | \
@@ -466,7 +462,6 @@ fn stages_end_one_by_one_and_the_watch_ends_with_them() {
 
 #[test]
 fn a_subshell_is_not_a_stage() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     // The subshell forks gzip (it has a command after it) and waits for it, holding both
     // pipes all the while.
     let mut pipeline =
@@ -504,7 +499,6 @@ fn a_compound_stage_shows_the_process_moving_data() {
 
 #[test]
 fn another_users_stage() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     if !running_as_root() {
         return;
     }
@@ -639,7 +633,6 @@ fn errors() {
 /// view shows every stage, rpv's own included (counted by rpv itself), with a summary.
 #[test]
 fn inline_view_moves_the_data_and_shows_its_own_pipeline() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = crate::util::Dir::new();
     let out = dir.path("out");
     let log = dir.path("log");
@@ -812,7 +805,6 @@ fn spawn_watch(pid: u32, args: &[&str]) -> Child {
 /// flowed), and their shares of the time; every object follows the schema.
 #[test]
 fn json_stage_meters_count_what_goes_through() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let pipeline = Pipeline::start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
     let pid = pipeline.find("rpv");
     let text = watch_with(pid, &["--json", "-i", "0.5"], 3.2);
@@ -937,7 +929,6 @@ fn log_writes_the_table_at_every_update_and_the_summary_last() {
 /// its own bottleneck and its own summary — never one merged table.
 #[test]
 fn a_shells_pipelines_are_tables_of_their_own() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let pipeline = Pipeline::start(
         "(head -c 2G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null) & \
          (cat /dev/zero | gzip -1 | \"$RPV\" -q -L 3M > /dev/null) & wait",
@@ -971,16 +962,19 @@ fn a_shells_pipelines_are_tables_of_their_own() {
     assert_eq!(named, ["gzip -1", "rpv -q -L 2M"], "{text}");
 }
 
-/// The commands of job `job`'s stage meters, in the order first seen.
+/// The commands of job `job`'s stages (one per PID, in the order first seen), each the
+/// last it showed: a stage caught between the shell's fork and its program's exec shows the
+/// shell's command line until then (a watch on a loaded machine sees it).
 fn job_commands(stages: &[&serde_json::Value], job: u64) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
+    let mut seen: Vec<(&serde_json::Value, String)> = Vec::new();
     for s in stages.iter().filter(|s| s["job"] == job) {
         let c = s["command"].as_str().unwrap().to_string();
-        if !seen.contains(&c) {
-            seen.push(c);
+        match seen.iter_mut().find(|(pid, _)| **pid == s["pid"]) {
+            Some(stage) => stage.1 = c,
+            None => seen.push((&s["pid"], c)),
         }
     }
-    seen
+    seen.into_iter().map(|(_, c)| c).collect()
 }
 
 /// The stage meters of `--json` output.
@@ -1153,7 +1147,7 @@ impl BusyLoops {
 /// most one-second samples and the summary name it, not every instant.
 #[test]
 fn on_a_loaded_machine_the_bottleneck_is_still_found() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let _busy = crate::util::busy_loops();
     let _loops = BusyLoops::start();
     for (script, comm, expected) in [
         ("yes | head -c 1000G | sha256sum", "sha256sum", "sha256sum"),
@@ -1292,7 +1286,6 @@ fn loop_is_the_bottleneck(objects: &[serde_json::Value], text: &str, name: &str,
 /// stage (the subshell, its children's time its own), the slow consumer.
 #[test]
 fn a_loop_reading_lines_is_one_stage_and_the_slow_consumer() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let (objects, text) = watch_loop(
         "seq 1 100000000 | gzip -1 | gzip -d | while read l; do sleep 0.01; done",
         4.5,
@@ -1305,7 +1298,6 @@ fn a_loop_reading_lines_is_one_stage_and_the_slow_consumer() {
 /// producer.
 #[test]
 fn a_loop_producing_data_is_one_stage_and_the_slow_producer() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     for i in 0..40 {
         std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 100_000]).unwrap();
@@ -1329,7 +1321,7 @@ fn a_loop_producing_data_is_one_stage_and_the_slow_producer() {
 /// as a loop rather than by its parent's command line.
 #[test]
 fn a_loop_of_builtins_is_named_a_loop() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let _busy = crate::util::busy_loops();
     let pipeline =
         Pipeline::start("seq 1 100000000 | gzip -1 | gzip -d | while read l; do :; done");
     pipeline.find("gzip");
@@ -1357,7 +1349,7 @@ fn a_loop_of_builtins_is_named_a_loop() {
 /// fall below it, and the CPU advice was then right.)
 #[test]
 fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let _busy = crate::util::busy_loops();
     let _loops = BusyLoops::start();
     let _one_more = Pipeline::start("while :; do :; done");
     let pipeline =
@@ -1506,7 +1498,6 @@ impl Drop for SlowPeer {
 /// the advice names the peer's address.
 #[test]
 fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // 80 KB/s: few wake-ups a second, so that even a sender starved of CPU by a busy
     // machine spends most of its time waiting on its socket.
@@ -1559,7 +1550,6 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
 /// PID, beside the socket's path.
 #[test]
 fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("s.sock");
     let serve = dir.path().join("serve.py");
@@ -1719,7 +1709,6 @@ impl Drop for Sshd {
 /// with the host from ssh's command line.
 #[test]
 fn ssh_to_a_slow_remote_end_waits_on_the_network() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
     let Some(sshd) = Sshd::start() else {
         eprintln!("skipped: no sshd (openssh-server) or not permitted to run one");
         return;
@@ -1826,7 +1815,7 @@ fn advice_wrapped_whole_at(columns: usize) {
 /// socket is not its work).
 #[test]
 fn a_short_inline_run_never_blames_rpv_itself() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let _busy = crate::util::busy_loops();
     let dir = crate::util::Dir::new();
     let log = dir.path("log");
     let script = format!(
@@ -1858,7 +1847,7 @@ fn a_short_inline_run_never_blames_rpv_itself() {
 /// temporary files take.
 #[test]
 fn sort_spilling_to_temporary_files_is_not_pipe_traffic() {
-    let _busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+    let _busy = crate::util::busy_loops();
     let dir = tempfile::tempdir().unwrap();
     let pipeline = Pipeline::start(&format!(
         "yes 'hello world foo bar baz' | head -c 2G | tr -s ' ' '\\n' | sort -S 1M -T '{}' | \

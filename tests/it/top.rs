@@ -575,38 +575,70 @@ fn select(tmux: &crate::tmux::Tmux<'_>, wanted: impl Fn(&str) -> bool) {
         assert!(start.elapsed() < DEADLINE, "never in PID order");
     }
     // Where the selection is and which flow it is on (its row without the figures that
-    // change at each redraw: on a terminal of few rows only the selected row shows).
+    // change at each redraw, their units included: on a terminal of few rows only the
+    // selected row shows).
+    let unit = |w: &str| {
+        let w = w.strip_suffix("/s").unwrap_or(w);
+        matches!(
+            w,
+            "B" | "KiB" | "MiB" | "GiB" | "TiB" | "kB" | "MB" | "GB" | "%"
+        )
+    };
     let at = |rows: &[String]| {
         rows.iter().position(|l| l.starts_with('>')).map(|i| {
-            let flow: String = rows[i]
+            let figures_out: String = rows[i]
                 .chars()
                 .filter(|c| {
                     !c.is_ascii_digit() && *c != '.' && !('\u{2581}'..='\u{2588}').contains(c)
                 })
                 .collect();
-            (i, flow)
+            let flow: Vec<&str> = figures_out
+                .split_whitespace()
+                .filter(|w| !unit(w))
+                .collect();
+            (i, flow.join(" "))
         })
     };
+    // How many flows the title counts: on a terminal of few rows, flows whose rows read
+    // the same (another test's processes, their names cut short) look like a selection
+    // that did not move, so only as many still looks in a row as there are flows mean an
+    // end of the list.
+    let count = |rows: &[String]| {
+        rows.iter()
+            .find_map(|l| l.strip_prefix("rpv --top: "))
+            .and_then(|t| t.split(' ').next()?.parse::<usize>().ok())
+            .unwrap_or(1)
+    };
     let mut down = true;
+    let mut still = 0;
+    let mut seen: Vec<String> = Vec::new();
     loop {
         let rows = tmux.pane(false);
         let before = at(&rows);
         if before.as_ref().is_some_and(|(i, _)| wanted(&rows[*i])) {
             return;
         }
+        seen.push(format!("{} {before:?}", if down { "Down" } else { "Up" }));
         tmux.press(if down { "Down" } else { "Up" });
         let pressed = Instant::now();
-        while at(&tmux.pane(false)) == before {
-            if pressed.elapsed() > Duration::from_secs(1) {
+        // (A key shows at the next frame, which on a machine busy with other tests may
+        // take a while.)
+        while at(&tmux.pane(false)) == before && pressed.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        if at(&tmux.pane(false)) == before {
+            still += 1;
+            if still >= count(&rows).clamp(1, 8) {
                 // An end of the list: the other way.
                 down = !down;
-                break;
+                still = 0;
             }
-            std::thread::sleep(Duration::from_millis(30));
+        } else {
+            still = 0;
         }
         assert!(
             start.elapsed() < DEADLINE,
-            "never selected the row: {rows:#?}"
+            "never selected the row: {rows:#?}\n{seen:#?}"
         );
     }
 }

@@ -178,22 +178,55 @@ pub fn err(out: &Output) -> String {
 }
 
 /// The integration tests run many at a time (`.cargo/config.toml` sets
-/// `RUST_TEST_THREADS`): most of them wait on processes, not on the CPU. Two kinds of test
-/// take this lock. A test that keeps the cores busy for seconds (gigabytes through pipes,
-/// a hundred runs of rpv, strace) takes it alone ([`cores_busy`]): one such test at a time,
-/// as when the suite ran two tests at once. A test whose bound needs the CPU on time (a rate
-/// within 2 %, an exit within a second of a signal) takes it shared ([`cores_free`]): it
-/// never runs beside such a test.
+/// `RUST_TEST_THREADS`): most of them wait on processes, not on the CPU. Three kinds of
+/// test take the locks below, always in the order `LOOPS`, `CORES`, `TIMING` (so that no
+/// two tests ever wait on each other):
+/// - a test that keeps the cores busy for seconds (gigabytes through pipes, a hundred runs
+///   of rpv, strace) runs alone among the tests that take a lock ([`cores_busy`]);
+/// - a test that runs busy pipelines or busy loops beside the pipeline it watches (the
+///   doctor's) runs one at a time and never beside a timing test ([`busy_loops`]); it may
+///   run beside a [`cores_busy`] test, as when the suite ran two tests at once;
+/// - a test whose bound needs the CPU on time (a rate within 2 %, an exit within a second
+///   of a signal) runs beside neither of those ([`cores_free`]), but beside its like.
+static LOOPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Written by [`cores_busy`], read by [`cores_free`].
 static CORES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+/// Written by [`busy_loops`], read by [`cores_free`].
+static TIMING: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// Held by a test that keeps the cores busy for seconds (see [`CORES`]).
+/// Held by a test that keeps the cores busy for seconds (see [`LOOPS`]).
 pub fn cores_busy() -> std::sync::RwLockWriteGuard<'static, ()> {
     CORES.write().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Held by a test whose bounds need the CPU on time (see [`CORES`]).
-pub fn cores_free() -> std::sync::RwLockReadGuard<'static, ()> {
-    CORES.read().unwrap_or_else(|e| e.into_inner())
+/// What [`cores_free`] holds.
+pub struct CoresFree {
+    _cores: std::sync::RwLockReadGuard<'static, ()>,
+    _timing: std::sync::RwLockReadGuard<'static, ()>,
+}
+
+/// Held by a test whose bounds need the CPU on time (see [`LOOPS`]).
+pub fn cores_free() -> CoresFree {
+    let cores = CORES.read().unwrap_or_else(|e| e.into_inner());
+    CoresFree {
+        _cores: cores,
+        _timing: TIMING.read().unwrap_or_else(|e| e.into_inner()),
+    }
+}
+
+/// What [`busy_loops`] holds.
+pub struct BusyLoops {
+    _loops: std::sync::MutexGuard<'static, ()>,
+    _timing: std::sync::RwLockWriteGuard<'static, ()>,
+}
+
+/// Held by a test that runs busy pipelines or busy loops (see [`LOOPS`]).
+pub fn busy_loops() -> BusyLoops {
+    let loops = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
+    BusyLoops {
+        _loops: loops,
+        _timing: TIMING.write().unwrap_or_else(|e| e.into_inner()),
+    }
 }
 
 /// How often the waits below look again.
