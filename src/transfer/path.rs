@@ -70,16 +70,14 @@ impl Engine<'_> {
         let pace_capacity = if path == Path::Splice { in_size } else { 0 };
         self.pacer.reset(pace_capacity, self.settings.hooks.pace_ns);
         if path == Path::Splice && (in_pipe != (self.out_info.kind == FileKind::Pipe)) {
-            // One side is a pipe, the other not: part of the pipe per call, so the neighbour
-            // drains (or refills) the pipe while rpv fills (or empties) it, instead of both
-            // taking turns on a whole pipe. Into a pipe an eighth (128 KiB of 1 MiB) with a
-            // zero-timeout poll of the input before each call: the poll costs a system call
-            // but leaves the pipe to its reader between two splices (1.3x in an A/B against
-            // the same eighth without it); out of a pipe a quarter. Measured on a quiet
-            // 2-vCPU machine against the whole pipe, a half and a quarter (BENCHMARKS.md,
-            // issue 27).
-            let part = if in_pipe { 4 } else { 8 };
-            self.splice_len = (self.splice_len / part).max(64 << 10);
+            // One side is a pipe, the other not: a quarter of the pipe per call, so the
+            // neighbour drains (or refills) the pipe while rpv fills (or empties) it, instead
+            // of both taking turns on a whole pipe. Into a pipe, the data thread also leaves
+            // the pipe to its reader for a moment before each call ([`SPLICE_PAUSE_NS`]).
+            // Measured on a quiet 2-vCPU machine against an eighth, a half and the whole
+            // pipe, with and without the pause or a zero-timeout poll in its place
+            // (BENCHMARKS.md, issue 27).
+            self.splice_len = (self.splice_len / 4).max(64 << 10);
             self.pace = !in_pipe;
         }
         path
