@@ -1147,7 +1147,7 @@ impl BusyLoops {
 /// most one-second samples and the summary name it, not every instant.
 #[test]
 fn on_a_loaded_machine_the_bottleneck_is_still_found() {
-    let _busy = crate::util::busy_loops();
+    let _busy = crate::util::busy_loops_alone();
     let _loops = BusyLoops::start();
     for (script, comm, expected) in [
         ("yes | head -c 1000G | sha256sum", "sha256sum", "sha256sum"),
@@ -1349,7 +1349,7 @@ fn a_loop_of_builtins_is_named_a_loop() {
 /// fall below it, and the CPU advice was then right.)
 #[test]
 fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
-    let _busy = crate::util::busy_loops();
+    let _busy = crate::util::busy_loops_alone();
     let _loops = BusyLoops::start();
     let _one_more = Pipeline::start("while :; do :; done");
     let pipeline =

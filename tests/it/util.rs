@@ -177,7 +177,7 @@ pub fn err(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The integration tests run many at a time (`.cargo/config.toml` sets
+/// The integration tests run several at a time (as many as there are cores, or
 /// `RUST_TEST_THREADS`): most of them wait on processes, not on the CPU. Three kinds of
 /// test take the locks below, always in the order `LOOPS`, `CORES`, `TIMING` (so that no
 /// two tests ever wait on each other):
@@ -217,14 +217,29 @@ pub fn cores_free() -> CoresFree {
 /// What [`busy_loops`] holds.
 pub struct BusyLoops {
     _loops: std::sync::MutexGuard<'static, ()>,
+    _cores: Option<std::sync::RwLockReadGuard<'static, ()>>,
     _timing: std::sync::RwLockWriteGuard<'static, ()>,
 }
 
 /// Held by a test that runs busy pipelines or busy loops (see [`LOOPS`]).
 pub fn busy_loops() -> BusyLoops {
+    busy_loops_with(false)
+}
+
+/// [`busy_loops`] for a test that loads every core itself (a busy loop per core beside
+/// its pipeline) and needs what is left of them for its pipeline: never beside a
+/// [`cores_busy`] test either (beside one, its pipeline's first stage waited for a CPU more
+/// than the stage it meant to find ran).
+pub fn busy_loops_alone() -> BusyLoops {
+    busy_loops_with(true)
+}
+
+fn busy_loops_with(alone: bool) -> BusyLoops {
     let loops = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
+    let cores = alone.then(|| CORES.read().unwrap_or_else(|e| e.into_inner()));
     BusyLoops {
         _loops: loops,
+        _cores: cores,
         _timing: TIMING.write().unwrap_or_else(|e| e.into_inner()),
     }
 }
