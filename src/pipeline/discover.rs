@@ -14,7 +14,9 @@
 //!   pipes. Where the chain has an open end (a pipe nobody we can see holds the other end
 //!   of), the unreadable siblings of the end stage (same parent: the shell that started the
 //!   pipeline) are placed there in PID order (shells start the stages left to right), and
-//!   the walk resumes from a readable sibling whose pipe has no visible other end.
+//!   the walk resumes from a readable sibling whose pipe has no visible other end. A
+//!   readable sibling passed over that holds no pipe yet (the shell forked it for a stage
+//!   and has not yet given it its pipes) leaves the segment *pending*: scanned again.
 //! - Only processes in the start process's session are scanned unless the chain has open
 //!   ends a session-wide scan does not close (a stage started with `setsid`, `sudo`).
 
@@ -206,6 +208,9 @@ pub(crate) struct Segment {
     pub open_start: bool,
     /// The last stage writes a pipe whose reader is not visible.
     pub open_end: bool,
+    /// A gap was closed past a process of ours that holds no pipe yet (the shell has
+    /// forked it for a stage but not yet given it its pipes): it may still join.
+    pub pending: bool,
 }
 
 /// Why there is no pipeline to show.
@@ -369,9 +374,9 @@ impl Walk<'_> {
     /// Siblings of the segment's end stage that may continue it: unreadable ones, and
     /// readable ones whose pipe has no visible other end. `after` picks the side: PIDs
     /// above the end stage's (downstream) or below (upstream), nearest first.
-    fn gap(&self, end: &StageSpec, after: bool) -> (Vec<u32>, Option<u32>) {
+    fn gap(&self, end: &StageSpec, after: bool) -> (Vec<u32>, Option<u32>, bool) {
         let Some(parent) = pipeline_parent(self.table, end) else {
-            return (Vec::new(), None);
+            return (Vec::new(), None, false);
         };
         let pivot = if after {
             end.all().max().unwrap_or(0)
@@ -401,13 +406,14 @@ impl Walk<'_> {
             .iter()
             .find(|p| !p.hidden() && open_other_end(p))
             .map(|p| p.pid);
-        let hidden = siblings
-            .iter()
-            .take_while(|p| Some(p.pid) != resume)
-            .filter(|p| p.hidden())
-            .map(|p| p.pid)
-            .collect();
-        (hidden, resume)
+        let between = || siblings.iter().take_while(|p| Some(p.pid) != resume);
+        let hidden = between().filter(|p| p.hidden()).map(|p| p.pid).collect();
+        // A readable process between the two that holds no pipe: a stage not yet
+        // connected (`resume` set), or just another child of the shell.
+        let unconnected = resume.is_some()
+            && between()
+                .any(|p| !p.hidden() && p.stdin.pipe().is_none() && p.stdout.pipe().is_none());
+        (hidden, resume, unconnected)
     }
 
     /// Closes open ends with unreadable siblings, and resumes from readable ones.
@@ -419,10 +425,11 @@ impl Walk<'_> {
             let Some(last) = segment.stages.last() else {
                 break;
             };
-            let (hidden, resume) = self.gap(last, true);
+            let (hidden, resume, unconnected) = self.gap(last, true);
             if hidden.is_empty() && resume.is_none() {
                 break;
             }
+            segment.pending |= unconnected;
             for pid in hidden {
                 self.seen.insert(pid);
                 segment.stages.push(hidden_stage(pid));
@@ -442,10 +449,11 @@ impl Walk<'_> {
             let Some(first) = segment.stages.first() else {
                 break;
             };
-            let (hidden, resume) = self.gap(first, false);
+            let (hidden, resume, unconnected) = self.gap(first, false);
             if hidden.is_empty() && resume.is_none() {
                 break;
             }
+            segment.pending |= unconnected;
             for pid in hidden {
                 self.seen.insert(pid);
                 segment.stages.insert(0, hidden_stage(pid));
@@ -527,6 +535,7 @@ pub(crate) fn discover(table: &Table, seeds: &[u32]) -> Vec<Segment> {
             stages: vec![stage],
             open_start: false,
             open_end: false,
+            pending: false,
         };
         walk.upstream(&mut segment);
         walk.downstream(&mut segment);

@@ -267,6 +267,8 @@ pub(crate) struct Watcher {
     /// When the wait states were last sampled.
     ticked_ns: Option<u64>,
     observed_ns: u64,
+    /// A stage may still join: a segment has an open end, or a gap closed past a process
+    /// not yet connected. Scanned again with a growing back-off.
     open_ends: bool,
     next_open_scan_ns: u64,
     open_backoff_ns: u64,

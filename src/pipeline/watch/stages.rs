@@ -158,7 +158,9 @@ impl Watcher {
         for stage in &mut self.stages {
             stage.matched = false;
         }
-        self.open_ends = segments.iter().any(|s| s.open_start || s.open_end);
+        self.open_ends = segments
+            .iter()
+            .any(|s| s.open_start || s.open_end || s.pending);
         let loops: Vec<u32> = self
             .stages
             .iter()
