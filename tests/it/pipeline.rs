@@ -805,6 +805,8 @@ fn spawn_watch(pid: u32, args: &[&str]) -> Child {
 /// flowed), and their shares of the time; every object follows the schema.
 #[test]
 fn json_stage_meters_count_what_goes_through() {
+    // The rates are checked against the limit: rpv must get a CPU on time.
+    let _cores = crate::util::cores_free();
     let pipeline = Pipeline::start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
     let pid = pipeline.find("rpv");
     let text = watch_with(pid, &["--json", "-i", "0.5"], 3.2);
