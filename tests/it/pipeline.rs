@@ -303,6 +303,19 @@ fn bottleneck_and_advice(script: &str, comm: &str, command: &str, advised: bool)
     text
 }
 
+/// In the last live frame of `text`, the row whose command starts with `command` waits on
+/// the network and is marked the bottleneck.
+#[track_caller]
+fn assert_waits_on_the_network(text: &str, command: &str) {
+    let frame = last_live_frame(&frames(text));
+    let row = frame
+        .iter()
+        .find(|r| r.command.starts_with(command))
+        .unwrap_or_else(|| panic!("{frame:?}\n{text}"));
+    assert_eq!(row.state, "wait network", "{frame:?}\n{text}");
+    assert!(row.marked, "{frame:?}\n{text}");
+}
+
 /// The first line of the summary printed at the end.
 fn summary_line(text: &str) -> &str {
     text.lines()
@@ -1535,13 +1548,7 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
         settled_on(t, "python3", 6) && last_advice(t).starts_with(&prefix)
     });
     drop(pipeline);
-    let frame = last_live_frame(&frames(&text));
-    let sender = frame
-        .iter()
-        .find(|r| r.command.starts_with("python3"))
-        .unwrap_or_else(|| panic!("{frame:?}"));
-    assert_eq!(sender.state, "wait network", "{frame:?}\n{text}");
-    assert!(sender.marked, "{frame:?}\n{text}");
+    assert_waits_on_the_network(&text, "python3");
     let advice = last_advice(&text);
     assert!(advice.starts_with(&prefix), "{advice:?}\n{text}");
     drop(others);
@@ -1603,13 +1610,7 @@ fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
     drop(pipeline);
     let _ = reader.kill();
     let _ = reader.wait();
-    let frame = last_live_frame(&frames(&text));
-    let server = frame
-        .iter()
-        .find(|r| r.command.starts_with("python3"))
-        .unwrap_or_else(|| panic!("{frame:?}"));
-    assert_eq!(server.state, "wait network", "{frame:?}\n{text}");
-    assert!(server.marked, "{frame:?}\n{text}");
+    assert_waits_on_the_network(&text, "python3");
     let advice = last_advice(&text);
     assert!(
         advice.starts_with("advice: the network or the peer (python3 ") && advice.contains(&named),
@@ -1728,13 +1729,7 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
         settled_on(t, "ssh ", 6) && last_advice(t).starts_with(prefix)
     });
     drop(pipeline);
-    let frame = last_live_frame(&frames(&text));
-    let ssh = frame
-        .iter()
-        .find(|r| r.command.starts_with("ssh "))
-        .unwrap_or_else(|| panic!("{frame:?}\n{text}"));
-    assert_eq!(ssh.state, "wait network", "{frame:?}\n{text}");
-    assert!(ssh.marked, "{frame:?}\n{text}");
+    assert_waits_on_the_network(&text, "ssh ");
     let advice = last_advice(&text);
     assert!(advice.starts_with(prefix), "{advice:?}\n{text}");
 }

@@ -214,15 +214,15 @@ pub fn cores_free() -> CoresFree {
     }
 }
 
-/// What [`busy_loops`] holds.
-pub struct BusyLoops {
+/// What [`busy_loops`] holds: the busy-loop tests' turn.
+pub struct LoopsTurn {
     _loops: std::sync::MutexGuard<'static, ()>,
     _cores: Option<std::sync::RwLockReadGuard<'static, ()>>,
     _timing: std::sync::RwLockWriteGuard<'static, ()>,
 }
 
 /// Held by a test that runs busy pipelines or busy loops (see [`LOOPS`]).
-pub fn busy_loops() -> BusyLoops {
+pub fn busy_loops() -> LoopsTurn {
     busy_loops_with(false)
 }
 
@@ -230,14 +230,14 @@ pub fn busy_loops() -> BusyLoops {
 /// its pipeline) and needs what is left of them for its pipeline: never beside a
 /// [`cores_busy`] test either (beside one, its pipeline's first stage waited for a CPU more
 /// than the stage it meant to find ran).
-pub fn busy_loops_alone() -> BusyLoops {
+pub fn busy_loops_alone() -> LoopsTurn {
     busy_loops_with(true)
 }
 
-fn busy_loops_with(alone: bool) -> BusyLoops {
+fn busy_loops_with(alone: bool) -> LoopsTurn {
     let loops = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
     let cores = alone.then(|| CORES.read().unwrap_or_else(|e| e.into_inner()));
-    BusyLoops {
+    LoopsTurn {
         _loops: loops,
         _cores: cores,
         _timing: TIMING.write().unwrap_or_else(|e| e.into_inner()),
