@@ -667,6 +667,52 @@ fn the_summary_credits_the_command_shown_while_it_was_the_bottleneck() {
     assert_eq!(w.report().stages[2].0, "sleep 5");
 }
 
+/// A stage's process that runs another program (a shim's chain of `exec`s: `env`, then
+/// `bash` on the shim, then the interpreter) is credited as the program it runs now, with
+/// the time it was the bottleneck under the launchers' names: a slow start on a loaded
+/// machine must not name the shim.
+#[test]
+fn a_stage_that_execs_is_credited_as_the_program_it_runs_now() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "cat big", TTY, pipe(1));
+    fake.add(102, 100, "env bash shims/python3 serve.py", pipe(1), TTY);
+    fake.fill(1, CAP, CAP);
+    let mut w = watch(&fake, 101);
+    w.sample(0);
+    let busy = |pid: u32, k: u64| {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.state(pid, 'R', "0");
+        fake.work(pid, 99, 0, 0);
+        k * SEC
+    };
+    for k in 1..=3 {
+        let view = w.sample(busy(102, k));
+        assert_eq!(commands(&view)[1], "env bash shims/python3 serve.py");
+    }
+    assert_eq!(w.summary()[0].command, "env bash shims/python3 serve.py");
+    fake.with(102, |p| {
+        p.comm = "python3".into();
+        p.cmdline = "python3 serve.py".into();
+    });
+    let view = w.sample(busy(102, 4));
+    assert_eq!(commands(&view)[1], "python3 serve.py");
+    let summary = w.summary();
+    assert_eq!(summary.len(), 1, "{summary:?}");
+    assert_eq!(summary[0].command, "python3 serve.py");
+    assert!(summary[0].share > 0.9, "{summary:?}");
+    assert_eq!(w.report().stages[1].0, "python3 serve.py");
+    // Another process in its place (not an exec) leaves the credit where it was.
+    fake.remove(102);
+    fake.add(103, 100, "sort", pipe(1), TTY);
+    for k in 5..=6 {
+        let view = w.sample(busy(103, k));
+        assert_eq!(commands(&view)[1], "sort");
+    }
+    let summary = w.summary();
+    assert_eq!(summary[0].command, "python3 serve.py", "{summary:?}");
+}
+
 /// A shell running two pipelines: each is watched on its own, with its own bottleneck,
 /// never one merged table. Given a stage's PID, only its own pipeline.
 #[test]

@@ -184,6 +184,10 @@ struct Stage {
     /// The bottleneck time by the command shown at the time (a stage whose member is
     /// replaced keeps its credit, under the name it had then).
     credit: Vec<(String, u64)>,
+    /// The process credited last, the command it had then, and all the time credited to
+    /// it: when it runs another program (an `exec`: a launcher, a shim, `env`), its time
+    /// moves to that program, which the process is now.
+    credited_last: Option<(u32, String, u64)>,
     score: f64,
     /// What it was doing at the last sample (its shown member's state, settled with the
     /// fills of its pipes).
@@ -243,6 +247,33 @@ impl Stage {
             .iter()
             .max_by_key(|(_, ns)| *ns)
             .map_or(&self.view.command, |(name, _)| name)
+    }
+
+    /// Credits `ns` of bottleneck time to the command the stage shows now (and the time
+    /// its process had under the programs it ran before, see `credited_last`).
+    fn credit_now(&mut self, ns: u64) {
+        let (pid, command) = (self.view.pid, &self.view.command);
+        let mut moved = 0;
+        match &mut self.credited_last {
+            Some((last, before, total)) if *last == pid => {
+                if before != command {
+                    moved = *total;
+                    if let Some(i) = self.credit.iter().position(|(c, _)| c == before) {
+                        self.credit[i].1 -= moved.min(self.credit[i].1);
+                        if self.credit[i].1 == 0 {
+                            self.credit.remove(i);
+                        }
+                    }
+                    before.clone_from(command);
+                }
+                *total += ns;
+            }
+            _ => self.credited_last = Some((pid, command.clone(), ns)),
+        }
+        match self.credit.iter_mut().find(|(c, _)| c == command) {
+            Some((_, t)) => *t += ns + moved,
+            None => self.credit.push((command.clone(), ns + moved)),
+        }
     }
 
     fn pipes(&self) -> Pipes {

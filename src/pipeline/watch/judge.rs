@@ -220,14 +220,7 @@ impl Watcher {
                 stage.score = stage.score * keep + if hit { 1.0 - keep } else { 0.0 };
                 if hit {
                     stage.bottleneck_ns += dt;
-                    match stage
-                        .credit
-                        .iter_mut()
-                        .find(|(c, _)| *c == stage.view.command)
-                    {
-                        Some((_, ns)) => *ns += dt,
-                        None => stage.credit.push((stage.view.command.clone(), dt)),
-                    }
+                    stage.credit_now(dt);
                 }
             }
         }

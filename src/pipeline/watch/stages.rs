@@ -291,6 +291,7 @@ impl Watcher {
             matched: true,
             bottleneck_ns: 0,
             credit: Vec::new(),
+            credited_last: None,
             score: 0.0,
             view,
         }
