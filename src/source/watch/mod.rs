@@ -255,6 +255,12 @@ impl WatchSource {
                 }
             }
         }
+        // The last round retires nothing: a process's descriptors can be found closed a
+        // round apart (it exited between two readings), and a round late on a busy
+        // machine would then leave the first of them off the final lines.
+        if self.all_finished() {
+            return;
+        }
         let interval = self.interval_ns;
         self.fds.retain(|w| {
             w.closed_at
@@ -365,6 +371,68 @@ impl Relative for str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shell holding two files open on descriptors 3 and 4; each line written to it
+    /// does the next step: close 4, then exit.
+    fn holder(a: &std::path::Path, b: &std::path::Path) -> std::process::Child {
+        let child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "exec 3<\"$1\" 4<\"$2\"; read x; exec 4<&-; read x",
+                "sh",
+            ])
+            .arg(a)
+            .arg(b)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        wait_for(|| std::fs::read_link(crate::procfs::fd_path(child.id(), 4)).is_ok());
+        child
+    }
+
+    fn wait_for(done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// A process whose descriptors were found closed a round apart (it exited between two
+    /// readings), with the last round late: the final lines still show both.
+    #[test]
+    fn the_final_round_keeps_every_descriptor_of_an_ended_process() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, b"aaaa").unwrap();
+        std::fs::write(&b, b"bbbb").unwrap();
+        let mut child = holder(&a, &b);
+        let pid = child.id();
+        const SEC: u64 = 1_000_000_000;
+        let target = Target { pid, fd: None };
+        let mut source = WatchSource::new(vec![target], Vec::new(), None, SEC / 10);
+        let mut out = Vec::new();
+        source.sample(SEC, &mut out);
+        assert_eq!(out.len(), 2);
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin).unwrap();
+        wait_for(|| std::fs::read_link(crate::procfs::fd_path(pid, 4)).is_err());
+        out.clear();
+        source.sample(2 * SEC, &mut out);
+        assert_eq!(out.len(), 2, "a closed descriptor stays for an interval");
+        assert!(!source.all_finished());
+        drop(stdin);
+        child.wait().unwrap();
+        out.clear();
+        // Three intervals later: the process has ended, descriptor 3 closed with it.
+        source.sample(2 * SEC + 3 * SEC / 10, &mut out);
+        assert!(source.all_finished());
+        let fds: Vec<i32> = source.fds.iter().map(|w| w.fd).collect();
+        assert_eq!(fds, [3, 4]);
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|m| m.phase == Phase::Ended));
+    }
 
     #[test]
     fn relative_paths() {
