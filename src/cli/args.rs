@@ -627,11 +627,16 @@ impl<'a> State<'a> {
     /// other option given is refused.
     fn check_pipeline_watch(&self) -> Result<(), String> {
         const APPLIES: [char; 12] = ['i', 'w', 'H', 'f', 'q', 'v', 'k', 'm', 'D', 'P', JSON, LOG];
+        self.refuse_all_but(&APPLIES, "--pipeline=PID")
+    }
+
+    /// Refuses the first option given that is not in `applies`, as not for `mode`.
+    fn refuse_all_but(&self, applies: &[char], mode: &str) -> Result<(), String> {
         let Some(refused) = self
             .opts
             .given_letters
             .chars()
-            .find(|c| !APPLIES.contains(c))
+            .find(|c| !applies.contains(c))
         else {
             return Ok(());
         };
@@ -639,7 +644,7 @@ impl<'a> State<'a> {
             Some(f) if long_only(refused) => format!("--{}", f.long),
             _ => format!("-{refused}"),
         };
-        Err(self.fail(&format!("{name}: cannot be used with --pipeline=PID")))
+        Err(self.fail(&format!("{name}: cannot be used with {mode}")))
     }
 
     /// `--top` watches the whole machine: no files, no transfer; only the interval, the
@@ -666,19 +671,7 @@ impl<'a> State<'a> {
         if !operands.is_empty() {
             return Err(self.fail("--top: files cannot be specified with --top"));
         }
-        let Some(refused) = self
-            .opts
-            .given_letters
-            .chars()
-            .find(|c| !APPLIES.contains(c))
-        else {
-            return Ok(());
-        };
-        let name = match flags().find(|f| f.short == refused) {
-            Some(f) if long_only(refused) => format!("--{}", f.long),
-            _ => format!("-{refused}"),
-        };
-        Err(self.fail(&format!("{name}: cannot be used with --top")))
+        self.refuse_all_but(&APPLIES, "--top")
     }
 
     fn check_watchfd(&self) -> Result<(), String> {
