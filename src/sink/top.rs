@@ -1,7 +1,8 @@
 //! The `--top` view: a row per flow, busiest first, redrawn in place through the screen
-//! layer; on a terminal it takes keys (↑/↓ select, Enter opens the selected flow in the
-//! `--pipeline` or `-d` view, Esc comes back, `s` changes the order, `q` quits). Without
-//! a terminal it prints each update as a plain frame (a title, the rows, a blank line).
+//! layer; on a terminal it takes keys (↑/↓ select, Home/End the first and the last row,
+//! Enter opens the selected flow in the `--pipeline` or `-d` view, Esc comes back, `s`
+//! changes the order, `q` quits). Without a terminal it prints each update as a plain
+//! frame (a title, the rows, a blank line).
 //!
 //! Owns: the rows of the last update (so keys redraw at once, without a new sample), each
 //! flow's rate history (its sparkline), the selection, the terminal's input mode (no echo,
@@ -152,7 +153,7 @@ impl Top {
                 }
             }
             _ if self.zoom.is_some() => {}
-            Key::Up | Key::Down => {
+            Key::Up | Key::Down | Key::First | Key::Last => {
                 self.selected = view::move_selection(&self.lines, self.selected, key);
                 self.draw(config, term);
             }

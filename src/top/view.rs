@@ -110,6 +110,10 @@ pub enum Key {
     Up,
     /// ↓ or `j`.
     Down,
+    /// Home or `g`: the first row.
+    First,
+    /// End or `G`: the last row.
+    Last,
     /// Enter: open the selected flow.
     Enter,
     /// Esc: back from the opened flow.
@@ -133,9 +137,14 @@ pub fn keys(bytes: &[u8]) -> Vec<Key> {
                 while j < bytes.len() && !(0x40..=0x7e).contains(&bytes[j]) {
                     j += 1;
                 }
-                match bytes.get(j) {
-                    Some(b'A') => out.push(Key::Up),
-                    Some(b'B') => out.push(Key::Down),
+                // Home and End: `ESC [ H`, `ESC O H` (and `F`), or `ESC [ 1 ~`, `ESC [ 7 ~`
+                // (and `4`, `8`), as terminals and terminfo entries differ.
+                let params = &bytes[i + 2..j.min(bytes.len())];
+                match (bytes.get(j), params) {
+                    (Some(b'A'), _) => out.push(Key::Up),
+                    (Some(b'B'), _) => out.push(Key::Down),
+                    (Some(b'H'), []) | (Some(b'~'), b"1" | b"7") => out.push(Key::First),
+                    (Some(b'F'), []) | (Some(b'~'), b"4" | b"8") => out.push(Key::Last),
                     _ => {}
                 }
                 i = j + 1;
@@ -145,6 +154,8 @@ pub fn keys(bytes: &[u8]) -> Vec<Key> {
             b'\r' | b'\n' => out.push(Key::Enter),
             b'k' => out.push(Key::Up),
             b'j' => out.push(Key::Down),
+            b'g' => out.push(Key::First),
+            b'G' => out.push(Key::Last),
             b's' => out.push(Key::Sort),
             b'q' | b'Q' => out.push(Key::Quit),
             _ => {}
@@ -155,10 +166,12 @@ pub fn keys(bytes: &[u8]) -> Vec<Key> {
 }
 
 /// The selection after `key`: the row above or below the selected one in `lines` (in
-/// display order), the first row when nothing was selected.
+/// display order), the first or the last row, the first row when nothing was selected.
 pub fn move_selection(lines: &[Line], selected: Option<u64>, key: Key) -> Option<u64> {
     let at = selected.and_then(|id| lines.iter().position(|l| l.id == id));
     let to = match (at, key) {
+        (_, Key::First) => 0,
+        (_, Key::Last) => lines.len().saturating_sub(1),
         (None, _) => 0,
         (Some(i), Key::Up) => i.saturating_sub(1),
         (Some(i), Key::Down) => (i + 1).min(lines.len().saturating_sub(1)),
@@ -360,6 +373,17 @@ mod tests {
         assert_eq!(keys(b"\x1b"), [Key::Escape]);
         assert_eq!(keys(b"\x1bOA"), [Key::Up], "application cursor mode");
         assert_eq!(
+            keys(b"\x1b[H\x1bOH\x1b[1~\x1b[7~g"),
+            [Key::First; 5],
+            "Home as terminals send it"
+        );
+        assert_eq!(
+            keys(b"\x1b[F\x1bOF\x1b[4~\x1b[8~G"),
+            [Key::Last; 5],
+            "End as terminals send it"
+        );
+        assert_eq!(keys(b"\x1b[2~\x1b[1;5H"), [], "Insert, Ctrl-Home: not ours");
+        assert_eq!(
             keys(b"\x1b[1;5C"),
             [],
             "unknown sequences are skipped whole"
@@ -379,6 +403,10 @@ mod tests {
             "gone: first"
         );
         assert_eq!(move_selection(&[], Some(1), Key::Up), None);
+        assert_eq!(move_selection(&lines, Some(2), Key::First), Some(1));
+        assert_eq!(move_selection(&lines, Some(1), Key::Last), Some(3));
+        assert_eq!(move_selection(&lines, None, Key::Last), Some(3));
+        assert_eq!(move_selection(&[], None, Key::Last), None);
     }
 
     #[test]
