@@ -90,6 +90,10 @@ pub(crate) struct Member {
     comm: String,
     /// Its command line, for display.
     pub command: String,
+    /// It had no command line when `command` was read, which a process in the midst of an
+    /// `exec` has for a moment (its new name, not yet its arguments): read again at each
+    /// reading until it has one.
+    unnamed: bool,
     /// The threads read, listed when the process had `threads` of them.
     tasks: Vec<Task>,
     threads: u32,
@@ -300,10 +304,19 @@ fn text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
 /// The command line of `pid` for display, or `[comm]` if it has none (a process may set
 /// its name to anything, so it is escaped like the command line).
 pub(crate) fn command_of(proc: &mut dyn Proc, pid: u32, comm: &str) -> String {
+    command_line(proc, pid).unwrap_or_else(|| unnamed(comm))
+}
+
+/// The command line of `pid` for display, if it has one.
+fn command_line(proc: &mut dyn Proc, pid: u32) -> Option<String> {
     proc.read(pid, ProcFile::Cmdline, false)
         .ok()
         .and_then(|c| procfs::command_text(&c))
-        .unwrap_or_else(|| format!("[{}]", crate::display::printable(comm)))
+}
+
+/// What a process without a command line is called.
+fn unnamed(comm: &str) -> String {
+    format!("[{}]", crate::display::printable(comm))
 }
 
 impl Member {
@@ -321,11 +334,13 @@ impl Member {
         comm: String,
         fresh: bool,
     ) -> Member {
+        let line = command_line(proc, pid);
         Member {
             pid,
             start,
             session,
-            command: command_of(proc, pid, &comm),
+            unnamed: line.is_none(),
+            command: line.unwrap_or_else(|| unnamed(&comm)),
             comm,
             tasks: Vec::new(),
             threads: 0,
@@ -572,10 +587,12 @@ impl Member {
         if stat.start != self.start || matches!(stat.state, 'Z' | 'X') {
             return None;
         }
-        if stat.comm != self.comm {
+        if stat.comm != self.comm || self.unnamed {
             // It has run a new program since it was found (a shell's child, found between
-            // its fork and its exec).
-            self.command = command_of(proc, self.pid, &stat.comm);
+            // its fork and its exec), or was found in the midst of an exec.
+            let line = command_line(proc, self.pid);
+            self.unnamed = line.is_none();
+            self.command = line.unwrap_or_else(|| unnamed(&stat.comm));
             self.comm = stat.comm.clone();
         }
         let listed = self.refresh_tasks(proc, stat.threads);

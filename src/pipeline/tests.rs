@@ -590,6 +590,21 @@ fn a_process_name_with_escape_sequences_is_shown_escaped() {
     );
 }
 
+/// A stage found in the midst of its `exec` (its new name, no command line yet) is named
+/// by its command line once it has one, not `[name]` for good.
+#[test]
+fn a_stage_found_in_the_midst_of_an_exec_gets_its_command_line() {
+    let fake = three();
+    fake.with(102, |p| {
+        p.comm = "rpv".into();
+        p.cmdline = String::new();
+    });
+    let mut w = watch(&fake, 101);
+    assert_eq!(commands(&w.sample(0)), ["cat big", "[rpv]", "cat"]);
+    fake.with(102, |p| p.cmdline = "rpv -q -L 8M".into());
+    assert_eq!(commands(&w.sample(SEC)), ["cat big", "rpv -q -L 8M", "cat"]);
+}
+
 /// The advice follows the marked stage: gzip on a whole core with a core idle gets pigz
 /// (when installed), and the report at the end says where each stage's time went.
 #[test]
