@@ -372,8 +372,8 @@ impl Relative for str {
 mod tests {
     use super::*;
 
-    /// A shell holding two files open on descriptors 3 and 4; each line written to it
-    /// does the next step: close 4, then exit.
+    /// A shell holding two files open on descriptors 3 and 4 (and no other file); each
+    /// line written to it does the next step: close 4, then exit.
     fn holder(a: &std::path::Path, b: &std::path::Path) -> std::process::Child {
         let child = std::process::Command::new("sh")
             .args([
@@ -384,6 +384,9 @@ mod tests {
             .arg(a)
             .arg(b)
             .stdin(std::process::Stdio::piped())
+            // (Not the test's own outputs, which may be files: they would be watched too.)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .expect("sh");
         wait_for(|| std::fs::read_link(crate::procfs::fd_path(child.id(), 4)).is_ok());
