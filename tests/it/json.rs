@@ -233,7 +233,10 @@ fn monitor_both_and_watched_descriptors_have_a_meter_each() {
         .arg(format!("exec 7<{}; sleep 1.5", s(&file)))
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let fd7 = format!("/proc/{}/fd/7", holder.id());
+    crate::util::wait_until("bash to open descriptor 7", 10.0, || {
+        std::fs::read_link(&fd7).is_ok()
+    });
     let target = format!("{}:7", holder.id());
     let run = rpv(&["--json", "-i", "0.2", "-d", &target])
         .output()
@@ -440,7 +443,10 @@ fn pipeline_stages_are_objects_too() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let children = format!("/proc/{0}/task/{0}/children", pipeline.id());
+    crate::util::wait_until("the shell to start its pipeline", 10.0, || {
+        std::fs::read_to_string(&children).is_ok_and(|c| c.split_whitespace().count() == 3)
+    });
     let target = format!("--pipeline={}", pipeline.id());
     let mut watcher = rpv(&["--json", "-i", "0.2", &target])
         .stderr(Stdio::piped())
