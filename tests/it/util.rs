@@ -177,8 +177,8 @@ pub fn err(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The integration tests run several at a time (as many as there are cores, or
-/// `RUST_TEST_THREADS`): most of them wait on processes, not on the CPU. Three kinds of
+/// The integration tests run 16 at a time (`RUST_TEST_THREADS` in `.cargo/config.toml`,
+/// unless the environment sets it): most of them wait on processes, not on the CPU. Three kinds of
 /// test take the locks below, always in the order `LOOPS`, `CORES`, `TIMING` (so that no
 /// two tests ever wait on each other):
 /// - a test that keeps the cores busy for seconds (gigabytes through pipes, a hundred runs
