@@ -116,6 +116,9 @@ struct Process {
     quiet: u32,
     /// It moved since its command line was read: it may run another program now.
     command_stale: bool,
+    /// An rpv or a pv by its name, found in the midst of its `exec` (no command line yet):
+    /// what it is gets decided when it moves.
+    unsure: bool,
 }
 
 /// What one scan cost (for `rpv-bench top --cost` and the tests).
@@ -372,22 +375,64 @@ impl Scanner {
         if p.kernel {
             // Never read again: a kernel thread moves no data of a user's.
             self.proc.forget(pid);
-        }
-        if !p.kernel && matches!(stat.comm.as_str(), "rpv" | "pv") {
-            let cmdline = self.proc.cmdline(pid);
-            p.command = command_text(&cmdline);
-            p.instance = match stat.comm.as_str() {
-                "pv" => Some(Instance::Pv),
-                _ if rpv_transfers(&cmdline) => Some(Instance::Rpv(None)),
-                // Another rpv watching (`--top`, `-d`, `-Q`): it moves nothing of its own.
-                _ => Some(Instance::Watching),
-            };
+        } else {
+            (p.command, p.instance, p.unsure) = self.program(pid, &stat.comm);
         }
         self.procs.insert(pid, p);
         if stat.kernel_thread {
             Look::Skip
         } else {
             Look::New
+        }
+    }
+
+    /// What `pid`, named `comm`, is: its command line and the instance it is, if it is an
+    /// rpv or a pv; and whether that is still unsure (it has no command line yet).
+    fn program(&mut self, pid: u32, comm: &str) -> (Option<String>, Option<Instance>, bool) {
+        if !matches!(comm, "rpv" | "pv") {
+            return (None, None, false);
+        }
+        let cmdline = self.proc.cmdline(pid);
+        let Some(command) = command_text(&cmdline) else {
+            // In the midst of its exec: its new name, its arguments not yet in place.
+            return (None, None, true);
+        };
+        let instance = match comm {
+            "pv" => Instance::Pv,
+            _ if rpv_transfers(&cmdline) => Instance::Rpv(None),
+            // Another rpv watching (`--top`, `-d`, `-Q`): it moves nothing of its own.
+            _ => Instance::Watching,
+        };
+        (Some(command), Some(instance), false)
+    }
+
+    /// Reads again what `pid` is: a process not known as an rpv or a pv may have become
+    /// one by an `exec` since it was first seen (a shell's child, `nice`, `env`, a script's
+    /// last line). One that has become an rpv shows as that, with its own figures, from now
+    /// on, not as its files.
+    fn program_again(&mut self, pid: u32) {
+        let mut buf = Vec::new();
+        let Some(stat) = self
+            .proc
+            .stat(pid, &mut buf)
+            .ok()
+            .and_then(|()| Stat::parse(&String::from_utf8_lossy(&buf)))
+        else {
+            return;
+        };
+        let (command, instance, unsure) = self.program(pid, &stat.comm);
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        p.unsure = unsure;
+        if instance.is_none() {
+            return;
+        }
+        let rpv = matches!(instance, Some(Instance::Rpv(_) | Instance::Watching));
+        p.command = command;
+        p.instance = instance;
+        if rpv {
+            self.files.retain(|f| f.pid != pid);
         }
     }
 
@@ -399,10 +444,14 @@ impl Scanner {
         self.cost.walked += 1;
         p.walked_ns = Some(now_ns);
         p.walked = self.generation;
-        if p.instance.is_none() {
+        if p.instance.is_none() || p.unsure {
             // It moved: it may have run another program since (a wrapper's `exec`).
             p.command_stale = true;
+            self.program_again(pid);
         }
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
         let Ok(dir) = self.proc.fd_dir(pid) else {
             p.fds.clear();
             return;
@@ -596,6 +645,7 @@ impl Process {
             walked: 0,
             quiet: 0,
             command_stale: false,
+            unsure: false,
         }
     }
 }

@@ -750,6 +750,62 @@ fn the_example_service_runs() {
     assert_eq!(stderr, "", "-q: nothing on standard error");
 }
 
+/// A process first seen as something else that becomes an rpv (a shell's child that runs
+/// `exec rpv`, as `nice`, `env` or a script's last line do) shows as that rpv, with its own
+/// figures, not as a process reading a file.
+#[test]
+fn a_process_that_becomes_an_rpv_shows_as_one() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 64 << 20);
+    let other = flows.file("other", 32 << 20);
+    // A flow of its own, to know when --top has looked at every process once.
+    flows.reader(&other, 16384);
+    let shell = flows.start(&format!(
+        "while [ ! -e go ]; do sleep 0.05; done; exec \"$RPV\" -q -L 300k '{big}' > out"
+    ));
+    let watcher = Watcher::start(rpv(&["--top", "--json", "-i", "0.3"]));
+    let objects = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let flow_of = |o: &serde_json::Value, pid: u32| o["type"] == "progress" && o["pid"] == pid;
+    crate::util::wait_showing("a scan", DEADLINE.as_secs_f64(), || {
+        let text = watcher.text.lock().unwrap().clone();
+        if objects(&text).iter().any(|o| o["file"] == other.as_str()) {
+            Ok(())
+        } else {
+            Err(text)
+        }
+    });
+    std::fs::write(flows.dir.path("go"), b"").unwrap();
+    crate::util::wait_showing("the rpv's row", DEADLINE.as_secs_f64(), || {
+        let text = watcher.text.lock().unwrap().clone();
+        let seen = objects(&text)
+            .iter()
+            .any(|o| flow_of(o, shell) && o["kind"] == "rpv");
+        if seen {
+            Ok(())
+        } else {
+            Err(text)
+        }
+    });
+    let (_, text) = watcher.stop();
+    let all = objects(&text);
+    let since = all
+        .iter()
+        .position(|o| flow_of(o, shell) && o["kind"] == "rpv")
+        .unwrap();
+    let rpv = &all[since];
+    assert_eq!(rpv["size"], 64 << 20, "its own figures: {rpv}");
+    assert!(
+        !all[since..]
+            .iter()
+            .any(|o| flow_of(o, shell) && o["kind"] == "file"),
+        "not also as a file reader: {text}"
+    );
+}
+
 /// Not root: another user's flows are not shown (their counters are theirs to read), they
 /// are counted in the title with the reason, and the user's own flows are shown.
 #[test]
