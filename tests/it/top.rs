@@ -801,8 +801,8 @@ fn a_process_that_becomes_an_rpv_shows_as_one() {
     assert!(
         !all[since..]
             .iter()
-            .any(|o| flow_of(o, shell) && o["kind"] == "file"),
-        "not also as a file reader: {text}"
+            .any(|o| flow_of(o, shell) && o["kind"] != "rpv"),
+        "not also as a file reader or a socket user: {text}"
     );
 }
 
