@@ -454,18 +454,14 @@ mod tests {
         // A wrong inode is refused.
         assert_eq!(proc.pipe_fill(inode + 1, me, r.as_raw_fd() as u32), None);
         // The view holds no reader: once ours is closed, a write fails with EPIPE (once
-        // every copy is closed: a process another test forks meanwhile holds one until
-        // its exec, the descriptor being close-on-exec).
+        // every copy of ours is closed: see `sys::wait_until`).
         drop(r);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let err = loop {
-            match sys::write(w.as_fd(), b"x") {
-                Err(e) => break e,
-                Ok(_) => assert!(std::time::Instant::now() < deadline, "a reader is held"),
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        };
-        assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
+        let mut err = None;
+        sys::wait_until("no reader held", || {
+            err = sys::write(w.as_fd(), b"x").err();
+            err.is_some()
+        });
+        assert_eq!(err.unwrap().raw_os_error(), Some(libc::EPIPE));
         // And the kept reference still answers (the pipe is empty and unused now).
         assert!(proc.pipe_fill(inode, me, 0).is_some());
     }

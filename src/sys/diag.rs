@@ -266,12 +266,7 @@ mod tests {
         assert_eq!(unix_peer(ia).unwrap(), Some(ib));
         assert_eq!(unix_peer(ib).unwrap(), Some(ia));
         drop(b);
-        // Closed once every copy is: a process another test forks meanwhile holds one
-        // until its exec (the descriptor is close-on-exec).
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while unix_peer(ia).unwrap().is_some() {
-            assert!(std::time::Instant::now() < deadline, "its peer is closed");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        // (Once every copy of `b` is closed: see `sys::wait_until`.)
+        crate::sys::wait_until("its peer is closed", || unix_peer(ia).unwrap().is_none());
     }
 }

@@ -263,13 +263,10 @@ mod tests {
             "the holder may take it again"
         );
         drop(first);
-        // Released once every copy of the descriptor is closed: a process another test
-        // forks meanwhile holds one until its exec (the files are close-on-exec).
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !try_flock(second.as_fd()).unwrap() {
-            assert!(std::time::Instant::now() < deadline, "released when closed");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        // (Once every copy of the descriptor is closed: see `sys::wait_until`.)
+        crate::sys::wait_until("released when closed", || {
+            try_flock(second.as_fd()).unwrap()
+        });
     }
 
     #[test]

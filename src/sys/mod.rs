@@ -66,3 +66,17 @@ pub(crate) use term::{
     window_size, TtyMode,
 };
 pub use title::{prepare_process_title, set_process_title};
+
+/// Tests: waits until `done` holds, looking every millisecond, for at most 10 s; fails the
+/// test, saying `what` it waited for, if it never does. (What a closed descriptor releases,
+/// for one, can lag its close: a process another test forks meanwhile holds a copy of the
+/// descriptor until its exec.)
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -389,16 +389,9 @@ mod tests {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("sh");
-        wait_for(|| std::fs::read_link(crate::procfs::fd_path(child.id(), 4)).is_ok());
+        let fd4 = crate::procfs::fd_path(child.id(), 4);
+        sys::wait_until("sh to open 4", || std::fs::read_link(&fd4).is_ok());
         child
-    }
-
-    fn wait_for(done: impl Fn() -> bool) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !done() {
-            assert!(std::time::Instant::now() < deadline, "timed out");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
     }
 
     /// A process whose descriptors were found closed a round apart (it exited between two
@@ -420,7 +413,8 @@ mod tests {
         assert_eq!(out.len(), 2);
         let mut stdin = child.stdin.take().unwrap();
         writeln!(stdin).unwrap();
-        wait_for(|| std::fs::read_link(crate::procfs::fd_path(pid, 4)).is_err());
+        let fd4 = crate::procfs::fd_path(pid, 4);
+        sys::wait_until("sh to close 4", || std::fs::read_link(&fd4).is_err());
         out.clear();
         source.sample(2 * SEC, &mut out);
         assert_eq!(out.len(), 2, "a closed descriptor stays for an interval");
