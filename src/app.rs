@@ -30,6 +30,9 @@ use crate::term::{self, Term};
 use crate::transfer::{Engine, InputSource, InputSpec, Progress};
 use crate::{cleanup, signals};
 
+/// The `-M` command's line, as the clean-up report names it, is cut to this many columns.
+const MONITOR_COMMAND: usize = 80;
+
 /// Entry point used by `main`: parses `args` (`argv[0]` first), runs, returns the exit status.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
     let argv0 = args
@@ -486,7 +489,11 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
         .chain(&m.args)
         .flat_map(|a| a.as_encoded_bytes().iter().copied().chain([0]))
         .collect();
-    let command = crate::stall::shorten(&crate::procfs::command_text(&argv).unwrap_or_default());
+    let command = crate::screen::cut(
+        &crate::procfs::command_text(&argv).unwrap_or_default(),
+        MONITOR_COMMAND,
+        false,
+    );
     cleanup::register_command(child.id(), command.clone());
     // The command holds its ends now; ours must close so EOF and EPIPE work.
     drop(cmd);
