@@ -136,14 +136,12 @@ fn figures(r: &Reading<'_>, name: &str, state: State) -> String {
         &format!("The average transfer rate in {unit} per second."),
         r.rates.avg_rate,
     );
-    let avg = r.rates.avg_rate;
-    let eta_known = m.size > 0 && !state.done && r.stalled_for.is_none() && m.moved > 0;
-    if eta_known && avg.is_finite() && avg > 0.001 {
+    if let Some(eta) = r.eta().filter(|_| !state.done) {
         t.series(
             "rpv_eta_seconds",
             "gauge",
             "The estimated seconds left, when the size is known and data moves.",
-            (m.size.saturating_sub(m.amount) as f64 / avg).round(),
+            eta.round(),
         );
     }
     t.series(

@@ -56,6 +56,29 @@ pub(crate) struct Reading<'a> {
     pub stalled_for: Option<f64>,
 }
 
+/// A rate below this (units per second) is too small to estimate from.
+const ETA_MIN_RATE: f64 = 0.001;
+
+impl Reading<'_> {
+    /// Seconds left at the average rate: the one estimate every output shows (`%e`, `%I`,
+    /// `--json`'s `eta`, the metrics, notifications, `--top`). There is none when the size
+    /// is unknown, nothing has moved yet (a watched descriptor: nothing past where watching
+    /// began), the average is negligible or not a number, the meter is stalled, or this is
+    /// its final update (done, or interrupted). A rate-limited transfer needs no rule of its
+    /// own: its average is the limited rate. Past the size, 0.
+    pub(crate) fn eta(&self) -> Option<f64> {
+        let m = self.meter;
+        let avg = self.rates.avg_rate;
+        let estimable = m.size > 0
+            && m.moved > 0
+            && avg.is_finite()
+            && avg >= ETA_MIN_RATE
+            && self.stalled_for.is_none()
+            && !self.final_update;
+        estimable.then(|| m.size.saturating_sub(m.amount) as f64 / avg)
+    }
+}
+
 /// Everything one update shows.
 #[derive(Debug)]
 pub(crate) struct Snapshot<'a> {
@@ -294,7 +317,7 @@ impl DisplayConfig {
             elapsed: r.elapsed,
             transferred: m.amount,
             size: m.size,
-            initial_offset: m.initial,
+            eta: r.eta(),
             rate: r.rates.rate,
             avg_rate: r.rates.avg_rate,
             percentage: r.rates.percentage,

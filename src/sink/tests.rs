@@ -797,3 +797,49 @@ fn an_input_that_failed_shows_its_reason_in_its_row() {
     rig.update(&mut multi::Multi::default(), &meters, 1.0, 0.0, &c);
     assert_eq!(rig.out.screen(60, 2)[0], "gone: No such file or directory");
 }
+
+/// The one ETA rule (`Reading::eta`), which every output reads.
+#[test]
+fn the_eta_rule() {
+    let tracker = RateTracker::new(30);
+    let eta = |amount: u64, moved: u64, size: u64, avg: f64, stalled: bool, last: bool| {
+        let m = MeterState {
+            moved,
+            ..meter(1, Role::Transfer, amount, size)
+        };
+        let r = Reading {
+            meter: &m,
+            elapsed: 5.0,
+            rates: Rates {
+                rate: avg,
+                avg_rate: avg,
+                percentage: 0.0,
+                max_rate: avg,
+            },
+            tracker: &tracker,
+            final_update: last,
+            stalled_for: stalled.then_some(12.0),
+        };
+        r.eta()
+    };
+    // Halfway through 100 at 10 a second: 5 s, not rounded (outputs round as they show it).
+    assert_eq!(eta(50, 50, 100, 10.0, false, false), Some(5.0));
+    assert_eq!(eta(50, 50, 100, 3.0, false, false), Some(50.0 / 3.0));
+    // A descriptor watched from 40: what it moved counts, not where it stands.
+    assert_eq!(eta(50, 10, 100, 10.0, false, false), Some(5.0));
+    // Past the size: nothing left.
+    assert_eq!(eta(150, 150, 100, 10.0, false, false), Some(0.0));
+    // A rate-limited transfer a hair off its limit: the average is the limited rate.
+    assert_eq!(eta(50, 50, 100, 10.001, false, false), Some(50.0 / 10.001));
+    // No estimate: unknown size, nothing moved yet, a negligible or broken rate, a stall,
+    // the final update (done or interrupted).
+    assert_eq!(eta(50, 50, 0, 10.0, false, false), None);
+    assert_eq!(eta(50, 0, 100, 10.0, false, false), None);
+    assert_eq!(eta(50, 50, 100, 0.0009, false, false), None);
+    assert_eq!(eta(50, 50, 100, f64::NAN, false, false), None);
+    assert_eq!(eta(50, 50, 100, f64::INFINITY, false, false), None);
+    assert_eq!(eta(50, 50, 100, -1.0, false, false), None);
+    assert_eq!(eta(50, 50, 100, 10.0, true, false), None);
+    assert_eq!(eta(50, 50, 100, 10.0, false, true), None);
+    assert_eq!(eta(50, 50, 100, 0.001, false, false), Some(50_000.0));
+}

@@ -86,8 +86,7 @@ impl Sink for TopMetrics {
                 continue;
             }
             seen.insert(m.id, (m.moved, flow.kind));
-            let eta = (m.size > 0 && r.stalled_for.is_none() && r.rates.avg_rate > 0.001)
-                .then(|| m.size.saturating_sub(m.amount) as f64 / r.rates.avg_rate);
+            let eta = r.eta();
             flows.push(Series {
                 kind: flow.kind,
                 command: flow.command.clone(),
