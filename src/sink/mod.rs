@@ -32,6 +32,7 @@ pub(crate) mod top_metrics;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use crate::cli::Voice;
 use crate::display::{self, BarStyle, DisplaySwitches, Format, Frame, Segment};
 use crate::meter::{Event, Label, MeterId, MeterState, Role, Unit};
 use crate::stats::{RateTracker, Rates};
@@ -206,10 +207,8 @@ pub(crate) struct DisplayConfig {
     pub control: bool,
     /// `--each`: a row per input and a total row.
     pub each: bool,
-    /// `--json`: NDJSON instead of the display.
-    pub json: bool,
-    /// `--log`: timestamped lines instead of the display.
-    pub log: bool,
+    /// `--json`, `--log` (records instead of the display), or the display.
+    pub voice: Voice,
     /// `-q`.
     pub quiet: bool,
     /// `--pipeline`: the pipeline view instead of the line.

@@ -843,3 +843,75 @@ fn the_eta_rule() {
     assert_eq!(eta(50, 50, 100, 10.0, false, true), None);
     assert_eq!(eta(50, 50, 100, 0.001, false, false), Some(50_000.0));
 }
+
+/// A sink's warning (`Report::warner`) speaks in the run's voice: an `rpv: …` line, a
+/// time-stamped `--log` line, a `--json` message object with its error number.
+#[test]
+fn a_sinks_warning_is_in_the_runs_voice() {
+    use crate::cli::Voice;
+    use crate::sink::report::Report;
+    let gone = std::io::Error::from_raw_os_error(libc::ENOENT);
+    let said = |voice: Voice| {
+        let report = Report::new("rpv", voice);
+        let (mut term, out) = term(false);
+        report
+            .warner()
+            .warn(&mut term, "--metrics-file: d/x.prom", &gone);
+        if voice == Voice::Json {
+            report.ledger().borrow_mut().close(0, false, &mut term);
+        }
+        out.take()
+    };
+    assert_eq!(
+        said(Voice::Display),
+        "rpv: --metrics-file: d/x.prom: No such file or directory\n"
+    );
+    let log = said(Voice::Log);
+    let (stamp, rest) = log.split_once(' ').unwrap();
+    assert_eq!(
+        rest,
+        "rpv: --metrics-file: d/x.prom: No such file or directory\n"
+    );
+    assert!(stamp.len() == 25 && stamp.as_bytes()[10] == b'T', "{log:?}");
+    let objects = objects(&said(Voice::Json));
+    let message = &objects[0];
+    assert_eq!(message["type"], "message");
+    assert_eq!(message["level"], "warning");
+    assert_eq!(
+        message["text"],
+        "--metrics-file: d/x.prom: No such file or directory"
+    );
+    assert_eq!(message["errno"], libc::ENOENT);
+    assert_eq!(objects[1]["type"], "end");
+}
+
+/// The metrics sink warns once, in the run's voice, when its file cannot be written.
+#[test]
+fn a_failed_metrics_write_is_logged_with_a_time_stamp() {
+    use crate::cli::Voice;
+    use crate::sink::report::Report;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gone").join("x.prom");
+    let report = Report::new("rpv", Voice::Log);
+    let mut sink = metrics::Metrics::new(path.clone(), report.warner(), report.finals());
+    let (mut term, out) = term(false);
+    let tracker = RateTracker::new(30);
+    let meters = [meter(1, Role::Transfer, 10, 100)];
+    let c = DisplayConfig {
+        voice: Voice::Log,
+        ..config()
+    };
+    for _ in 0..2 {
+        sink.update(
+            &snapshot(&meters, &tracker, 1.0, 10.0, false),
+            &c,
+            &mut term,
+        );
+    }
+    let text = out.take();
+    let want = format!("rpv: --metrics-file: {}: No such file", path.display());
+    assert_eq!(text.lines().count(), 1, "once: {text:?}");
+    let (stamp, rest) = text.split_once(' ').unwrap();
+    assert!(rest.starts_with(&want), "{text:?}");
+    assert!(stamp.as_bytes()[10] == b'T', "{text:?}");
+}

@@ -60,7 +60,7 @@ impl TopMetrics {
                     sys::strerror(&e)
                 );
                 let error = crate::error::Error::other(0, text);
-                if config.json {
+                if config.voice == crate::cli::Voice::Json {
                     super::json::write(term, super::json::message(&error, None));
                 } else {
                     term.message(&error.to_string());
