@@ -259,11 +259,12 @@ impl<'a> Session<'a> {
             }
             let timeout_ms = (wait_ns / 1_000_000 + 1).min(i32::MAX as u64) as i32;
             signals::wait(timeout_ms);
-            if signals::take_stop() {
+            if let Some(continues) = signals::take_stop() {
                 // Ctrl-Z: a multi-row view's rows are erased before the stop, so the shell's
                 // lines go where they were; after `fg` the rows are drawn again below them.
+                // A SIGCONT meanwhile (the erase blocked on a stuck stderr) drops the stop.
                 self.term.suspend();
-                signals::stop();
+                signals::stop_unless_continued(continues);
             }
             let now = sys::monotonic_ns();
             for source in &mut self.sources {
