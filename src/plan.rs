@@ -229,8 +229,7 @@ pub(crate) fn plan(o: &Options) -> Result<Plan, Error> {
                     "-M: a command to run must be specified".into(),
                 ));
             };
-            // An empty operand list is never the output, so -o is truncated as usual.
-            let output = open_output(o.output.as_deref(), &[], notices(&display))?;
+            let output = monitor_output(o, &display)?;
             Job::Monitor(MonitorPlan {
                 side: *side,
                 command: command.clone(),
@@ -462,6 +461,27 @@ pub(crate) fn open_output(
     )?)))
 }
 
+/// The output of `-M` (`-o FILE`, or standard output). rpv's standard input goes through
+/// the command (or is the command's own, with `-M out`) to that output: when it is the same
+/// file, the run is refused (status 4) before anything is truncated, as the plain
+/// `rpv -o f < f` is.
+fn monitor_output(o: &Options, display: &DisplayConfig) -> Result<Output, Error> {
+    let stdin = InputSpec::operand("-".as_ref());
+    let output = open_output(
+        o.output.as_deref(),
+        std::slice::from_ref(&stdin),
+        notices(display),
+    )?;
+    let clash = match (stdin.info(), sys::fstat(output.fd())) {
+        (Ok(input), Ok(out)) => input::is_output(&input, &out),
+        _ => false,
+    };
+    if clash {
+        return Err(Error::InputIsOutput { name: stdin.name });
+    }
+    Ok(output)
+}
+
 /// Whether set-up may say on the terminal what it waits for (a FIFO's reader): the
 /// progress display is shown there.
 fn notices(display: &DisplayConfig) -> bool {
@@ -676,15 +696,16 @@ fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
 
 /// Writes `"<pid>\n"` to `path` atomically ([`ownfile::replace`]: only a regular file, or
 /// nothing, is ever replaced; pv would rename over a device node) and registers it for
-/// removal at exit.
+/// removal at exit (only if it is still that file then).
 fn write_pidfile(path: &Path) -> Result<(), Error> {
     let text = format!("{}\n", std::process::id());
-    ownfile::replace(path, text.as_bytes()).map_err(|err| Error::OwnFile {
-        option: None,
-        path: path.to_path_buf(),
-        err,
-    })?;
-    crate::cleanup::register(path.to_path_buf(), true);
+    let ours =
+        ownfile::replace_identified(path, text.as_bytes()).map_err(|err| Error::OwnFile {
+            option: None,
+            path: path.to_path_buf(),
+            err,
+        })?;
+    crate::cleanup::register(path.to_path_buf(), ours);
     Ok(())
 }
 
