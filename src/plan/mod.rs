@@ -168,8 +168,7 @@ pub(crate) fn plan(o: &Options) -> Result<Plan, Error> {
                     "-M: a command to run must be specified".into(),
                 ));
             };
-            // An empty operand list is never the output, so -o is truncated as usual.
-            let output = open::open_output(o.output.as_deref(), &[], notices(&display))?;
+            let output = open::monitor_output(o, &display)?;
             Job::Monitor(MonitorPlan {
                 side: *side,
                 command: command.clone(),

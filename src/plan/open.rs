@@ -39,6 +39,27 @@ pub(crate) fn open_output(
     )?)))
 }
 
+/// The output of `-M` (`-o FILE`, or standard output). rpv's standard input goes through
+/// the command (or is the command's own, with `-M out`) to that output: when it is the same
+/// file, the run is refused (status 4) before anything is truncated, as the plain
+/// `rpv -o f < f` is.
+pub(super) fn monitor_output(o: &Options, display: &DisplayConfig) -> Result<Output, Error> {
+    let stdin = InputSpec::operand("-".as_ref());
+    let output = open_output(
+        o.output.as_deref(),
+        std::slice::from_ref(&stdin),
+        notices(display),
+    )?;
+    let clash = match (stdin.info(), sys::fstat(output.fd())) {
+        (Ok(input), Ok(out)) => input::is_output(&input, &out),
+        _ => false,
+    };
+    if clash {
+        return Err(Error::InputIsOutput { name: stdin.name });
+    }
+    Ok(output)
+}
+
 /// Whether set-up may say on the terminal what it waits for (a FIFO's reader): the
 /// progress display is shown there.
 pub(super) fn notices(display: &DisplayConfig) -> bool {

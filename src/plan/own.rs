@@ -76,14 +76,15 @@ fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
 
 /// Writes `"<pid>\n"` to `path` atomically ([`ownfile::replace`]: only a regular file, or
 /// nothing, is ever replaced; pv would rename over a device node) and registers it for
-/// removal at exit.
+/// removal at exit (only if it is still that file then).
 fn write_pidfile(path: &Path) -> Result<(), Error> {
     let text = format!("{}\n", std::process::id());
-    ownfile::replace(path, text.as_bytes()).map_err(|err| Error::OwnFile {
-        option: None,
-        path: path.to_path_buf(),
-        err,
-    })?;
-    crate::cleanup::register(path.to_path_buf(), true);
+    let ours =
+        ownfile::replace_identified(path, text.as_bytes()).map_err(|err| Error::OwnFile {
+            option: None,
+            path: path.to_path_buf(),
+            err,
+        })?;
+    crate::cleanup::register(path.to_path_buf(), ours);
     Ok(())
 }

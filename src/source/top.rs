@@ -80,6 +80,10 @@ pub(crate) fn meter(flow: &Flow, now_ns: u64) -> MeterState {
 }
 
 impl Source for TopSource {
+    fn watches(&self) -> bool {
+        true
+    }
+
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
         let zoomed = self.board.borrow().zoomed;
         self.scanner.exclude(zoomed);

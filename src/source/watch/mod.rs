@@ -312,6 +312,10 @@ impl WatchSource {
 }
 
 impl Source for WatchSource {
+    fn watches(&self) -> bool {
+        true
+    }
+
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
         self.sample_round(now_ns);
         let prefix = self.needs_name_prefix();
