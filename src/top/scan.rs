@@ -6,7 +6,7 @@
 //! flows built from them: file and device flows (`files`), socket flows and rpv and pv
 //! instances (`counts`), pipelines (`pipes`, through the pipeline view's `Watcher`, which
 //! names the bottleneck; `sweep`: the look at every process they share within a scan).
-//! Every path it reads is named in `top::proc`. Must not: draw or sleep.
+//! Every path it reads is named in `procfs::top`. Must not: draw or sleep.
 //!
 //! A flow shows once it has moved. It ends when its process exits or closes the file, or
 //! after [`IDLE_DROP_NS`] without moving; then it appears once more, ended, and is gone.
