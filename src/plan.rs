@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cli::{Action, MonitorSide, Options, SizeArg, TermProgress};
+use crate::cli::{Action, MonitorSide, Options, SizeArg, TermProgress, Voice};
 use crate::control::Changes;
 use crate::display::{BarStyle, DisplaySwitches};
 use crate::error::{status, Error};
@@ -394,7 +394,7 @@ fn transfer(
             _ => None,
         },
         capture,
-        each: o.each || o.json,
+        each: o.each || o.voice == Voice::Json,
         outputs,
         command: None,
     };
@@ -485,7 +485,7 @@ fn monitor_output(o: &Options, display: &DisplayConfig) -> Result<Output, Error>
 /// Whether set-up may say on the terminal what it waits for (a FIFO's reader): the
 /// progress display is shown there.
 fn notices(display: &DisplayConfig) -> bool {
-    display.enabled && display.stderr_tty && !display.json && !display.log
+    display.enabled && display.stderr_tty && !display.voice.records()
 }
 
 /// Opens an output file (`-o`, `--tee`): created if missing, truncated only if some input
@@ -747,13 +747,12 @@ pub(crate) fn display(o: &Options) -> DisplayConfig {
         // `--top` has nothing to answer `-Q` with.
         control: o.action != Action::Top,
         each: o.each,
-        json: o.json,
-        log: o.log,
+        voice: o.voice,
         quiet: o.quiet,
         pipeline: matches!(o.action, Action::Pipeline(_)),
         // Into a pipe or file too with `always`; never with --json or --log, whose every
         // line is an object or a record (a terminal included).
-        term_progress: !(o.json || o.log)
+        term_progress: !o.voice.records()
             && match o.term_progress {
                 TermProgress::Never => false,
                 TermProgress::Always => true,
@@ -778,7 +777,7 @@ pub(crate) fn display(o: &Options) -> DisplayConfig {
             )
         }),
     };
-    if o.log && !o.given('i') {
+    if o.voice == Voice::Log && !o.given('i') {
         // A log gets a line every 10 seconds unless -i says otherwise.
         config.interval_ns = 10_000_000_000;
     }
