@@ -333,7 +333,7 @@ fn transfers_then(
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
         let mut first_input = 0;
         let count = plans.len();
-        let shown = display.visible() || display.json || display.log;
+        let shown = display.visible() || display.voice != crate::cli::Voice::Display;
         let mut start_failed = false;
         for (index, (plan, progress)) in plans.into_iter().zip(&progresses).enumerate() {
             let TransferPlan {
