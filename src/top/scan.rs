@@ -6,14 +6,15 @@
 //! flows built from them: file and device flows (`files`), socket flows and rpv and pv
 //! instances (`counts`), pipelines (`pipes`, through the pipeline view's `Watcher`, which
 //! names the bottleneck; `sweep`: the look at every process they share within a scan).
-//! Every path it reads is named in `top::proc`. Must not: draw or sleep.
+//! It reads `/proc` only through the [`Proc`] boundary (the real one, or a test's
+//! table). Must not: draw or sleep.
 //!
 //! A flow shows once it has moved. It ends when its process exits or closes the file, or
 //! after [`IDLE_DROP_NS`] without moving; then it appears once more, ended, and is gone.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::io;
 use std::rc::Rc;
 
 use counts::{rpv_transfers, CountFlow};
@@ -23,13 +24,14 @@ use sweep::Sweep;
 
 use super::{Flow, Hidden, Kind};
 use crate::control::client::ProgressQuery;
-use crate::procfs::top::ProcFiles;
-use crate::procfs::{command_text, pipe_inode, Io, Stat};
+use crate::procfs::{command_text, pipe_inode, FdKind, Io, Proc, ProcFile, Stat, SysProc};
 
 mod counts;
 mod files;
 mod pipes;
 mod sweep;
+#[cfg(test)]
+mod tests;
 
 /// A flow that has not moved for this long leaves the list (nanoseconds).
 pub const IDLE_DROP_NS: u64 = 60_000_000_000;
@@ -136,6 +138,11 @@ pub struct Cost {
     pub pipelines_tried: usize,
 }
 
+/// Makes the `/proc` reader of each pipeline followed.
+pub(crate) type MakeProc = Box<dyn FnMut() -> Box<dyn Proc>>;
+/// Reads every TCP socket's bytes, by inode (see [`crate::sys::tcp_bytes`]).
+pub(crate) type TcpBytes = Box<dyn FnMut(&mut HashMap<u64, u64>) -> io::Result<()>>;
+
 /// Finds and follows the flows.
 pub struct Scanner {
     procs: HashMap<u32, Process>,
@@ -162,8 +169,12 @@ pub struct Scanner {
     interval: f64,
     hidden: Hidden,
     cost: Cost,
-    /// The files of `/proc` it reads.
-    proc: ProcFiles,
+    /// The `/proc` it reads.
+    proc: Box<dyn Proc>,
+    /// The `/proc` of each pipeline it follows.
+    watchers: MakeProc,
+    /// The TCP sockets' counts.
+    tcp: TcpBytes,
     /// The PIDs of a scan and a file's text (kept from scan to scan: no allocation per
     /// process).
     pids: Vec<u32>,
@@ -176,6 +187,23 @@ impl Scanner {
     /// A scanner of the real `/proc`, showing processes other than rpv itself; `interval`
     /// is the display interval in seconds (the pipeline view averages over it).
     pub fn new(interval: f64) -> Scanner {
+        Scanner::with_proc(
+            Box::new(SysProc::new()),
+            // The real reader with the control channel's count of other rpv stages.
+            Box::new(|| Box::new(crate::pipeline::control::sys_proc())),
+            Box::new(crate::sys::tcp_bytes),
+            interval,
+        )
+    }
+
+    /// A scanner of `proc` (the real `/proc`, or a test's table), whose pipelines read
+    /// `watchers()` and the TCP sockets' counts `tcp`.
+    pub(crate) fn with_proc(
+        proc: Box<dyn Proc>,
+        watchers: MakeProc,
+        tcp: TcpBytes,
+        interval: f64,
+    ) -> Scanner {
         Scanner {
             procs: HashMap::new(),
             files: Vec::new(),
@@ -195,7 +223,9 @@ impl Scanner {
             interval,
             hidden: Hidden::default(),
             cost: Cost::default(),
-            proc: ProcFiles::new(),
+            proc,
+            watchers,
+            tcp,
             pids: Vec::new(),
             buf: Vec::with_capacity(4096),
             sweep: Rc::default(),
@@ -247,13 +277,10 @@ impl Scanner {
         let mut movers = Vec::new();
         let mut fresh = Vec::new();
         let mut buf = std::mem::take(&mut self.buf);
-        let mut pids = std::mem::take(&mut self.pids);
-        pids.clear();
-        if self.proc.pids(|pid| pids.push(pid)).is_err() {
-            self.pids = pids;
+        let Ok(pids) = self.proc.pids() else {
             self.buf = buf;
             return;
-        }
+        };
         for &pid in &pids {
             if pid == self.own || Some(pid) == self.exclude {
                 continue;
@@ -265,12 +292,11 @@ impl Scanner {
                 Look::Same | Look::Skip => {}
             }
         }
-        self.pids = pids;
         let generation = self.generation;
         let proc = &mut self.proc;
         self.procs.retain(|&pid, p| {
             if p.seen != generation {
-                proc.forget(pid);
+                proc.release(pid);
             }
             p.seen == generation
         });
@@ -331,10 +357,10 @@ impl Scanner {
                 self.procs.remove(&pid);
             }
         }
-        let io = match self.proc.io(pid, buf) {
+        let io = match self.proc.read_into(pid, ProcFile::Io, true, buf) {
             Ok(()) => Io::parse(&String::from_utf8_lossy(buf)),
             Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
-                self.proc.forget(pid);
+                self.proc.release(pid);
                 let other_user = self.proc.owner(pid).is_some_and(|uid| uid != self.euid);
                 self.procs
                     .insert(pid, Process::unreadable(other_user, generation));
@@ -365,7 +391,7 @@ impl Scanner {
         }
         let Some(stat) = self
             .proc
-            .stat(pid, buf)
+            .read_into(pid, ProcFile::Stat, false, buf)
             .ok()
             .and_then(|()| Stat::parse(&String::from_utf8_lossy(buf)))
         else {
@@ -374,7 +400,7 @@ impl Scanner {
         let mut p = Process::new(stat.start, stat.kernel_thread, io, generation);
         if p.kernel {
             // Never read again: a kernel thread moves no data of a user's.
-            self.proc.forget(pid);
+            self.proc.release(pid);
         } else {
             (p.command, p.instance, p.unsure) = self.program(pid, &stat.comm);
         }
@@ -392,7 +418,10 @@ impl Scanner {
         if !matches!(comm, "rpv" | "pv") {
             return (None, None, false);
         }
-        let cmdline = self.proc.cmdline(pid);
+        let cmdline = self
+            .proc
+            .read(pid, ProcFile::Cmdline, false)
+            .unwrap_or_default();
         let Some(command) = command_text(&cmdline) else {
             // In the midst of its exec: its new name, its arguments not yet in place.
             return (None, None, true);
@@ -411,12 +440,11 @@ impl Scanner {
     /// last line). One that has become an rpv shows as that, with its own figures, from now
     /// on, not as its files.
     fn program_again(&mut self, pid: u32) {
-        let mut buf = Vec::new();
         let Some(stat) = self
             .proc
-            .stat(pid, &mut buf)
+            .read(pid, ProcFile::Stat, false)
             .ok()
-            .and_then(|()| Stat::parse(&String::from_utf8_lossy(&buf)))
+            .and_then(|text| Stat::parse(&String::from_utf8_lossy(&text)))
         else {
             return;
         };
@@ -452,58 +480,53 @@ impl Scanner {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
-        let Ok(dir) = self.proc.fd_dir(pid) else {
-            p.fds.clear();
+        let known = std::mem::take(&mut p.fds);
+        let Ok(links) = self.proc.fds(pid) else {
             return;
         };
-        let mut fds = Vec::with_capacity(p.fds.len());
-        for entry in dir.flatten().take(MAX_FDS) {
-            let Some(fd) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let Ok(link) = std::fs::read_link(entry.path()) else {
-                continue;
-            };
-            let link = link.to_string_lossy().into_owned();
-            if let Some(known) = p.fds.iter().find(|f| f.fd == fd && f.link == link) {
+        let mut fds = Vec::with_capacity(known.len());
+        for (fd, link) in links.into_iter().take(MAX_FDS) {
+            let fd = fd as i32;
+            if let Some(known) = known.iter().find(|f| f.fd == fd && f.link == link) {
                 fds.push(known.clone());
                 continue;
             }
-            let target = if let Some(inode) = link
-                .strip_prefix("socket:[")
-                .and_then(|l| l.strip_suffix(']'))
-                .and_then(|l| l.parse().ok())
-            {
-                Target::Socket(inode)
-            } else if let Some(inode) = pipe_inode(&link) {
-                Target::Pipe(inode)
-            } else if link.starts_with('/') {
-                match std::fs::metadata(entry.path()) {
-                    Ok(m) if m.file_type().is_file() => Target::File {
-                        dev: m.dev(),
-                        ino: m.ino(),
-                        device: false,
-                        path: link.clone(),
-                    },
-                    Ok(m) if m.file_type().is_block_device() => Target::File {
-                        dev: m.rdev(),
-                        ino: 0,
-                        device: true,
-                        path: link.clone(),
-                    },
-                    _ => Target::Other,
-                }
-            } else {
-                Target::Other
-            };
+            let target = self.target(pid, fd, &link);
             fds.push(Fd { fd, link, target });
         }
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
         fds.sort_by_key(|f| f.fd);
         p.fds = fds;
+    }
+
+    /// What descriptor `fd` of `pid`, whose link is `link`, is open on.
+    fn target(&mut self, pid: u32, fd: i32, link: &str) -> Target {
+        if let Some(inode) = crate::procfs::socket_inode(link) {
+            return Target::Socket(inode);
+        }
+        if let Some(inode) = pipe_inode(link) {
+            return Target::Pipe(inode);
+        }
+        if !link.starts_with('/') {
+            return Target::Other;
+        }
+        match self.proc.fd_stat(pid, fd as u32) {
+            Ok(m) if m.kind == FdKind::Regular => Target::File {
+                dev: m.dev,
+                ino: m.ino,
+                device: false,
+                path: link.to_string(),
+            },
+            Ok(m) if m.kind == FdKind::Block => Target::File {
+                dev: m.rdev,
+                ino: 0,
+                device: true,
+                path: link.to_string(),
+            },
+            _ => Target::Other,
+        }
     }
 
     /// The command of `pid` as last read: from the process table, else as the flows last
@@ -523,7 +546,10 @@ impl Scanner {
         };
         if p.command.is_none() || p.command_stale {
             p.command_stale = false;
-            let cmdline = self.proc.cmdline(pid);
+            let cmdline = self
+                .proc
+                .read(pid, ProcFile::Cmdline, false)
+                .unwrap_or_default();
             // A process that has just ended keeps the command it was seen with.
             match (command_text(&cmdline), &p.command) {
                 (Some(text), _) => p.command = Some(text),
@@ -647,30 +673,5 @@ impl Process {
             command_stale: false,
             unsure: false,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::top::{FlowView, Zoom};
-
-    #[test]
-    fn flow_names_say_the_direction() {
-        let mut view = FlowView {
-            kind: Kind::File,
-            pid: 1,
-            command: "dd of=x".into(),
-            file: Some("/tmp/x".into()),
-            fd: Some(1),
-            writes: true,
-            bottleneck: None,
-            zoom: Zoom::Watch(1, Some(1)),
-        };
-        assert_eq!(view.name(), "dd of=x > /tmp/x");
-        view.writes = false;
-        assert_eq!(view.name(), "dd of=x < /tmp/x");
-        view.file = None;
-        assert_eq!(view.name(), "dd of=x");
     }
 }

@@ -62,7 +62,7 @@ impl Scanner {
     /// namespace's) is not looked for again.
     pub(super) fn follow_tcp(&mut self, now_ns: u64) -> Vec<u32> {
         let mut now = HashMap::new();
-        if crate::sys::tcp_bytes(&mut now).is_err() {
+        if (self.tcp)(&mut now).is_err() {
             return Vec::new();
         }
         let first = self.tcp_last.is_empty();

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 
 use super::{Instance, Scanner, Target};
+use crate::procfs::{fdinfo_flags, fdinfo_pos};
 use crate::top::{Flow, FlowView, Kind, Zoom};
 
 /// A file or device flow's state.
@@ -24,20 +25,6 @@ pub(super) struct FileFlow {
     pub(super) growing: bool,
     pub(super) since_ns: u64,
     pub(super) last_move_ns: u64,
-}
-
-/// `pos:` and `flags:` of an `fdinfo` file (flags in octal).
-pub(super) fn parse_fdinfo(text: &str) -> Option<(u64, u32)> {
-    let mut pos = None;
-    let mut flags = None;
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("pos:") {
-            pos = v.trim().parse().ok();
-        } else if let Some(v) = line.strip_prefix("flags:") {
-            flags = u32::from_str_radix(v.trim(), 8).ok();
-        }
-    }
-    Some((pos?, flags?))
 }
 
 /// True if the `flags` of an `fdinfo` file open the file for writing only.
@@ -147,16 +134,17 @@ impl Scanner {
         if device {
             return (self.proc.device_size(dev), false);
         }
-        match self.proc.fd_metadata(pid, fd) {
-            Ok(m) => (m.len(), false),
+        match self.proc.fd_stat(pid, fd as u32) {
+            Ok(m) => (m.size, false),
             Err(_) => (0, false),
         }
     }
 
     pub(super) fn fdinfo(&mut self, pid: u32, fd: i32, buf: &mut Vec<u8>) -> Option<(u64, u32)> {
         self.cost.fdinfo += 1;
-        self.proc.fdinfo(pid, fd, buf).ok()?;
-        parse_fdinfo(&String::from_utf8_lossy(buf))
+        self.proc.fdinfo(pid, fd as u32, buf).ok()?;
+        let text = String::from_utf8_lossy(buf);
+        Some((fdinfo_pos(&text)?, fdinfo_flags(&text)?))
     }
 
     pub(super) fn file_flow(&self, f: &FileFlow, ended: bool) -> Flow {
@@ -193,12 +181,9 @@ mod tests {
     use super::*;
 
     #[test]
-    pub(super) fn fdinfo_position_and_mode() {
-        let text = "pos:\t4096\nflags:\t0100001\nmnt_id:\t29\nino:\t1234\n";
-        assert_eq!(parse_fdinfo(text), Some((4096, 0o100001)));
+    fn write_only_mode() {
         assert!(write_only(0o100001));
         assert!(!write_only(0o100000));
         assert!(!write_only(0o100002), "read-write is not write-only");
-        assert_eq!(parse_fdinfo("flags:\t0\n"), None);
     }
 }

@@ -1,0 +1,359 @@
+//! The scanner over synthetic process tables ([`FakeProc`]), the way `pipeline/tests.rs`
+//! tests the pipeline view: no real process is looked at.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::{Scanner, IDLE_DROP_NS};
+use crate::procfs::fake::{FakeProc, FakeTarget};
+use crate::procfs::End;
+use crate::top::{Flow, FlowView, Kind, Zoom};
+
+const RD: u32 = libc::O_RDONLY as u32;
+const WR: u32 = libc::O_WRONLY as u32;
+
+/// A scanner over a fake table, its clock and the TCP counts it is told.
+struct Rig {
+    fake: FakeProc,
+    scanner: Scanner,
+    now: u64,
+    tcp: Rc<RefCell<HashMap<u64, u64>>>,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        let fake = FakeProc::default();
+        let tcp: Rc<RefCell<HashMap<u64, u64>>> = Rc::default();
+        let (watchers, counts) = (fake.clone(), tcp.clone());
+        let scanner = Scanner::with_proc(
+            Box::new(fake.clone()),
+            Box::new(move || Box::new(watchers.clone())),
+            Box::new(move |out| {
+                out.clone_from(&counts.borrow());
+                Ok(())
+            }),
+            1.0,
+        );
+        Rig {
+            fake,
+            scanner,
+            now: 1_000_000_000,
+            tcp,
+        }
+    }
+
+    /// One scan a second later; the flows it gives.
+    fn scan(&mut self) -> Vec<Flow> {
+        self.scan_after(1_000_000_000)
+    }
+
+    fn scan_after(&mut self, ns: u64) -> Vec<Flow> {
+        self.now += ns;
+        self.scanner.scan(self.now);
+        let mut out = Vec::new();
+        self.scanner.flows(&mut out);
+        out.sort_by_key(|f| (f.view.pid, f.view.fd));
+        out
+    }
+
+    /// A process of `cmd` with a terminal as its input and output.
+    fn process(&self, pid: u32, cmd: &str) {
+        self.fake.add(pid, 1, cmd, End::Other, End::Other);
+    }
+
+    /// Moves descriptor `fd` of `pid` on by `bytes`, read or written (its counters too).
+    fn advance(&self, pid: u32, fd: u32, bytes: u64, writes: bool) {
+        self.fake.fd(pid, fd, |f| {
+            f.pos += bytes;
+            if let FakeTarget::File { size, .. } = &mut f.target {
+                if writes {
+                    *size = (*size).max(f.pos);
+                }
+            }
+        });
+        let (r, w) = if writes { (0, bytes) } else { (bytes, 0) };
+        self.fake.work(pid, 1, r, w);
+    }
+}
+
+fn file(path: &str, ino: u64, size: u64) -> FakeTarget {
+    FakeTarget::File {
+        path: path.into(),
+        ino,
+        size,
+        allocated: size,
+    }
+}
+
+/// A short account of a flow for assertions.
+fn row(f: &Flow) -> (Kind, u32, Option<i32>, Option<&str>, u64, u64, bool) {
+    (
+        f.view.kind,
+        f.view.pid,
+        f.view.fd,
+        f.view.file.as_deref(),
+        f.amount,
+        f.size,
+        f.ended,
+    )
+}
+
+#[test]
+fn a_reader_of_a_file_shows_its_position_and_size() {
+    let mut rig = Rig::new();
+    rig.process(100, "sha256sum big.iso");
+    rig.fake.open(100, 3, file("/data/big.iso", 7, 10_000), RD);
+    assert!(rig.scan().is_empty(), "nothing moved yet");
+    rig.advance(100, 3, 2_500, false);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(row).collect::<Vec<_>>(),
+        [(
+            Kind::File,
+            100,
+            Some(3),
+            Some("/data/big.iso"),
+            2_500,
+            10_000,
+            false
+        )]
+    );
+    assert!(!flows[0].view.writes);
+    assert_eq!(flows[0].moved, 2_500);
+    // A quiet process is not shown again as moving, but stays listed.
+    rig.advance(100, 3, 2_500, false);
+    let flows = rig.scan();
+    assert_eq!(flows[0].amount, 5_000);
+    assert_eq!(flows[0].moved, 5_000);
+}
+
+#[test]
+fn a_writer_of_a_file_has_no_size_to_end_at() {
+    let mut rig = Rig::new();
+    rig.process(100, "tar cf out.tar dir");
+    rig.fake.open(100, 4, file("/tmp/out.tar", 8, 0), WR);
+    rig.scan();
+    rig.advance(100, 4, 4_096, true);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(row).collect::<Vec<_>>(),
+        [(
+            Kind::File,
+            100,
+            Some(4),
+            Some("/tmp/out.tar"),
+            4_096,
+            0,
+            false
+        )]
+    );
+    assert!(flows[0].view.writes);
+}
+
+#[test]
+fn a_device_is_a_device_flow_with_the_devices_size() {
+    let mut rig = Rig::new();
+    rig.process(100, "dd if=/dev/sdb of=/dev/null");
+    rig.fake.open(
+        100,
+        0,
+        FakeTarget::Device {
+            path: "/dev/sdb".into(),
+            rdev: 0x810,
+            size: 1 << 30,
+        },
+        RD,
+    );
+    rig.scan();
+    rig.advance(100, 0, 1 << 20, false);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(row).collect::<Vec<_>>(),
+        [(
+            Kind::Device,
+            100,
+            Some(0),
+            Some("/dev/sdb"),
+            1 << 20,
+            1 << 30,
+            false
+        )]
+    );
+}
+
+#[test]
+fn a_socket_user_is_followed_through_its_counts() {
+    let mut rig = Rig::new();
+    rig.process(100, "curl -O http://x/y");
+    rig.fake
+        .open(100, 5, FakeTarget::Socket(900), libc::O_RDWR as u32);
+    rig.tcp.borrow_mut().insert(900, 1_000);
+    rig.scan();
+    // Bytes received over TCP show nowhere in its io counters.
+    rig.tcp.borrow_mut().insert(900, 51_000);
+    rig.scan();
+    rig.tcp.borrow_mut().insert(900, 101_000);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(flows[0].view.kind, Kind::Socket);
+    assert_eq!(flows[0].view.pid, 100);
+    assert_eq!(flows[0].moved, 50_000, "{:?}", flows[0]);
+}
+
+#[test]
+fn a_process_with_no_socket_is_never_a_socket_flow() {
+    // A test binary writing to the null device through its io counters (D8).
+    let mut rig = Rig::new();
+    rig.process(100, "it-3de5b8502a1a644f");
+    rig.fake
+        .open(100, 3, FakeTarget::CharDevice("/dev/null".into()), WR);
+    rig.scan();
+    for _ in 0..3 {
+        rig.fake.work(100, 1, 0, 1 << 40);
+        let flows = rig.scan();
+        assert!(flows.is_empty(), "{flows:?}");
+    }
+}
+
+#[test]
+fn a_flow_that_stops_moving_ends_after_the_idle_time() {
+    let mut rig = Rig::new();
+    rig.process(100, "cat log");
+    rig.fake
+        .open(100, 3, file("/var/log/log", 9, 1_000_000), RD);
+    rig.scan();
+    rig.advance(100, 3, 1_000, false);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1);
+    let id = flows[0].id;
+    assert!(!rig.scan_after(IDLE_DROP_NS / 2)[0].ended);
+    let last = rig.scan_after(IDLE_DROP_NS / 2);
+    assert_eq!(last.len(), 1, "{last:?}");
+    assert!(last[0].ended && last[0].id == id, "{last:?}");
+    assert!(rig.scan().is_empty(), "an ended flow appears once");
+}
+
+#[test]
+fn a_process_that_exits_ends_its_flows_and_a_new_one_under_its_pid_is_new() {
+    let mut rig = Rig::new();
+    rig.process(100, "gzip -d a.gz");
+    rig.fake.open(100, 3, file("/a.gz", 10, 50_000), RD);
+    rig.scan();
+    rig.advance(100, 3, 10_000, false);
+    let first = rig.scan()[0].id;
+    rig.fake.remove(100);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(|f| (f.id, f.ended)).collect::<Vec<_>>(),
+        [(first, true)]
+    );
+    // Churn: another program gets the PID and reads another file.
+    rig.process(100, "cat b");
+    rig.fake.with(100, |p| p.start += 1);
+    rig.fake.open(100, 3, file("/b", 11, 9_000), RD);
+    rig.scan();
+    rig.advance(100, 3, 3_000, false);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_ne!(flows[0].id, first);
+    assert_eq!(flows[0].view.file.as_deref(), Some("/b"));
+    assert_eq!(flows[0].view.command, "cat b");
+    assert_eq!(flows[0].moved, 3_000);
+}
+
+#[test]
+fn hidden_processes_are_counted_not_shown() {
+    let mut rig = Rig::new();
+    rig.process(100, "secret");
+    rig.process(101, "mine");
+    rig.fake.with(100, |p| {
+        p.hidden = true;
+        p.uid = 1234;
+    });
+    rig.scan();
+    let hidden = rig.scanner.hidden();
+    assert_eq!((hidden.count, hidden.other_users), (1, 1), "{hidden:?}");
+    rig.fake.work(100, 1, 1 << 20, 0);
+    assert!(rig.scan().is_empty());
+}
+
+#[test]
+fn an_rpv_found_in_the_midst_of_its_exec_is_decided_when_it_has_a_command_line() {
+    let mut rig = Rig::new();
+    // Its new name, no arguments yet: neither a flow nor taken for a watching rpv.
+    rig.fake.add(100, 1, "rpv", End::Other, End::Other);
+    rig.fake.with(100, |p| p.cmdline = String::new());
+    rig.fake.open(100, 3, file("/tmp/in", 12, 1_000_000), RD);
+    rig.scan();
+    // Then its arguments: it watches (`--top`): none of its reads are flows.
+    rig.fake.with(100, |p| p.cmdline = "rpv --top".into());
+    for _ in 0..3 {
+        rig.advance(100, 3, 1_000, false);
+        let flows = rig.scan_after(3_000_000_000);
+        assert!(flows.is_empty(), "{flows:?}");
+    }
+}
+
+#[test]
+fn a_pipeline_is_one_flow_through_the_pipeline_view() {
+    let mut rig = Rig::new();
+    rig.fake.add(100, 1, "bash", End::Other, End::Other);
+    rig.fake.add(101, 100, "yes", End::Other, End::Pipe(77));
+    rig.fake.add(102, 100, "gzip", End::Pipe(77), End::Other);
+    rig.fake.fill(77, 0, 65_536);
+    rig.scan();
+    for _ in 0..3 {
+        rig.fake.work(101, 50, 0, 1 << 20);
+        rig.fake.work(102, 50, 1 << 20, 1 << 18);
+        rig.scan();
+    }
+    let flows = rig.scan();
+    let kinds: Vec<(Kind, u32)> = flows.iter().map(|f| (f.view.kind, f.view.pid)).collect();
+    assert_eq!(kinds, [(Kind::Pipeline, 101)], "{flows:?}");
+    assert_eq!(flows[0].view.command, "yes | gzip");
+}
+
+#[test]
+fn flow_names_say_the_direction() {
+    let mut view = FlowView {
+        kind: Kind::File,
+        pid: 1,
+        command: "dd of=x".into(),
+        file: Some("/tmp/x".into()),
+        fd: Some(1),
+        writes: true,
+        bottleneck: None,
+        zoom: Zoom::Watch(1, Some(1)),
+    };
+    assert_eq!(view.name(), "dd of=x > /tmp/x");
+    view.writes = false;
+    assert_eq!(view.name(), "dd of=x < /tmp/x");
+    view.file = None;
+    assert_eq!(view.name(), "dd of=x");
+}
+
+#[test]
+fn a_closed_file_ends_its_flow_and_a_pipe_is_not_a_file() {
+    let mut rig = Rig::new();
+    rig.process(100, "sort -o out in");
+    rig.fake.open(100, 3, file("/in", 13, 8_000), RD);
+    rig.fake.open(100, 4, FakeTarget::Pipe(55), WR);
+    rig.scan();
+    rig.advance(100, 3, 8_000, false);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(|f| f.view.fd).collect::<Vec<_>>(),
+        [Some(3)]
+    );
+    rig.fake.close(100, 3);
+    rig.fake.work(100, 1, 0, 10);
+    let flows = rig.scan_after(3_000_000_000);
+    assert_eq!(
+        flows
+            .iter()
+            .map(|f| (f.view.fd, f.ended))
+            .collect::<Vec<_>>(),
+        [(Some(3), true)]
+    );
+}
