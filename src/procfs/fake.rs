@@ -87,6 +87,33 @@ pub(crate) struct FakeTable {
     /// Reads of `stat` files (a process's or a thread's) and of `io` files so far.
     pub stat_reads: usize,
     pub io_reads: usize,
+    /// Files no process holds open any more, by path (what a `stat` of the path finds).
+    pub disk: HashMap<String, FakeTarget>,
+}
+
+/// What a `stat` finds of `target`.
+fn target_stat(target: &FakeTarget) -> FdStat {
+    match *target {
+        FakeTarget::File {
+            ino,
+            size,
+            allocated,
+            ..
+        } => FdStat {
+            kind: FdKind::Regular,
+            dev: 1,
+            ino,
+            rdev: 0,
+            size,
+            blocks: allocated.div_ceil(512),
+        },
+        FakeTarget::Device { rdev, .. } => FdStat {
+            kind: FdKind::Block,
+            rdev,
+            ..FdStat::default()
+        },
+        _ => FdStat::default(),
+    }
 }
 
 /// A [`Proc`] over a [`FakeTable`].
@@ -401,30 +428,20 @@ impl Proc for FakeProc {
         if p.hidden {
             return Err(denied());
         }
-        let Some(f) = p.fds.get(&fd) else {
-            return Ok(FdStat::default());
-        };
-        Ok(match f.target {
-            FakeTarget::File {
-                ino,
-                size,
-                allocated,
-                ..
-            } => FdStat {
-                kind: FdKind::Regular,
-                dev: 1,
-                ino,
-                rdev: 0,
-                size,
-                blocks: allocated.div_ceil(512),
-            },
-            FakeTarget::Device { rdev, .. } => FdStat {
-                kind: FdKind::Block,
-                rdev,
-                ..FdStat::default()
-            },
-            _ => FdStat::default(),
-        })
+        Ok(p.fds
+            .get(&fd)
+            .map(|f| target_stat(&f.target))
+            .unwrap_or_default())
+    }
+
+    fn path_stat(&mut self, path: &str) -> io::Result<FdStat> {
+        let table = self.0.borrow();
+        let open = (table.procs.values().flat_map(|p| p.fds.values()))
+            .map(|f| &f.target)
+            .find(|t| matches!(t, FakeTarget::File { path: p, .. } if p == path));
+        open.or_else(|| table.disk.get(path))
+            .map(target_stat)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
     }
 
     fn fdinfo(&mut self, pid: u32, fd: u32, buf: &mut Vec<u8>) -> io::Result<()> {

@@ -187,6 +187,8 @@ pub(crate) trait Proc {
     /// The text of `/proc/PID/fdinfo/FD` into `buf` (parsed by [`fdinfo_pos`] and
     /// [`fdinfo_flags`]).
     fn fdinfo(&mut self, pid: u32, fd: u32, buf: &mut Vec<u8>) -> io::Result<()>;
+    /// What the file at `path` is (a `stat`; a file a process has closed, by its name).
+    fn path_stat(&mut self, path: &str) -> io::Result<FdStat>;
     /// The user that owns process `pid`.
     fn owner(&mut self, pid: u32) -> Option<u32>;
     /// The size in bytes of block device `rdev`; 0 if unknown.

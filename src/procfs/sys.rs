@@ -324,7 +324,11 @@ impl Proc for SysProc {
     }
 
     fn fd_stat(&mut self, pid: u32, fd: u32) -> io::Result<FdStat> {
-        let m = std::fs::metadata(fd_path(pid, fd as i32))?;
+        self.path_stat(&fd_path(pid, fd as i32).to_string_lossy())
+    }
+
+    fn path_stat(&mut self, path: &str) -> io::Result<FdStat> {
+        let m = std::fs::metadata(path)?;
         let kind = if m.file_type().is_file() {
             FdKind::Regular
         } else if std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()) {

@@ -116,6 +116,10 @@ struct Process {
     walked: u64,
     /// Scans in a row its counters did not move.
     quiet: u32,
+    /// It moved since its descriptors were last walked.
+    walk_owed: bool,
+    /// It has been walked again since its first walk.
+    rewalked: bool,
     /// It moved since its command line was read: it may run another program now.
     command_stale: bool,
     /// An rpv or a pv by its name, found in the midst of its `exec` (no command line yet):
@@ -147,6 +151,8 @@ pub(crate) type TcpBytes = Box<dyn FnMut(&mut HashMap<u64, u64>) -> io::Result<(
 pub struct Scanner {
     procs: HashMap<u32, Process>,
     files: Vec<FileFlow>,
+    /// File flows that ended at this scan (shown once more).
+    files_ended: Vec<FileFlow>,
     counts: HashMap<u32, CountFlow>,
     pipes: Vec<PipeFlow>,
     /// Processes not in a pipeline, by (PID, start), until when not to look again.
@@ -207,6 +213,7 @@ impl Scanner {
         Scanner {
             procs: HashMap::new(),
             files: Vec::new(),
+            files_ended: Vec::new(),
             counts: HashMap::new(),
             pipes: Vec::new(),
             not_pipeline: HashMap::new(),
@@ -313,15 +320,7 @@ impl Scanner {
         for &pid in &fresh {
             self.walk(pid, now_ns);
         }
-        for &pid in &movers {
-            let due = self
-                .procs
-                .get(&pid)
-                .is_some_and(|p| p.walked_ns.is_none_or(|at| now_ns >= at + WALK_EVERY_NS));
-            if due {
-                self.walk(pid, now_ns);
-            }
-        }
+        self.walk_owed(now_ns);
         for pid in self.follow_tcp(now_ns) {
             if !movers.contains(&pid) {
                 movers.push(pid);
@@ -380,6 +379,7 @@ impl Scanner {
                     return Look::Same;
                 }
                 p.quiet = 0;
+                p.walk_owed = true;
                 // It may run another program since its command line was read (a
                 // wrapper's `exec`): read again if it is shown.
                 p.command_stale = p.instance.is_none();
@@ -464,12 +464,26 @@ impl Scanner {
         }
     }
 
+    /// Walks again the descriptors of the processes that moved since their last walk,
+    /// once that is due (see [`Process::walk_due`]).
+    fn walk_owed(&mut self, now_ns: u64) {
+        let due: Vec<u32> = (self.procs.iter())
+            .filter(|(_, p)| p.walk_owed && p.seen == self.generation && p.walk_due(now_ns))
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in due {
+            self.walk(pid, now_ns);
+        }
+    }
+
     /// Walks `pid`'s descriptors (links already known are not looked at again).
     fn walk(&mut self, pid: u32, now_ns: u64) {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
         self.cost.walked += 1;
+        p.rewalked = p.walked_ns.is_some();
+        p.walk_owed = false;
         p.walked_ns = Some(now_ns);
         p.walked = self.generation;
         if p.instance.is_none() || p.unsure {
@@ -563,16 +577,11 @@ impl Scanner {
     /// Flows that have not moved for [`IDLE_DROP_NS`] end.
     fn drop_idle(&mut self, now_ns: u64) {
         let idle = |last: u64| now_ns.saturating_sub(last) >= IDLE_DROP_NS;
-        let mut files = std::mem::take(&mut self.files);
-        files.retain(|f| {
-            if f.moved > 0 && idle(f.last_move_ns) {
-                let flow = self.file_flow(f, true);
-                self.ended.push(flow);
-                return false;
-            }
-            true
-        });
+        let (gone, files) = std::mem::take(&mut self.files)
+            .into_iter()
+            .partition(|f| f.moved > 0 && idle(f.last_move_ns));
         self.files = files;
+        self.files_ended.extend(gone);
         let stale: Vec<u32> = self
             .counts
             .iter()
@@ -606,6 +615,8 @@ impl Scanner {
     /// The flows that have moved, and those that ended since the last call (once).
     pub fn flows(&mut self, out: &mut Vec<Flow>) {
         out.append(&mut self.ended);
+        let ended = std::mem::take(&mut self.files_ended);
+        self.file_flows(&ended, true, out);
         let pids: Vec<u32> = (self.files.iter().filter(|f| f.moved > 0).map(|f| f.pid))
             .chain(self.counts.keys().copied())
             .collect();
@@ -614,14 +625,7 @@ impl Scanner {
             let command = self.command(pid);
             self.commands.insert(pid, command);
         }
-        let pv = |pid: u32| {
-            self.procs
-                .get(&pid)
-                .is_some_and(|p| matches!(p.instance, Some(Instance::Pv)))
-        };
-        for f in self.files.iter().filter(|f| f.moved > 0 && !pv(f.pid)) {
-            out.push(self.file_flow(f, false));
-        }
+        self.file_flows(&self.files, false, out);
         for (&pid, c) in self.counts.iter().filter(|(_, c)| c.moved > 0) {
             out.push(self.count_flow(pid, c, false));
         }
@@ -644,6 +648,19 @@ enum Look {
 }
 
 impl Process {
+    /// Whether its descriptors may be walked again: [`WALK_EVERY_NS`] after the last walk,
+    /// or at once the first time when that walk found nothing to follow (a shell's child
+    /// before it runs `cp`: a copy moves no counter once it has started, so it must be
+    /// found when the program's loader moves them).
+    fn walk_due(&self, now_ns: u64) -> bool {
+        let Some(at) = self.walked_ns else {
+            return true;
+        };
+        let nothing =
+            !(self.fds.iter()).any(|f| matches!(f.target, Target::File { .. } | Target::Socket(_)));
+        now_ns >= at + WALK_EVERY_NS || (nothing && !self.rewalked)
+    }
+
     /// A process whose `io` may not be read.
     fn unreadable(other_user: bool, generation: u64) -> Process {
         Process {
@@ -670,6 +687,8 @@ impl Process {
             walked_ns: None,
             walked: 0,
             quiet: 0,
+            walk_owed: false,
+            rewalked: false,
             command_stale: false,
             unsure: false,
         }

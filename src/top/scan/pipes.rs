@@ -54,8 +54,10 @@ pub(super) fn pipeline_view(view: &crate::pipeline::View) -> FlowView {
         pid,
         command,
         file: None,
+        to: None,
         fd: None,
         writes: false,
+        in_kernel: false,
         bottleneck,
         zoom: Zoom::Pipeline(pid),
     }

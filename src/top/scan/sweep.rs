@@ -144,6 +144,10 @@ impl Proc for SharedProc {
         self.sys.fdinfo(pid, fd, buf)
     }
 
+    fn path_stat(&mut self, path: &str) -> io::Result<FdStat> {
+        self.sys.path_stat(path)
+    }
+
     fn owner(&mut self, pid: u32) -> Option<u32> {
         self.sys.owner(pid)
     }

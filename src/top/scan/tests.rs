@@ -315,20 +315,26 @@ fn a_pipeline_is_one_flow_through_the_pipeline_view() {
 }
 
 #[test]
-fn flow_names_say_the_direction() {
+fn flow_names_say_the_direction_in_words() {
     let mut view = FlowView {
         kind: Kind::File,
         pid: 1,
         command: "dd of=x".into(),
         file: Some("/tmp/x".into()),
+        to: None,
         fd: Some(1),
         writes: true,
+        in_kernel: false,
         bottleneck: None,
         zoom: Zoom::Watch(1, Some(1)),
     };
-    assert_eq!(view.name(), "dd of=x > /tmp/x");
+    assert_eq!(view.name(), "dd of=x: writes /tmp/x");
     view.writes = false;
-    assert_eq!(view.name(), "dd of=x < /tmp/x");
+    assert_eq!(view.name(), "dd of=x: reads /tmp/x");
+    view.to = Some("/tmp/y".into());
+    assert_eq!(view.name(), "dd of=x: /tmp/x -> /tmp/y");
+    view.in_kernel = true;
+    assert_eq!(view.name(), "dd of=x: /tmp/x -> /tmp/y (in kernel)");
     view.file = None;
     assert_eq!(view.name(), "dd of=x");
 }
@@ -355,5 +361,148 @@ fn a_closed_file_ends_its_flow_and_a_pipe_is_not_a_file() {
             .map(|f| (f.view.fd, f.ended))
             .collect::<Vec<_>>(),
         [(Some(3), true)]
+    );
+}
+
+const GIB: u64 = 1 << 30;
+
+/// `cp` copying `/d/big` (4 GiB) to `/d/copy` with `copy_file_range` in 2 GiB calls: its
+/// counters and the source's position move only when a call returns.
+fn cp(rig: &Rig, pid: u32) {
+    rig.fake.open(pid, 3, file("/d/big", 20, 4 * GIB), RD);
+    rig.fake.open(pid, 4, file("/d/copy", 21, 0), WR);
+}
+
+/// The written file of `cp` grows to `bytes`.
+fn grow(rig: &Rig, pid: u32, bytes: u64) {
+    rig.fake.fd(pid, 4, |f| {
+        if let FakeTarget::File {
+            size, allocated, ..
+        } = &mut f.target
+        {
+            *size = bytes;
+            *allocated = bytes;
+        }
+    });
+}
+
+#[test]
+fn a_copy_inside_the_kernel_is_followed_by_the_written_files_growth_to_its_end() {
+    let mut rig = Rig::new();
+    rig.process(100, "cp /d/big /d/copy");
+    cp(&rig, 100);
+    rig.scan();
+    let mut seen = Vec::new();
+    for step in 1..=3 {
+        grow(&rig, 100, (step * 600) << 20);
+        let flows = rig.scan_after(500_000_000);
+        assert_eq!(flows.len(), 1, "at step {step}: {flows:?}");
+        let f = &flows[0];
+        assert_eq!(f.view.file.as_deref(), Some("/d/big"));
+        assert_eq!(f.view.to.as_deref(), Some("/d/copy"));
+        assert!(f.view.in_kernel, "{f:?}");
+        assert_eq!(
+            f.view.name(),
+            "cp /d/big /d/copy: /d/big -> /d/copy (in kernel)"
+        );
+        assert_eq!(
+            (f.amount, f.size, f.ended),
+            ((step * 600) << 20, 4 * GIB, false)
+        );
+        seen.push(f.id);
+    }
+    // The first call returns: its counters and the source's position jump by 2 GiB. The
+    // figures never go back.
+    grow(&rig, 100, 2 * GIB + (100 << 20));
+    rig.fake.fd(100, 3, |f| f.pos = 2 * GIB);
+    rig.fake.work(100, 1, 2 * GIB, 2 * GIB);
+    rig.fake.fd(100, 4, |f| f.pos = 2 * GIB);
+    let f = &rig.scan_after(500_000_000)[0];
+    assert!(f.amount >= 2 * GIB + (100 << 20), "{f:?}");
+    // It ends between two scans: the last figures are what the copy holds.
+    grow(&rig, 100, 4 * GIB);
+    let done = FakeTarget::File {
+        path: "/d/copy".into(),
+        ino: 21,
+        size: 4 * GIB,
+        allocated: 4 * GIB,
+    };
+    rig.fake.remove(100);
+    rig.fake.0.borrow_mut().disk.insert("/d/copy".into(), done);
+    let flows = rig.scan_after(500_000_000);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    let f = &flows[0];
+    assert_eq!(
+        (f.amount, f.size, f.ended),
+        (4 * GIB, 4 * GIB, true),
+        "{f:?}"
+    );
+    assert_eq!(f.moved, 4 * GIB);
+    assert!(seen.iter().all(|&id| id == f.id));
+}
+
+#[test]
+fn a_copy_started_by_a_shells_child_is_found_at_the_next_scan() {
+    let mut rig = Rig::new();
+    // The shell's child before its exec: a terminal and nothing else.
+    rig.process(100, "bash");
+    rig.scan();
+    // It runs cp: the loader's reads move its counters once, then only the copy grows.
+    rig.fake.with(100, |p| {
+        p.comm = "cp".into();
+        p.cmdline = "cp /d/big /d/copy".into();
+    });
+    cp(&rig, 100);
+    rig.fake.work(100, 1, 832, 0);
+    rig.scan_after(500_000_000);
+    grow(&rig, 100, 300 << 20);
+    let flows = rig.scan_after(500_000_000);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(flows[0].amount, 300 << 20);
+    assert_eq!(flows[0].view.command, "cp /d/big /d/copy");
+}
+
+#[test]
+fn dd_reading_one_file_and_writing_another_is_one_flow_with_both_names() {
+    let mut rig = Rig::new();
+    rig.process(100, "dd if=/d/big.bin of=/d/dd.out");
+    rig.fake.open(100, 0, file("/d/big.bin", 30, 1_000_000), RD);
+    rig.fake.open(100, 1, file("/d/dd.out", 31, 0), WR);
+    rig.scan();
+    rig.advance(100, 0, 250_000, false);
+    rig.advance(100, 1, 250_000, true);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    let f = &flows[0];
+    assert_eq!(
+        f.view.name(),
+        "dd if=/d/big.bin of=/d/dd.out: /d/big.bin -> /d/dd.out"
+    );
+    assert_eq!((f.amount, f.size, f.moved), (250_000, 1_000_000, 250_000));
+    assert!(!f.view.in_kernel);
+}
+
+#[test]
+fn a_reader_that_appends_to_a_log_is_not_a_copy() {
+    let mut rig = Rig::new();
+    rig.process(100, "indexer");
+    rig.fake.open(100, 3, file("/d/data", 40, 1_000_000), RD);
+    rig.fake.open(
+        100,
+        4,
+        file("/var/log/indexer.log", 41, 0),
+        WR | libc::O_APPEND as u32,
+    );
+    rig.scan();
+    rig.advance(100, 3, 10_000, false);
+    rig.advance(100, 4, 100, true);
+    let flows = rig.scan();
+    let names: Vec<String> = flows.iter().map(|f| f.view.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "indexer: reads /d/data",
+            "indexer: writes /var/log/indexer.log"
+        ]
     );
 }
