@@ -24,7 +24,9 @@ use sweep::Sweep;
 
 use super::{Flow, Hidden, Kind};
 use crate::control::client::ProgressQuery;
-use crate::procfs::{command_text, pipe_inode, FdKind, Io, Proc, ProcFile, Stat, SysProc};
+use crate::procfs::{
+    command_text, parse_pids, pipe_inode, FdKind, Io, Proc, ProcFile, Stat, SysProc,
+};
 
 mod counts;
 mod files;
@@ -106,6 +108,10 @@ struct Process {
     /// `recv` do not show in `/proc/PID/io`).
     tcp: u64,
     fds: Vec<Fd>,
+    /// Its name (`stat`), as last read.
+    comm: String,
+    /// Of an interpreter, the script its command line names, once read.
+    script: Option<Option<String>>,
     command: Option<String>,
     instance: Option<Instance>,
     /// The scan that last saw it.
@@ -172,6 +178,10 @@ pub struct Scanner {
     euid: u32,
     /// A process not to show (the view Enter opened).
     exclude: Option<u32>,
+    /// `--top=PID`: only that process and its descendants are looked at.
+    root: Option<u32>,
+    /// The root process was not found at the last scan.
+    root_gone: bool,
     interval: f64,
     hidden: Hidden,
     cost: Cost,
@@ -227,6 +237,8 @@ impl Scanner {
             own: std::process::id(),
             euid: crate::sys::geteuid(),
             exclude: None,
+            root: None,
+            root_gone: false,
             interval,
             hidden: Hidden::default(),
             cost: Cost::default(),
@@ -242,6 +254,43 @@ impl Scanner {
     /// Leaves process `pid` out (the view opened on a flow is an rpv of its own).
     pub fn exclude(&mut self, pid: Option<u32>) {
         self.exclude = pid;
+    }
+
+    /// Looks only at process `root` and its descendants (`--top=PID`).
+    pub fn only(&mut self, root: Option<u32>) {
+        self.root = root;
+    }
+
+    /// With [`Scanner::only`], whether the root process had ended at the last scan.
+    pub fn root_gone(&self) -> bool {
+        self.root_gone
+    }
+
+    /// The processes of the tree of `root`: it and its descendants, found through each
+    /// thread's `children` (no look at any other process); empty if it is gone.
+    fn tree(&mut self, root: u32) -> Vec<u32> {
+        let mut pids = vec![root];
+        let mut next = 0;
+        while next < pids.len() && pids.len() < 1 << 16 {
+            let pid = pids[next];
+            next += 1;
+            let Ok(tids) = self.proc.tasks(pid) else {
+                if pid == root {
+                    return Vec::new();
+                }
+                continue;
+            };
+            for tid in tids {
+                if let Ok(text) = self.proc.read(pid, ProcFile::Children(tid), false) {
+                    for child in parse_pids(&String::from_utf8_lossy(&text)) {
+                        if !pids.contains(&child) {
+                            pids.push(child);
+                        }
+                    }
+                }
+            }
+        }
+        pids
     }
 
     /// The processes whose flows could not be read at the last scan.
@@ -284,10 +333,15 @@ impl Scanner {
         let mut movers = Vec::new();
         let mut fresh = Vec::new();
         let mut buf = std::mem::take(&mut self.buf);
-        let Ok(pids) = self.proc.pids() else {
+        let listed = match self.root {
+            Some(root) => Ok(self.tree(root)),
+            None => self.proc.pids(),
+        };
+        let Ok(pids) = listed else {
             self.buf = buf;
             return;
         };
+        self.root_gone = self.root.is_some() && pids.is_empty();
         for &pid in &pids {
             if pid == self.own || Some(pid) == self.exclude {
                 continue;
@@ -403,6 +457,7 @@ impl Scanner {
             self.proc.release(pid);
         } else {
             (p.command, p.instance, p.unsure) = self.program(pid, &stat.comm);
+            p.comm = stat.comm;
         }
         self.procs.insert(pid, p);
         if stat.kernel_thread {
@@ -453,6 +508,10 @@ impl Scanner {
             return;
         };
         p.unsure = unsure;
+        if p.comm != stat.comm {
+            p.comm = stat.comm;
+            p.script = None;
+        }
         if instance.is_none() {
             return;
         }
@@ -616,7 +675,8 @@ impl Scanner {
     pub fn flows(&mut self, out: &mut Vec<Flow>) {
         out.append(&mut self.ended);
         let ended = std::mem::take(&mut self.files_ended);
-        self.file_flows(&ended, true, out);
+        let not_flows = self.not_flows(&ended);
+        self.file_flows(&ended, true, &not_flows, out);
         let pids: Vec<u32> = (self.files.iter().filter(|f| f.moved > 0).map(|f| f.pid))
             .chain(self.counts.keys().copied())
             .collect();
@@ -625,7 +685,10 @@ impl Scanner {
             let command = self.command(pid);
             self.commands.insert(pid, command);
         }
-        self.file_flows(&self.files, false, out);
+        let files = std::mem::take(&mut self.files);
+        let not_flows = self.not_flows(&files);
+        self.file_flows(&files, false, &not_flows, out);
+        self.files = files;
         for (&pid, c) in self.counts.iter().filter(|(_, c)| c.moved > 0) {
             out.push(self.count_flow(pid, c, false));
         }
@@ -681,6 +744,8 @@ impl Process {
             moved: 0,
             tcp: 0,
             fds: Vec::new(),
+            comm: String::new(),
+            script: None,
             command: None,
             instance: None,
             seen: generation,

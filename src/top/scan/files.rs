@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 
 use super::{Instance, Scanner, Target};
+use crate::procfs::ProcFile;
 use crate::procfs::{fdinfo_flags, fdinfo_pos, FdStat};
 use crate::top::{Flow, FlowView, Kind, Zoom};
 
@@ -22,10 +23,15 @@ pub(super) struct FileFlow {
     pub(super) pid: u32,
     pub(super) start: u64,
     pub(super) fd: i32,
+    /// Other descriptors of the process on the same open file description (`> log 2>&1`:
+    /// descriptors 1 and 2 share one position; one flow, counted once).
+    pub(super) dups: Vec<i32>,
     pub(super) dev: u64,
     pub(super) ino: u64,
     pub(super) device: bool,
     pub(super) path: String,
+    /// Its open flags (`fdinfo`).
+    pub(super) flags: u32,
     pub(super) writes: bool,
     /// Opened to append (a log): never the written side of a copy.
     pub(super) append: bool,
@@ -111,10 +117,11 @@ impl Scanner {
                     path,
                 } = &f.target
                 {
-                    let followed = self
-                        .files
-                        .iter()
-                        .any(|x| x.pid == pid && x.fd == f.fd && x.dev == *dev && x.ino == *ino);
+                    let followed = self.files.iter().any(|x| {
+                        x.pid == pid
+                            && (x.fd == f.fd || x.dups.contains(&f.fd))
+                            && (x.dev, x.ino) == (*dev, *ino)
+                    });
                     if !followed {
                         candidates.push((pid, p.start, f.fd, *dev, *ino, *device, path.clone()));
                     }
@@ -130,6 +137,16 @@ impl Scanner {
         let Some((pos, flags)) = self.fdinfo(pid, fd, buf) else {
             return;
         };
+        // The same file at the same position with the same flags: a copy of a descriptor
+        // already followed (`dup`, `2>&1`), the same open file description.
+        if let Some(same) = self.files.iter_mut().find(|x| {
+            (x.pid, x.start, x.dev, x.ino) == (pid, start, dev, ino)
+                && x.pos == pos
+                && x.flags == flags
+        }) {
+            same.dups.push(fd);
+            return;
+        }
         let (size, growing) = self.file_size(pid, fd, device, dev);
         let id = self.new_id();
         self.files.push(FileFlow {
@@ -137,10 +154,12 @@ impl Scanner {
             pid,
             start,
             fd,
+            dups: Vec::new(),
             dev,
             ino,
             device,
             path,
+            flags,
             writes: write_only(flags),
             append: flags & libc::O_APPEND as u32 != 0,
             pos,
@@ -231,10 +250,16 @@ impl Scanner {
     /// The flows of `files` (followed, or ended at this scan): a process's one file read
     /// and one file written make one flow, a copy; every other file that moved is a flow
     /// of its own.
-    pub(super) fn file_flows(&self, files: &[FileFlow], ended: bool, out: &mut Vec<Flow>) {
+    pub(super) fn file_flows(
+        &self,
+        files: &[FileFlow],
+        ended: bool,
+        not_flows: &HashSet<(u32, i32)>,
+        out: &mut Vec<Flow>,
+    ) {
         let mut paired = HashSet::new();
         for (i, w) in files.iter().enumerate() {
-            let Some(r) = copy_source(files, w) else {
+            let Some(r) = copy_source(files, w, not_flows) else {
                 continue;
             };
             if w.moved > 0 || files[r].moved > 0 {
@@ -248,7 +273,8 @@ impl Scanner {
                 .is_some_and(|p| matches!(p.instance, Some(Instance::Pv)))
         };
         for (i, f) in files.iter().enumerate() {
-            if f.moved > 0 && !paired.contains(&i) && !pv(f.pid) {
+            let own = !not_flows.contains(&(f.pid, f.fd));
+            if f.moved > 0 && own && !paired.contains(&i) && !pv(f.pid) {
                 out.push(self.file_flow(f, ended));
             }
         }
@@ -300,9 +326,77 @@ impl Scanner {
     }
 }
 
+/// Programs that read a script of their own (named by their first argument that is not
+/// an option), besides those whose names start with `python`, `perl`, `ruby` or `lua`.
+const INTERPRETERS: [&str; 18] = [
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish", "csh", "tcsh", "node",
+    "php", "tclsh", "Rscript", "awk", "gawk", "mawk",
+];
+
+/// Whether a program named `comm` reads a script of its own.
+fn interpreter(comm: &str) -> bool {
+    INTERPRETERS.contains(&comm)
+        || ["python", "perl", "ruby", "lua"]
+            .iter()
+            .any(|p| comm.starts_with(p))
+}
+
+/// The script a command line (`cmdline`'s NUL-separated arguments) names: its first
+/// argument after the program that is not an option.
+fn script_of(cmdline: &[u8]) -> Option<String> {
+    let arg =
+        (cmdline.split(|&b| b == 0).skip(1)).find(|a| !a.is_empty() && !a.starts_with(b"-"))?;
+    Some(String::from_utf8_lossy(arg).into_owned())
+}
+
+/// Whether `path` is the file `arg` names (as given: relative or absolute).
+fn names(arg: &str, path: &str) -> bool {
+    let arg = arg.trim_start_matches("./");
+    path == arg || path.strip_suffix(arg).is_some_and(|p| p.ends_with('/'))
+}
+
+impl Scanner {
+    /// The files read that are not flows of their own, as (PID, descriptor): an
+    /// interpreter reading its own script (a shell keeps it open), and a pipeline stage's
+    /// reads of files its command line does not name (`tar c dir | gzip`: tar's files,
+    /// one after another; the pipeline's row shows what they move).
+    pub(super) fn not_flows(&mut self, files: &[FileFlow]) -> HashSet<(u32, i32)> {
+        let mut out = HashSet::new();
+        for f in files.iter().filter(|f| !f.writes && !f.device) {
+            let script = self.script(f.pid);
+            if script.is_some_and(|arg| names(&arg, &f.path)) {
+                out.insert((f.pid, f.fd));
+                continue;
+            }
+            if self.pipes.iter().any(|p| p.watcher.holds(f.pid)) {
+                let base = f.path.rsplit('/').next().unwrap_or(&f.path);
+                if !self.command(f.pid).contains(base) {
+                    out.insert((f.pid, f.fd));
+                }
+            }
+        }
+        out
+    }
+
+    /// The script `pid` runs, if it is an interpreter (its command line read once).
+    fn script(&mut self, pid: u32) -> Option<String> {
+        let p = self.procs.get(&pid)?;
+        if !interpreter(&p.comm) {
+            return None;
+        }
+        if let Some(known) = &p.script {
+            return known.clone();
+        }
+        let cmdline = self.proc.read(pid, ProcFile::Cmdline, false).ok()?;
+        let script = script_of(&cmdline);
+        self.procs.get_mut(&pid)?.script = Some(script.clone());
+        script
+    }
+}
+
 /// The file `w` copies from, when `w` is the one file its process writes (not to append)
 /// and the process reads one other file (its index in `files`).
-fn copy_source(files: &[FileFlow], w: &FileFlow) -> Option<usize> {
+fn copy_source(files: &[FileFlow], w: &FileFlow, not_flows: &HashSet<(u32, i32)>) -> Option<usize> {
     if !w.writes || w.device || w.append {
         return None;
     }
@@ -311,8 +405,12 @@ fn copy_source(files: &[FileFlow], w: &FileFlow) -> Option<usize> {
     if writers.count() != 1 {
         return None;
     }
-    let mut sources = (files.iter().enumerate())
-        .filter(|(_, f)| same(f) && !f.writes && (f.dev, f.ino) != (w.dev, w.ino));
+    let mut sources = (files.iter().enumerate()).filter(|(_, f)| {
+        same(f)
+            && !f.writes
+            && (f.dev, f.ino) != (w.dev, w.ino)
+            && !not_flows.contains(&(f.pid, f.fd))
+    });
     let (i, _) = sources.next()?;
     sources.next().is_none().then_some(i)
 }

@@ -506,3 +506,125 @@ fn a_reader_that_appends_to_a_log_is_not_a_copy() {
         ]
     );
 }
+
+#[test]
+fn one_open_file_through_two_descriptors_is_one_flow_counted_once() {
+    // `sh -c loop > dup.log 2>&1`: descriptors 1 and 2 share one open file description.
+    let mut rig = Rig::new();
+    rig.process(100, "sh -c loop");
+    let log = file("/d/dup.log", 50, 0);
+    rig.fake.open(100, 1, log.clone(), WR);
+    rig.fake.open(100, 2, log, WR);
+    rig.scan();
+    for _ in 0..2 {
+        // One position and one file, seen through both descriptors.
+        for fd in [1, 2] {
+            rig.fake.fd(100, fd, |f| {
+                f.pos += 200_000;
+                if let FakeTarget::File { size, .. } = &mut f.target {
+                    *size += 200_000;
+                }
+            });
+        }
+        rig.fake.work(100, 1, 0, 200_000);
+    }
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(flows[0].view.name(), "sh -c loop: writes /d/dup.log");
+    assert_eq!(flows[0].amount, 400_000);
+    assert_eq!(flows[0].moved, 400_000);
+}
+
+#[test]
+fn a_shell_reading_its_own_script_is_not_a_flow_nor_a_copy() {
+    let mut rig = Rig::new();
+    rig.process(100, "bash ./check-script");
+    rig.fake.open(
+        100,
+        255,
+        file("/home/u/check-script", 60, 2_000),
+        RD | libc::O_CLOEXEC as u32,
+    );
+    rig.fake.open(100, 1, file("/home/u/check.log", 61, 0), WR);
+    rig.scan();
+    rig.advance(100, 255, 500, false);
+    rig.advance(100, 1, 300, true);
+    let flows = rig.scan();
+    let names: Vec<String> = flows.iter().map(|f| f.view.name()).collect();
+    assert_eq!(names, ["bash ./check-script: writes /home/u/check.log"]);
+    // A python program reading a file its script names is a flow, its script is not.
+    rig.process(200, "python3 -u reader.py /d/big");
+    rig.fake.open(200, 3, file("/d/big", 62, 1_000_000), RD);
+    rig.fake
+        .open(200, 4, file("/home/u/reader.py", 63, 900), RD);
+    rig.scan();
+    rig.advance(200, 3, 1_000, false);
+    rig.advance(200, 4, 900, false);
+    let flows = rig.scan();
+    let names: Vec<String> = flows
+        .iter()
+        .filter(|f| f.view.pid == 200)
+        .map(|f| f.view.name())
+        .collect();
+    assert_eq!(names, ["python3 -u reader.py /d/big: reads /d/big"]);
+}
+
+#[test]
+fn a_pipeline_stages_reads_of_files_it_does_not_name_are_the_pipelines() {
+    // tar c dir | gzip: tar's files one after another are the pipeline's bytes.
+    let mut rig = Rig::new();
+    rig.fake.add(100, 1, "bash", End::Other, End::Other);
+    rig.fake
+        .add(101, 100, "tar c dir", End::Other, End::Pipe(80));
+    rig.fake.add(102, 100, "gzip", End::Pipe(80), End::Other);
+    rig.fake.fill(80, 0, 65_536);
+    rig.fake
+        .open(101, 3, file("/home/u/dir/a.bin", 70, 5_000_000), RD);
+    rig.scan();
+    let mut kinds = Vec::new();
+    for _ in 0..4 {
+        rig.advance(101, 3, 1_000_000, false);
+        rig.fake.work(101, 10, 0, 1_000_000);
+        rig.fake.work(102, 10, 1_000_000, 300_000);
+        kinds = rig.scan().iter().map(|f| f.view.kind).collect::<Vec<_>>();
+    }
+    assert_eq!(kinds, [Kind::Pipeline]);
+}
+
+#[test]
+fn a_process_that_closed_its_socket_is_no_socket_flow_whatever_it_writes() {
+    // A test binary that used a Unix socket, then writes to the null device (D8).
+    let mut rig = Rig::new();
+    rig.process(100, "it-3de5b8502a1a644f");
+    rig.fake
+        .open(100, 3, FakeTarget::Socket(901), libc::O_RDWR as u32);
+    rig.fake
+        .open(100, 4, FakeTarget::CharDevice("/dev/null".into()), WR);
+    rig.scan();
+    rig.fake.work(100, 1, 0, 1 << 30);
+    let flows = rig.scan();
+    assert!(
+        flows.is_empty(),
+        "the null device's bytes are no socket's: {flows:?}"
+    );
+    rig.fake.close(100, 4);
+    rig.fake.work(100, 1, 0, 1 << 20);
+    let flows = rig.scan_after(3_000_000_000);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(
+        (flows[0].view.kind, flows[0].moved),
+        (Kind::Socket, 1 << 20)
+    );
+    // It closes its socket and writes terabytes to the null device.
+    rig.fake.close(100, 3);
+    rig.fake
+        .open(100, 4, FakeTarget::CharDevice("/dev/null".into()), WR);
+    for _ in 0..3 {
+        rig.fake.work(100, 1, 0, 1 << 40);
+        let flows = rig.scan_after(3_000_000_000);
+        assert!(
+            flows.iter().all(|f| f.ended && f.moved == 1 << 20),
+            "{flows:?}"
+        );
+    }
+}
