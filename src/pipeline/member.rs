@@ -9,6 +9,7 @@
 //! `classify`).
 
 use super::classify;
+use super::discover;
 use super::model::{Activity, Part, Sleep, Split};
 use super::procfs::{self, Io, Proc, ProcFile, Schedstat, Stat};
 use super::timeshare::{self, Waits};
@@ -154,6 +155,9 @@ pub(crate) struct Kids {
     pub seen: u64,
     /// The children listed at the last look (to tell new ones).
     listed: Vec<u32>,
+    /// The process is a launcher (xargs, GNU parallel): the stage keeps its command line
+    /// for a name, and is no shell loop.
+    pub launcher: bool,
 }
 
 /// Programs a loop is named by, at most.
@@ -286,6 +290,14 @@ impl Kids {
         out
     }
 
+    /// A launcher's children (see [`discover::launcher`]).
+    fn of_launcher() -> Kids {
+        Kids {
+            launcher: true,
+            ..Kids::default()
+        }
+    }
+
     /// The name of a loop run by a shell named `comm`: the programs its children ran.
     pub(crate) fn name(&self, comm: &str) -> String {
         if self.programs.is_empty() {
@@ -314,6 +326,13 @@ fn command_line(proc: &mut dyn Proc, pid: u32) -> Option<String> {
         .and_then(|c| procfs::command_text(&c))
 }
 
+/// True if `pid`, named `comm`, is a launcher (xargs, GNU parallel).
+fn is_launcher(proc: &mut dyn Proc, pid: u32, comm: &str) -> bool {
+    discover::launcher(comm, || {
+        proc.read(pid, ProcFile::Cmdline, false).unwrap_or_default()
+    })
+}
+
 /// What a process without a command line is called.
 fn unnamed(comm: &str) -> String {
     format!("[{}]", crate::display::printable(comm))
@@ -335,6 +354,7 @@ impl Member {
         fresh: bool,
     ) -> Member {
         let line = command_line(proc, pid);
+        let launcher = is_launcher(proc, pid, &comm);
         Member {
             pid,
             start,
@@ -352,7 +372,7 @@ impl Member {
             fresh,
             moved: 0,
             used: 0,
-            kids: None,
+            kids: launcher.then(Kids::of_launcher),
             socket: None,
             sockets: None,
         }
@@ -400,6 +420,11 @@ impl Member {
         for task in &mut self.tasks {
             task.sched = None;
         }
+    }
+
+    /// True if it is a launcher (xargs, GNU parallel) whose children are its work.
+    pub(crate) fn launcher(&self) -> bool {
+        self.kids.as_ref().is_some_and(|k| k.launcher)
     }
 
     /// Threads sampled (at least one).
@@ -594,6 +619,13 @@ impl Member {
             self.unnamed = line.is_none();
             self.command = line.unwrap_or_else(|| unnamed(&stat.comm));
             self.comm = stat.comm.clone();
+            if self.kids.is_none() && is_launcher(proc, self.pid, &self.comm) {
+                // (Its figures start again from here: this reading is a first one.)
+                self.take_children();
+                if let Some(kids) = &mut self.kids {
+                    kids.launcher = true;
+                }
+            }
         }
         let listed = self.refresh_tasks(proc, stat.threads);
         let reading = if permitted {
@@ -612,7 +644,9 @@ impl Member {
                     // at the children for their figures.)
                     let (ticks, kid_io, _) = kids.look(proc, self.pid, &self.comm, false, now_ns);
                     let (ticks, io) = kids.total((ticks, kid_io), stat.child_ticks, io);
-                    self.command = kids.name(&self.comm);
+                    if !kids.launcher {
+                        self.command = kids.name(&self.comm);
+                    }
                     Reading {
                         ticks: stat.cpu_ticks + ticks,
                         io: Some(io),

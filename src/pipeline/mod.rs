@@ -7,7 +7,8 @@
 //! state per thread, bytes in and out — a splice user's from its neighbours
 //! ([`figures`]) —, the fill of each pipe, where each stage's time goes ([`member`],
 //! [`timeshare`]); a shell loop, a shell starting child after child, is one stage whose
-//! children's time and bytes are its own ([`member::Kids`])), the bottleneck rule ([`classify`]), what to try ([`advice`]) and the
+//! children's time and bytes are its own ([`member::Kids`]), as is a launcher, xargs or GNU
+//! parallel, under its own command line), the bottleneck rule ([`classify`]), what to try ([`advice`]) and the
 //! text of the view ([`render`]). Must not: depend on a display loop. [`Watcher::sample`]
 //! takes the time and returns a [`View`], and [`Watcher::tick`] samples wait states
 //! between two of them; whoever runs the loop calls both and draws the view (the display

@@ -965,3 +965,49 @@ fn a_middle_stage_connected_after_the_others_joins_its_job() {
     });
     assert_eq!(sample(3 * SEC / 10), [["cat big", "gzip -9", "cat"]]);
 }
+
+/// `sh` (100) running `find / | xargs -n 50 md5sum | sort` (101, 102, 103): xargs starts
+/// an md5sum every half-second, its input /dev/null, its output sort's pipe.
+#[test]
+fn xargs_is_one_stage_alive_while_it_is_with_its_childrens_time() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh -c x", TTY, TTY);
+    fake.state(100, 'S', "do_wait");
+    fake.add(101, 100, "find /", TTY, pipe(1));
+    fake.state(101, 'S', "anon_pipe_write");
+    fake.add(102, 100, "xargs -n 50 md5sum", pipe(1), pipe(2));
+    fake.state(102, 'S', "do_wait");
+    fake.add(103, 100, "sort", pipe(2), TTY);
+    fake.state(103, 'S', "anon_pipe_read");
+    fake.fill(1, CAP, CAP);
+    fake.fill(2, 0, CAP);
+    let mut w = watch(&fake, 103);
+    let mut view = w.sample(0);
+    for k in 1..=12u32 {
+        // The md5sum of the last half-second ends (and is reaped), a new one starts.
+        let child = 200 + k;
+        fake.remove(child - 1);
+        fake.add(child, 102, "md5sum a b c", TTY, pipe(2));
+        fake.work(child, 45, 40_000_000, 4_000);
+        fake.work(101, 1, 0, 3_000);
+        fake.work(102, 0, 3_000, 0);
+        fake.work(103, 0, 4_000, 0);
+        view = w.sample(u64::from(k) * SEC / 2);
+        assert_eq!(
+            commands(&view),
+            ["find /", "xargs -n 50 md5sum", "sort"],
+            "at {k} half-seconds"
+        );
+        assert_ne!(view.stages[1].activity, Activity::Ended, "at {k}");
+        assert_eq!(view.stages[1].pid, 102, "at {k}");
+    }
+    // Its children's time is its own: on a CPU most of the time.
+    let cpu = view.stages[1].cpu.expect("a CPU figure");
+    assert!(cpu > 60.0, "xargs's CPU with its children's: {cpu}");
+    assert_eq!(marked(&view), ["xargs -n 50 md5sum"]);
+    let advice = view.advice.clone().unwrap_or_default();
+    assert!(
+        !advice.contains("loop") && advice.contains("-n"),
+        "advice for xargs: {advice:?}"
+    );
+}

@@ -381,6 +381,7 @@ impl Watcher {
             busy_stages: times.iter().flatten().filter(|t| t.cpu() >= 0.5).count(),
             short_of_cpu: short_of_cpu(times),
             looping: stage.looping,
+            launcher: stage.members.iter().any(member::Member::launcher),
             peer: stage.peer.as_deref(),
             pid: stage.view.pid,
             rate,
