@@ -225,7 +225,7 @@ impl Proc for FakeProc {
             let mut table = self.0.borrow_mut();
             match file {
                 ProcFile::Stat | ProcFile::TaskStat(_) => table.stat_reads += 1,
-                ProcFile::Io => table.io_reads += 1,
+                ProcFile::Io | ProcFile::TaskIo(_) => table.io_reads += 1,
                 _ => {}
             }
         }
@@ -253,6 +253,13 @@ impl Proc for FakeProc {
                 "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
                 p.io.rchar, p.io.wchar
             ),
+            ProcFile::TaskIo(_) => {
+                let own = p.own_io.unwrap_or(p.io);
+                format!(
+                    "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
+                    own.rchar, own.wchar
+                )
+            }
             ProcFile::Wchan => p.tasks[0].wchan.clone(),
             ProcFile::TaskWchan(tid) => task(tid)?.wchan.clone(),
             // No system calls or sockets in the synthetic table.

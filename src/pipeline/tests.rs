@@ -1011,3 +1011,36 @@ fn xargs_is_one_stage_alive_while_it_is_with_its_childrens_time() {
         "advice for xargs: {advice:?}"
     );
 }
+
+/// `cat big | while read p; do python3 -c …; done | cat`: a python3 per line, each reading
+/// 6 MB of its own modules and writing 3 bytes. The loop's input is what its shell read
+/// from its pipe (30 bytes a line), never its children's reads of files; its output is
+/// what the next stage read from its pipe.
+#[test]
+fn a_loops_bytes_are_its_pipes_not_its_childrens_files() {
+    let fake = forked_middle_stage();
+    let mut w = watch(&fake, 101);
+    let mut view = w.sample(0);
+    let mut child = 200;
+    for k in 1..=16u64 {
+        fake.remove(child);
+        child += 1;
+        fake.add(child, 102, "python3 -c x", pipe(1), pipe(2));
+        fake.work(child, 5, 6_000_000, 3);
+        fake.work(101, 0, 30, 30);
+        fake.work(102, 0, 30, 0);
+        fake.work(103, 0, 3, 3);
+        view = w.sample(k * SEC / 4);
+    }
+    assert_eq!(commands(&view), ["cat big", "(loop) python3", "cat"]);
+    let stage = &view.stages[1];
+    let read = stage.bytes_in.expect("what the loop read");
+    assert!(read <= 16 * 30, "the loop read {read} bytes from its pipe");
+    let written = stage.bytes_out.expect("what went through its output pipe");
+    assert!(
+        written <= 16 * 3,
+        "the loop wrote {written} bytes to its pipe"
+    );
+    // Nothing of its children's files went to its neighbours either.
+    assert!(view.stages[0].bytes_out.is_some_and(|b| b <= 16 * 30));
+}
