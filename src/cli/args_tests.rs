@@ -1394,8 +1394,8 @@ fn the_voice_is_found_past_usage_errors() {
     assert_eq!(voice(&["-M", "out", "--", "cmd", "--json"]), Voice::Display);
     assert_eq!(voice(&[]), Voice::Display);
     // Where the command line parses, the voice is the options'.
-    assert_eq!(run(&["--log", "--json", "-q"]).voice(), Voice::Json);
-    assert_eq!(run(&["--json", "--log"]).voice(), Voice::Log);
+    assert_eq!(run(&["--log", "--json", "-q"]).voice, Voice::Json);
+    assert_eq!(run(&["--json", "--log"]).voice, Voice::Log);
 }
 
 // ---- --top ----

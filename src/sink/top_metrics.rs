@@ -60,7 +60,7 @@ impl TopMetrics {
                     sys::strerror(&e)
                 );
                 let error = crate::error::Error::other(0, text);
-                if config.json {
+                if config.voice == crate::cli::Voice::Json {
                     super::json::write(term, super::json::message(&error, None));
                 } else {
                     term.message(&error.to_string());
@@ -86,8 +86,7 @@ impl Sink for TopMetrics {
                 continue;
             }
             seen.insert(m.id, (m.moved, flow.kind));
-            let eta = (m.size > 0 && r.stalled_for.is_none() && r.rates.avg_rate > 0.001)
-                .then(|| m.size.saturating_sub(m.amount) as f64 / r.rates.avg_rate);
+            let eta = r.eta();
             flows.push(Series {
                 kind: flow.kind,
                 command: flow.command.clone(),
