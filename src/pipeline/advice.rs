@@ -65,6 +65,21 @@ pub(crate) struct Situation<'a> {
     pub pid: u32,
     /// The bytes a second it moved over the same time, if known.
     pub rate: Option<f64>,
+    /// The busiest process outside the pipeline while it was short of CPU, if any.
+    pub thief: Option<&'a Thief>,
+    /// The pipeline's process group (for a command to paste: `renice -g`).
+    pub group: u32,
+}
+
+/// A process outside the pipeline using a CPU while the pipeline waits for one.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Thief {
+    /// Its PID.
+    pub pid: u32,
+    /// Its command line, as shown.
+    pub command: String,
+    /// The share of a core it used over the last window.
+    pub share: f64,
 }
 
 /// Programs found on `PATH` among those advice may name.
@@ -322,8 +337,28 @@ fn short_of_cpu(s: &Situation<'_>, _: &Tools) -> Option<String> {
         1 => format!(" (1 busy stage on {cores}, with the other programs running)"),
         n => format!(" ({n} busy stages on {cores}, with the other programs running)"),
     };
+    // The busiest other program, named with what to do about it.
+    let thief = s.thief.map_or(String::new(), |t| {
+        let group = if s.group > 1 {
+            format!(
+                ", or as root renice -n -5 -g {} raises the pipeline's",
+                s.group
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "; the busiest other program is {} (PID {}, {} of a core): renice -n 10 {} \
+             lowers its priority{group}",
+            short(&t.command),
+            t.pid,
+            percent(t.share),
+            t.pid
+        )
+    });
     Some(format!(
-        "the machine is short of CPU: {} waits for a CPU {} of the time and runs {}{stages}",
+        "the machine is short of CPU: {} waits for a CPU {} of the time and runs {}{stages}\
+         {thief}",
         short(s.command),
         percent(starved),
         percent(busy)

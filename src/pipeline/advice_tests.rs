@@ -24,6 +24,8 @@ fn situation<'a>(command: &'a str, position: Position, parts: &[(Part, f64)]) ->
         peer: None,
         pid: 1234,
         rate: None,
+        thief: None,
+        group: 0,
     }
 }
 

@@ -20,7 +20,9 @@
 //! socket is the network) and `io` (a process's own bytes, without its reaped children's), the `fd/0` and `fd/1` links (other descriptors' links and
 //! `fdinfo` flags when a stage counts far more than its pipe carries, or sleeps in `poll`
 //! on something its pipes do not explain), `net/{tcp,tcp6,unix}` (a socket's peer, for the
-//! advice), a loop shell's `children`, `/proc/stat` (idle cores, for the advice), and a
+//! advice), a loop shell's `children`, `/proc/stat` (idle cores, for the advice), every
+//! process's `stat` once a window while the stages are short of CPU (the busiest one
+//! outside the pipeline, for the advice: `watch/thief.rs`), and a
 //! pipe's fill through a descriptor opened from
 //! `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
 //! their control channel (splice does not show in `/proc/PID/io`).

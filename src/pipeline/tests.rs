@@ -1044,3 +1044,66 @@ fn a_loops_bytes_are_its_pipes_not_its_childrens_files() {
     // Nothing of its children's files went to its neighbours either.
     assert!(view.stages[0].bytes_out.is_some_and(|b| b <= 16 * 30));
 }
+
+/// `head -c 8G /dev/zero | sha256sum` beside two busy loops of another session (their own
+/// shell, 300, started them): sha256sum waits for a CPU more than it runs, and the advice
+/// names the busiest of the loops, with what to do about it; never a stage, the stages'
+/// shell or the watcher itself.
+#[test]
+fn short_of_cpu_names_the_busiest_process_outside_the_pipeline() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "head -c 8G /dev/zero", TTY, pipe(1));
+    fake.add(102, 100, "sha256sum", pipe(1), TTY);
+    fake.add(300, 1, "sh", TTY, TTY);
+    fake.add(301, 300, "python3 spin.py", TTY, TTY);
+    fake.add(302, 300, "python3 spin.py", TTY, TTY);
+    fake.add(303, 300, "sleep 100", TTY, TTY);
+    // (A session and process group each: the fake's are the same number.)
+    for pid in [100, 101, 102] {
+        fake.with(pid, |p| p.session = 5);
+    }
+    for pid in [300, 301, 302, 303] {
+        fake.with(pid, |p| p.session = 7);
+    }
+    fake.fill(1, CAP, CAP);
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=4 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 5, 0, 100_000_000);
+        fake.starve(101, 150_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 40, 100_000_000, 0);
+        fake.starve(102, 550_000_000);
+        // The shell of the pipeline is busy too, but it is the pipeline's.
+        fake.work(100, 90, 0, 0);
+        fake.work(301, 60, 0, 0);
+        fake.work(302, 80, 0, 0);
+        for tenth in 1..=10 {
+            w.tick((k - 1) * SEC + tenth * SEC / 10);
+        }
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["sha256sum"]);
+    let advice = view.advice.clone().unwrap_or_default();
+    assert!(
+        advice.starts_with("the machine is short of CPU: sha256sum waits for a CPU")
+            && advice.contains(
+                "; the busiest other program is python3 spin.py (PID 302, 80% of a \
+                 core): renice -n 10 302 lowers its priority, or as root renice -n -5 -g 5 \
+                 raises the pipeline's"
+            ),
+        "{advice}"
+    );
+    // The summary's advice names it too.
+    let report = w.report();
+    assert!(
+        report
+            .advice
+            .is_some_and(|a| a.contains("renice -n 10 302")),
+        "{:?}",
+        w.report()
+    );
+}

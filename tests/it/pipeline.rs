@@ -1966,3 +1966,48 @@ fn xargs_is_one_stage_with_its_childrens_time() {
         "{advice:?}\n{text}"
     );
 }
+
+/// Issue 36 point 3: beside busy loops outside it (one per core and one more), a hash
+/// waits for a CPU longer than it runs; the advice names the busiest program outside the
+/// pipeline (its command and PID: one of the loops, unless other work on the machine is
+/// busier still) and what to do about it, never a stage or the pipeline's own shell.
+#[test]
+fn short_of_cpu_names_the_busiest_program_outside_the_pipeline() {
+    let _busy = crate::util::busy_loops_alone();
+    let _loops = BusyLoops::start();
+    let _one_more = Pipeline::start("while :; do :; done");
+    let pipeline = Pipeline::start("yes | head -c 1000G | sha256sum");
+    let pid = pipeline.find("sha256sum");
+    let named = |t: &str| -> Option<u32> {
+        let objects = objects_so_far(t);
+        let advice = stage_objects(&objects)
+            .iter()
+            .rev()
+            .find_map(|s| s["advice"].as_str().map(String::from))?;
+        let at = advice.find("renice -n 10 ")? + "renice -n 10 ".len();
+        advice[at..].split(' ').next()?.parse().ok()
+    };
+    let text = watch_with_until(pid, &["--json", "-i", "0.5"], 10.0, |t| named(t).is_some());
+    let ours = descendants(pipeline.shell.id());
+    drop(pipeline);
+    let thief = named(&text).unwrap_or_else(|| {
+        panic!("waited 10 s for advice naming a program outside the pipeline; saw:\n{text}")
+    });
+    assert!(
+        !ours.contains(&thief),
+        "{thief} is the pipeline's: {ours:?}\n{text}"
+    );
+    let objects = objects_so_far(&text);
+    let advice = stage_objects(&objects)
+        .iter()
+        .rev()
+        .find_map(|s| s["advice"].as_str().map(String::from))
+        .unwrap();
+    assert!(
+        advice.starts_with("the machine is short of CPU: ")
+            && advice.contains("; the busiest other program is ")
+            && advice.contains(&format!("(PID {thief}, "))
+            && advice.contains(&format!("renice -n 10 {thief} lowers its priority")),
+        "{advice}"
+    );
+}

@@ -278,6 +278,7 @@ impl Watcher {
             .map(|s| s.view.time.filter(|_| !s.ended))
             .collect();
         self.short_of_cpu = short_of_cpu(&times);
+        self.find_thief(now_ns);
         let marked = self.stages.iter().position(|s| s.view.bottleneck);
         if let Some(i) = marked {
             self.find_peer(i, now_ns);
@@ -402,6 +403,8 @@ impl Watcher {
             peer: stage.peer.as_deref(),
             pid: stage.view.pid,
             rate,
+            thief: self.others.thief.as_ref(),
+            group: self.group,
         };
         advice::advise(&situation, &self.tools)
     }
