@@ -85,13 +85,12 @@ impl Top {
             kind: config.style.kind(Unit::Bytes),
             utf8: config.style.utf8,
         };
-        let view = view::view(&screen);
         if config.stderr_tty {
-            let rows = view.lines(config.width, config.height);
+            let rows = view::lines(&screen, config.width, config.height);
             term.draw_screen(&rows, config.width);
         } else {
             // A plain frame: every row, for a file or a pipe.
-            let rows = view.lines(config.width, self.lines.len() + 8);
+            let rows = view::lines(&screen, config.width, self.lines.len() + 8);
             let mut text = rows.join("\n");
             text.push_str("\n\n");
             term.raw(&text);
@@ -197,7 +196,9 @@ impl Sink for Top {
                 id: m.id,
                 kind: flow.kind,
                 pid: flow.pid,
-                name: flow.name(),
+                command: flow.command.clone(),
+                file: flow.file.clone(),
+                writes: flow.writes,
                 amount: m.amount,
                 rate: if ended { 0.0 } else { r.rates.rate },
                 percent: (m.size > 0).then_some(r.rates.percentage),

@@ -248,10 +248,10 @@ fn frames_show_every_kind_of_flow() {
     flows.sockets();
     let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
     let dir = s(flows.dir.dir.path()).to_string();
-    let reader_parts = ["reader.py", "< ", &dir, "%"];
+    let reader_parts = ["reader.py", "<- ", &dir, "%"];
     let frame = watcher.wait_frame("every flow", |f| {
         row(f, "file", &reader_parts).is_some()
-            && row(f, "file", &["dd of=out", "> "]).is_some()
+            && row(f, "file", &["dd of=out", "-> "]).is_some()
             && row(
                 f,
                 "pipeline",
