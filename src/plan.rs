@@ -745,6 +745,7 @@ pub(crate) fn display(o: &Options) -> DisplayConfig {
         top: (o.action == Action::Top).then_some(crate::top::TopConfig {
             metrics_flows: o.metrics_flows.unwrap_or(crate::cli::DEFAULT_METRICS_FLOWS),
             metrics_pid: o.metrics_pid,
+            once: o.once,
         }),
         // A transfer's watchdog: watching (-d, -Q, --pipeline=PID) moves nothing of rpv's.
         stall_timeout: o.stall_timeout.filter(|_| {

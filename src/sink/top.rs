@@ -1,11 +1,12 @@
 //! The `--top` view: a row per flow, busiest first, redrawn in place through the screen
 //! layer; on a terminal it takes keys (↑/↓ select, Home/End the first and the last row,
 //! Enter opens the selected flow in the `--pipeline` or `-d` view, Esc comes back, `s`
-//! changes the order, `q` quits). Without a terminal it prints each update as a plain
+//! changes the order, `p` freezes it, `/` filters, `q` quits; what each key changes is
+//! [`Browse`]'s). Without a terminal, or with `--once`, it prints each update as a plain
 //! frame (a title, the rows, a blank line).
 //!
 //! Owns: the rows of the last update (so keys redraw at once, without a new sample), each
-//! flow's rate history (its sparkline), the selection, the terminal's input mode (no echo,
+//! flow's rate history (its sparkline), the view's [`Browse`] state, the terminal's input mode (no echo,
 //! no line editing, signals kept: Ctrl-C and Ctrl-Z work as everywhere; put back at the
 //! end and set again after `fg`), and the opened view: another rpv, on the alternate
 //! screen, ended (SIGTERM) when Esc comes back or the run ends.
@@ -19,7 +20,8 @@ use crate::meter::{Phase, Role, Unit};
 use crate::source::top::SharedBoard;
 use crate::sys;
 use crate::term::Term;
-use crate::top::view::{self, Key, Line, Screenful, Sort, HISTORY};
+use crate::top::browse::{Action, Browse};
+use crate::top::view::{self, Key, Line, Screenful, HISTORY};
 use crate::top::Zoom;
 
 /// Switch to the alternate screen (the cursor saved), and back.
@@ -29,10 +31,15 @@ const MAIN_SCREEN: &str = "\x1b[?1049l";
 /// `--top`'s view.
 pub(crate) struct Top {
     board: SharedBoard,
+    /// Every flow of the last update.
     lines: Vec<Line>,
+    /// The rows shown: filtered and in order.
+    shown: Vec<Line>,
     history: HashMap<u64, VecDeque<f64>>,
-    selected: Option<u64>,
-    sort: Sort,
+    /// The selection, the order, the filter.
+    browse: Browse,
+    /// `--once`: one plain frame, on a terminal too.
+    once: bool,
     /// The terminal's attributes before the view took its keys.
     tty: Option<sys::TtyMode>,
     /// The view Enter opened.
@@ -41,9 +48,11 @@ pub(crate) struct Top {
 
 impl Top {
     /// The view; it takes keys when standard input and standard error are the terminal
-    /// (and not `-q`).
+    /// (and not `-q` or `--once`).
     pub(crate) fn new(board: SharedBoard, config: &DisplayConfig) -> Top {
-        let interactive = config.stderr_tty && config.enabled && sys::isatty(sys::stdin_fd());
+        let once = config.top.is_some_and(|t| t.once);
+        let interactive =
+            config.stderr_tty && config.enabled && !once && sys::isatty(sys::stdin_fd());
         let tty = interactive
             .then(|| sys::tty_mode_for_reply(sys::stdin_fd()).ok())
             .flatten();
@@ -51,9 +60,10 @@ impl Top {
         Top {
             board,
             lines: Vec::new(),
+            shown: Vec::new(),
             history: HashMap::new(),
-            selected: None,
-            sort: Sort::default(),
+            browse: Browse::default(),
+            once,
             tty,
             zoom: None,
         }
@@ -67,30 +77,27 @@ impl Top {
         if self.zoom.is_some() || !config.visible() {
             return;
         }
-        self.sort.apply(&mut self.lines);
-        if self.interactive() {
-            self.selected = self
-                .selected
-                .filter(|id| self.lines.iter().any(|l| l.id == *id))
-                .or_else(|| self.lines.first().map(|l| l.id));
-        }
+        self.shown = self.browse.arrange(&self.lines, self.interactive());
         let hidden = self.board.borrow().hidden.line();
         let screen = Screenful {
-            lines: &self.lines,
+            lines: &self.shown,
             history: &self.history,
-            selected: self.selected,
-            sort: self.sort,
+            selected: self.browse.selected,
+            sort: self.browse.sort,
             interactive: self.interactive(),
+            frozen: self.browse.frozen,
+            filter: &self.browse.filter,
+            typing: self.browse.typing,
             hidden,
             kind: config.style.kind(Unit::Bytes),
             utf8: config.style.utf8,
         };
-        if config.stderr_tty {
+        if config.stderr_tty && !self.once {
             let rows = view::lines(&screen, config.width, config.height);
             term.draw_screen(&rows, config.width);
         } else {
             // A plain frame: every row, for a file or a pipe.
-            let rows = view::lines(&screen, config.width, self.lines.len() + 8);
+            let rows = view::lines(&screen, config.width, self.shown.len() + 8);
             let mut text = rows.join("\n");
             text.push_str("\n\n");
             term.raw(&text);
@@ -99,7 +106,11 @@ impl Top {
 
     /// Enter: the selected flow in its own view (another rpv on the alternate screen).
     fn open(&mut self, config: &DisplayConfig, term: &mut Term) {
-        let Some(line) = self.lines.iter().find(|l| Some(l.id) == self.selected) else {
+        let Some(line) = self
+            .shown
+            .iter()
+            .find(|l| Some(l.id) == self.browse.selected)
+        else {
             return;
         };
         let Ok(exe) = std::env::current_exe() else {
@@ -140,27 +151,18 @@ impl Top {
     }
 
     fn key(&mut self, key: Key, config: &DisplayConfig, term: &mut Term) {
-        match key {
-            Key::Quit => {
+        match self.browse.press(key, &self.shown, self.zoom.is_some()) {
+            Action::Nothing => {}
+            Action::Redraw => self.draw(config, term),
+            Action::Open => self.open(config, term),
+            Action::Back => {
+                self.close(term);
+                self.draw(config, term);
+            }
+            Action::Quit => {
                 self.close(term);
                 self.board.borrow_mut().quit = true;
             }
-            Key::Escape => {
-                if self.zoom.is_some() {
-                    self.close(term);
-                    self.draw(config, term);
-                }
-            }
-            _ if self.zoom.is_some() => {}
-            Key::Up | Key::Down | Key::First | Key::Last => {
-                self.selected = view::move_selection(&self.lines, self.selected, key);
-                self.draw(config, term);
-            }
-            Key::Sort => {
-                self.sort = self.sort.next();
-                self.draw(config, term);
-            }
-            Key::Enter => self.open(config, term),
         }
     }
 
@@ -234,8 +236,14 @@ impl Sink for Top {
         let Ok(n) = sys::read(sys::stdin_fd(), &mut buf) else {
             return;
         };
-        for key in view::keys(&buf[..n]) {
-            self.key(key, config, term);
+        // Key by key: `/` makes the next ones the filter's text.
+        let mut i = 0;
+        while i < n {
+            let (key, used) = view::next_key(&buf[i..n], self.browse.typing);
+            if let Some(key) = key {
+                self.key(key, config, term);
+            }
+            i += used.max(1);
         }
     }
 

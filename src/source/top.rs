@@ -6,7 +6,8 @@
 //! ones; what the flow is rides along in [`MeterState::flow`]), sampling the pipelines'
 //! wait states between updates, and the [`Board`] it shares with the `--top` view (the
 //! processes rpv may not read, the view's keys asking to quit, the process of the view
-//! Enter opened). The run lasts until the view quits or a signal ends it.
+//! Enter opened). The run lasts until the view quits or a signal ends it; with `--once`,
+//! until the first update (one interval after the first look, so it has rates).
 //! Must not: draw.
 
 use std::cell::RefCell;
@@ -41,18 +42,24 @@ pub(crate) struct TopSource {
     scanner: Scanner,
     board: SharedBoard,
     flows: Vec<Flow>,
+    /// `--once`: the run ends after the first update.
+    once: bool,
+    /// An update has sampled the flows.
+    sampled: bool,
 }
 
 impl TopSource {
     /// Looks at every process once (so the first update sees what moved since);
-    /// `interval` is `-i` in seconds.
-    pub(crate) fn new(interval: f64, board: SharedBoard) -> TopSource {
+    /// `interval` is `-i` in seconds; `once`: finished after the first update.
+    pub(crate) fn new(interval: f64, once: bool, board: SharedBoard) -> TopSource {
         let mut scanner = Scanner::new(interval);
         scanner.scan(crate::sys::monotonic_ns());
         TopSource {
             scanner,
             board,
             flows: Vec::new(),
+            once,
+            sampled: false,
         }
     }
 }
@@ -89,12 +96,13 @@ impl Source for TopSource {
         self.flows.clear();
         self.scanner.flows(&mut self.flows);
         out.extend(self.flows.iter().map(|f| meter(f, now_ns)));
+        self.sampled = true;
     }
 
     fn events(&mut self, _out: &mut Vec<Event>) {}
 
     fn finished(&mut self) -> bool {
-        self.board.borrow().quit
+        self.board.borrow().quit || (self.once && self.sampled)
     }
 
     fn status(&self) -> u8 {
@@ -102,6 +110,10 @@ impl Source for TopSource {
     }
 
     fn poll_period_ns(&self) -> Option<u64> {
+        if self.once && self.sampled {
+            // Done: the loop looks again at once.
+            return Some(0);
+        }
         let keys = self.board.borrow().keys.then_some(KEYS_POLL_NS);
         match (keys, self.scanner.tick_period_ns()) {
             (Some(a), Some(b)) => Some(a.min(b)),

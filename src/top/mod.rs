@@ -14,6 +14,8 @@
 //! details only for pipelines found moving.
 
 #[allow(unreachable_pub)]
+pub(crate) mod browse;
+#[allow(unreachable_pub)]
 pub(crate) mod metrics;
 pub mod scan;
 #[allow(unreachable_pub)]
@@ -26,6 +28,8 @@ pub struct TopConfig {
     pub metrics_flows: usize,
     /// `--metrics-pid`: a `pid` label on each flow's series.
     pub metrics_pid: bool,
+    /// `--once`: one update (the second look at the machine), then the end.
+    pub once: bool,
 }
 
 /// What kind of flow a row is.

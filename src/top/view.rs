@@ -125,55 +125,98 @@ pub enum Key {
     First,
     /// End or `G`: the last row.
     Last,
-    /// Enter: open the selected flow.
+    /// Enter: open the selected flow (while typing a filter: apply it).
     Enter,
-    /// Esc: back from the opened flow.
+    /// Esc: back from the opened flow, or the filter cleared.
     Escape,
     /// `s`: the next order.
     Sort,
+    /// `/`: type a filter.
+    Filter,
+    /// `p`: freeze the order (and again: let it follow the figures).
+    Freeze,
     /// `q`.
     Quit,
+    /// Backspace, while typing a filter.
+    Erase,
+    /// A character of a filter being typed.
+    Char(char),
 }
 
 /// The keys in the bytes read from the terminal (escape sequences it does not know are
-/// skipped whole).
+/// skipped whole), none of them typed into a filter.
+#[cfg(test)]
 pub fn keys(bytes: &[u8]) -> Vec<Key> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
-            0x1b if bytes.get(i + 1).is_some_and(|&b| b == b'[' || b == b'O') => {
-                // CSI or SS3: parameters, then a final byte in @..~.
-                let mut j = i + 2;
-                while j < bytes.len() && !(0x40..=0x7e).contains(&bytes[j]) {
-                    j += 1;
-                }
-                // Home and End: `ESC [ H`, `ESC O H` (and `F`), or `ESC [ 1 ~`, `ESC [ 7 ~`
-                // (and `4`, `8`), as terminals and terminfo entries differ.
-                let params = &bytes[i + 2..j.min(bytes.len())];
-                match (bytes.get(j), params) {
-                    (Some(b'A'), _) => out.push(Key::Up),
-                    (Some(b'B'), _) => out.push(Key::Down),
-                    (Some(b'H'), []) | (Some(b'~'), b"1" | b"7") => out.push(Key::First),
-                    (Some(b'F'), []) | (Some(b'~'), b"4" | b"8") => out.push(Key::Last),
-                    _ => {}
-                }
-                i = j + 1;
-                continue;
-            }
-            0x1b => out.push(Key::Escape),
-            b'\r' | b'\n' => out.push(Key::Enter),
-            b'k' => out.push(Key::Up),
-            b'j' => out.push(Key::Down),
-            b'g' => out.push(Key::First),
-            b'G' => out.push(Key::Last),
-            b's' => out.push(Key::Sort),
-            b'q' | b'Q' => out.push(Key::Quit),
-            _ => {}
-        }
-        i += 1;
+        let (key, used) = next_key(&bytes[i..], false);
+        out.extend(key);
+        i += used;
     }
     out
+}
+
+/// The first key in `bytes` and how many bytes it took (at least one). While `typing` a
+/// filter, a printable character is itself (a `Char`), Backspace erases, and letters are
+/// not commands.
+pub fn next_key(bytes: &[u8], typing: bool) -> (Option<Key>, usize) {
+    let Some(&first) = bytes.first() else {
+        return (None, 0);
+    };
+    if first == 0x1b && bytes.get(1).is_some_and(|&b| b == b'[' || b == b'O') {
+        // CSI or SS3: parameters, then a final byte in @..~.
+        let mut j = 2;
+        while j < bytes.len() && !(0x40..=0x7e).contains(&bytes[j]) {
+            j += 1;
+        }
+        // Home and End: `ESC [ H`, `ESC O H` (and `F`), or `ESC [ 1 ~`, `ESC [ 7 ~`
+        // (and `4`, `8`), as terminals and terminfo entries differ.
+        let params = &bytes[2..j.min(bytes.len())];
+        let key = match (bytes.get(j), params) {
+            (Some(b'A'), _) => Some(Key::Up),
+            (Some(b'B'), _) => Some(Key::Down),
+            (Some(b'H'), []) | (Some(b'~'), b"1" | b"7") => Some(Key::First),
+            (Some(b'F'), []) | (Some(b'~'), b"4" | b"8") => Some(Key::Last),
+            _ => None,
+        };
+        return (key, (j + 1).min(bytes.len()));
+    }
+    let key = match first {
+        0x1b => Some(Key::Escape),
+        b'\r' | b'\n' => Some(Key::Enter),
+        0x7f | 0x08 if typing => Some(Key::Erase),
+        _ if typing => return typed(bytes),
+        b'k' => Some(Key::Up),
+        b'j' => Some(Key::Down),
+        b'g' => Some(Key::First),
+        b'G' => Some(Key::Last),
+        b's' => Some(Key::Sort),
+        b'/' => Some(Key::Filter),
+        b'p' => Some(Key::Freeze),
+        b'q' | b'Q' => Some(Key::Quit),
+        _ => None,
+    };
+    (key, 1)
+}
+
+/// The character typed at the start of `bytes` (UTF-8; control bytes and broken
+/// sequences are skipped).
+fn typed(bytes: &[u8]) -> (Option<Key>, usize) {
+    let len = match bytes[0] {
+        0x00..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => return (None, 1),
+    };
+    match bytes.get(..len).and_then(|b| std::str::from_utf8(b).ok()) {
+        Some(text) => {
+            let c = text.chars().next().filter(|c| !c.is_control());
+            (c.map(Key::Char), len)
+        }
+        None => (None, 1),
+    }
 }
 
 /// The selection after `key`: the row above or below the selected one in `lines` (in
@@ -247,6 +290,14 @@ pub fn note(line: &Line) -> String {
         .unwrap_or_default()
 }
 
+impl Line {
+    /// What the `/` filter looks in: the kind, the PID, the command and the file.
+    pub fn text(&self) -> String {
+        let file = self.file.as_deref().unwrap_or("");
+        format!("{} {} {} {file}", self.kind.name(), self.pid, self.command)
+    }
+}
+
 /// The FLOW cell of `line` in `width` columns: `command → file` or `command ← file` when
 /// that fits, else the file first (its end when it takes over half the cell, its last
 /// name whole where that leaves a quarter of the cell to the command); a pipeline's bottleneck after its name. Escaped for the terminal.
@@ -312,6 +363,12 @@ pub struct Screenful<'a> {
     pub sort: Sort,
     /// Keys are taken (a marker column and the key help are shown).
     pub interactive: bool,
+    /// The order is frozen.
+    pub frozen: bool,
+    /// The `/` filter's text (empty: none).
+    pub filter: &'a str,
+    /// The filter is being typed.
+    pub typing: bool,
     /// The line about processes rpv may not read.
     pub hidden: Option<String>,
     /// Units.
@@ -371,32 +428,46 @@ fn table<'a>(s: &Screenful<'a>) -> Table<'a> {
     }
 }
 
-/// The key help (a footer line).
-fn help(utf8: bool) -> &'static str {
-    if utf8 {
-        "↑↓ select  Enter open  Esc back  s sort  q quit"
+/// The key help (a footer line); while a filter is typed, what ends it.
+fn help(s: &Screenful<'_>) -> String {
+    if s.typing {
+        format!("/{}_  Enter apply  Esc clear", s.filter)
+    } else if s.utf8 {
+        "↑↓ select  Enter open  Esc back  / filter  s sort  p freeze  q quit".into()
     } else {
-        "up/down select  Enter open  Esc back  s sort  q quit"
+        "up/down select  Enter open  Esc back  / filter  s sort  p freeze  q quit".into()
     }
 }
 
 /// Rows a terminal needs for the key help to have a footer line of its own.
 const HELP_ROWS: usize = 8;
 
-/// The view of `s` on a terminal `height` rows high: a title line (with the processes
-/// rpv may not read, and why), the table, and the key help when keys are taken and the
-/// terminal has room for it.
-pub fn view<'a>(s: &Screenful<'a>, height: usize) -> View<'a> {
+/// The title line: how many flows (matching the filter), the order (frozen or not), and
+/// the processes rpv may not read, and why.
+fn title(s: &Screenful<'_>) -> String {
     let count = s.lines.iter().filter(|l| !l.ended).count();
     let plural = if count == 1 { "" } else { "s" };
-    let mut title = format!("rpv --top: {count} flow{plural}, by {}", s.sort.name());
+    let mut title = format!("rpv --top: {count} flow{plural}");
+    if !s.filter.is_empty() || s.typing {
+        title.push_str(&format!(" matching \"{}\"", s.filter));
+    }
+    title.push_str(&format!(", by {}", s.sort.name()));
+    if s.frozen {
+        title.push_str(", frozen");
+    }
     if let Some(hidden) = &s.hidden {
         title.push_str("; ");
         title.push_str(hidden);
     }
-    let mut blocks = vec![Block::text(&title), Block::Table(table(s))];
+    title
+}
+
+/// The view of `s` on a terminal `height` rows high: the title line, the table, and the
+/// key help when keys are taken and the terminal has room for it.
+pub fn view<'a>(s: &Screenful<'a>, height: usize) -> View<'a> {
+    let mut blocks = vec![Block::text(&title(s)), Block::Table(table(s))];
     if s.interactive && height >= HELP_ROWS {
-        blocks.push(Block::text(help(s.utf8)));
+        blocks.push(Block::text(&help(s)));
     }
     View {
         blocks,
@@ -539,6 +610,9 @@ mod tests {
                 selected: Some(30),
                 sort: Sort::Rate,
                 interactive,
+                frozen: false,
+                filter: "",
+                typing: false,
                 hidden: Some("3 processes not readable".into()),
                 kind: CountKind::BinaryBytes,
                 utf8: true,
@@ -611,6 +685,9 @@ mod tests {
             selected: lines.first().map(|l| l.id),
             sort: Sort::Rate,
             interactive,
+            frozen: false,
+            filter: "",
+            typing: false,
             hidden: None,
             kind: CountKind::BinaryBytes,
             utf8: true,
