@@ -7,7 +7,6 @@
 
 use std::ffi::OsString;
 use std::process::{Child, Command, Stdio};
-use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cli::{self, MonitorSide, Options};
@@ -22,7 +21,7 @@ use crate::sink::{self, json, DisplayConfig, Sink};
 use crate::source::engine::EngineSource;
 use crate::source::pipeline::PipelineSource;
 use crate::source::query::QuerySource;
-use crate::source::top::{SharedBoard, TopSource};
+use crate::source::top::TopSource;
 use crate::source::watch::WatchSource;
 use crate::source::Source;
 use crate::sys;
@@ -190,7 +189,7 @@ fn sinks<'a>(
     } else {
         sinks.push(Box::new(sink::messages::Messages));
         if display.top.is_some() {
-            // `--top`'s view comes from `top`, with the board it shares with its source.
+            // `--top`'s view comes from `top`.
         } else if display.pipeline {
             sinks.push(Box::new(sink::stages::Stages::default()));
         } else if display.style.numeric {
@@ -235,9 +234,8 @@ fn sinks<'a>(
 /// `--top`: the flows, in the view (or `--json`, `--log`) and the metrics file, until the
 /// view quits or a signal ends the run.
 fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
-    let board = SharedBoard::default();
     let once = display.top.is_some_and(|t| t.once);
-    let source = TopSource::new(o.interval, once, Rc::clone(&board));
+    let source = TopSource::new(o.interval, once);
     let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
     let start = json::Start {
         mode: "top",
@@ -245,11 +243,11 @@ fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
     };
     let mut sinks = sinks(&display, false, start, report, &sources);
     if !display.json && !display.log {
-        let view = sink::top::Top::new(Rc::clone(&board), &display);
+        let view = sink::top::Top::new(&display);
         sinks.insert(1, Box::new(view));
     }
     if let (Some(path), Some(settings)) = (&display.metrics_file, display.top) {
-        let metrics = sink::top_metrics::TopMetrics::new(path.clone(), settings, board);
+        let metrics = sink::top_metrics::TopMetrics::new(path.clone(), settings);
         sinks.push(Box::new(metrics));
     }
     let term = Term::new(report.prog());

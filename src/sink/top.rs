@@ -16,13 +16,15 @@ use std::collections::{HashMap, VecDeque};
 use std::process::{Child, Command, Stdio};
 
 use super::{DisplayConfig, Sink, Snapshot};
-use crate::meter::{Phase, Role, Unit};
-use crate::source::top::SharedBoard;
+use crate::meter::{Event, Phase, Request, Role, Unit};
 use crate::sys;
 use crate::term::Term;
 use crate::top::browse::{Action, Browse};
 use crate::top::view::{self, Key, Line, Screenful, HISTORY};
-use crate::top::Zoom;
+use crate::top::{Hidden, Zoom};
+
+/// How often the display loop wakes while the view takes keys (nanoseconds).
+const KEYS_POLL_NS: u64 = 50_000_000;
 
 /// Switch to the alternate screen (the cursor saved), and back.
 const ALT_SCREEN: &str = "\x1b[?1049h\x1b[H\x1b[2J";
@@ -30,7 +32,10 @@ const MAIN_SCREEN: &str = "\x1b[?1049l";
 
 /// `--top`'s view.
 pub(crate) struct Top {
-    board: SharedBoard,
+    /// The processes rpv may not read (the source's last word on them).
+    hidden: Hidden,
+    /// What the keys asked of the source since the last tick.
+    asked: Vec<Request>,
     /// Every flow of the last update.
     lines: Vec<Line>,
     /// The rows shown: filtered and in order.
@@ -49,16 +54,16 @@ pub(crate) struct Top {
 impl Top {
     /// The view; it takes keys when standard input and standard error are the terminal
     /// (and not `-q` or `--once`).
-    pub(crate) fn new(board: SharedBoard, config: &DisplayConfig) -> Top {
+    pub(crate) fn new(config: &DisplayConfig) -> Top {
         let once = config.top.is_some_and(|t| t.once);
         let interactive =
             config.stderr_tty && config.enabled && !once && sys::isatty(sys::stdin_fd());
         let tty = interactive
             .then(|| sys::tty_mode_for_reply(sys::stdin_fd()).ok())
             .flatten();
-        board.borrow_mut().keys = tty.is_some();
         Top {
-            board,
+            hidden: Hidden::default(),
+            asked: Vec::new(),
             lines: Vec::new(),
             shown: Vec::new(),
             history: HashMap::new(),
@@ -78,7 +83,7 @@ impl Top {
             return;
         }
         self.shown = self.browse.arrange(&self.lines, self.interactive());
-        let hidden = self.board.borrow().hidden.line();
+        let hidden = self.hidden.line();
         let screen = Screenful {
             lines: &self.shown,
             history: &self.history,
@@ -130,7 +135,7 @@ impl Top {
         term.raw(ALT_SCREEN);
         match cmd.spawn() {
             Ok(child) => {
-                self.board.borrow_mut().zoomed = Some(child.id());
+                self.asked.push(Request::Exclude(Some(child.id())));
                 self.zoom = Some(child);
             }
             Err(_) => term.raw(MAIN_SCREEN),
@@ -146,7 +151,7 @@ impl Top {
             sys::terminate(child.id());
         }
         let _ = child.wait();
-        self.board.borrow_mut().zoomed = None;
+        self.asked.push(Request::Exclude(None));
         term.raw(MAIN_SCREEN);
     }
 
@@ -161,8 +166,40 @@ impl Top {
             }
             Action::Quit => {
                 self.close(term);
-                self.board.borrow_mut().quit = true;
+                self.asked.push(Request::Quit);
             }
+        }
+    }
+
+    /// The keys typed since the last look (and the opened view's end), each done at once.
+    fn read_keys(&mut self, config: &DisplayConfig, term: &mut Term) {
+        if self.tty.is_none() {
+            return;
+        }
+        if let Some(child) = &mut self.zoom {
+            if child.try_wait().ok().flatten().is_some() {
+                self.close(term);
+                self.draw(config, term);
+            }
+        }
+        // After `fg` the terminal may be back in line mode, where a read would wait for
+        // a whole line: the keys' mode again, and a read only of what is there.
+        self.keep_keys_mode();
+        if !sys::poll_one(sys::stdin_fd(), libc::POLLIN, 0).is_ok_and(|r| r != 0) {
+            return;
+        }
+        let mut buf = [0u8; 64];
+        let Ok(n) = sys::read(sys::stdin_fd(), &mut buf) else {
+            return;
+        };
+        // Key by key: `/` makes the next ones the filter's text.
+        let mut i = 0;
+        while i < n {
+            let (key, used) = view::next_key(&buf[i..n], self.browse.typing);
+            if let Some(key) = key {
+                self.key(key, config, term);
+            }
+            i += used.max(1);
         }
     }
 
@@ -176,6 +213,12 @@ impl Top {
 }
 
 impl Sink for Top {
+    fn event(&mut self, event: &Event, _config: &DisplayConfig, _term: &mut Term) {
+        if let Event::Unreadable(hidden) = event {
+            self.hidden = *hidden;
+        }
+    }
+
     fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         self.keep_keys_mode();
         self.lines.clear();
@@ -216,35 +259,13 @@ impl Sink for Top {
         self.draw(config, term);
     }
 
-    fn tick(&mut self, config: &DisplayConfig, term: &mut Term) {
-        if self.tty.is_none() {
-            return;
-        }
-        if let Some(child) = &mut self.zoom {
-            if child.try_wait().ok().flatten().is_some() {
-                self.close(term);
-                self.draw(config, term);
-            }
-        }
-        // After `fg` the terminal may be back in line mode, where a read would wait for
-        // a whole line: the keys' mode again, and a read only of what is there.
-        self.keep_keys_mode();
-        if !sys::poll_one(sys::stdin_fd(), libc::POLLIN, 0).is_ok_and(|r| r != 0) {
-            return;
-        }
-        let mut buf = [0u8; 64];
-        let Ok(n) = sys::read(sys::stdin_fd(), &mut buf) else {
-            return;
-        };
-        // Key by key: `/` makes the next ones the filter's text.
-        let mut i = 0;
-        while i < n {
-            let (key, used) = view::next_key(&buf[i..n], self.browse.typing);
-            if let Some(key) = key {
-                self.key(key, config, term);
-            }
-            i += used.max(1);
-        }
+    fn poll_period_ns(&self) -> Option<u64> {
+        self.interactive().then_some(KEYS_POLL_NS)
+    }
+
+    fn tick(&mut self, config: &DisplayConfig, term: &mut Term, requests: &mut Vec<Request>) {
+        self.read_keys(config, term);
+        requests.append(&mut self.asked);
     }
 
     fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, term: &mut Term) {
@@ -255,3 +276,7 @@ impl Sink for Top {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "top_tests.rs"]
+mod tests;

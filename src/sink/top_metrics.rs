@@ -11,8 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::{DisplayConfig, Sink, Snapshot};
-use crate::meter::{Phase, Role};
-use crate::source::top::SharedBoard;
+use crate::meter::{Event, Phase, Role};
 use crate::sys;
 use crate::term::Term;
 use crate::top::metrics::{render, Series, Totals};
@@ -22,7 +21,6 @@ use crate::top::{Kind, TopConfig};
 pub(crate) struct TopMetrics {
     path: PathBuf,
     settings: TopConfig,
-    board: SharedBoard,
     totals: Totals,
     /// Each flow's forward progress at the last update, and its kind.
     last: HashMap<u64, (u64, Kind)>,
@@ -31,11 +29,10 @@ pub(crate) struct TopMetrics {
 
 impl TopMetrics {
     /// A sink writing `path`.
-    pub(crate) fn new(path: PathBuf, settings: TopConfig, board: SharedBoard) -> TopMetrics {
+    pub(crate) fn new(path: PathBuf, settings: TopConfig) -> TopMetrics {
         TopMetrics {
             path,
             settings,
-            board,
             totals: Totals::default(),
             last: HashMap::new(),
             warned: false,
@@ -43,7 +40,6 @@ impl TopMetrics {
     }
 
     fn write(&mut self, flows: &[Series], config: &DisplayConfig, term: &mut Term) {
-        self.totals.unreadable = self.board.borrow().hidden.count;
         let (secs, millis) = sys::unix_time_ms();
         self.totals.now = secs as f64 + f64::from(millis) / 1000.0;
         let text = render(
@@ -71,6 +67,12 @@ impl TopMetrics {
 }
 
 impl Sink for TopMetrics {
+    fn event(&mut self, event: &Event, _config: &DisplayConfig, _term: &mut Term) {
+        if let Event::Unreadable(hidden) = event {
+            self.totals.unreadable = hidden.count;
+        }
+    }
+
     fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         let mut flows = Vec::new();
         let mut seen = HashMap::new();

@@ -1106,7 +1106,7 @@ fn a_block_device_being_read() {
         row(
             f,
             "device",
-            &["dd if=disk", &format!("< {}", s(&node)), "%"],
+            &["dd if=disk", &format!("<- {}", s(&node)), "%"],
         )
         .is_some()
     });
