@@ -247,7 +247,7 @@ fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
         sinks.insert(1, Box::new(view));
     }
     if let (Some(path), Some(settings)) = (&display.metrics_file, display.top) {
-        let metrics = sink::top_metrics::TopMetrics::new(path.clone(), settings);
+        let metrics = sink::top_metrics::TopMetrics::new(path.clone(), settings, report.warner());
         sinks.push(Box::new(metrics));
     }
     let term = Term::new(report.prog());

@@ -93,14 +93,15 @@ impl Report {
 
     /// Reports an error or a warning (exit bits 0).
     pub(crate) fn error(&self, e: &Error) {
-        let mut term = Term::new(&self.prog);
-        match self.voice {
-            Voice::Display => term.message(&e.to_string()),
-            Voice::Log => term.raw(&self.log_line(&format!("{}: {e}", self.prog))),
-            Voice::Json => self
-                .ledger
-                .borrow_mut()
-                .message(json::message(e, None), &mut term),
+        self.warner().say(e, &mut Term::new(&self.prog));
+    }
+
+    /// The run's voice for a sink that warns from inside a display loop.
+    pub(crate) fn warner(&self) -> Warner {
+        Warner {
+            prog: self.prog.clone(),
+            voice: self.voice,
+            ledger: Rc::clone(&self.ledger),
         }
     }
 
@@ -119,7 +120,7 @@ impl Report {
             }
             Voice::Display => term.raw(text),
             Voice::Log => {
-                let lines: String = text.lines().map(|line| self.log_line(line)).collect();
+                let lines: String = text.lines().map(log_line).collect();
                 term.raw(&lines);
             }
             Voice::Json => {
@@ -142,13 +143,6 @@ impl Report {
         }
     }
 
-    /// `line` as a line of `--log`: the local time stamp first, one line whatever the
-    /// text holds.
-    fn log_line(&self, line: &str) -> String {
-        let stamp = super::log::timestamp(sys::wall_clock());
-        format!("{stamp} {}\n", printable(line))
-    }
-
     /// The run is over and rpv exits with `status`: the sinks' last words, then, with
     /// `--json`, what is held and the `end` object.
     pub(crate) fn close(&self, status: u8) {
@@ -159,6 +153,37 @@ impl Report {
             self.ledger
                 .borrow_mut()
                 .close(status, interrupted, &mut term);
+        }
+    }
+}
+
+/// `line` as a line of `--log`: the local time stamp first, one line whatever the text
+/// holds.
+fn log_line(line: &str) -> String {
+    let stamp = super::log::timestamp(sys::wall_clock());
+    format!("{stamp} {}\n", printable(line))
+}
+
+/// The run's voice, for a sink that warns from inside a display loop (on the loop's
+/// terminal): what [`Report::error`] writes.
+#[derive(Debug, Clone)]
+pub(crate) struct Warner {
+    prog: String,
+    voice: Voice,
+    ledger: SharedLedger,
+}
+
+impl Warner {
+    /// Says `e` on `term`: an `rpv: …` line, a time-stamped line with `--log`, a
+    /// `message` object with `--json`.
+    pub(crate) fn say(&self, e: &Error, term: &mut Term) {
+        match self.voice {
+            Voice::Display => term.message(&e.to_string()),
+            Voice::Log => term.raw(&log_line(&format!("{}: {e}", self.prog))),
+            Voice::Json => self
+                .ledger
+                .borrow_mut()
+                .message(json::message(e, None), term),
         }
     }
 }

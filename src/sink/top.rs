@@ -244,6 +244,7 @@ impl Sink for Top {
                 command: flow.command.clone(),
                 file: flow.file.clone(),
                 writes: flow.writes,
+                unit: m.unit,
                 amount: m.amount,
                 rate: if ended { 0.0 } else { r.rates.rate },
                 percent: (m.size > 0).then_some(r.rates.percentage),

@@ -3,19 +3,33 @@
 //! ([`crate::ownfile::replace`]).
 //!
 //! Owns: the totals that outlive flows (bytes moved and flows ended per kind since rpv
-//! started), turning readings into [`Series`], and reporting a failed write once. The
-//! series and their labels are [`crate::top::metrics`]'s. At the end the file keeps the
-//! totals and no flow (rpv no longer follows any). Must not: write PATH in place.
+//! started), turning readings into [`Series`], reporting a failed write once, in the run's
+//! voice ([`Warner`]: a time-stamped line with `--log`), and the file's end. The series
+//! and their labels are [`crate::top::metrics`]'s. At the end rpv removes the file (when
+//! it is still the one rpv wrote last): rpv no longer follows any flow, and a file left
+//! behind would say either that the flows still move at their last rates or, rewritten
+//! empty, that a busy machine is idle; without the file its series go stale at the next
+//! scrape. Must not: write PATH in place, or remove what another process put there.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
 
+use super::report::Warner;
 use super::{DisplayConfig, Sink, Snapshot};
-use crate::meter::{Event, Phase, Role};
+use crate::meter::{Event, Phase, Role, Unit};
 use crate::sys;
 use crate::term::Term;
 use crate::top::metrics::{render, Series, Totals};
 use crate::top::{Kind, TopConfig};
+
+/// What tells one file from another at a path: device, inode (which a file created after
+/// ours was removed may reuse), size and change time.
+type Identity = (u64, u64, u64, i64, i64);
+
+fn identity(m: &std::fs::Metadata) -> Identity {
+    (m.dev(), m.ino(), m.size(), m.ctime(), m.ctime_nsec())
+}
 
 /// `--top --metrics-file`.
 pub(crate) struct TopMetrics {
@@ -24,22 +38,28 @@ pub(crate) struct TopMetrics {
     totals: Totals,
     /// Each flow's forward progress at the last update, and its kind.
     last: HashMap<u64, (u64, Kind)>,
+    /// How a failed write is reported.
+    warner: Warner,
     warned: bool,
+    /// The file rpv wrote last, which the end may remove: its [`identity`].
+    written: Option<Identity>,
 }
 
 impl TopMetrics {
-    /// A sink writing `path`.
-    pub(crate) fn new(path: PathBuf, settings: TopConfig) -> TopMetrics {
+    /// A sink writing `path`, warning through `warner`.
+    pub(crate) fn new(path: PathBuf, settings: TopConfig, warner: Warner) -> TopMetrics {
         TopMetrics {
             path,
             settings,
             totals: Totals::default(),
             last: HashMap::new(),
+            warner,
             warned: false,
+            written: None,
         }
     }
 
-    fn write(&mut self, flows: &[Series], config: &DisplayConfig, term: &mut Term) {
+    fn write(&mut self, flows: &[Series], term: &mut Term) {
         let (secs, millis) = sys::unix_time_ms();
         self.totals.now = secs as f64 + f64::from(millis) / 1000.0;
         let text = render(
@@ -48,20 +68,33 @@ impl TopMetrics {
             self.settings.metrics_pid,
             &self.totals,
         );
-        if let Err(e) = crate::ownfile::replace(&self.path, text.as_bytes()) {
-            if !std::mem::replace(&mut self.warned, true) {
-                let text = format!(
-                    "--metrics-file: {}: {}",
-                    self.path.display(),
-                    sys::strerror(&e)
-                );
-                let error = crate::error::Error::other(0, text);
-                if config.json {
-                    super::json::write(term, super::json::message(&error, None));
-                } else {
-                    term.message(&error.to_string());
+        match crate::ownfile::replace(&self.path, text.as_bytes()) {
+            Ok(()) => {
+                self.written = std::fs::symlink_metadata(&self.path)
+                    .ok()
+                    .map(|m| identity(&m));
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut self.warned, true) {
+                    let text = format!(
+                        "--metrics-file: {}: {}",
+                        self.path.display(),
+                        sys::strerror(&e)
+                    );
+                    self.warner.say(&crate::error::Error::other(0, text), term);
                 }
             }
+        }
+    }
+
+    /// Removes the file if it is still the one rpv wrote last.
+    fn remove(&mut self) {
+        let Some(written) = self.written.take() else {
+            return;
+        };
+        let ours = std::fs::symlink_metadata(&self.path).is_ok_and(|m| identity(&m) == written);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 }
@@ -73,7 +106,7 @@ impl Sink for TopMetrics {
         }
     }
 
-    fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
+    fn update(&mut self, snapshot: &Snapshot<'_>, _config: &DisplayConfig, term: &mut Term) {
         let mut flows = Vec::new();
         let mut seen = HashMap::new();
         for r in &snapshot.readings {
@@ -82,7 +115,9 @@ impl Sink for TopMetrics {
             };
             let m = r.meter;
             let before = self.last.get(&m.id).map_or(0, |&(moved, _)| moved);
-            *self.totals.bytes.entry(flow.kind).or_default() += m.moved.saturating_sub(before);
+            if m.unit == Unit::Bytes {
+                *self.totals.bytes.entry(flow.kind).or_default() += m.moved.saturating_sub(before);
+            }
             if m.phase == Phase::Ended {
                 *self.totals.completed.entry(flow.kind).or_default() += 1;
                 continue;
@@ -92,6 +127,7 @@ impl Sink for TopMetrics {
                 .then(|| m.size.saturating_sub(m.amount) as f64 / r.rates.avg_rate);
             flows.push(Series {
                 kind: flow.kind,
+                unit: m.unit,
                 command: flow.command.clone(),
                 file: flow.file.clone(),
                 pid: flow.pid,
@@ -103,10 +139,10 @@ impl Sink for TopMetrics {
             });
         }
         self.last = seen;
-        self.write(&flows, config, term);
+        self.write(&flows, term);
     }
 
-    fn finish(&mut self, _snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
-        self.write(&[], config, term);
+    fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, _term: &mut Term) {
+        self.remove();
     }
 }

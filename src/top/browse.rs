@@ -145,6 +145,7 @@ mod tests {
             command: command.into(),
             file: Some(format!("/data/f{id}")),
             writes: false,
+            unit: crate::units::Unit::Bytes,
             amount: (rate * 1000.0) as u64,
             rate,
             percent: None,

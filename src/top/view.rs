@@ -24,6 +24,7 @@ use std::collections::{HashMap, VecDeque};
 use super::{Bottleneck, Kind, Zoom};
 use crate::display::{display_width, printable};
 use crate::screen::{cut, Block, Cell, Column, Row, Table, View};
+use crate::units::Unit;
 use crate::units::{describe_amount, format_elapsed, format_eta, CountKind};
 
 /// Rates kept per flow for its sparkline.
@@ -44,9 +45,11 @@ pub struct Line {
     pub file: Option<String>,
     /// It writes (rather than reads) the file.
     pub writes: bool,
-    /// Bytes so far.
+    /// What it counts: bytes, or lines (an `rpv -l`).
+    pub unit: Unit,
+    /// Bytes (or lines) so far.
     pub amount: u64,
-    /// Its rate now, bytes per second.
+    /// Its rate now, per second.
     pub rate: f64,
     /// Percentage, when the size is known.
     pub percent: Option<f64>,
@@ -257,6 +260,19 @@ pub fn sparkline(rates: &VecDeque<f64>, width: usize, utf8: bool) -> String {
     out
 }
 
+/// `value` in `kind`'s units (`1.53GiB`, `12 lines`), `/s` after a rate, without the
+/// padding of the display's fixed-width fields.
+pub fn figure(value: f64, kind: CountKind, rate: bool) -> String {
+    let suffix = match (kind, rate) {
+        (CountKind::Lines, false) => " lines",
+        (CountKind::Lines, true) => " lines/s",
+        (_, false) => "B",
+        (_, true) => "B/s",
+    };
+    let text = describe_amount(value, kind, suffix);
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// What the state column says: the ETA, `stalled 12s`, `ended`, or nothing.
 pub fn state(line: &Line) -> String {
     if line.ended {
@@ -371,7 +387,7 @@ pub struct Screenful<'a> {
     pub typing: bool,
     /// The line about processes rpv may not read.
     pub hidden: Option<String>,
-    /// Units.
+    /// How bytes are counted (binary or decimal prefixes); a flow of lines shows lines.
     pub kind: CountKind,
     /// UTF-8 locale.
     pub utf8: bool,
@@ -409,11 +425,21 @@ fn table<'a>(s: &Screenful<'a>) -> Table<'a> {
         let history = s.history.get(&l.id).cloned().unwrap_or_default();
         let utf8 = s.utf8;
         let line = l.clone();
+        let (rate, amount) = match l.unit {
+            Unit::Lines => (
+                figure(l.rate, CountKind::Lines, true),
+                figure(l.amount as f64, CountKind::Lines, false),
+            ),
+            Unit::Bytes => (
+                describe_amount(l.rate, s.kind, "B/s"),
+                describe_amount(l.amount as f64, s.kind, "B"),
+            ),
+        };
         cells.extend([
             Cell::Text(l.kind.name().into()),
             Cell::Text(l.pid.to_string()),
-            Cell::Text(describe_amount(l.rate, s.kind, "B/s")),
-            Cell::Text(describe_amount(l.amount as f64, s.kind, "B")),
+            Cell::Text(rate),
+            Cell::Text(amount),
             Cell::Text(l.percent.map_or_else(String::new, |p| format!("{p:.0}%"))),
             Cell::Text(state(l)),
             Cell::Draw(Box::new(move |w| sparkline(&history, w, utf8))),
@@ -493,6 +519,7 @@ mod tests {
             command: name.into(),
             file: None,
             writes: false,
+            unit: Unit::Bytes,
             amount: id * 1000,
             rate,
             percent: Some(40.0),
@@ -786,5 +813,28 @@ mod tests {
         let rows = lines(&s, 40, 24);
         assert!(rows.iter().all(|r| display_width(r) < 40), "{rows:#?}");
         assert!(rows.iter().any(|r| r.contains("dd.out")), "{rows:#?}");
+    }
+
+    #[test]
+    fn a_flow_of_lines_shows_lines() {
+        let history = HashMap::new();
+        let mut flows = machine();
+        let mut rpv_l = line(7, 1500.0, "rpv -l -q");
+        rpv_l.kind = Kind::Rpv;
+        rpv_l.pid = 7777;
+        rpv_l.unit = Unit::Lines;
+        rpv_l.amount = 120_000;
+        flows.push(rpv_l);
+        let rows = lines(&screen(&flows, &history, false), 120, 24);
+        let row = rows.iter().find(|r| r.contains("7777")).unwrap();
+        assert!(
+            row.contains("1.50k lines/s") && row.contains("120k lines"),
+            "{row}"
+        );
+        assert!(!row.contains("B/s") && !row.contains("KiB"), "{row}");
+        let dd = rows.iter().find(|r| r.contains("41388")).unwrap();
+        assert!(dd.contains("MiB/s"), "bytes stay bytes: {dd}");
+        assert_eq!(figure(0.0, CountKind::BinaryBytes, false), "0.00 B");
+        assert_eq!(figure(1536.0, CountKind::BinaryBytes, true), "1.50KiB/s");
     }
 }

@@ -827,8 +827,13 @@ fn the_example_service_runs() {
             Err(text)
         }
     });
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(!text.contains(" -0\n"), "never -0: {text}");
     signal(child.id(), "TERM");
     crate::util::wait_within(&mut child, 30.0, "rpv --top");
+    // Not rewritten with every flow at 0 (a running machine made to look idle): gone, so
+    // its series go stale.
+    assert!(!prom.exists(), "{:?}", std::fs::read_to_string(&prom));
     let mut stderr = String::new();
     child
         .stderr
