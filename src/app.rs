@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-use crate::cli::{self, MonitorSide, Options};
+use crate::cli::{self, MonitorSide, Options, Voice};
 use crate::control::client::{self, Client};
 use crate::control::{Reply, Request};
 use crate::error::{status, Error, Side};
@@ -28,6 +28,9 @@ use crate::sys;
 use crate::term::{self, Term};
 use crate::transfer::{Engine, InputSource, InputSpec, Progress};
 use crate::{cleanup, signals};
+
+/// The `-M` command's line, as the clean-up report names it, is cut to this many columns.
+const MONITOR_COMMAND: usize = 80;
 
 /// Entry point used by `main`: parses `args` (`argv[0]` first), runs, returns the exit status.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
@@ -56,7 +59,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             status::USAGE.into()
         }
         cli::Parsed::Run(options) => {
-            let report = Report::new(&prog, options.voice());
+            let report = Report::new(&prog, options.voice);
             let status = run(&options, &report);
             // A -M command left by a set-up error after its start ends with rpv too.
             end_command(&report);
@@ -163,7 +166,7 @@ fn session<'a>(
 ) -> (End, u8) {
     let mut term = Term::new(report.prog());
     let cursor_rows =
-        display.cursor && !display.json && !display.log && term.enable_cursor(display.height);
+        display.cursor && !display.voice.records() && term.enable_cursor(display.height);
     let sinks = sinks(&display, cursor_rows, start, report, &sources);
     Session::new(sources, sinks, display, term).run()
 }
@@ -182,9 +185,9 @@ fn sinks<'a>(
 ) -> Vec<Box<dyn Sink + 'a>> {
     let watching = sources.iter().any(|s| !s.final_update());
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
-    if display.json {
+    if display.voice == Voice::Json {
         sinks.push(Box::new(json::Json::new(start, report.ledger())));
-    } else if display.log {
+    } else if display.voice == Voice::Log {
         sinks.push(Box::new(sink::log::Log::new(report.prog())));
     } else {
         sinks.push(Box::new(sink::messages::Messages));
@@ -206,7 +209,7 @@ fn sinks<'a>(
         if display.extra.is_some() {
             sinks.push(Box::new(sink::title::Title::new(report.prog())));
         }
-        if display.stats && !display.json {
+        if display.stats && display.voice != Voice::Json {
             sinks.push(Box::new(sink::stats::Stats));
         }
     }
@@ -224,7 +227,7 @@ fn sinks<'a>(
     if let (Some(path), None) = (&display.metrics_file, display.top) {
         sinks.push(Box::new(sink::metrics::Metrics::new(
             path.clone(),
-            report.prog(),
+            report.warner(),
             report.finals(),
         )));
     }
@@ -242,7 +245,7 @@ fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
         ..json::Start::default()
     };
     let mut sinks = sinks(&display, false, start, report, &sources);
-    if !display.json && !display.log {
+    if !display.voice.records() {
         let view = sink::top::Top::new(&display);
         sinks.insert(1, Box::new(view));
     }
@@ -485,7 +488,11 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
         .chain(&m.args)
         .flat_map(|a| a.as_encoded_bytes().iter().copied().chain([0]))
         .collect();
-    let command = crate::stall::shorten(&crate::procfs::command_text(&argv).unwrap_or_default());
+    let command = crate::screen::cut(
+        &crate::procfs::command_text(&argv).unwrap_or_default(),
+        MONITOR_COMMAND,
+        false,
+    );
     cleanup::register_command(child.id(), command.clone());
     // The command holds its ends now; ours must close so EOF and EPIPE work.
     drop(cmd);

@@ -11,10 +11,12 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use crate::ownfile::{self, Identity};
 use crate::procfs::{self, parse_pids, ProcFile, Stat};
 use crate::sys;
 
-static FILES: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
+/// The files to remove at exit, with the identity of what rpv wrote at each path.
+static FILES: Mutex<Vec<(PathBuf, Identity)>> = Mutex::new(Vec::new());
 
 /// The command `-M` started and has not waited for yet: its PID and its command line.
 static COMMAND: Mutex<Option<(u32, String)>> = Mutex::new(None);
@@ -101,15 +103,17 @@ fn same_process(pid: u32, start: u64) -> bool {
     Stat::of(pid).is_some_and(|s| s.start == start && s.state != 'Z' && s.state != 'X')
 }
 
-/// Removes `path` at exit; `report` says whether a failure to remove it is an error worth
-/// a message (the pid file) or not (a temporary file already gone).
-pub(crate) fn register(path: PathBuf, report: bool) {
+/// Removes `path` at exit if it is still `ours`, the file rpv wrote there (the `-P` pid
+/// file): what another process put at the path meanwhile stays.
+pub(crate) fn register(path: PathBuf, ours: Identity) {
     if let Ok(mut files) = FILES.lock() {
-        files.push((path, report));
+        files.push((path, ours));
     }
 }
 
-/// Removes every registered file; returns the messages for the failures worth reporting.
+/// Removes every registered file that is still rpv's own; returns the messages for the
+/// failures (one gone already included, as before). One that is no longer rpv's is left
+/// without a word: it was not a failure of rpv's.
 pub(crate) fn remove_all() -> Vec<String> {
     let files = FILES
         .lock()
@@ -117,9 +121,9 @@ pub(crate) fn remove_all() -> Vec<String> {
         .unwrap_or_default();
     files
         .into_iter()
-        .filter_map(|(path, report)| match std::fs::remove_file(&path) {
-            Err(e) if report => Some(format!("{}: {}", path.display(), crate::sys::strerror(&e))),
-            _ => None,
+        .filter_map(|(path, ours)| match ownfile::remove_if_ours(&path, &ours) {
+            Err(e) => Some(format!("{}: {}", path.display(), crate::sys::strerror(&e))),
+            Ok(_) => None,
         })
         .collect()
 }

@@ -119,8 +119,6 @@ pub(crate) struct MeterState {
     /// Forward progress since the meter started, what rates are computed from (equal to
     /// `amount` except for watched descriptors, whose position may move back).
     pub moved: u64,
-    /// Where `amount` stood when watching began (watched descriptors; 0 otherwise).
-    pub initial: u64,
     /// Total size in the same unit; 0 = unknown.
     pub size: u64,
     /// Monotonic time (ns) its clock started; `None` while [`Phase::Waiting`].

@@ -193,6 +193,23 @@ fn parent(path: &Path) -> &Path {
 /// notes). Fails, changing nothing, if `path` is now something other than a regular file or
 /// nothing (a directory: EISDIR; anything else: "not a regular file").
 pub(crate) fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
+    replace_identified(path, contents).map(|_| ())
+}
+
+/// The file rpv wrote at a path: its device and inode, and the file itself held open, so
+/// that its inode number cannot be given to something else put at the path after it is
+/// deleted (a filesystem reuses a freed inode number at once).
+#[derive(Debug)]
+pub(crate) struct Identity {
+    _held: OwnedFd,
+    dev: u64,
+    ino: u64,
+}
+
+/// [`replace`], returning the identity of the file now at `path` (opened under its
+/// temporary name, which only rpv knows, before the rename): what [`remove_if_ours`]
+/// checks at exit.
+pub(crate) fn replace_identified(path: &Path, contents: &[u8]) -> io::Result<Identity> {
     let Some(name) = path.file_name() else {
         let errno = if path.as_os_str().is_empty() {
             libc::ENOENT
@@ -220,10 +237,45 @@ pub(crate) fn replace(path: &Path, contents: &[u8]) -> io::Result<()> {
         .filter(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
         .map(|st| (st.st_uid, st.st_gid, st.st_mode & 0o777));
     let temp = write_temp(dir.as_fd(), name, contents, keep)?;
-    rustix::fs::renameat(&dir, &temp, &dir, name).map_err(|e| {
+    let identity = hold(dir.as_fd(), &temp);
+    let renamed =
+        identity.and_then(|id| rustix::fs::renameat(&dir, &temp, &dir, name).map(|()| id));
+    renamed.map_err(|e| {
         let _ = rustix::fs::unlinkat(&dir, &temp, AtFlags::empty());
         e.into()
     })
+}
+
+/// Opens `name` in `dir` (rpv's own new file under its temporary name) to hold it, with its
+/// device and inode.
+fn hold(dir: BorrowedFd<'_>, name: &OsStr) -> rustix::io::Result<Identity> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+    let st = rustix::fs::fstat(&file)?;
+    Ok(Identity {
+        _held: file,
+        dev: st.st_dev,
+        ino: st.st_ino,
+    })
+}
+
+/// Removes `path` if it is still the file rpv wrote there (`ours`, the same device and
+/// inode, not followed through a symlink); true if it was removed. Whatever another process
+/// put at the path since (a symlink, another file) stays: rpv removes only its own. (Linux
+/// has no unlink-if-this-inode: a swap between the look and the unlink, at exit, would
+/// still lose the swapped-in entry; the look narrows that to a moment.)
+pub(crate) fn remove_if_ours(path: &Path, ours: &Identity) -> io::Result<bool> {
+    let Some(name) = path.file_name() else {
+        return Ok(false);
+    };
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dir = rustix::fs::open(parent(path), flags, Mode::empty())?;
+    let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    if (st.st_dev, st.st_ino) != (ours.dev, ours.ino) {
+        return Ok(false);
+    }
+    rustix::fs::unlinkat(&dir, name, AtFlags::empty())?;
+    Ok(true)
 }
 
 /// The error for a path that is neither a regular file nor missing.

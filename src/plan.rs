@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cli::{Action, MonitorSide, Options, SizeArg, TermProgress};
+use crate::cli::{Action, MonitorSide, Options, SizeArg, TermProgress, Voice};
 use crate::control::Changes;
 use crate::display::{BarStyle, DisplaySwitches};
 use crate::error::{status, Error};
@@ -229,8 +229,7 @@ pub(crate) fn plan(o: &Options) -> Result<Plan, Error> {
                     "-M: a command to run must be specified".into(),
                 ));
             };
-            // An empty operand list is never the output, so -o is truncated as usual.
-            let output = open_output(o.output.as_deref(), &[], notices(&display))?;
+            let output = monitor_output(o, &display)?;
             Job::Monitor(MonitorPlan {
                 side: *side,
                 command: command.clone(),
@@ -395,7 +394,7 @@ fn transfer(
             _ => None,
         },
         capture,
-        each: o.each || o.json,
+        each: o.each || o.voice == Voice::Json,
         outputs,
         command: None,
     };
@@ -462,10 +461,31 @@ pub(crate) fn open_output(
     )?)))
 }
 
+/// The output of `-M` (`-o FILE`, or standard output). rpv's standard input goes through
+/// the command (or is the command's own, with `-M out`) to that output: when it is the same
+/// file, the run is refused (status 4) before anything is truncated, as the plain
+/// `rpv -o f < f` is.
+fn monitor_output(o: &Options, display: &DisplayConfig) -> Result<Output, Error> {
+    let stdin = InputSpec::operand("-".as_ref());
+    let output = open_output(
+        o.output.as_deref(),
+        std::slice::from_ref(&stdin),
+        notices(display),
+    )?;
+    let clash = match (stdin.info(), sys::fstat(output.fd())) {
+        (Ok(input), Ok(out)) => input::is_output(&input, &out),
+        _ => false,
+    };
+    if clash {
+        return Err(Error::InputIsOutput { name: stdin.name });
+    }
+    Ok(output)
+}
+
 /// Whether set-up may say on the terminal what it waits for (a FIFO's reader): the
 /// progress display is shown there.
 fn notices(display: &DisplayConfig) -> bool {
-    display.enabled && display.stderr_tty && !display.json && !display.log
+    display.enabled && display.stderr_tty && !display.voice.records()
 }
 
 /// Opens an output file (`-o`, `--tee`): created if missing, truncated only if some input
@@ -676,15 +696,16 @@ fn start_metrics(path: &Path, o: &Options) -> Result<(), Error> {
 
 /// Writes `"<pid>\n"` to `path` atomically ([`ownfile::replace`]: only a regular file, or
 /// nothing, is ever replaced; pv would rename over a device node) and registers it for
-/// removal at exit.
+/// removal at exit (only if it is still that file then).
 fn write_pidfile(path: &Path) -> Result<(), Error> {
     let text = format!("{}\n", std::process::id());
-    ownfile::replace(path, text.as_bytes()).map_err(|err| Error::OwnFile {
-        option: None,
-        path: path.to_path_buf(),
-        err,
-    })?;
-    crate::cleanup::register(path.to_path_buf(), true);
+    let ours =
+        ownfile::replace_identified(path, text.as_bytes()).map_err(|err| Error::OwnFile {
+            option: None,
+            path: path.to_path_buf(),
+            err,
+        })?;
+    crate::cleanup::register(path.to_path_buf(), ours);
     Ok(())
 }
 
@@ -726,13 +747,12 @@ pub(crate) fn display(o: &Options) -> DisplayConfig {
         // `--top` has nothing to answer `-Q` with.
         control: o.action != Action::Top,
         each: o.each,
-        json: o.json,
-        log: o.log,
+        voice: o.voice,
         quiet: o.quiet,
         pipeline: matches!(o.action, Action::Pipeline(_)),
         // Into a pipe or file too with `always`; never with --json or --log, whose every
         // line is an object or a record (a terminal included).
-        term_progress: !(o.json || o.log)
+        term_progress: !o.voice.records()
             && match o.term_progress {
                 TermProgress::Never => false,
                 TermProgress::Always => true,
@@ -758,7 +778,7 @@ pub(crate) fn display(o: &Options) -> DisplayConfig {
             )
         }),
     };
-    if o.log && !o.given('i') {
+    if o.voice == Voice::Log && !o.given('i') {
         // A log gets a line every 10 seconds unless -i says otherwise.
         config.interval_ns = 10_000_000_000;
     }

@@ -6,7 +6,8 @@
 //! answering `-R`/`-Q` between updates (the control socket opens 20 ms into the run, so a
 //! run that ends at once never pays for it), signals (exit, resize, continue, and on exit
 //! waiting for the data threads to count their last call), the stall watchdog
-//! (`--stall-timeout`, checked at each update), and the exit status of the display side.
+//! (`--stall-timeout`, checked at each update), the end of a run of watches alone once
+//! nobody reads its display ([`End::Unread`]), and the exit status of the display side.
 //! Must not: move data, or block a data thread in any way; it runs on the
 //! main thread and only reads counters.
 
@@ -183,6 +184,10 @@ pub(crate) enum End {
     Interrupted,
     /// `--stall-timeout`: nothing moved for that long; the sources were asked to stop.
     Stalled,
+    /// Every source is a watch and nobody reads the display any more (standard error's
+    /// reader is gone: `rpv --top --json 2>&1 | head -3`). Status 0, as for a transfer
+    /// whose output's reader goes.
+    Unread,
 }
 
 /// One display loop over some sources and sinks.
@@ -259,11 +264,12 @@ impl<'a> Session<'a> {
             }
             let timeout_ms = (wait_ns / 1_000_000 + 1).min(i32::MAX as u64) as i32;
             signals::wait(timeout_ms);
-            if signals::take_stop() {
+            if let Some(continues) = signals::take_stop() {
                 // Ctrl-Z: a multi-row view's rows are erased before the stop, so the shell's
                 // lines go where they were; after `fg` the rows are drawn again below them.
+                // A SIGCONT meanwhile (the erase blocked on a stuck stderr) drops the stop.
                 self.term.suspend();
-                signals::stop();
+                signals::stop_unless_continued(continues);
             }
             let now = sys::monotonic_ns();
             for source in &mut self.sources {
@@ -274,6 +280,9 @@ impl<'a> Session<'a> {
             self.pass_events();
             if signals::exit_requested() {
                 break End::Interrupted;
+            }
+            if self.unread() {
+                break End::Unread;
             }
             self.follow_resize();
             if self.all_finished() {
@@ -287,6 +296,9 @@ impl<'a> Session<'a> {
                 next_due += self.config.interval_ns;
                 if next_due < now {
                     next_due = now + self.config.interval_ns;
+                }
+                if self.unread() {
+                    break End::Unread;
                 }
             }
             if self.watchdog.is_some() && (updated || now >= next_watch) {
@@ -344,6 +356,11 @@ impl<'a> Session<'a> {
         watchdog.expired(sys::monotonic_ns(), signals::stopped_ns(), moved)
     }
 
+    /// Nobody reads what a run of watches alone shows ([`End::Unread`]).
+    fn unread(&self) -> bool {
+        self.term.reader_gone() && self.sources.iter().all(|s| s.watches())
+    }
+
     fn all_finished(&mut self) -> bool {
         self.sources.iter_mut().all(|s| s.finished())
     }
@@ -356,6 +373,11 @@ impl<'a> Session<'a> {
             self.status |= status::SIGNAL;
             if self.config.stderr_tty {
                 self.term.interrupted();
+            }
+        }
+        if end == End::Unread {
+            for source in &mut self.sources {
+                source.stop();
             }
         }
         if end == End::Stalled {
@@ -377,7 +399,10 @@ impl<'a> Session<'a> {
         }
         let aborted = self.sources.iter().any(|s| s.aborted());
         let wants_final = self.sources.iter().all(|s| s.final_update());
-        let final_update = if end != End::Finished {
+        let final_update = if end == End::Unread {
+            // Nobody would see it.
+            None
+        } else if end != End::Finished {
             // pv redraws the line as it stands, not as a final summary.
             Some(false)
         } else if !aborted && wants_final && (self.displayed || self.config.delay_ns < 1_000_000) {

@@ -29,6 +29,8 @@ struct Script {
     blocked: Option<Blocked>,
     samples: usize,
     stops: usize,
+    /// A watch (`-d`, `--top`): it moves no data of its own.
+    watch: bool,
 }
 
 struct Scripted(Rc<RefCell<Script>>);
@@ -76,6 +78,9 @@ impl Source for Scripted {
     }
     fn end(&mut self, out: &mut Vec<Event>) {
         out.push(Event::Trace("source ended".into()));
+    }
+    fn watches(&self) -> bool {
+        self.0.borrow().watch
     }
 }
 
@@ -389,6 +394,52 @@ fn meter(id: MeterId, role: Role, amount: u64, size: u64, started: Option<u64>) 
 }
 
 const S: u64 = 1_000_000_000;
+
+/// Writes a line to the terminal at each update, as the display does.
+struct Shows;
+
+impl Sink for Shows {
+    fn event(&mut self, _event: &Event, _config: &DisplayConfig, _term: &mut Term) {}
+    fn update(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, term: &mut Term) {
+        term.numeric("shown");
+    }
+    fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, _term: &mut Term) {}
+    fn reconfigure(&mut self, _config: &DisplayConfig) {}
+}
+
+/// A session whose terminal's reader is gone from the start, over one scripted source.
+fn run_unread(script: &Rc<RefCell<Script>>) -> (End, u8) {
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(Scripted(Rc::clone(script)))];
+    let (term, out) = Term::in_memory("rpv", false);
+    out.close();
+    Session::new(sources, vec![Box::new(Shows)], fast(), term).run()
+}
+
+#[test]
+fn a_watch_ends_when_nobody_reads_its_display() {
+    let watch = script(Script {
+        endless: true,
+        watch: true,
+        ..Script::default()
+    });
+    assert_eq!(run_unread(&watch), (End::Unread, 0));
+    let watch = watch.borrow();
+    // One update nobody read, then the end's last look.
+    assert_eq!(watch.samples, 2, "it ends at the first update nobody reads");
+    assert!(watch.stops > 0, "it was asked to stop");
+}
+
+#[test]
+fn a_transfer_goes_on_when_nobody_reads_its_display() {
+    let transfer = script(Script {
+        finish_after: 20,
+        step: 1,
+        ..Script::default()
+    });
+    // It ran until its source finished (20 updates), then the end's last look.
+    assert_eq!(run_unread(&transfer), (End::Finished, 0));
+    assert_eq!(transfer.borrow().samples, 21, "every update was made");
+}
 
 #[test]
 fn meters_whose_clock_has_not_started_have_no_reading() {

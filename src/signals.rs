@@ -15,8 +15,9 @@
 //!   descriptor, async-signal-safe, the one thing a handler does beyond flags and the wake
 //!   pipe. The next update after SIGCONT sets it again.
 //!   While the display loop waits (and only then), the stop is left to it ([`take_stop`],
-//!   [`stop`]): it first erases a multi-row view's rows, so the shell's job lines do not
-//!   land on them.
+//!   [`stop_unless_continued`]): it first erases a multi-row view's rows, so the shell's job
+//!   lines do not land on them. A SIGCONT that comes before the loop stops drops the
+//!   deferred stop (the loop may be blocked writing to a stuck standard error meanwhile).
 //! - SIGWINCH: re-read the terminal size at the next update.
 //! - SIGUSR1, SIGUSR2, SIGALRM: never end a transfer. pv uses the first two for its own
 //!   remote control (`pv -R`/`pv -Q` send them to "the pv process"); rpv says once that it
@@ -130,13 +131,29 @@ pub(crate) fn stop() {
     sys::raise(libc::SIGSTOP);
 }
 
-/// True (once) when Ctrl-Z arrived while the display loop waited: it should make the
-/// terminal ready and call [`stop`].
-pub(crate) fn take_stop() -> bool {
-    STOP_PENDING.swap(false, Ordering::Relaxed)
+/// When Ctrl-Z arrived while the display loop waited (once): the count of continues
+/// ([`continues`]) at that moment. The loop makes the terminal ready, then calls
+/// [`stop_unless_continued`] with it.
+pub(crate) fn take_stop() -> Option<u64> {
+    let continues = CONTINUES.load(Ordering::Relaxed);
+    STOP_PENDING
+        .swap(false, Ordering::Relaxed)
+        .then_some(continues)
+}
+
+/// Stops as [`stop`] does, unless the process was continued (SIGCONT) since `continues`
+/// ([`take_stop`]'s count) was taken: a stop the display loop deferred is dropped when a
+/// SIGCONT comes first (Ctrl-Z then `bg` while the loop was blocked writing to a stuck
+/// standard error), or rpv would stop after it and stay stopped, deaf to SIGINT.
+pub(crate) fn stop_unless_continued(continues: u64) {
+    if CONTINUES.load(Ordering::Relaxed) == continues {
+        stop();
+    }
 }
 
 extern "C" fn on_cont(_: libc::c_int) {
+    // A stop still deferred to the display loop is dropped: the continue came first.
+    STOP_PENDING.store(false, Ordering::Relaxed);
     CONTINUES.fetch_add(1, Ordering::Relaxed);
     let at = STOPPED_AT.swap(0, Ordering::Relaxed);
     if at != 0 {

@@ -118,13 +118,10 @@ fn choose(holders: &[(u32, u32)]) -> Option<u32> {
         .or_else(|| holders.iter().map(|(pid, _)| *pid).min())
 }
 
-/// A command line cut to [`COMMAND_WIDTH`] characters.
-pub(crate) fn shorten(command: &str) -> String {
-    if command.chars().count() <= COMMAND_WIDTH {
-        return command.to_string();
-    }
-    let cut: String = command.chars().take(COMMAND_WIDTH - 3).collect();
-    format!("{cut}...")
+/// A command line cut to [`COMMAND_WIDTH`] columns, with `...` where it was cut (the report
+/// is a plain message line, whatever the locale).
+fn shorten(command: &str) -> String {
+    crate::screen::cut(command, COMMAND_WIDTH, false)
 }
 
 #[cfg(test)]
@@ -157,6 +154,10 @@ mod tests {
         let short = shorten(&long);
         assert_eq!(short.chars().count(), COMMAND_WIDTH);
         assert!(short.ends_with("..."));
+        // Wide characters count as the two columns they take.
+        let wide = shorten(&"漢".repeat(60));
+        assert_eq!(crate::display::display_width(&wide), COMMAND_WIDTH - 1);
+        assert!(wide.ends_with("..."));
     }
 
     #[test]

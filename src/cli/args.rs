@@ -281,8 +281,8 @@ impl<'a> State<'a> {
             'O' => (o.sparse, o.no_splice) = (true, true),
             'X' => (o.discard, o.no_splice) = (true, true),
             // --json and --log each replace the display: the later one wins.
-            JSON => (o.json, o.log) = (true, false),
-            LOG => (o.log, o.json) = (true, false),
+            JSON => o.voice = super::Voice::Json,
+            LOG => o.voice = super::Voice::Log,
             EACH => o.each = true,
             METRICS_PID => o.metrics_pid = true,
             ONCE => o.once = true,

@@ -1394,8 +1394,8 @@ fn the_voice_is_found_past_usage_errors() {
     assert_eq!(voice(&["-M", "out", "--", "cmd", "--json"]), Voice::Display);
     assert_eq!(voice(&[]), Voice::Display);
     // Where the command line parses, the voice is the options'.
-    assert_eq!(run(&["--log", "--json", "-q"]).voice(), Voice::Json);
-    assert_eq!(run(&["--json", "--log"]).voice(), Voice::Log);
+    assert_eq!(run(&["--log", "--json", "-q"]).voice, Voice::Json);
+    assert_eq!(run(&["--json", "--log"]).voice, Voice::Log);
 }
 
 // ---- --top ----
@@ -1417,7 +1417,7 @@ fn top_and_its_metrics_options() {
     assert!(o.metrics_pid);
     assert!(!o.once);
     let o = run(&["--top", "--once", "--json", "-i", "0.2"]);
-    assert!(o.once && o.json);
+    assert!(o.once && o.voice == crate::cli::Voice::Json);
     assert_eq!(
         run(&["--metrics-flows", "0", "--top"]).metrics_flows,
         Some(0)

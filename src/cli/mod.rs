@@ -273,10 +273,8 @@ pub(crate) struct Options {
     pub discard: bool,
     /// `-P FILE`
     pub pidfile: Option<PathBuf>,
-    /// `--json`: NDJSON events on stderr instead of the display.
-    pub json: bool,
-    /// `--log`: plain timestamped lines for a log instead of the display.
-    pub log: bool,
+    /// `--json`, `--log` or neither: how rpv speaks on standard error.
+    pub voice: Voice,
     /// `--each`: a row per input, and a total.
     pub each: bool,
     /// `--tee FILE` (repeatable): extra outputs, in order.
@@ -330,16 +328,10 @@ pub(crate) enum Voice {
     Log,
 }
 
-impl Options {
-    /// The voice these options ask for.
-    pub(crate) fn voice(&self) -> Voice {
-        if self.json {
-            Voice::Json
-        } else if self.log {
-            Voice::Log
-        } else {
-            Voice::Display
-        }
+impl Voice {
+    /// `--json` or `--log`: every line on standard error is a record, with no display.
+    pub(crate) fn records(self) -> bool {
+        self != Voice::Display
     }
 }
 

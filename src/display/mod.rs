@@ -91,9 +91,8 @@ pub(crate) struct Frame<'a> {
     pub transferred: u64,
     /// Total size in the same unit; 0 = unknown.
     pub size: u64,
-    /// Watchfd: the position when watching started. The ETA stays 0 until something moved
-    /// past it; 0 everywhere else.
-    pub initial_offset: u64,
+    /// Seconds left ([`crate::sink::Reading::eta`]), `None` when there is no estimate.
+    pub eta: Option<f64>,
     /// Current rate (units/s); the whole-run average at the final update.
     pub rate: f64,
     /// Windowed average rate (units/s); the whole-run average at the final update.

@@ -316,16 +316,13 @@ fn render_rate(frame: &Frame, value: f64, open: char, close: char) -> String {
     format!("{open}{amount}{close}")
 }
 
-/// Seconds left: what is left over the windowed average rate, to the nearest second, 0
-/// when nothing has moved yet or the rate is negligible. pv truncates, so its ETA (and
-/// `%I`) reads up to a second short, and "ETA 0:00:00" stays for the whole last second.
-pub(crate) fn eta_seconds(frame: &Frame) -> u64 {
-    let moved = frame.transferred.saturating_sub(frame.initial_offset);
-    if moved < 1 || frame.avg_rate.is_nan() || frame.avg_rate < 0.001 {
-        return 0;
-    }
-    let left = frame.size as f64 - frame.transferred as f64;
-    (left / frame.avg_rate).round().clamp(0.0, MAX_SECONDS) as u64
+/// Seconds left: the frame's estimate to the nearest second, 0 when there is none. pv
+/// truncates, so its ETA (and `%I`) reads up to a second short, and "ETA 0:00:00" stays for
+/// the whole last second.
+fn eta_seconds(frame: &Frame) -> u64 {
+    frame
+        .eta
+        .map_or(0, |secs| secs.round().clamp(0.0, MAX_SECONDS) as u64)
 }
 
 /// `%e`: empty for an unknown size, all spaces at the final update; during a

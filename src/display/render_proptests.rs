@@ -90,7 +90,7 @@ fn count() -> impl Strategy<Value = u64> {
 /// Owned data a frame borrows.
 #[derive(Debug, Clone)]
 struct FrameData {
-    numbers: (f64, u64, u64, u64, f64, f64, f64, f64),
+    numbers: (f64, u64, u64, f64, f64, f64, f64, f64),
     flags: (bool, bool, bool, bool, bool, bool, u8, u8),
     name: Option<String>,
     last_written: Vec<u8>,
@@ -105,7 +105,7 @@ fn frame_data() -> impl Strategy<Value = FrameData> {
             float(),
             count(),
             count(),
-            count(),
+            float(),
             float(),
             float(),
             float(),
@@ -133,14 +133,13 @@ fn frame_data() -> impl Strategy<Value = FrameData> {
 
 impl FrameData {
     fn frame(&self) -> Frame<'_> {
-        let (elapsed, transferred, size, initial_offset, rate, avg_rate, percentage, max_rate) =
-            self.numbers;
+        let (elapsed, transferred, size, eta, rate, avg_rate, percentage, max_rate) = self.numbers;
         let (final_update, numeric, bits, gauge, utf8, colour, kind, style) = self.flags;
         Frame {
             elapsed,
             transferred,
             size,
-            initial_offset,
+            eta: (size % 3 != 0).then_some(eta),
             rate,
             avg_rate,
             percentage,

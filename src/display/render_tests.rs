@@ -342,11 +342,12 @@ fn timer() {
     }
 }
 
-/// A frame halfway through 100 bytes at 10 bytes/s average, with a wall clock of
+/// A frame halfway through 100 bytes at 10 bytes/s average (5 s left), with a wall clock of
 /// 2024-10-04 13:45:30 UTC and a UTC offset of +2 h.
 fn halfway() -> Frame<'static> {
     Frame {
         avg_rate: 10.0,
+        eta: Some(5.0),
         wall_clock: (20_000 * 86_400 + 13 * 3600 + 45 * 60 + 30, 7200),
         ..at(50, 100)
     }
@@ -356,40 +357,31 @@ fn halfway() -> Frame<'static> {
 fn eta() {
     let mut frame = halfway();
     assert_eq!(line("%e|", &frame, 80), "ETA 0:00:05|");
-    frame.avg_rate = 0.0001;
+    // No estimate (a negligible rate, nothing moved yet: sink::tests::the_eta_rule).
+    frame.eta = None;
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
     // 50 / 3 = 16.7 s: to the nearest second (pv truncates to 16).
-    frame.avg_rate = 3.0;
+    frame.eta = Some(50.0 / 3.0);
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:17");
-    frame.avg_rate = 50.0 / 16.4;
+    frame.eta = Some(16.4);
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:16");
     // A hair faster than the exact rate (a limiter on time): still the whole 5 s.
-    frame.avg_rate = 10.001;
+    frame.eta = Some(50.0 / 10.001);
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:05");
-    frame.avg_rate = 9.999;
+    frame.eta = Some(50.0 / 9.999);
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:05");
     // The last half second shows 0, not the last whole second.
-    frame.avg_rate = 50.0 / 0.6;
+    frame.eta = Some(0.6);
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:01");
-    frame.avg_rate = 50.0 / 0.4;
+    frame.eta = Some(0.4);
     assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
-    frame.avg_rate = 0.0009;
-    assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
-    frame.avg_rate = 1.0;
-    frame.size = 50 + 12 * 86_400 + 12 * 3600 + 102;
+    frame.eta = Some(f64::from(12 * 86_400 + 12 * 3600 + 102));
     assert_eq!(line("%e", &frame, 80), "ETA 12:12:01:42");
-    frame.size = 50 + 86_400;
+    frame.eta = Some(86_400.0);
     assert_eq!(line("%e", &frame, 80), "ETA 24:00:00");
-    frame.size = 100;
-    frame.avg_rate = 10.0;
-    frame.transferred = 150;
-    assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
-    frame.transferred = 0;
-    assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
-    frame.transferred = 50;
-    frame.initial_offset = 50;
-    assert_eq!(line("%e", &frame, 80), "ETA 0:00:00");
-    frame.initial_offset = 0;
+    frame.eta = Some(1e300);
+    assert_eq!(line("%e", &frame, 80), "ETA 4166:16:00:00");
+    frame.eta = Some(5.0);
     frame.final_update = true;
     assert_eq!(line("%e|", &frame, 80), format!("{}|", spaces(11)));
     assert_eq!(line("%e|", &at(5, 0), 80), "|");
@@ -402,13 +394,14 @@ fn finish_time() {
     frame.final_update = true;
     assert_eq!(line("%I", &frame, 80), "FIN 15:45:35");
     // 21599.998 s: rounded to 21600, still without the date (more than 6 hours shows it).
-    frame.avg_rate = 50.0 / 21_600.0 * 1.000_000_1;
+    frame.eta = Some(21_600.0 / 1.000_000_1);
     assert_eq!(line("%I", &frame, 80), "FIN 21:45:30");
-    frame.avg_rate = 1.0;
-    frame.size = 50 + 21_601;
+    frame.eta = Some(21_601.0);
     assert_eq!(line("%I", &frame, 80), "FIN 2024-10-04 21:45:31");
-    frame.size = 50 + 51_200;
+    frame.eta = Some(51_200.0);
     assert_eq!(line("%I", &frame, 80), "FIN 2024-10-05 05:58:50");
+    frame.eta = None;
+    assert_eq!(line("%I", &frame, 80), "FIN 15:45:30");
     assert_eq!(line("%I|", &at(5, 0), 80), "|");
 }
 
@@ -599,6 +592,7 @@ fn midway(name: Option<&str>) -> Frame<'_> {
         elapsed: 3.0,
         rate: 50.0 * MIB,
         avg_rate: 50.0 * MIB,
+        eta: Some(5.0),
         name,
         ..Frame::default()
     }

@@ -14,7 +14,6 @@
 use std::path::Path;
 
 use super::model::{Part, Split};
-use crate::display::display_width;
 
 /// Longest command shown in a line of advice, in columns.
 const COMMAND_COLUMNS: usize = 32;
@@ -134,20 +133,9 @@ pub(crate) fn advise(situation: &Situation<'_>, tools: &Tools) -> Option<String>
     RULES.iter().find_map(|(_, rule)| rule(situation, tools))
 }
 
-/// The command, cut to [`COMMAND_COLUMNS`] with `…`.
+/// The command, cut to [`COMMAND_COLUMNS`] with `…` (the advice is one line of the view).
 fn short(command: &str) -> String {
-    if display_width(command) <= COMMAND_COLUMNS {
-        return command.to_string();
-    }
-    let mut out = String::new();
-    for c in command.chars() {
-        out.push(c);
-        if display_width(&out) >= COMMAND_COLUMNS - 1 {
-            break;
-        }
-    }
-    out.push('…');
-    out
+    crate::screen::cut(command, COMMAND_COLUMNS, true)
 }
 
 /// The program's name: the first word of the command line.

@@ -441,13 +441,7 @@ fn figures(
     o.insert("percent".into(), percent.map_or(Value::Null, number));
     o.insert("rate".into(), number(r.rates.rate));
     o.insert("average_rate".into(), number(r.rates.avg_rate));
-    let eta = (m.size > 0
-        && r.stalled_for.is_none()
-        && !r.final_update
-        && m.moved > 0
-        && r.rates.avg_rate > 0.001)
-        .then(|| number(m.size.saturating_sub(m.amount) as f64 / r.rates.avg_rate));
-    o.insert("eta".into(), json!(eta));
+    o.insert("eta".into(), json!(r.eta().map(number)));
     o.insert("stalled".into(), json!(r.stalled_for.is_some()));
     o.insert(
         "stalled_for".into(),

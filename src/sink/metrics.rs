@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use super::line::is_line;
-use super::report::SharedFinals;
+use super::report::{SharedFinals, Warn};
 use super::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::meter::{Label, MeterState, Role, Unit};
 use crate::prometheus::{header, label, number, sample};
@@ -127,14 +127,12 @@ fn figures(r: &Reading<'_>, name: &str, state: State) -> String {
         &format!("The average transfer rate in {unit} per second."),
         r.rates.avg_rate,
     );
-    let avg = r.rates.avg_rate;
-    let eta_known = m.size > 0 && !state.done && r.stalled_for.is_none() && m.moved > 0;
-    if eta_known && avg.is_finite() && avg > 0.001 {
+    if let Some(eta) = r.eta().filter(|_| !state.done) {
         t.series(
             "rpv_eta_seconds",
             "gauge",
             "The estimated seconds left, when the size is known and data moves.",
-            (m.size.saturating_sub(m.amount) as f64 / avg).round(),
+            eta.round(),
         );
     }
     t.series(
@@ -232,8 +230,8 @@ fn main_reading<'s>(
 #[derive(Debug)]
 pub(crate) struct Metrics {
     path: PathBuf,
-    /// The program name, for `--log` warnings.
-    prog: String,
+    /// How a failed write is reported.
+    warn: Warn,
     /// rpv's PID (read once).
     pid: u32,
     /// When the transfer started (seconds since the epoch), once a meter has started.
@@ -250,10 +248,10 @@ pub(crate) struct Metrics {
 impl Metrics {
     /// A sink writing `path`; `prog` starts its warnings; the last version, with the status
     /// rpv exits with, is left in `finals`.
-    pub(crate) fn new(path: PathBuf, prog: &str, finals: SharedFinals) -> Metrics {
+    pub(crate) fn new(path: PathBuf, warn: Warn, finals: SharedFinals) -> Metrics {
         Metrics {
             path,
-            prog: prog.to_string(),
+            warn,
             pid: std::process::id(),
             start_time: None,
             warned: false,
@@ -306,40 +304,11 @@ impl Metrics {
 }
 
 /// Writes `text` to `path`, and warns on `term` (once: `warned`) when that fails.
-fn write(path: &Path, text: &str, warned: &mut bool, voice: Voice<'_>, term: &mut Term) {
+fn write(path: &Path, text: &str, warned: &mut bool, warn: &Warn, term: &mut Term) {
     if let Err(e) = crate::ownfile::replace(path, text.as_bytes()) {
         if !std::mem::replace(warned, true) {
-            let text = format!("--metrics-file: {}: {}", path.display(), sys::strerror(&e));
-            warn(voice, term, &text, e.raw_os_error());
+            warn.warn(term, &format!("--metrics-file: {}", path.display()), &e);
         }
-    }
-}
-
-/// How a warning is written: the program name and whether the run speaks `--json` or
-/// `--log`.
-#[derive(Debug, Clone, Copy)]
-struct Voice<'a> {
-    prog: &'a str,
-    json: bool,
-    log: bool,
-}
-
-/// A warning on standard error in the voice of the run: an `rpv: …` line, a time-stamped
-/// line with `--log`, a `message` object (a `warning`, with its `errno`) with `--json`.
-fn warn(voice: Voice<'_>, term: &mut Term, text: &str, errno: Option<i32>) {
-    let prog = voice.prog;
-    if voice.json {
-        let mut message = super::json::message(&crate::error::Error::other(0, text), None);
-        message["errno"] = errno.into();
-        super::json::write(term, message);
-    } else if voice.log {
-        let stamp = super::log::timestamp(sys::wall_clock());
-        term.raw(&format!(
-            "{stamp} {prog}: {}\n",
-            crate::display::printable(text)
-        ));
-    } else {
-        term.message(text);
     }
 }
 
@@ -347,12 +316,7 @@ impl Sink for Metrics {
     fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         if !snapshot.final_update {
             let (_, text) = self.text(snapshot, config, false);
-            let voice = Voice {
-                prog: &self.prog,
-                json: config.json,
-                log: config.log,
-            };
-            write(&self.path, &text, &mut self.warned, voice, term);
+            write(&self.path, &text, &mut self.warned, &self.warn, term);
         }
     }
 
@@ -360,20 +324,15 @@ impl Sink for Metrics {
     /// it has ended): they are written by the report's close.
     fn finish(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, _term: &mut Term) {
         let (name, text) = self.text(snapshot, config, true);
-        let (path, prog, pid) = (self.path.clone(), self.prog.clone(), self.pid);
-        let (json, log, mut warned) = (config.json, config.log, self.warned);
+        let (path, warn, pid) = (self.path.clone(), self.warn.clone(), self.pid);
+        let mut warned = self.warned;
         self.finals.borrow_mut().set(
             "metrics",
             Box::new(move |status| {
                 let text = text + &exit_status(&name, pid, status);
-                let voice = Voice {
-                    prog: &prog,
-                    json,
-                    log,
-                };
                 // The display loop is over: nothing else writes on stderr now.
-                let mut term = Term::new(&prog);
-                write(&path, &text, &mut warned, voice, &mut term);
+                let mut term = warn.term();
+                write(&path, &text, &mut warned, &warn, &mut term);
             }),
         );
     }

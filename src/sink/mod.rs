@@ -32,6 +32,7 @@ pub(crate) mod top_metrics;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use crate::cli::Voice;
 use crate::display::{self, BarStyle, DisplaySwitches, Format, Frame, Segment};
 use crate::meter::{Event, Label, MeterId, MeterState, Request, Role, Unit};
 use crate::stats::{RateTracker, Rates};
@@ -54,6 +55,29 @@ pub(crate) struct Reading<'a> {
     pub final_update: bool,
     /// Seconds without progress, once the meter counts as stalled.
     pub stalled_for: Option<f64>,
+}
+
+/// A rate below this (units per second) is too small to estimate from.
+const ETA_MIN_RATE: f64 = 0.001;
+
+impl Reading<'_> {
+    /// Seconds left at the average rate: the one estimate every output shows (`%e`, `%I`,
+    /// `--json`'s `eta`, the metrics, notifications, `--top`). There is none when the size
+    /// is unknown, nothing has moved yet (a watched descriptor: nothing past where watching
+    /// began), the average is negligible or not a number, the meter is stalled, or this is
+    /// its final update (done, or interrupted). A rate-limited transfer needs no rule of its
+    /// own: its average is the limited rate. Past the size, 0.
+    pub(crate) fn eta(&self) -> Option<f64> {
+        let m = self.meter;
+        let avg = self.rates.avg_rate;
+        let estimable = m.size > 0
+            && m.moved > 0
+            && avg.is_finite()
+            && avg >= ETA_MIN_RATE
+            && self.stalled_for.is_none()
+            && !self.final_update;
+        estimable.then(|| m.size.saturating_sub(m.amount) as f64 / avg)
+    }
 }
 
 /// Everything one update shows.
@@ -190,10 +214,8 @@ pub(crate) struct DisplayConfig {
     pub control: bool,
     /// `--each`: a row per input and a total row.
     pub each: bool,
-    /// `--json`: NDJSON instead of the display.
-    pub json: bool,
-    /// `--log`: timestamped lines instead of the display.
-    pub log: bool,
+    /// `--json`, `--log` (records instead of the display), or the display.
+    pub voice: Voice,
     /// `-q`.
     pub quiet: bool,
     /// `--pipeline`: the pipeline view instead of the line.
@@ -301,7 +323,7 @@ impl DisplayConfig {
             elapsed: r.elapsed,
             transferred: m.amount,
             size: m.size,
-            initial_offset: m.initial,
+            eta: r.eta(),
             rate: r.rates.rate,
             avg_rate: r.rates.avg_rate,
             percentage: r.rates.percentage,

@@ -111,9 +111,7 @@ pub(crate) fn progress_text(config: &DisplayConfig, r: &Reading<'_>) -> String {
         return out;
     }
     out.push_str(&format!(", {}", rate(r.rates.rate, kind)));
-    let avg = r.rates.avg_rate;
-    if m.size > 0 && m.moved > 0 && avg.is_finite() && avg > 0.001 {
-        let left = m.size.saturating_sub(m.amount) as f64 / avg;
+    if let Some(left) = r.eta() {
         out.push_str(&format!(", ETA {}", units::format_eta(left.round() as u64)));
     }
     out

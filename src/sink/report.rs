@@ -3,15 +3,15 @@
 //!
 //! Owns: writing a message in the voice the command line asked for — an `rpv: …` line
 //! (control characters escaped on a terminal), a time-stamped line with `--log`, a JSON
-//! `message` object with `--json` — and closing a `--json` run with its `end` object once
+//! `message` object with `--json` — for itself and for the sinks ([`Warn`], what a sink
+//! warns with during the run), and closing a `--json` run with its `end` object once
 //! the exit status is known (after a `-M` command has ended and the set-up's files are
 //! removed); the same for the other sinks' last word ([`Finals`]: the metrics file's
 //! `rpv_exit_status`, systemd's final status), so every sink reports the status rpv exits
 //! with. Must not: decide the exit status (the glue does) or show progress (the sinks do).
 
+use std::io;
 use std::rc::Rc;
-
-use serde_json::json;
 
 use super::json::{self, Ledger, SharedLedger};
 use crate::cli::Voice;
@@ -56,12 +56,45 @@ impl Finals {
 /// [`Finals`] shared by a run's sinks and its report.
 pub(crate) type SharedFinals = Rc<std::cell::RefCell<Finals>>;
 
+/// How a sink warns in the run's voice: an `rpv: …` line, a time-stamped line with
+/// `--log`, a `message` object with `--json` (in the run's order of messages).
+#[derive(Debug, Clone)]
+pub(crate) struct Warn {
+    prog: Rc<str>,
+    voice: Voice,
+    ledger: SharedLedger,
+}
+
+impl Warn {
+    /// Warns on `term` that `subject` failed with `err`: `rpv: SUBJECT: Error text`, and with
+    /// `--json` the error's number.
+    pub(crate) fn warn(&self, term: &mut Term, subject: &str, err: &io::Error) {
+        let text = format!("{subject}: {}", sys::strerror(err));
+        self.say(term, &Error::other_errno(0, text, err.raw_os_error()));
+    }
+
+    /// A terminal of its own, for a last word written once the display loop is over.
+    pub(crate) fn term(&self) -> Term {
+        Term::new(&self.prog)
+    }
+
+    /// Writes `e` on `term` in the run's voice.
+    fn say(&self, term: &mut Term, e: &Error) {
+        match self.voice {
+            Voice::Display => term.message(&e.to_string()),
+            Voice::Log => term.raw(&log_line(&format!("{}: {e}", self.prog))),
+            Voice::Json => self
+                .ledger
+                .borrow_mut()
+                .message(json::message(e, None), term),
+        }
+    }
+}
+
 /// The voice of one rpv process outside its display loops.
 #[derive(Debug)]
 pub(crate) struct Report {
-    prog: String,
-    voice: Voice,
-    ledger: SharedLedger,
+    warn: Warn,
     finals: SharedFinals,
 }
 
@@ -69,21 +102,28 @@ impl Report {
     /// Messages prefixed with `prog`, in `voice`.
     pub(crate) fn new(prog: &str, voice: Voice) -> Report {
         Report {
-            prog: prog.to_string(),
-            voice,
-            ledger: Rc::new(std::cell::RefCell::new(Ledger::default())),
+            warn: Warn {
+                prog: prog.into(),
+                voice,
+                ledger: Rc::new(std::cell::RefCell::new(Ledger::default())),
+            },
             finals: SharedFinals::default(),
         }
     }
 
     /// The program name that prefixes messages.
     pub(crate) fn prog(&self) -> &str {
-        &self.prog
+        &self.warn.prog
+    }
+
+    /// What a sink of this run warns with.
+    pub(crate) fn warner(&self) -> Warn {
+        self.warn.clone()
     }
 
     /// What the `--json` sinks of this run share with the report.
     pub(crate) fn ledger(&self) -> SharedLedger {
-        Rc::clone(&self.ledger)
+        Rc::clone(&self.warn.ledger)
     }
 
     /// Where the sinks of this run leave their last words.
@@ -93,24 +133,15 @@ impl Report {
 
     /// Reports an error or a warning (exit bits 0).
     pub(crate) fn error(&self, e: &Error) {
-        self.warner().say(e, &mut Term::new(&self.prog));
-    }
-
-    /// The run's voice for a sink that warns from inside a display loop.
-    pub(crate) fn warner(&self) -> Warner {
-        Warner {
-            prog: self.prog.clone(),
-            voice: self.voice,
-            ledger: Rc::clone(&self.ledger),
-        }
+        self.warn.say(&mut Term::new(self.prog()), e);
     }
 
     /// Reports a bad command line: `text` is the whole diagnostic, lines ending in `\n`,
     /// each starting with `argv0` or the program name (glibc's and pv's forms), then the
     /// hint to try `--help`.
     pub(crate) fn usage(&self, text: &str, argv0: &str) {
-        let mut term = Term::new(&self.prog);
-        match self.voice {
+        let mut term = Term::new(self.prog());
+        match self.warn.voice {
             Voice::Display if term.is_terminal() => {
                 let lines: String = text
                     .lines()
@@ -125,20 +156,11 @@ impl Report {
             }
             Voice::Json => {
                 let first = text.lines().next().unwrap_or_default();
-                let said = [argv0, self.prog.as_str()]
+                let said = [argv0, self.prog()]
                     .iter()
                     .find_map(|p| first.strip_prefix(&format!("{p}: ")))
                     .unwrap_or(first);
-                let message = json!({
-                    "type": "message",
-                    "time": json::now(),
-                    "level": "error",
-                    "kind": "usage",
-                    "text": said,
-                    "errno": null,
-                    "input": null,
-                });
-                self.ledger.borrow_mut().message(message, &mut term);
+                self.warn.say(&mut term, &Error::Usage(said.to_string()));
             }
         }
     }
@@ -147,10 +169,11 @@ impl Report {
     /// `--json`, what is held and the `end` object.
     pub(crate) fn close(&self, status: u8) {
         self.finals.borrow_mut().close(status);
-        if self.voice == Voice::Json {
-            let mut term = Term::new(&self.prog);
+        if self.warn.voice == Voice::Json {
+            let mut term = Term::new(self.prog());
             let interrupted = signals::exit_requested();
-            self.ledger
+            self.warn
+                .ledger
                 .borrow_mut()
                 .close(status, interrupted, &mut term);
         }
@@ -162,28 +185,4 @@ impl Report {
 fn log_line(line: &str) -> String {
     let stamp = super::log::timestamp(sys::wall_clock());
     format!("{stamp} {}\n", printable(line))
-}
-
-/// The run's voice, for a sink that warns from inside a display loop (on the loop's
-/// terminal): what [`Report::error`] writes.
-#[derive(Debug, Clone)]
-pub(crate) struct Warner {
-    prog: String,
-    voice: Voice,
-    ledger: SharedLedger,
-}
-
-impl Warner {
-    /// Says `e` on `term`: an `rpv: …` line, a time-stamped line with `--log`, a
-    /// `message` object with `--json`.
-    pub(crate) fn say(&self, e: &Error, term: &mut Term) {
-        match self.voice {
-            Voice::Display => term.message(&e.to_string()),
-            Voice::Log => term.raw(&log_line(&format!("{}: {e}", self.prog))),
-            Voice::Json => self
-                .ledger
-                .borrow_mut()
-                .message(json::message(e, None), term),
-        }
-    }
 }

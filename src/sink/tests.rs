@@ -797,3 +797,121 @@ fn an_input_that_failed_shows_its_reason_in_its_row() {
     rig.update(&mut multi::Multi::default(), &meters, 1.0, 0.0, &c);
     assert_eq!(rig.out.screen(60, 2)[0], "gone: No such file or directory");
 }
+
+/// The one ETA rule (`Reading::eta`), which every output reads.
+#[test]
+fn the_eta_rule() {
+    let tracker = RateTracker::new(30);
+    let eta = |amount: u64, moved: u64, size: u64, avg: f64, stalled: bool, last: bool| {
+        let m = MeterState {
+            moved,
+            ..meter(1, Role::Transfer, amount, size)
+        };
+        let r = Reading {
+            meter: &m,
+            elapsed: 5.0,
+            rates: Rates {
+                rate: avg,
+                avg_rate: avg,
+                percentage: 0.0,
+                max_rate: avg,
+            },
+            tracker: &tracker,
+            final_update: last,
+            stalled_for: stalled.then_some(12.0),
+        };
+        r.eta()
+    };
+    // Halfway through 100 at 10 a second: 5 s, not rounded (outputs round as they show it).
+    assert_eq!(eta(50, 50, 100, 10.0, false, false), Some(5.0));
+    assert_eq!(eta(50, 50, 100, 3.0, false, false), Some(50.0 / 3.0));
+    // A descriptor watched from 40: what it moved counts, not where it stands.
+    assert_eq!(eta(50, 10, 100, 10.0, false, false), Some(5.0));
+    // Past the size: nothing left.
+    assert_eq!(eta(150, 150, 100, 10.0, false, false), Some(0.0));
+    // A rate-limited transfer a hair off its limit: the average is the limited rate.
+    assert_eq!(eta(50, 50, 100, 10.001, false, false), Some(50.0 / 10.001));
+    // No estimate: unknown size, nothing moved yet, a negligible or broken rate, a stall,
+    // the final update (done or interrupted).
+    assert_eq!(eta(50, 50, 0, 10.0, false, false), None);
+    assert_eq!(eta(50, 0, 100, 10.0, false, false), None);
+    assert_eq!(eta(50, 50, 100, 0.0009, false, false), None);
+    assert_eq!(eta(50, 50, 100, f64::NAN, false, false), None);
+    assert_eq!(eta(50, 50, 100, f64::INFINITY, false, false), None);
+    assert_eq!(eta(50, 50, 100, -1.0, false, false), None);
+    assert_eq!(eta(50, 50, 100, 10.0, true, false), None);
+    assert_eq!(eta(50, 50, 100, 10.0, false, true), None);
+    assert_eq!(eta(50, 50, 100, 0.001, false, false), Some(50_000.0));
+}
+
+/// A sink's warning (`Report::warner`) speaks in the run's voice: an `rpv: …` line, a
+/// time-stamped `--log` line, a `--json` message object with its error number.
+#[test]
+fn a_sinks_warning_is_in_the_runs_voice() {
+    use crate::cli::Voice;
+    use crate::sink::report::Report;
+    let gone = std::io::Error::from_raw_os_error(libc::ENOENT);
+    let said = |voice: Voice| {
+        let report = Report::new("rpv", voice);
+        let (mut term, out) = term(false);
+        report
+            .warner()
+            .warn(&mut term, "--metrics-file: d/x.prom", &gone);
+        if voice == Voice::Json {
+            report.ledger().borrow_mut().close(0, false, &mut term);
+        }
+        out.take()
+    };
+    assert_eq!(
+        said(Voice::Display),
+        "rpv: --metrics-file: d/x.prom: No such file or directory\n"
+    );
+    let log = said(Voice::Log);
+    let (stamp, rest) = log.split_once(' ').unwrap();
+    assert_eq!(
+        rest,
+        "rpv: --metrics-file: d/x.prom: No such file or directory\n"
+    );
+    assert!(stamp.len() == 25 && stamp.as_bytes()[10] == b'T', "{log:?}");
+    let objects = objects(&said(Voice::Json));
+    let message = &objects[0];
+    assert_eq!(message["type"], "message");
+    assert_eq!(message["level"], "warning");
+    assert_eq!(
+        message["text"],
+        "--metrics-file: d/x.prom: No such file or directory"
+    );
+    assert_eq!(message["errno"], libc::ENOENT);
+    assert_eq!(objects[1]["type"], "end");
+}
+
+/// The metrics sink warns once, in the run's voice, when its file cannot be written.
+#[test]
+fn a_failed_metrics_write_is_logged_with_a_time_stamp() {
+    use crate::cli::Voice;
+    use crate::sink::report::Report;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gone").join("x.prom");
+    let report = Report::new("rpv", Voice::Log);
+    let mut sink = metrics::Metrics::new(path.clone(), report.warner(), report.finals());
+    let (mut term, out) = term(false);
+    let tracker = RateTracker::new(30);
+    let meters = [meter(1, Role::Transfer, 10, 100)];
+    let c = DisplayConfig {
+        voice: Voice::Log,
+        ..config()
+    };
+    for _ in 0..2 {
+        sink.update(
+            &snapshot(&meters, &tracker, 1.0, 10.0, false),
+            &c,
+            &mut term,
+        );
+    }
+    let text = out.take();
+    let want = format!("rpv: --metrics-file: {}: No such file", path.display());
+    assert_eq!(text.lines().count(), 1, "once: {text:?}");
+    let (stamp, rest) = text.split_once(' ').unwrap();
+    assert!(rest.starts_with(&want), "{text:?}");
+    assert!(stamp.as_bytes()[10] == b'T', "{text:?}");
+}

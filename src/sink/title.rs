@@ -37,7 +37,7 @@ impl Sink for Title {
             return;
         };
         let window = spec.window && config.stderr_tty && !term::dumb_terminal();
-        let window = window && !config.json && !config.log;
+        let window = window && !config.voice.records();
         let window = window && config.visible();
         if !window && !spec.process {
             return;

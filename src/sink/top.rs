@@ -235,8 +235,7 @@ impl Sink for Top {
                 }
                 history.push_back(r.rates.rate);
             }
-            let eta = (m.size > 0 && r.stalled_for.is_none() && r.rates.avg_rate > 0.001)
-                .then(|| m.size.saturating_sub(m.amount) as f64 / r.rates.avg_rate);
+            let eta = r.eta();
             self.lines.push(Line {
                 id: m.id,
                 kind: flow.kind,

@@ -4,7 +4,7 @@
 //!
 //! Owns: the totals that outlive flows (bytes moved and flows ended per kind since rpv
 //! started), turning readings into [`Series`], reporting a failed write once, in the run's
-//! voice ([`Warner`]: a time-stamped line with `--log`), and the file's end. The series
+//! voice ([`Warn`]: a time-stamped line with `--log`), and the file's end. The series
 //! and their labels are [`crate::top::metrics`]'s. At the end rpv removes the file (when
 //! it is still the one rpv wrote last): rpv no longer follows any flow, and a file left
 //! behind would say either that the flows still move at their last rates or, rewritten
@@ -12,24 +12,16 @@
 //! scrape. Must not: write PATH in place, or remove what another process put there.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
 
-use super::report::Warner;
+use super::report::Warn;
 use super::{DisplayConfig, Sink, Snapshot};
 use crate::meter::{Event, Phase, Role, Unit};
+use crate::ownfile::Identity;
 use crate::sys;
 use crate::term::Term;
 use crate::top::metrics::{render, Series, Totals};
 use crate::top::{Kind, TopConfig};
-
-/// What tells one file from another at a path: device, inode (which a file created after
-/// ours was removed may reuse), size and change time.
-type Identity = (u64, u64, u64, i64, i64);
-
-fn identity(m: &std::fs::Metadata) -> Identity {
-    (m.dev(), m.ino(), m.size(), m.ctime(), m.ctime_nsec())
-}
 
 /// `--top --metrics-file`.
 pub(crate) struct TopMetrics {
@@ -38,16 +30,17 @@ pub(crate) struct TopMetrics {
     totals: Totals,
     /// Each flow's forward progress at the last update, and its kind.
     last: HashMap<u64, (u64, Kind)>,
-    /// How a failed write is reported.
-    warner: Warner,
+    /// How a failed write is reported (in the run's voice: a time-stamped line with
+    /// `--log`).
+    warner: Warn,
     warned: bool,
-    /// The file rpv wrote last, which the end may remove: its [`identity`].
+    /// The file rpv wrote last, which the end may remove.
     written: Option<Identity>,
 }
 
 impl TopMetrics {
     /// A sink writing `path`, warning through `warner`.
-    pub(crate) fn new(path: PathBuf, settings: TopConfig, warner: Warner) -> TopMetrics {
+    pub(crate) fn new(path: PathBuf, settings: TopConfig, warner: Warn) -> TopMetrics {
         TopMetrics {
             path,
             settings,
@@ -68,20 +61,12 @@ impl TopMetrics {
             self.settings.metrics_pid,
             &self.totals,
         );
-        match crate::ownfile::replace(&self.path, text.as_bytes()) {
-            Ok(()) => {
-                self.written = std::fs::symlink_metadata(&self.path)
-                    .ok()
-                    .map(|m| identity(&m));
-            }
+        match crate::ownfile::replace_identified(&self.path, text.as_bytes()) {
+            Ok(identity) => self.written = Some(identity),
             Err(e) => {
                 if !std::mem::replace(&mut self.warned, true) {
-                    let text = format!(
-                        "--metrics-file: {}: {}",
-                        self.path.display(),
-                        sys::strerror(&e)
-                    );
-                    self.warner.say(&crate::error::Error::other(0, text), term);
+                    let subject = format!("--metrics-file: {}", self.path.display());
+                    self.warner.warn(term, &subject, &e);
                 }
             }
         }
@@ -89,12 +74,8 @@ impl TopMetrics {
 
     /// Removes the file if it is still the one rpv wrote last.
     fn remove(&mut self) {
-        let Some(written) = self.written.take() else {
-            return;
-        };
-        let ours = std::fs::symlink_metadata(&self.path).is_ok_and(|m| identity(&m) == written);
-        if ours {
-            let _ = std::fs::remove_file(&self.path);
+        if let Some(written) = self.written.take() {
+            let _ = crate::ownfile::remove_if_ours(&self.path, &written);
         }
     }
 }
@@ -123,8 +104,7 @@ impl Sink for TopMetrics {
                 continue;
             }
             seen.insert(m.id, (m.moved, flow.kind));
-            let eta = (m.size > 0 && r.stalled_for.is_none() && r.rates.avg_rate > 0.001)
-                .then(|| m.size.saturating_sub(m.amount) as f64 / r.rates.avg_rate);
+            let eta = r.eta();
             flows.push(Series {
                 kind: flow.kind,
                 unit: m.unit,

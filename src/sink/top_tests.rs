@@ -167,7 +167,7 @@ fn a_failed_metrics_write_under_log_is_a_time_stamped_line_once() {
 #[test]
 fn a_flow_in_the_log_has_its_own_time_next_to_its_own_bytes_and_no_bar() {
     let c = DisplayConfig {
-        log: true,
+        voice: crate::cli::Voice::Log,
         ..top_config(false)
     };
     let (mut term, out) = Term::in_memory("rpv", false);

@@ -78,4 +78,11 @@ pub(crate) trait Source {
 
     /// The run is over: events that sum it up (after the final update).
     fn end(&mut self, _out: &mut Vec<Event>) {}
+
+    /// A watch: it moves no data of its own (`-d`, `-Q`, `--pipeline`, `--top`), so its
+    /// display is all it is for, and a run of watches alone ends once nobody reads that
+    /// display any more. A transfer goes on without its display.
+    fn watches(&self) -> bool {
+        false
+    }
 }

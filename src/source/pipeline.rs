@@ -259,6 +259,10 @@ impl PipelineSource {
 }
 
 impl Source for PipelineSource {
+    fn watches(&self) -> bool {
+        true
+    }
+
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
         let own_done = self
             .own

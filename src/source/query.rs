@@ -72,6 +72,10 @@ fn start_from(now: u64, elapsed: f64) -> u64 {
 }
 
 impl Source for QuerySource {
+    fn watches(&self) -> bool {
+        true
+    }
+
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
         self.ask(now_ns);
         let started = !self.wait || self.transferred > 0;

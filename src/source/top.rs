@@ -60,7 +60,6 @@ pub(crate) fn meter(flow: &Flow, now_ns: u64) -> MeterState {
         unit: Unit::Bytes,
         amount: flow.amount,
         moved: flow.moved,
-        initial: flow.amount.saturating_sub(flow.moved),
         size: flow.size,
         started_ns: Some(flow.since_ns),
         ended_ns: flow.ended.then_some(now_ns),
@@ -75,6 +74,10 @@ pub(crate) fn meter(flow: &Flow, now_ns: u64) -> MeterState {
 }
 
 impl Source for TopSource {
+    fn watches(&self) -> bool {
+        true
+    }
+
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
         self.scanner.exclude(self.excluded);
         self.scanner.scan(now_ns);

@@ -4,12 +4,15 @@
 //! (vt100) to see the screen a person would see. Must not: be used outside tests (a
 //! [`super::Term`] made with [`super::Term::in_memory`] never writes to standard error).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The other end of an in-memory [`super::Term`]: every byte it wrote, in order.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct MemoryTerm {
     bytes: Arc<Mutex<Vec<u8>>>,
+    /// The reader went away ([`MemoryTerm::close`]): writes fail as with EPIPE.
+    closed: Arc<AtomicBool>,
 }
 
 impl MemoryTerm {
@@ -19,9 +22,18 @@ impl MemoryTerm {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Appends what the terminal wrote.
-    pub(crate) fn push(&self, data: &[u8]) {
+    /// Appends what the terminal wrote; false (nothing kept) once [`MemoryTerm::close`]d.
+    pub(crate) fn push(&self, data: &[u8]) -> bool {
+        if self.closed.load(Ordering::Relaxed) {
+            return false;
+        }
         self.lock().extend_from_slice(data);
+        true
+    }
+
+    /// The reader goes away: later writes fail, as a pipe's with EPIPE.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
     }
 
     /// Everything written so far, as text (bytes that are not UTF-8 as U+FFFD).

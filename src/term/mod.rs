@@ -83,6 +83,8 @@ pub(crate) struct Term {
     height: usize,
     /// Start the next line with `\r` (after an interrupt).
     restart_line: bool,
+    /// A write found nobody reading (EPIPE) or no standard error at all (EBADF).
+    gone: bool,
 }
 
 impl Term {
@@ -100,6 +102,7 @@ impl Term {
             cursor: None,
             height: 25,
             restart_line: false,
+            gone: false,
         }
     }
 
@@ -287,13 +290,31 @@ impl Term {
         self.write(text.as_bytes());
     }
 
-    fn write(&mut self, data: &[u8]) {
-        match &self.out {
-            Out::Stderr => write_all(self.fd, data),
-            #[cfg(test)]
-            Out::Memory { buffer, .. } => buffer.push(data),
-        }
+    /// The reader of standard error is gone: a write failed with EPIPE (or EBADF). A
+    /// transfer goes on (its data matters more than its display); a watch, which has
+    /// nothing else to show for itself, ends ([`crate::session`]).
+    pub(crate) fn reader_gone(&self) -> bool {
+        self.gone
     }
+
+    fn write(&mut self, data: &[u8]) {
+        let gone = match &self.out {
+            Out::Stderr => write_all(self.fd, data) == Written::Gone,
+            #[cfg(test)]
+            Out::Memory { buffer, .. } => !buffer.push(data),
+        };
+        self.gone |= gone;
+    }
+}
+
+/// What became of a [`write_all`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Everything was written, or the rest was dropped (an error, or stuck after an exit
+    /// signal).
+    Done,
+    /// Nobody reads standard error any more (EPIPE), or there is none (EBADF).
+    Gone,
 }
 
 /// After an exit signal, how long one write of a line or message may wait for a standard
@@ -305,7 +326,7 @@ const EXIT_WRITE_NS: u64 = 500_000_000;
 static STUCK: AtomicBool = AtomicBool::new(false);
 
 /// Blocking write of everything to `fd`, retrying on EINTR; other errors drop the text (a
-/// display problem never stops the transfer).
+/// display problem never stops the transfer); EPIPE and EBADF say so ([`Written::Gone`]).
 ///
 /// Once an exit signal has arrived it never blocks for good, so rpv always exits (and its
 /// output closes, so the next stage sees the end of its input): SIGALRM ticks interrupt a
@@ -313,7 +334,7 @@ static STUCK: AtomicBool = AtomicBool::new(false);
 /// [`EXIT_WRITE_NS`], and after that, text that does not fit at once is dropped. The shared
 /// open file description of standard error is never made non-blocking (the shell and the
 /// other stages of the pipeline use it too).
-fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) {
+fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) -> Written {
     let mut give_up_at = None;
     while !data.is_empty() {
         if signals::exit_requested() {
@@ -334,11 +355,11 @@ fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) {
             });
             if now >= at {
                 STUCK.store(true, Ordering::Relaxed);
-                return;
+                return Written::Done;
             }
         }
         match sys::write(fd, data) {
-            Ok(0) => return,
+            Ok(0) => return Written::Done,
             Ok(n) => data = &data[n..],
             // A signal: after an exit signal the loop checks the deadline; otherwise (a
             // resize, a stray signal) the write goes on.
@@ -346,9 +367,13 @@ fn write_all(fd: BorrowedFd<'_>, mut data: &[u8]) {
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                 let _ = sys::poll_one(fd, libc::POLLOUT, 100);
             }
-            Err(_) => return,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPIPE | libc::EBADF)) => {
+                return Written::Gone;
+            }
+            Err(_) => return Written::Done,
         }
     }
+    Written::Done
 }
 
 /// The locale (LC_ALL, else LC_CTYPE, else LANG) uses UTF-8: Unicode bar styles are allowed.

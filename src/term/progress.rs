@@ -146,7 +146,10 @@ impl Indicator {
                 let patience = if state == State::Clear { 10 } else { 0 };
                 write_patiently(tty, text.as_bytes(), patience);
             }
-            None => super::write_all(sys::stderr_fd(), text.as_bytes()),
+            None => {
+                // A reader gone is the display's to notice: this indicator is an extra.
+                let _ = super::write_all(sys::stderr_fd(), text.as_bytes());
+            }
         }
         signals::arm_on_stop(self.tty.is_some() && state != State::Clear);
     }

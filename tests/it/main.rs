@@ -18,6 +18,7 @@ mod paths;
 mod pipeline;
 mod proptests;
 mod pty;
+mod readers;
 mod regression;
 mod reliability;
 mod remote;

@@ -170,3 +170,45 @@ fn monitor_answers_remote_queries() {
     assert_eq!(last, "150000");
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
+
+/// `-M SIDE -o FILE < FILE`: rpv's standard input reaches the output through the command,
+/// so the run is refused as the plain `rpv -o FILE < FILE` is (status 4, the file intact),
+/// on every side; also when the output is standard output opened for appending. Before,
+/// -M opened FILE truncated, the command's copy found nothing, and the run said 0
+/// (reliability-4 F11).
+#[test]
+fn the_output_as_rpvs_own_input_is_refused_on_every_side() {
+    let dir = Dir::new();
+    let bytes = data(100_000, 63);
+    let file = dir.file("f", &bytes);
+    let refused = |mut cmd: std::process::Command, what: &str| {
+        let out = cmd
+            .stdin(std::fs::File::open(&file).unwrap())
+            .stdout(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(4), "{what}: {}", err(&out));
+        assert!(
+            err(&out).contains("input file is output file: (stdin)"),
+            "{what}: {}",
+            err(&out)
+        );
+        assert_same(&std::fs::read(&file).unwrap(), &bytes, what);
+    };
+    refused(rpv(&["-q", "-o", s(&file)]), "plain");
+    for side in ["in", "out", "both"] {
+        refused(rpv(&["-q", "-M", side, "-o", s(&file), "--", "cat"]), side);
+        let mut append = rpv(&["-q", "-M", side, "--", "cat"]);
+        let appending = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        append.stdout(appending);
+        let out = append
+            .stdin(std::fs::File::open(&file).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(4), "{side} >>: {}", err(&out));
+        assert_same(&std::fs::read(&file).unwrap(), &bytes, side);
+    }
+}

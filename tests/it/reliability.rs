@@ -960,3 +960,57 @@ fn stray_sigurg_changes_nothing() {
         }
     }
 }
+
+/// `-P`: at exit rpv removes the pid file only if the path still holds the file it wrote
+/// (the same device and inode). A symlink or another file put there during the run stays,
+/// and what a symlink points to is untouched; the pid file itself is removed as before.
+/// Before, rpv removed whatever was at the path (reliability-4 F10).
+#[test]
+fn the_pid_file_is_removed_only_if_it_is_still_rpvs() {
+    use std::io::Write;
+    let dir = Dir::new();
+    let victim = dir.file("victim", b"victim-content\n");
+    let pid_path = dir.path("pid");
+    // The run lasts until the test closes rpv's input.
+    let run = |plant: &dyn Fn()| {
+        let mut child = rpv(&["-q", "-P", s(&pid_path)])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        crate::util::wait_until("rpv to write its pid file", 20.0, || {
+            std::fs::read_to_string(&pid_path).is_ok_and(|t| t == format!("{pid}\n"))
+        });
+        plant();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"data").unwrap();
+        drop(stdin);
+        let status = wait_within(&mut child, 20.0, "rpv -P after its input ended");
+        assert_eq!(status.code(), Some(0));
+    };
+    // Nothing planted: the pid file goes.
+    run(&|| {});
+    assert!(
+        std::fs::symlink_metadata(&pid_path).is_err(),
+        "the pid file stays"
+    );
+    // A symlink planted at the path: it stays, and its target is untouched.
+    run(&|| {
+        std::fs::remove_file(&pid_path).unwrap();
+        std::os::unix::fs::symlink(&victim, &pid_path).unwrap();
+    });
+    let meta = std::fs::symlink_metadata(&pid_path).expect("the planted symlink was removed");
+    assert!(meta.file_type().is_symlink());
+    assert_eq!(std::fs::read(&victim).unwrap(), b"victim-content\n");
+    std::fs::remove_file(&pid_path).unwrap();
+    // Another regular file put there (a rename over it): it stays.
+    run(&|| {
+        let other = dir.file("other", b"another process's file\n");
+        std::fs::rename(&other, &pid_path).unwrap();
+    });
+    assert_eq!(
+        std::fs::read(&pid_path).expect("the other file was removed"),
+        b"another process's file\n"
+    );
+}

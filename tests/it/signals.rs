@@ -146,3 +146,52 @@ fn data_keeps_flowing_while_stderr_is_blocked() {
     let text = drainer.join().unwrap();
     assert!(text.ends_with(b"\r\n"), "the final line is still drawn");
 }
+
+/// The first two fields of `/proc/PID/syscall`: the call the main thread is in and its
+/// first argument (`1 0x2`: a write to standard error).
+fn main_thread_call(pid: u32) -> String {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+    text.split(' ').take(2).collect::<Vec<_>>().join(" ")
+}
+
+/// Ctrl-Z then `bg` while `--top` is blocked writing to a standard error nobody reads (a
+/// stuck log pipe, a Ctrl-S'd terminal): the continue comes before the display loop could
+/// stop, so the deferred stop is dropped, and a SIGINT then ends it with status 32.
+/// Before, it stopped itself after the SIGCONT and stayed stopped, deaf to SIGINT
+/// (reliability-4 F2).
+#[test]
+fn a_stop_continued_before_it_took_effect_is_dropped() {
+    let (err_r, err_w) = full_pipe();
+    let mut child = rpv(&["--top", "--json", "-i", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(err_w))
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_until(
+        "--top blocked writing to its full standard error",
+        60.0,
+        || main_thread_call(pid) == "1 0x2" && process_state(pid) == 'S',
+    );
+    kill(&child, libc::SIGTSTP);
+    wait_until("SIGTSTP handled", 10.0, || {
+        !crate::util::pending(pid, libc::SIGTSTP)
+    });
+    kill(&child, libc::SIGCONT);
+    wait_until("SIGCONT handled", 10.0, || {
+        !crate::util::pending(pid, libc::SIGCONT)
+    });
+    kill(&child, libc::SIGINT);
+    let status = match crate::util::exit_within(&mut child, 15.0) {
+        Some(status) => status,
+        None => {
+            let state = process_state(pid);
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("rpv still runs 15 s after SIGINT, in state {state}");
+        }
+    };
+    drop(err_r);
+    assert_eq!(status.code(), Some(32));
+}

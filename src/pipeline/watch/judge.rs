@@ -21,18 +21,8 @@ use crate::pipeline::procfs::{self, Proc, ProcFile};
 /// A socket's peer not found is looked for again after this long.
 const PEER_RETRY_NS: u64 = 1_000_000_000;
 
-/// A socket peer's command is shown up to this many characters.
+/// A socket peer's command is shown in up to this many columns.
 const PEER_COMMAND: usize = 40;
-
-/// `text` cut to `max` characters, with `…` where it was cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max - 1).collect();
-    out.push('…');
-    out
-}
 
 /// A process holding the socket `inode`, other than `own`, found through every process's
 /// descriptors (those rpv may read).
@@ -334,7 +324,10 @@ impl Watcher {
                 .map(|s| s.comm)
                 .unwrap_or_default();
             let command = member::command_of(self.proc.as_mut(), pid, &comm);
-            format!("{}, PID {pid}", cut(&command, PEER_COMMAND))
+            format!(
+                "{}, PID {pid}",
+                crate::screen::cut(&command, PEER_COMMAND, true)
+            )
         });
         match (holder, path) {
             (Some(holder), Some(path)) => Some(format!("{holder}, Unix socket {path}")),

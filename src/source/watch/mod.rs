@@ -1,7 +1,7 @@
 //! `--watchfd`: the progress of descriptors opened by other processes, sampled from
 //! `/proc` (their offsets).
 //!
-//! Owns: resolving the items, the per-descriptor state (size, initial offset, position,
+//! Owns: resolving the items, the per-descriptor state (size, position,
 //! forward progress), rescanning whole processes, and retiring descriptors that closed.
 //! Beyond pv: a pipe or socket watched as `PID:FD` shows the process's read or write byte
 //! counter (`/proc/PID/io`), labelled as such, with an unknown size. Must not: draw; each
@@ -37,7 +37,6 @@ struct Watched {
     fd: i32,
     info: FdInfo,
     size: u64,
-    initial: u64,
     position: u64,
     /// Forward movement since first seen (what the rate tracker is fed): a backward seek
     /// counts as no progress rather than a negative rate.
@@ -175,7 +174,6 @@ impl WatchSource {
             pid,
             fd,
             size,
-            initial: position,
             position,
             progress: 0,
             start_ns: sys::monotonic_ns(),
@@ -301,7 +299,6 @@ impl WatchSource {
             },
             amount: w.position,
             moved: w.progress,
-            initial: w.initial,
             size: w.size,
             started_ns: Some(w.start_ns),
             phase: if w.closed_at.is_some() {
@@ -315,6 +312,10 @@ impl WatchSource {
 }
 
 impl Source for WatchSource {
+    fn watches(&self) -> bool {
+        true
+    }
+
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
         self.sample_round(now_ns);
         let prefix = self.needs_name_prefix();
