@@ -54,8 +54,7 @@ pub(crate) struct Top {
 impl Top {
     /// The view; it takes keys when standard input and standard error are the terminal
     /// (and not `-q` or `--once`).
-    pub(crate) fn new(config: &DisplayConfig) -> Top {
-        let once = config.top.is_some_and(|t| t.once);
+    pub(crate) fn new(config: &DisplayConfig, once: bool) -> Top {
         let interactive =
             config.stderr_tty && config.enabled && !once && sys::isatty(sys::stdin_fd());
         let tty = interactive

@@ -25,23 +25,18 @@ pub(crate) fn flow(id: u64, pid: u32, file: &str) -> MeterState {
     m
 }
 
-fn top_config(once: bool) -> DisplayConfig {
+fn top_config() -> DisplayConfig {
     DisplayConfig {
         width: 100,
-        top: Some(TopConfig {
-            metrics_flows: 10,
-            metrics_pid: false,
-            once,
-        }),
         ..config()
     }
 }
 
 #[test]
 fn the_unreadable_processes_reach_the_title_as_an_event() {
-    let c = top_config(false);
+    let c = top_config();
     let (mut term, out) = Term::in_memory("rpv", false);
-    let mut top = Top::new(&c);
+    let mut top = Top::new(&c, false);
     let hidden = Hidden {
         count: 3,
         other_users: 3,
@@ -68,9 +63,9 @@ fn the_unreadable_processes_reach_the_title_as_an_event() {
 
 #[test]
 fn without_keys_the_view_asks_nothing_and_wakes_no_one() {
-    let c = top_config(false);
+    let c = top_config();
     let (mut term, out) = Term::in_memory("rpv", false);
-    let mut top = Top::new(&c);
+    let mut top = Top::new(&c, false);
     assert_eq!(top.poll_period_ns(), None);
     let mut requests = Vec::new();
     top.tick(&c, &mut term, &mut requests);
@@ -80,10 +75,10 @@ fn without_keys_the_view_asks_nothing_and_wakes_no_one() {
 
 #[test]
 fn once_is_a_plain_frame_on_a_terminal_too() {
-    let mut c = top_config(true);
+    let mut c = top_config();
     c.stderr_tty = true;
     let (mut term, out) = Term::in_memory("rpv", true);
-    let mut top = Top::new(&c);
+    let mut top = Top::new(&c, true);
     assert_eq!(top.poll_period_ns(), None, "no keys with --once");
     let tracker = RateTracker::new(30);
     let meters = [flow(1, 4242, "/data/in"), flow(2, 4243, "/data/other")];
@@ -109,7 +104,6 @@ fn metrics(
     let settings = TopConfig {
         metrics_flows: 10,
         metrics_pid: false,
-        once: false,
     };
     super::super::top_metrics::TopMetrics::new(path.to_path_buf(), settings, report.warner())
 }
@@ -118,7 +112,7 @@ fn metrics(
 fn the_metrics_file_is_removed_at_the_end_not_rewritten_idle() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("top.prom");
-    let c = top_config(false);
+    let c = top_config();
     let (mut term, out) = Term::in_memory("rpv", false);
     let mut sink = metrics(&path, crate::cli::Voice::Display);
     let tracker = RateTracker::new(30);
@@ -143,7 +137,7 @@ fn the_metrics_file_is_removed_at_the_end_not_rewritten_idle() {
 fn a_failed_metrics_write_under_log_is_a_time_stamped_line_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gone").join("top.prom");
-    let c = top_config(false);
+    let c = top_config();
     let (mut term, out) = Term::in_memory("rpv", false);
     let mut sink = metrics(&path, crate::cli::Voice::Log);
     let tracker = RateTracker::new(30);
@@ -168,7 +162,7 @@ fn a_failed_metrics_write_under_log_is_a_time_stamped_line_once() {
 fn a_flow_in_the_log_has_its_own_time_next_to_its_own_bytes_and_no_bar() {
     let c = DisplayConfig {
         voice: crate::cli::Voice::Log,
-        ..top_config(false)
+        ..top_config()
     };
     let (mut term, out) = Term::in_memory("rpv", false);
     let mut log = super::super::log::Log::new("rpv");

@@ -28,8 +28,6 @@ pub struct TopConfig {
     pub metrics_flows: usize,
     /// `--metrics-pid`: a `pid` label on each flow's series.
     pub metrics_pid: bool,
-    /// `--once`: one update (the second look at the machine), then the end.
-    pub once: bool,
 }
 
 /// What kind of flow a row is.
