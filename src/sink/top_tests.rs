@@ -196,3 +196,40 @@ fn a_flow_in_the_log_has_its_own_time_next_to_its_own_bytes_and_no_bar() {
         "{second}"
     );
 }
+
+// ---- --top --json ----
+
+#[test]
+fn a_flow_of_lines_is_in_lines_in_json() {
+    let c = DisplayConfig {
+        voice: crate::cli::Voice::Json,
+        ..top_config()
+    };
+    let (mut term, out) = Term::in_memory("rpv", false);
+    let ledger = std::rc::Rc::new(std::cell::RefCell::new(
+        super::super::json::Ledger::default(),
+    ));
+    let start = super::super::json::Start {
+        mode: "top",
+        ..super::super::json::Start::default()
+    };
+    let mut json = super::super::json::Json::new(start, ledger);
+    let tracker = RateTracker::new(30);
+    let mut lines = flow(2, 4343, "/data/in");
+    lines.unit = crate::meter::Unit::Lines;
+    lines.amount = 1500;
+    let meters = [flow(1, 4242, "/data/out"), lines];
+    json.update(
+        &snapshot(&meters, &tracker, 2.0, 10.0, false),
+        &c,
+        &mut term,
+    );
+    let objects: Vec<serde_json::Value> = (out.take().lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|o: &serde_json::Value| o["type"] == "progress")
+        .collect();
+    let of = |pid: u32| objects.iter().find(|o| o["pid"] == pid).unwrap();
+    assert_eq!(of(4343)["lines"], 1500, "{objects:?}");
+    assert!(of(4343).get("bytes").is_none(), "{objects:?}");
+    assert_eq!(of(4242)["bytes"], 4096, "{objects:?}");
+}
