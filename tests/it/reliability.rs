@@ -1088,6 +1088,11 @@ fn at_a_process_limit_a_transfer_copies_without_its_display_thread() {
         1,
         "{err}"
     );
+    // -U's two phases: both copy, the warning is given once.
+    let (code, out, err) = as_nobody_limited(1, "-f -U -", &input).unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert_same(&out, &bytes, "the copy through -U - at a process limit");
+    assert_eq!(err.matches("cannot start a thread").count(), 1, "{err}");
     let (code, out, err) = as_nobody_limited(1, "--json", &input).unwrap();
     assert_eq!(code, 0, "{err}");
     assert_same(&out, &bytes, "the copy with --json at a process limit");
