@@ -43,14 +43,24 @@ fn into_head(mut watch: Command, what: &str) -> std::process::ExitStatus {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // (The pipe's ends now live only in the two children.)
-    let mut lines = String::new();
-    head.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut lines)
-        .unwrap();
-    let head_status = wait_within(&mut head, 60.0, "head -n 3");
+    // (The pipe's ends now live only in the two children.) What head prints is read as it
+    // comes (a --top object can be long).
+    let mut printed = head.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut lines = String::new();
+        let _ = printed.read_to_string(&mut lines);
+        lines
+    });
+    let head_status = match crate::util::exit_within(&mut head, 60.0) {
+        Some(status) => status,
+        None => {
+            let _ = head.kill();
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: head -n 3 had no three lines after 60 s");
+        }
+    };
+    let lines = reader.join().unwrap();
     assert!(head_status.success(), "{what}: head: {head_status:?}");
     assert_eq!(lines.lines().count(), 3, "{what}: {lines}");
     for line in lines.lines() {
