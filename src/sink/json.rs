@@ -373,7 +373,9 @@ fn flow_fields(f: &crate::top::FlowView) -> Value {
         "pid": f.pid,
         "command": f.command,
         "file": f.file,
+        "to": f.to,
         "writes": f.writes,
+        "in_kernel": f.in_kernel,
         "bottleneck_stage": f.bottleneck.as_ref().map(|b| json!({"command": b.command, "why": b.why})),
     });
     if let (Some(fd), Value::Object(map)) = (f.fd, &mut o) {
