@@ -239,7 +239,7 @@ fn sinks<'a>(
 /// view quits or a signal ends the run.
 fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
     let board = SharedBoard::default();
-    let source = TopSource::new(o.interval, Rc::clone(&board));
+    let source = TopSource::new(o.interval, o.top_pid, Rc::clone(&board));
     let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
     let start = json::Start {
         mode: "top",

@@ -201,6 +201,10 @@ impl<'a> State<'a> {
                 .apply_pipeline(value.as_deref())
                 .map(|()| Flow::Continue);
         }
+        if short == TOP {
+            let value = value.map(OsStr::to_string_lossy);
+            return self.apply_top(value.as_deref()).map(|()| Flow::Continue);
+        }
         if !self.opts.given_letters.contains(short) {
             self.opts.given_letters.push(short);
         }
@@ -285,7 +289,6 @@ impl<'a> State<'a> {
             LOG => o.voice = super::Voice::Log,
             EACH => o.each = true,
             METRICS_PID => o.metrics_pid = true,
-            TOP => self.mode = Mode::Top,
             letter => {
                 o.switches.set(letter);
             }
@@ -508,6 +511,19 @@ impl<'a> State<'a> {
             },
         };
         self.mode = Mode::Pipeline;
+        Ok(())
+    }
+
+    /// `--top[=PID]`: a PID is a decimal number above 0.
+    fn apply_top(&mut self, value: Option<&str>) -> Result<(), String> {
+        self.opts.top_pid = match value {
+            None => None,
+            Some(v) => match v.parse::<u32>() {
+                Ok(pid) if pid > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Some(pid),
+                _ => return Err(self.fail(&format!("--top: {v}: invalid process ID"))),
+            },
+        };
+        self.mode = Mode::Top;
         Ok(())
     }
 

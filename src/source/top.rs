@@ -45,9 +45,11 @@ pub(crate) struct TopSource {
 
 impl TopSource {
     /// Looks at every process once (so the first update sees what moved since);
-    /// `interval` is `-i` in seconds.
-    pub(crate) fn new(interval: f64, board: SharedBoard) -> TopSource {
+    /// `interval` is `-i` in seconds; with `root` (`--top=PID`), only that process and its
+    /// descendants, until it has ended.
+    pub(crate) fn new(interval: f64, root: Option<u32>, board: SharedBoard) -> TopSource {
         let mut scanner = Scanner::new(interval);
+        scanner.only(root);
         scanner.scan(crate::sys::monotonic_ns());
         TopSource {
             scanner,
@@ -97,7 +99,7 @@ impl Source for TopSource {
     fn events(&mut self, _out: &mut Vec<Event>) {}
 
     fn finished(&mut self) -> bool {
-        self.board.borrow().quit
+        self.board.borrow().quit || self.scanner.root_gone()
     }
 
     fn status(&self) -> u8 {

@@ -628,3 +628,36 @@ fn a_process_that_closed_its_socket_is_no_socket_flow_whatever_it_writes() {
         );
     }
 }
+
+#[test]
+fn only_one_process_and_its_descendants_are_looked_at() {
+    let mut rig = Rig::new();
+    rig.process(100, "sh backup.sh");
+    rig.fake
+        .add(101, 100, "tar cf /b/out.tar /srv", End::Other, End::Other);
+    rig.fake
+        .add(102, 101, "gzip -d x.gz", End::Other, End::Other);
+    rig.process(200, "cat /d/other");
+    for (pid, path, ino) in [
+        (101, "/srv/a", 90),
+        (102, "/x.gz", 91),
+        (200, "/d/other", 92),
+    ] {
+        rig.fake.open(pid, 3, file(path, ino, 1_000_000), RD);
+    }
+    rig.scanner.only(Some(100));
+    rig.scan();
+    let reads = rig.fake.reads().1;
+    for pid in [101, 102, 200] {
+        rig.advance(pid, 3, 1_000, false);
+    }
+    let flows = rig.scan();
+    let pids: Vec<u32> = flows.iter().map(|f| f.view.pid).collect();
+    assert_eq!(pids, [101, 102], "{flows:?}");
+    // Three processes' counters read per scan, not the fourth's.
+    assert_eq!(rig.fake.reads().1 - reads, 3);
+    assert!(!rig.scanner.root_gone());
+    rig.fake.remove(100);
+    rig.scan();
+    assert!(rig.scanner.root_gone());
+}
