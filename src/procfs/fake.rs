@@ -39,6 +39,11 @@ pub(crate) struct FakeProcess {
     /// The open flags of its standard input (`O_RDONLY` unless set; standard output is
     /// `O_WRONLY`).
     pub stdin_flags: u32,
+    /// CPU ticks of its children it has reaped (`cutime` in `stat`).
+    pub reaped_ticks: u64,
+    /// Its own I/O counts (`task/TID/io`), when they differ from `io` (which counts the
+    /// children it has reaped too).
+    pub own_io: Option<Io>,
     /// Descriptors beyond its standard input and output (and those, when set here).
     pub fds: BTreeMap<u32, FakeFd>,
     /// Its user.
@@ -157,6 +162,8 @@ impl FakeProc {
                 stdin_flags: 0,
                 fds: BTreeMap::new(),
                 uid: 0,
+                reaped_ticks: 0,
+                own_io: None,
             },
         );
     }
@@ -215,6 +222,10 @@ impl FakeProc {
             p.tasks[0].run_ns += ticks * 10_000_000;
             p.io.rchar += read;
             p.io.wchar += written;
+            if let Some(own) = &mut p.own_io {
+                own.rchar += read;
+                own.wchar += written;
+            }
         });
     }
 
@@ -231,9 +242,21 @@ impl FakeProc {
             .insert(inode, Fill { queued, capacity });
     }
 
-    /// Removes a process (it exited and was reaped).
+    /// Removes a process (it exited and was reaped): its parent's `stat` and `io` count
+    /// its CPU time and bytes from now on, as the kernel's do.
     pub(crate) fn remove(&self, pid: u32) {
-        self.0.borrow_mut().procs.remove(&pid);
+        let mut table = self.0.borrow_mut();
+        let Some(gone) = table.procs.remove(&pid) else {
+            return;
+        };
+        if let Some(parent) = table.procs.get_mut(&gone.ppid) {
+            let ticks: u64 = gone.tasks.iter().map(|t| t.ticks).sum();
+            parent.reaped_ticks += ticks + gone.reaped_ticks;
+            let own = parent.io;
+            parent.own_io.get_or_insert(own);
+            parent.io.rchar += gone.io.rchar;
+            parent.io.wchar += gone.io.wchar;
+        }
     }
 
     /// Adds idle and busy CPU time to the machine (ticks, all CPUs together).
@@ -265,12 +288,13 @@ impl FakeProc {
             None => (p.tasks[0].state, p.tasks.iter().map(|t| t.ticks).sum()),
         };
         format!(
-            "{pid} ({}) {state} {} {} {} 0 -1 {} 0 0 0 0 {ticks} 0 0 0 20 0 {} 0 {} 0 0",
+            "{pid} ({}) {state} {} {} {} 0 -1 {} 0 0 0 0 {ticks} 0 {} 0 20 0 {} 0 {} 0 0",
             p.comm,
             p.ppid,
             p.session,
             p.session,
             if p.kernel { 0x0020_0040 } else { 0x0040_0000 },
+            p.reaped_ticks,
             p.tasks.len(),
             p.start
         )
@@ -289,7 +313,7 @@ impl Proc for FakeProc {
             let mut table = self.0.borrow_mut();
             match file {
                 ProcFile::Stat | ProcFile::TaskStat(_) => table.stat_reads += 1,
-                ProcFile::Io => table.io_reads += 1,
+                ProcFile::Io | ProcFile::TaskIo(_) => table.io_reads += 1,
                 _ => {}
             }
         }
@@ -317,6 +341,13 @@ impl Proc for FakeProc {
                 "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
                 p.io.rchar, p.io.wchar
             ),
+            ProcFile::TaskIo(_) => {
+                let own = p.own_io.unwrap_or(p.io);
+                format!(
+                    "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
+                    own.rchar, own.wchar
+                )
+            }
             ProcFile::Wchan => p.tasks[0].wchan.clone(),
             ProcFile::TaskWchan(tid) => task(tid)?.wchan.clone(),
             // No system calls or sockets in the synthetic table.

@@ -50,6 +50,9 @@ pub(crate) enum ProcFile {
     TaskSchedstat(u32),
     /// `task/TID/syscall`: the system call a thread is blocked in, with its arguments.
     TaskSyscall(u32),
+    /// `task/TID/io`: the thread's own byte counters (`io` also counts the children the
+    /// process has waited for).
+    TaskIo(u32),
     /// `net/tcp` of the process's network namespace.
     NetTcp,
     /// `net/tcp6`, likewise.

@@ -74,6 +74,7 @@ impl ProcFile {
             ProcFile::Children(tid) => format!("/proc/{pid}/task/{tid}/children"),
             ProcFile::TaskSchedstat(tid) => format!("/proc/{pid}/task/{tid}/schedstat"),
             ProcFile::TaskSyscall(tid) => format!("/proc/{pid}/task/{tid}/syscall"),
+            ProcFile::TaskIo(tid) => format!("/proc/{pid}/task/{tid}/io"),
             ProcFile::NetTcp => format!("/proc/{pid}/net/tcp"),
             ProcFile::NetTcp6 => format!("/proc/{pid}/net/tcp6"),
             ProcFile::NetUnix => format!("/proc/{pid}/net/unix"),

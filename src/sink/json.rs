@@ -152,9 +152,33 @@ pub(crate) fn write(term: &mut Term, mut value: Value) {
             o.insert("time".into(), json!(now()));
         }
     }
-    let mut line = value.to_string();
+    let mut line = hidden_escaped(value.to_string());
     line.push('\n');
     term.raw(&line);
+}
+
+/// A JSON text with every format character (bidirectional overrides, zero-width characters:
+/// [`crate::display::escape::hidden`]) written as a `\uXXXX` escape (a surrogate pair
+/// above U+FFFF): the same strings to a parser, but `rpv --json | cat` on a terminal
+/// cannot reorder or hide what it shows. (Such characters only occur inside strings,
+/// where the escape is valid.)
+fn hidden_escaped(text: String) -> String {
+    use std::fmt::Write as _;
+    if !text.chars().any(crate::display::escape::hidden) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if crate::display::escape::hidden(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Puts a name as rpv was given it under `field`: the text if it is UTF-8; otherwise the
