@@ -686,6 +686,7 @@ fn query(o: &Options, show: Show, pid: u32, report: &Report) -> u8 {
         transferred,
         size,
         unit,
+        ..
     }) = client.ask(&Request::Query)
     else {
         return fail(report, &not_received);

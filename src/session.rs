@@ -557,8 +557,10 @@ impl<'a> Session<'a> {
         (2.0 * self.config.interval_ns as f64 / 1e9).max(2.0)
     }
 
-    /// The first meter's progress, for `-Q`.
+    /// The first meter's progress, for `-Q`, and whether this run is a transfer (a watch
+    /// has no figures of its own: a client such as `--top` does not show it).
     fn state_reply(&self) -> Reply {
+        let transfer = !self.sources.iter().all(|s| s.watches());
         let first = self.book.meters.iter().find(|m| primary(m));
         let Some(first) = first.or(self.book.meters.first()) else {
             return Reply::State {
@@ -566,6 +568,7 @@ impl<'a> Session<'a> {
                 transferred: 0,
                 size: self.size_override.unwrap_or(0),
                 unit: Unit::default(),
+                transfer,
             };
         };
         let elapsed = first.started_ns.map_or(0.0, |started| {
@@ -581,6 +584,7 @@ impl<'a> Session<'a> {
             transferred: first.amount,
             size: first.size,
             unit: first.unit,
+            transfer,
         }
     }
 

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::Source;
-use crate::meter::{Event, Label, MeterState, Phase, Role, Unit};
+use crate::meter::{Event, Label, MeterState, Phase, Role};
 use crate::top::scan::Scanner;
 use crate::top::{Flow, Hidden};
 
@@ -65,7 +65,7 @@ pub(crate) fn meter(flow: &Flow, now_ns: u64) -> MeterState {
         id: flow.id,
         role: Role::Flow,
         label: Label::Text(flow.view.name()),
-        unit: Unit::Bytes,
+        unit: flow.unit,
         amount: flow.amount,
         moved: flow.moved,
         size: flow.size,

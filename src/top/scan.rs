@@ -17,16 +17,13 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::rc::Rc;
 
-use counts::{rpv_transfers, CountFlow};
+use counts::CountFlow;
 use files::FileFlow;
 use pipes::{pipe_flow, PipeFlow};
 use sweep::Sweep;
 
 use super::{Flow, Hidden, Kind};
-use crate::control::client::ProgressQuery;
-use crate::procfs::{
-    command_text, parse_pids, pipe_inode, FdKind, Io, Proc, ProcFile, Stat, SysProc,
-};
+use crate::procfs::{command_text, parse_pids, pipe_inode, FdKind, Io, Proc, ProcFile, Stat};
 
 mod counts;
 mod files;
@@ -85,8 +82,9 @@ struct Fd {
 
 /// How rpv or pv figures are read.
 enum Instance {
-    /// An rpv transfer, asked over its control channel.
-    Rpv(Option<ProgressQuery>),
+    /// An rpv, asked over its control channel (the one client, `control::client::RpvLink`,
+    /// behind `Proc::rpv_figures`): a transfer shows with its own figures, in its unit.
+    Rpv,
     /// pv.
     Pv,
     /// An rpv that only watches (`--top`, `-d`, `-Q`, `--pipeline=PID`): not a flow.
@@ -114,6 +112,8 @@ struct Process {
     script: Option<Option<String>>,
     command: Option<String>,
     instance: Option<Instance>,
+    /// An rpv that said it counts lines (`-l`, `-0`).
+    lines: bool,
     /// The scan that last saw it.
     seen: u64,
     /// When its descriptors were last walked (monotonic ns).
@@ -204,9 +204,9 @@ impl Scanner {
     /// is the display interval in seconds (the pipeline view averages over it).
     pub fn new(interval: f64) -> Scanner {
         Scanner::with_proc(
-            Box::new(SysProc::new()),
-            // The real reader with the control channel's count of other rpv stages.
-            Box::new(|| Box::new(crate::pipeline::control::sys_proc())),
+            // The real reader, with other rpvs' figures over their control channels.
+            Box::new(crate::control::client::sys_proc()),
+            Box::new(|| Box::new(crate::control::client::sys_proc())),
             Box::new(crate::sys::tcp_bytes),
             interval,
         )
@@ -481,11 +481,11 @@ impl Scanner {
             // In the midst of its exec: its new name, its arguments not yet in place.
             return (None, None, true);
         };
+        // An rpv that only watches (`-d`, `--pipeline=PID`) says so when asked, and one
+        // that has no control channel (`--top`) never answers: neither shows.
         let instance = match comm {
             "pv" => Instance::Pv,
-            _ if rpv_transfers(&cmdline) => Instance::Rpv(None),
-            // Another rpv watching (`--top`, `-d`, `-Q`): it moves nothing of its own.
-            _ => Instance::Watching,
+            _ => Instance::Rpv,
         };
         (Some(command), Some(instance), false)
     }
@@ -515,7 +515,7 @@ impl Scanner {
         if instance.is_none() {
             return;
         }
-        let rpv = matches!(instance, Some(Instance::Rpv(_) | Instance::Watching));
+        let rpv = matches!(instance, Some(Instance::Rpv | Instance::Watching));
         p.command = command;
         p.instance = instance;
         if rpv {
@@ -748,6 +748,7 @@ impl Process {
             script: None,
             command: None,
             instance: None,
+            lines: false,
             seen: generation,
             walked_ns: None,
             walked: 0,

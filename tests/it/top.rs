@@ -1213,3 +1213,21 @@ fn a_null_device_writer_with_a_socket_is_not_a_flow() {
     let rows = rows_of(&text, writer);
     assert!(rows.is_empty(), "{rows:?}");
 }
+
+/// An rpv counting lines (`-l`) is shown in lines, with its size in lines: --top asks it
+/// over its control channel, unit included (before, its lines were shown as bytes).
+#[test]
+fn an_rpv_counting_lines_shows_in_lines() {
+    let mut flows = Flows::new();
+    let text: String = (0..200_000).map(|i| format!("{i}\n")).collect();
+    flows.dir.file("lines.txt", text.as_bytes());
+    let pid = flows.start("exec \"$RPV\" -q -l -L 2000 lines.txt");
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.3"]));
+    let rows = wait_rows(&watcher, pid, 2);
+    for o in &rows {
+        assert_eq!(o["kind"], "rpv", "{o}");
+        assert!(o["lines"].as_u64().is_some_and(|n| n > 0), "{o}");
+        assert!(o.get("bytes").is_none(), "{o}");
+        assert_eq!(o["size"], 200_000, "{o}");
+    }
+}

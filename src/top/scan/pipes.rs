@@ -70,6 +70,7 @@ pub(super) fn pipe_flow(p: &PipeFlow, ended: bool) -> Flow {
         amount: p.amount,
         moved: p.amount,
         size: 0,
+        unit: crate::units::Unit::Bytes,
         since_ns: p.since_ns,
         ended,
     }

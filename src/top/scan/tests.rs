@@ -9,6 +9,7 @@ use super::{Scanner, IDLE_DROP_NS};
 use crate::procfs::fake::{FakeProc, FakeTarget};
 use crate::procfs::End;
 use crate::top::{Flow, FlowView, Kind, Zoom};
+use crate::units::Unit;
 
 const RD: u32 = libc::O_RDONLY as u32;
 const WR: u32 = libc::O_WRONLY as u32;
@@ -660,4 +661,37 @@ fn only_one_process_and_its_descendants_are_looked_at() {
     rig.fake.remove(100);
     rig.scan();
     assert!(rig.scanner.root_gone());
+}
+
+#[test]
+fn an_rpv_counting_lines_is_shown_in_lines_and_a_watching_one_not_at_all() {
+    let mut rig = Rig::new();
+    rig.process(100, "rpv -q -l -L 20000 lines.txt");
+    rig.fake
+        .open(100, 3, file("/d/lines.txt", 95, 9_000_000), RD);
+    rig.fake.with(100, |p| {
+        p.rpv = Some(0);
+        p.rpv_as.lines = true;
+        p.rpv_as.size = 2_000_000;
+    });
+    rig.process(200, "rpv -d 4242");
+    rig.fake.open(200, 3, file("/d/watched", 96, 9_000_000), RD);
+    rig.fake.with(200, |p| {
+        p.rpv = Some(0);
+        p.rpv_as.transfer = false;
+    });
+    rig.scan();
+    for step in 1..=2 {
+        rig.fake.with(100, |p| p.rpv = Some(step * 20_000));
+        rig.advance(100, 3, 90_000, false);
+        rig.advance(200, 3, 90_000, false);
+        let flows = rig.scan();
+        assert_eq!(flows.len(), 1, "{flows:?}");
+        let f = &flows[0];
+        assert_eq!((f.view.kind, f.view.pid), (Kind::Rpv, 100));
+        assert_eq!(
+            (f.amount, f.size, f.unit),
+            (step * 20_000, 2_000_000, Unit::Lines)
+        );
+    }
 }
