@@ -191,6 +191,9 @@ pub struct Scanner {
     watchers: MakeProc,
     /// The TCP sockets' counts.
     tcp: TcpBytes,
+    /// Whether the run is ending (SIGINT, SIGTERM...): a scan stops between two processes,
+    /// so the run ends within one read of `/proc` whatever the machine runs.
+    stop: Box<dyn Fn() -> bool>,
     /// The PIDs of a scan and a file's text (kept from scan to scan: no allocation per
     /// process).
     pids: Vec<u32>,
@@ -245,10 +248,18 @@ impl Scanner {
             proc,
             watchers,
             tcp,
+            stop: Box::new(crate::signals::exit_requested),
             pids: Vec::new(),
             buf: Vec::with_capacity(4096),
             sweep: Rc::default(),
         }
+    }
+
+    /// Asks `stop` between two processes whether to stop the scan (the run is ending;
+    /// by default, a signal that ends the run has come).
+    #[cfg(test)]
+    pub(crate) fn stop_when(&mut self, stop: Box<dyn Fn() -> bool>) {
+        self.stop = stop;
     }
 
     /// Leaves process `pid` out (the view opened on a flow is an rpv of its own).
@@ -343,6 +354,11 @@ impl Scanner {
         };
         self.root_gone = self.root.is_some() && pids.is_empty();
         for &pid in &pids {
+            if (self.stop)() {
+                // The run ends: the rest of the scan would only delay it.
+                self.buf = buf;
+                return;
+            }
             if pid == self.own || Some(pid) == self.exclude {
                 continue;
             }
@@ -531,6 +547,9 @@ impl Scanner {
             .map(|(&pid, _)| pid)
             .collect();
         for pid in due {
+            if (self.stop)() {
+                return;
+            }
             self.walk(pid, now_ns);
         }
     }

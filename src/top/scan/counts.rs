@@ -82,6 +82,9 @@ impl Scanner {
                 .map(|(&pid, _)| pid)
                 .collect();
             for pid in pids {
+                if (self.stop)() {
+                    return Vec::new();
+                }
                 self.walk(pid, now_ns);
             }
             owners = self.socket_owners();

@@ -84,6 +84,9 @@ impl Scanner {
         self.sweep.borrow_mut().clear();
         self.not_pipeline.retain(|_, until| *until > now_ns);
         for &pid in movers {
+            if (self.stop)() {
+                break;
+            }
             let Some(p) = self.procs.get(&pid) else {
                 continue;
             };

@@ -695,3 +695,23 @@ fn an_rpv_counting_lines_is_shown_in_lines_and_a_watching_one_not_at_all() {
         );
     }
 }
+
+#[test]
+fn a_scan_stops_between_two_processes_when_the_run_ends() {
+    let mut rig = Rig::new();
+    for pid in 100..1100 {
+        rig.process(pid, "sleep 3600");
+    }
+    let asked = Rc::new(std::cell::Cell::new(0u32));
+    let count = asked.clone();
+    // The signal comes after the tenth process.
+    rig.scanner.stop_when(Box::new(move || {
+        count.set(count.get() + 1);
+        count.get() > 10
+    }));
+    let before = rig.fake.reads().1;
+    rig.scan();
+    let read = rig.fake.reads().1 - before;
+    assert!(read <= 10, "{read} io files read after the signal");
+    assert!(asked.get() <= 12, "asked {} times", asked.get());
+}
