@@ -35,7 +35,7 @@ _rpv() {
     local pv_longs="progress timer eta fineta rate average-rate bytes bits si buffer-percent last-written format numeric quiet wait delay-start size gauge line-mode null interval average-rate-window width height name bar-style extra-display stats force cursor output rate-limit buffer-size no-splice skip-errors error-skip-block stop-at-size sync direct-io sparse discard store-and-forward watchfd remote query monitor pidfile help version"
     local own_longs="each json log pipeline tee tee-error term-progress metrics-file stall-timeout top metrics-flows metrics-pid once completions"
     local valued_longs=" last-written format delay-start size interval average-rate-window width height name bar-style extra-display output rate-limit buffer-size error-skip-block store-and-forward watchfd remote query monitor pidfile tee tee-error term-progress metrics-file stall-timeout metrics-flows completions "
-    local optional_longs=" pipeline "
+    local optional_longs=" pipeline top "
     local valued_letters="AFDsimwHNuxoLBZUdRQMP"
     (( COMP_CWORD > 0 )) && prev=${COMP_WORDS[COMP_CWORD-1]}
     COMPREPLY=()
@@ -106,7 +106,7 @@ _rpv() {
             bar-style) mapfile -t COMPREPLY < <(compgen -W 'plain block granular shaded' -- "$cur") ;;
             extra-display) mapfile -t COMPREPLY < <(compgen -W 'windowtitle processtitle windowtitle,processtitle' -- "$cur") ;;
             output|store-and-forward|pidfile|tee|metrics-file) _rpv_files ;;
-            watchfd) mapfile -t COMPREPLY < <(compgen -W "$(_rpv_pids)" -- "$cur") ;;
+            watchfd|top) mapfile -t COMPREPLY < <(compgen -W "$(_rpv_pids)" -- "$cur") ;;
             remote|query) mapfile -t COMPREPLY < <(compgen -W "$(_rpv_pids rpv)" -- "$cur") ;;
             monitor) mapfile -t COMPREPLY < <(compgen -W 'in out both' -- "$cur") ;;
             pipeline) compopt -o nosort 2>/dev/null; mapfile -t COMPREPLY < <(compgen -W "$(_rpv_stage_pids)" -- "$cur") ;;
@@ -119,8 +119,8 @@ _rpv() {
     fi
 
     case $cur in
-        -) mapfile -t COMPREPLY < <(compgen -W "-p -t -e -I -r -a -b -8 -k -T -A -F -n -q -W -D -s -g -l -0 -i -m -w -H -N -u -x -v -f -c -o -L -B -C -E -Z -S -Y -K -O -X -U -d -R -Q -M -P -h -V --progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --top --metrics-flows --metrics-pid --once --completions" -- "$cur") ;;
-        --*) mapfile -t COMPREPLY < <(compgen -W "--progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --top --metrics-flows --metrics-pid --once --completions" -- "$cur") ;;
+        -) mapfile -t COMPREPLY < <(compgen -W "-p -t -e -I -r -a -b -8 -k -T -A -F -n -q -W -D -s -g -l -0 -i -m -w -H -N -u -x -v -f -c -o -L -B -C -E -Z -S -Y -K -O -X -U -d -R -Q -M -P -h -V --progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --top= --metrics-flows --metrics-pid --once --completions" -- "$cur") ;;
+        --*) mapfile -t COMPREPLY < <(compgen -W "--progress --timer --eta --fineta --rate --average-rate --bytes --bits --si --buffer-percent --last-written --format --numeric --quiet --wait --delay-start --size --gauge --line-mode --null --interval --average-rate-window --width --height --name --bar-style --extra-display --stats --force --cursor --output --rate-limit --buffer-size --no-splice --skip-errors --error-skip-block --stop-at-size --sync --direct-io --sparse --discard --store-and-forward --watchfd --remote --query --monitor --pidfile --help --version --each --json --log --pipeline= --tee --tee-error --term-progress --metrics-file --stall-timeout --top= --metrics-flows --metrics-pid --once --completions" -- "$cur") ;;
         -*) ;;
         *) _rpv_files ;;
     esac

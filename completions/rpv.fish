@@ -113,7 +113,7 @@ complete -c rpv -l tee-error -x -a 'warn warn-nopipe exit exit-nopipe' -d 'what 
 complete -c rpv -l term-progress -x -a 'auto always never' -d 'show progress in the terminal\'s taskbar or tab indicator (OSC 9;4): auto (default: on terminals known to support it), always, never'
 complete -c rpv -l metrics-file -r -F -d 'keep FILE up to date with the progress in Prometheus text format (for node_exporter\'s textfile collector)'
 complete -c rpv -l stall-timeout -x -d 'end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, 1h30m), saying which side it waited on'
-complete -c rpv -l top -d 'show every data flow rpv may see (pipelines, files and devices being read or written, rpv and pv, sockets), busiest first; keys: arrows, Enter, Esc, s, p, /, q'
+complete -c rpv -f -n '__rpv_long_option' -a '(__rpv_attached top pid)' -d 'show every data flow rpv may see (pipelines, files and devices being read or written, rpv and pv, sockets), busiest first, or only PID\'s and its descendants\'; keys: arrows, Enter, Esc, s, p, /, q'
 complete -c rpv -l metrics-flows -x -d 'with --top --metrics-file: the N busiest flows get series of their own (default 10); the others count in totals'
 complete -c rpv -l metrics-pid -d 'with --top --metrics-file: label each flow\'s series with its PID'
 complete -c rpv -l once -d 'with --top: print one frame (with --json, one object per flow and an end) one interval after the first look, and exit'

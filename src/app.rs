@@ -236,7 +236,7 @@ fn sinks<'a>(
 /// `--top`: the flows, in the view (or `--json`, `--log`) and the metrics file, until the
 /// view quits or a signal ends the run.
 fn top(o: &Options, show: Show, report: &Report) -> u8 {
-    let source = TopSource::new(o.interval, o.once);
+    let source = TopSource::new(o.interval, o.top_pid, o.once);
     let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
     let start = json::Start {
         mode: "top",
@@ -667,6 +667,7 @@ fn query(o: &Options, show: Show, pid: u32, report: &Report) -> u8 {
         transferred,
         size,
         unit,
+        ..
     }) = client.ask(&Request::Query)
     else {
         return fail(report, &not_received);

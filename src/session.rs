@@ -568,8 +568,10 @@ impl<'a> Session<'a> {
         (2.0 * self.config.interval_ns as f64 / 1e9).max(2.0)
     }
 
-    /// The first meter's progress, for `-Q`.
+    /// The first meter's progress, for `-Q`, and whether this run is a transfer (a watch
+    /// has no figures of its own: a client such as `--top` does not show it).
     fn state_reply(&self) -> Reply {
+        let transfer = !self.sources.iter().all(|s| s.watches());
         let first = self.book.meters.iter().find(|m| primary(m));
         let Some(first) = first.or(self.book.meters.first()) else {
             return Reply::State {
@@ -577,6 +579,7 @@ impl<'a> Session<'a> {
                 transferred: 0,
                 size: self.size_override.unwrap_or(0),
                 unit: Unit::default(),
+                transfer,
             };
         };
         let elapsed = first.started_ns.map_or(0.0, |started| {
@@ -592,6 +595,7 @@ impl<'a> Session<'a> {
             transferred: first.amount,
             size: first.size,
             unit: first.unit,
+            transfer,
         }
     }
 

@@ -568,7 +568,7 @@ fn a_stall_is_two_seconds_or_two_updates() {
 
 #[test]
 fn a_query_is_answered_with_the_primary_meter() {
-    let (mut session, _) = idle(config(), &[]);
+    let (mut session, _) = idle(config(), &[script(Script::default())]);
     session.size_override = Some(77);
     assert_eq!(
         session.state_reply(),
@@ -577,6 +577,7 @@ fn a_query_is_answered_with_the_primary_meter() {
             transferred: 0,
             size: 77,
             unit: Unit::Bytes,
+            transfer: true,
         }
     );
     session.book.meters = vec![
@@ -590,6 +591,7 @@ fn a_query_is_answered_with_the_primary_meter() {
             transferred: 9,
             size: 90,
             unit: Unit::Bytes,
+            transfer: true,
         }
     );
     // An -l run answers in lines, so a client without -l shows lines too.
@@ -598,6 +600,19 @@ fn a_query_is_answered_with_the_primary_meter() {
         session.state_reply(),
         Reply::State {
             unit: Unit::Lines,
+            ..
+        }
+    ));
+    // A watch (-d, --pipeline=PID) says it runs no transfer.
+    let watch = script(Script {
+        watch: true,
+        ..Script::default()
+    });
+    let (session, _) = idle(config(), &[watch]);
+    assert!(matches!(
+        session.state_reply(),
+        Reply::State {
+            transfer: false,
             ..
         }
     ));

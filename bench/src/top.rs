@@ -1,6 +1,12 @@
 //! `rpv-bench top --cost`: what `rpv --top` costs on a machine with many processes.
 //!
-//! Usage: `rpv-bench top --cost [--secs N] [--procs N] [--interval S]`.
+//! Usage: `rpv-bench top --cost [--secs N] [--procs N] [--moving N] [--interval S]`.
+//!
+//! `--moving N` adds N more flows that move all along: N processes each reading a file of
+//! its own, 16 KiB every 0.1 s (160 KiB/s each; a Python loop, from a sparse file in the
+//! temporary directory). The issue's goals: 50 moving flows and 1,000 idle processes at
+//! `-i 0.5` under 1 % of a core (`--procs 1000 --moving 50 --interval 0.5`); 500 idle
+//! processes at `-i 1` under 0.3 % (the defaults).
 //!
 //! Starts `--procs` idle processes (default 500: `sleep`s in a process group of their own)
 //! beside whatever the machine runs, plus two flows moving data at about 1 MB/s each, so
@@ -64,6 +70,7 @@ fn stop(child: &mut Child) {
 /// `rpv-bench top ARGS`.
 pub fn main(args: &[String], rpv: &Path) -> i32 {
     let (mut secs, mut procs, mut interval, mut cost) = (30u64, 500usize, "1".to_string(), false);
+    let mut moving = 0u64;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut number = |what: &str| {
@@ -79,6 +86,10 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
             },
             "--procs" => match number("--procs needs a number") {
                 Ok(n) => procs = n as usize,
+                Err(e) => return usage(&e),
+            },
+            "--moving" => match number("--moving needs a number") {
+                Ok(n) => moving = n,
                 Err(e) => return usage(&e),
             },
             "--interval" => match it.next() {
@@ -110,9 +121,17 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
         stop(&mut sleepers);
         return 1;
     }
+    // Each reader reads the sparse file from its own place, 16 KiB every 0.1 s.
+    let reader = format!(
+        "python3 -c \"import os, time; f = os.open('{}', os.O_RDONLY); \
+         os.lseek(f, $i << 30, 0); [(os.read(f, 16384), time.sleep(0.1)) for _ in \
+         iter(int, 1)]\"",
+        data.display()
+    );
     let flow = format!(
         "head -c 100G /dev/zero | \"$RPV\" -q -L 1M | dd of=/dev/null bs=64k status=none & \
-         dd if='{}' bs=64k status=none | \"$RPV\" -q -L 1M > /dev/null & wait",
+         dd if='{}' bs=64k status=none | \"$RPV\" -q -L 1M > /dev/null & \
+         i=0; while [ $i -lt {moving} ]; do {reader} & i=$((i+1)); done; wait",
         data.display()
     );
     let Ok(mut flow) = group(&flow, rpv) else {
@@ -124,8 +143,10 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
         std::thread::sleep(Duration::from_millis(100));
     }
     println!(
-        "rpv-bench top --cost: {} processes listed ({procs} idle ones started), -i {interval}, {secs} s each",
-        processes()
+        "rpv-bench top --cost: {} processes listed ({procs} idle ones started, {} moving \
+         flows), -i {interval}, {secs} s each",
+        processes(),
+        moving + 2
     );
     let mut results = Vec::new();
     for (what, extra) in [
@@ -224,7 +245,8 @@ fn scan_times(secs: u64) -> Option<(f64, rpv::top::scan::Cost)> {
 
 fn usage(why: &str) -> i32 {
     eprintln!(
-        "rpv-bench top: {why}\nusage: rpv-bench top --cost [--secs N] [--procs N] [--interval S]"
+        "rpv-bench top: {why}\nusage: rpv-bench top --cost [--secs N] [--procs N] [--moving N] \
+         [--interval S]"
     );
     2
 }

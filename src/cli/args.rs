@@ -201,6 +201,10 @@ impl<'a> State<'a> {
                 .apply_pipeline(value.as_deref())
                 .map(|()| Flow::Continue);
         }
+        if short == TOP {
+            let value = value.map(OsStr::to_string_lossy);
+            return self.apply_top(value.as_deref()).map(|()| Flow::Continue);
+        }
         if !self.opts.given_letters.contains(short) {
             self.opts.given_letters.push(short);
         }
@@ -286,7 +290,6 @@ impl<'a> State<'a> {
             EACH => o.each = true,
             METRICS_PID => o.metrics_pid = true,
             ONCE => o.once = true,
-            TOP => self.mode = Mode::Top,
             letter => {
                 o.switches.set(letter);
             }
@@ -509,6 +512,19 @@ impl<'a> State<'a> {
             },
         };
         self.mode = Mode::Pipeline;
+        Ok(())
+    }
+
+    /// `--top[=PID]`: a PID is a decimal number above 0.
+    fn apply_top(&mut self, value: Option<&str>) -> Result<(), String> {
+        self.opts.top_pid = match value {
+            None => None,
+            Some(v) => match v.parse::<u32>() {
+                Ok(pid) if pid > 0 && v.bytes().all(|b| b.is_ascii_digit()) => Some(pid),
+                _ => return Err(self.fail(&format!("--top: {v}: invalid process ID"))),
+            },
+        };
+        self.mode = Mode::Top;
         Ok(())
     }
 

@@ -1404,6 +1404,15 @@ fn the_voice_is_found_past_usage_errors() {
 fn top_and_its_metrics_options() {
     let o = run(&["--top", "-i", "2", "--json"]);
     assert_eq!(o.action, Action::Top);
+    assert_eq!(o.top_pid, None);
+    let o = run(&["--top=4321", "-i", "2"]);
+    assert_eq!((o.action, o.top_pid), (Action::Top, Some(4321)));
+    for bad in ["0", "x", "-5", "12a", ""] {
+        assert_eq!(
+            err(&[&format!("--top={bad}")]),
+            format!("rpv: --top: {bad}: invalid process ID\n")
+        );
+    }
     assert_eq!(o.metrics_flows, None, "the default, ten, is the plan's");
     let o = run(&[
         "--top",

@@ -158,7 +158,7 @@ pub(crate) const TERM_PROGRESS: char = '\u{E010}';
 pub(crate) const METRICS_FILE: char = '\u{E011}';
 /// The identity of `--stall-timeout DURATION`.
 pub(crate) const STALL_TIMEOUT: char = '\u{E012}';
-/// The identity of `--top`.
+/// The identity of `--top[=PID]`.
 pub(crate) const TOP: char = '\u{E013}';
 /// The identity of `--metrics-flows N`.
 pub(crate) const METRICS_FLOWS: char = '\u{E014}';
@@ -555,12 +555,15 @@ pub(crate) const OPTIONS: &[Opt] = &[
         "end the transfer (status 128) when no data has moved for DURATION (30, 90s, 5m, \
          1h30m), saying which side it waited on",
     ),
-    switch(
+    valued(
         Own,
         TOP,
         "top",
+        "[=PID]",
+        Pid,
         "show every data flow rpv may see (pipelines, files and devices being read or \
-         written, rpv and pv, sockets), busiest first; keys: arrows, Enter, Esc, s, p, /, q",
+         written, rpv and pv, sockets), busiest first, or only PID's and its descendants'; \
+         keys: arrows, Enter, Esc, s, p, /, q",
     ),
     valued(
         Own,

@@ -295,6 +295,8 @@ pub(crate) struct Options {
     pub metrics_pid: bool,
     /// `--once`: with `--top`, one frame, then the end.
     pub once: bool,
+    /// `--top=PID`: only that process and its descendants.
+    pub top_pid: Option<u32>,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given; 0 turns on `-p -t -e -r -b`.

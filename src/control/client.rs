@@ -1,4 +1,6 @@
-//! The client side of the control channel: `-R` sends changes, `-Q` asks for progress.
+//! The client side of the control channel: `-R` sends changes, `-Q` asks for progress,
+//! and [`RpvLink`], the one way the views that show another rpv (`--pipeline`'s stages,
+//! `--top`'s flows) ask it for its figures, unit included.
 
 use std::io::{self, Write};
 use std::os::fd::AsFd;
@@ -13,7 +15,7 @@ use super::{
     REPLY_TIMEOUT,
 };
 use crate::error::Error;
-use crate::procfs;
+use crate::procfs::{self, RpvFigures, SysProc};
 use crate::sys;
 use crate::units::Unit;
 
@@ -131,41 +133,112 @@ impl Client {
     }
 }
 
-/// A standing query connection to another rpv, for an observer that polls its progress
-/// (the pipeline view): the same checks as `-Q`, but answers are awaited only `timeout`.
-pub(crate) struct ProgressQuery {
+/// A standing query connection to another rpv, for an observer that polls its progress:
+/// the same checks as `-Q`, but answers are awaited only `timeout`.
+struct ProgressQuery {
     client: Client,
 }
 
 impl ProgressQuery {
     /// Connects to `pid`'s control channel; `None` if it has none we may use.
-    pub(crate) fn connect(pid: u32, timeout: std::time::Duration) -> Option<ProgressQuery> {
+    fn connect(pid: u32, timeout: Duration) -> Option<ProgressQuery> {
         let mut client = Client::connect(pid)?;
         client.timeout = timeout;
         client.stream.set_write_timeout(Some(timeout)).ok()?;
         Some(ProgressQuery { client })
     }
 
-    /// (elapsed seconds, amount transferred, size or 0) in the target's unit (see
-    /// [`ProgressQuery::state`]); `None` once it stops answering.
-    pub(crate) fn ask(&mut self) -> Option<(f64, u64, u64)> {
-        self.state()
-            .map(|(elapsed, transferred, size, _)| (elapsed, transferred, size))
-    }
-
-    /// (elapsed seconds, amount transferred, size or 0, and the unit of both); `None` once
-    /// it stops answering (then drop the connection: a late answer may still be on it).
-    pub(crate) fn state(&mut self) -> Option<(f64, u64, u64, Unit)> {
+    /// What the target tells, unit and kind of run included; `None` once it stops
+    /// answering (then drop the connection: a late answer may still be on it).
+    fn figures(&mut self) -> Option<RpvFigures> {
         match self.client.ask(&Request::Query)? {
             Reply::State {
-                elapsed,
                 transferred,
                 size,
                 unit,
-            } => Some((elapsed, transferred, size, unit)),
+                transfer,
+                ..
+            } => Some(RpvFigures {
+                amount: transferred,
+                size,
+                lines: unit == Unit::Lines,
+                transfer,
+            }),
             Reply::Done => None,
         }
     }
+}
+
+/// Longest wait for another rpv's answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_millis(100);
+/// Time between attempts to reach an rpv that did not answer, in nanoseconds.
+const RETRY_NS: u64 = 1_000_000_000;
+
+/// The link to another rpv, for the views that show it with its own figures (a stage of
+/// `--pipeline`, a flow of `--top`): whether the process is an rpv at all, and what it
+/// tells when asked (its count and size in its unit, and whether it runs a transfer). An
+/// answer is awaited at most [`ANSWER_TIMEOUT`], and one that does not come is asked for
+/// again only after [`RETRY_NS`], so a view never waits long.
+pub(crate) struct RpvLink {
+    pid: u32,
+    /// False for other programs.
+    rpv: bool,
+    query: Option<ProgressQuery>,
+    next_try_ns: u64,
+}
+
+impl RpvLink {
+    /// A link to `pid`, whose command line is `cmdline` (NUL-separated, as in `/proc`).
+    pub(crate) fn new(pid: u32, cmdline: &[u8]) -> RpvLink {
+        RpvLink {
+            pid,
+            rpv: is_rpv(pid, cmdline),
+            query: None,
+            next_try_ns: 0,
+        }
+    }
+
+    /// What the rpv tells now, if it is one and it answers.
+    pub(crate) fn figures(&mut self, now_ns: u64) -> Option<RpvFigures> {
+        if !self.rpv {
+            return None;
+        }
+        if self.query.is_none() && now_ns >= self.next_try_ns {
+            self.query = ProgressQuery::connect(self.pid, ANSWER_TIMEOUT);
+            if self.query.is_none() {
+                self.next_try_ns = now_ns + RETRY_NS;
+            }
+        }
+        let answer = self.query.as_mut()?.figures();
+        if answer.is_none() {
+            self.query = None;
+            self.next_try_ns = now_ns + RETRY_NS;
+        }
+        answer
+    }
+}
+
+/// The real `/proc`, whose other rpv processes tell their figures through an [`RpvLink`].
+pub(crate) fn sys_proc() -> SysProc {
+    let mut proc = SysProc::new();
+    proc.set_tellers(Box::new(|pid, cmdline| {
+        let mut link = RpvLink::new(pid, cmdline);
+        Box::new(move || link.figures(sys::monotonic_ns()))
+    }));
+    proc
+}
+
+/// The same program as this one, or a program whose name starts with `rpv`.
+fn is_rpv(pid: u32, cmdline: &[u8]) -> bool {
+    let ours = std::env::current_exe().ok();
+    if let (Some(ours), Ok(theirs)) = (ours, procfs::exe(pid)) {
+        if ours == theirs {
+            return true;
+        }
+    }
+    let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    let name = argv0.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    name.starts_with(b"rpv")
 }
 
 /// Checks the target like pv does (`kill(pid, 0)`): it must exist and be ours to signal.
@@ -234,4 +307,17 @@ fn unusable(dir: &Path, uid: u32) -> Option<String> {
             meta.uid()
         )
     })
+}
+
+#[cfg(test)]
+mod rpv_tests {
+    use super::*;
+
+    #[test]
+    fn rpv_by_name() {
+        // PID 0 has no /proc entry: only the name decides.
+        assert!(is_rpv(0, b"/usr/local/bin/rpv\0-q\0"));
+        assert!(!is_rpv(0, b"/usr/bin/pv\0-q\0"));
+        assert!(!is_rpv(0, b""));
+    }
 }

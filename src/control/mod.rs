@@ -105,6 +105,10 @@ pub(crate) enum Reply {
         /// What `transferred` and `size` count: bytes, or lines with `-l`/`-0` (a reply
         /// from an rpv that did not send its unit counts bytes).
         unit: Unit,
+        /// The target runs a transfer (false: it only watches, as `-d`, `-Q` or
+        /// `--pipeline=PID` do, and has no figures of its own; a reply from an rpv that
+        /// did not say is a transfer's).
+        transfer: bool,
     },
 }
 

@@ -149,13 +149,16 @@ pub(crate) fn encode_reply(reply: &Reply) -> String {
             transferred,
             size,
             unit,
+            transfer,
         } => {
             let unit = match unit {
                 Unit::Bytes => "bytes",
                 Unit::Lines => "lines",
             };
+            let transfer = u8::from(*transfer);
             format!(
-                "state elapsed={elapsed:.6} transferred={transferred} size={size} unit={unit}\n"
+                "state elapsed={elapsed:.6} transferred={transferred} size={size} unit={unit} \
+                 transfer={transfer}\n"
             )
         }
     }
@@ -163,7 +166,9 @@ pub(crate) fn encode_reply(reply: &Reply) -> String {
 
 /// Parses a reply line. Fields it does not know are skipped, so an rpv that adds one can
 /// still be queried; a reply without a unit (from an rpv older than that field) counts
-/// bytes, and one with a unit it does not know is refused.
+/// bytes, and one with a unit it does not know is refused; one that does not say whether
+/// its rpv runs a transfer is a transfer's (older rpvs answered only then with figures of
+/// their own).
 pub(crate) fn decode_reply(line: &str) -> Option<Reply> {
     let line = line.trim_end();
     if line == "ok" {
@@ -171,6 +176,7 @@ pub(crate) fn decode_reply(line: &str) -> Option<Reply> {
     }
     let fields = line.strip_prefix("state ")?;
     let (mut elapsed, mut transferred, mut size, mut unit) = (None, None, None, Some(Unit::Bytes));
+    let mut transfer = true;
     for field in fields.split(' ') {
         match field.split_once('=')? {
             ("elapsed", v) => elapsed = v.parse::<f64>().ok().filter(|e| e.is_finite()),
@@ -179,6 +185,7 @@ pub(crate) fn decode_reply(line: &str) -> Option<Reply> {
             ("unit", "bytes") => unit = Some(Unit::Bytes),
             ("unit", "lines") => unit = Some(Unit::Lines),
             ("unit", _) => unit = None,
+            ("transfer", v) => transfer = v != "0",
             _ => {}
         }
     }
@@ -187,6 +194,7 @@ pub(crate) fn decode_reply(line: &str) -> Option<Reply> {
         transferred: transferred?,
         size: size?,
         unit: unit?,
+        transfer,
     })
 }
 
@@ -239,6 +247,7 @@ mod tests {
             transferred: 99,
             size: 0,
             unit: Unit::Lines,
+            transfer: false,
         };
         assert_eq!(decode_reply(&encode_reply(&r)), Some(r));
         assert_eq!(decode_reply("ok\n"), Some(Reply::Done));
@@ -253,11 +262,21 @@ mod tests {
             transferred: 7,
             size: 9,
             unit,
+            transfer: true,
         };
         assert_eq!(
             encode_reply(&state(Unit::Lines)),
-            "state elapsed=1.000000 transferred=7 size=9 unit=lines\n"
+            "state elapsed=1.000000 transferred=7 size=9 unit=lines transfer=1\n"
         );
+        // A watch says it is one; an rpv from before that field ran a transfer.
+        let watch = "state elapsed=1 transferred=0 size=0 unit=bytes transfer=0";
+        assert!(matches!(
+            decode_reply(watch),
+            Some(Reply::State {
+                transfer: false,
+                ..
+            })
+        ));
         // An rpv from before the unit was sent.
         let old = "state elapsed=1.000000 transferred=7 size=9\n";
         assert_eq!(decode_reply(old), Some(state(Unit::Bytes)));

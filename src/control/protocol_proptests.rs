@@ -123,7 +123,7 @@ proptest! {
     #[test]
     fn any_reply_line_decodes_or_is_refused(line in prop_oneof![
         any::<String>(),
-        "state( (elapsed|transferred|size|unit)=-?[0-9a-z.e+]{0,25}){0,5} ?",
+        "state( (elapsed|transferred|size|unit|transfer)=-?[0-9a-z.e+]{0,25}){0,5} ?",
     ]) {
         if let Some(Reply::State { elapsed, .. }) = decode_reply(&line) {
             prop_assert!(elapsed.is_finite());
@@ -136,14 +136,15 @@ proptest! {
         transferred in any::<u64>(),
         size in any::<u64>(),
         lines in any::<bool>(),
+        transfer in any::<bool>(),
     ) {
         prop_assert_eq!(decode_reply(&encode_reply(&Reply::Done)), Some(Reply::Done));
         let unit = if lines { Unit::Lines } else { Unit::Bytes };
-        let reply = Reply::State { elapsed, transferred, size, unit };
+        let reply = Reply::State { elapsed, transferred, size, unit, transfer };
         match decode_reply(&encode_reply(&reply)) {
-            Some(Reply::State { elapsed: e, transferred: t, size: s, unit: u }) => {
+            Some(Reply::State { elapsed: e, transferred: t, size: s, unit: u, transfer: x }) => {
                 prop_assert!((e - elapsed).abs() <= 1e-6 * elapsed.max(1.0), "{e} {elapsed}");
-                prop_assert_eq!((t, s, u), (transferred, size, unit));
+                prop_assert_eq!((t, s, u, x), (transferred, size, unit, transfer));
             }
             other => prop_assert!(false, "{other:?}"),
         }

@@ -29,7 +29,6 @@
 
 pub(crate) mod advice;
 pub(crate) mod classify;
-pub(crate) mod control;
 pub(crate) mod discover;
 pub(crate) mod figures;
 pub(crate) mod member;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::rc::Rc;
 
-use super::{CpuTimes, End, FdKind, FdStat, Fill, Io, Proc, ProcFile};
+use super::{CpuTimes, End, FdKind, FdStat, Fill, Io, Proc, ProcFile, RpvFigures};
 
 /// One thread.
 #[derive(Debug, Clone)]
@@ -35,7 +35,11 @@ pub(crate) struct FakeProcess {
     pub hidden: bool,
     /// A kernel thread (`PF_KTHREAD` in its stat flags).
     pub kernel: bool,
+    /// An rpv's count, when it answers over its control channel (see `rpv_as`).
     pub rpv: Option<u64>,
+    /// The rest of what that rpv tells: its size, and whether it counts lines and runs a
+    /// transfer.
+    pub rpv_as: RpvFigures,
     /// The open flags of its standard input (`O_RDONLY` unless set; standard output is
     /// `O_WRONLY`).
     pub stdin_flags: u32,
@@ -159,6 +163,10 @@ impl FakeProc {
                 hidden: false,
                 kernel: false,
                 rpv: None,
+                rpv_as: RpvFigures {
+                    transfer: true,
+                    ..RpvFigures::default()
+                },
                 stdin_flags: 0,
                 fds: BTreeMap::new(),
                 uid: 0,
@@ -441,8 +449,13 @@ impl Proc for FakeProc {
 
     fn retain_pipes(&mut self, _keep: &[u64]) {}
 
-    fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
-        self.0.borrow().procs.get(&pid)?.rpv
+    fn rpv_figures(&mut self, pid: u32) -> Option<RpvFigures> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&pid)?;
+        Some(RpvFigures {
+            amount: p.rpv?,
+            ..p.rpv_as
+        })
     }
 
     fn cpu_times(&mut self) -> Option<CpuTimes> {

@@ -103,6 +103,18 @@ pub(crate) struct Fill {
     pub capacity: u64,
 }
 
+/// What another rpv tells of its run over its control channel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RpvFigures {
+    /// Moved so far, and the size (0 = unknown), in its unit.
+    pub amount: u64,
+    pub size: u64,
+    /// It counts lines (`-l`, `-0`), not bytes.
+    pub lines: bool,
+    /// It runs a transfer (not only a watch, which has no figures of its own).
+    pub transfer: bool,
+}
+
 /// What a descriptor is open on, from a `stat` through its link (which opens nothing: a
 /// FIFO never blocks it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -161,9 +173,15 @@ pub(crate) trait Proc {
     fn pipe_fill(&mut self, inode: u64, holder: u32, fd: u32) -> Option<Fill>;
     /// Forgets every pipe not in `keep`.
     fn retain_pipes(&mut self, keep: &[u64]);
-    /// Bytes moved so far by `pid` if it is an rpv that tells (its control channel), in
-    /// bytes; `None` otherwise.
-    fn rpv_bytes(&mut self, pid: u32) -> Option<u64>;
+    /// What `pid` tells of its run if it is an rpv that answers over its control channel;
+    /// `None` otherwise.
+    fn rpv_figures(&mut self, pid: u32) -> Option<RpvFigures>;
+    /// Bytes moved so far by `pid` if it is an rpv transfer that tells them (one counting
+    /// lines gives no bytes); `None` otherwise.
+    fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
+        let f = self.rpv_figures(pid)?;
+        (f.transfer && !f.lines).then_some(f.amount)
+    }
     /// The whole machine's CPU times (`/proc/stat`).
     fn cpu_times(&mut self) -> Option<CpuTimes>;
     /// The cores this process (and so a pipeline it watches, as a rule) may run on.

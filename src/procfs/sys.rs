@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use super::{fdinfo_flags, CpuTimes, FdKind, FdStat, Fill, Proc, ProcFile};
+use super::{fdinfo_flags, CpuTimes, FdKind, FdStat, Fill, Proc, ProcFile, RpvFigures};
 
 /// Most `/proc` files kept open at once by all the readers of the process together,
 /// whatever the limit on open files; beyond the budget, files are opened for each read (a
@@ -174,11 +174,11 @@ fn open_files_of(proc: &mut SysProc, pid: u32) -> Option<(bool, bool)> {
     Some(found)
 }
 
-/// Asks one process for its count (another rpv, over its control channel); `None` when it
-/// does not tell.
-pub(super) type Teller = Box<dyn FnMut() -> Option<u64>>;
+/// Asks one process for its figures (another rpv, over its control channel); `None` when
+/// it does not tell.
+pub(crate) type Teller = Box<dyn FnMut() -> Option<RpvFigures>>;
 /// Makes the [`Teller`] of a process from its PID and command line (`cmdline`'s bytes).
-pub(super) type Tellers = Box<dyn FnMut(u32, &[u8]) -> Teller>;
+pub(crate) type Tellers = Box<dyn FnMut(u32, &[u8]) -> Teller>;
 
 /// The pipe handle kept for fill readings: an `O_PATH` descriptor, which refers to the pipe
 /// without being one of its readers or writers.
@@ -237,7 +237,7 @@ impl SysProc {
         self.own_bytes = Some(counter);
     }
 
-    /// How the counts of other processes are asked for ([`Proc::rpv_bytes`]; without
+    /// How the figures of other processes are asked for ([`Proc::rpv_figures`]; without
     /// tellers, no other process tells).
     pub(crate) fn set_tellers(&mut self, tellers: Tellers) {
         self.tellers = Some(tellers);
@@ -464,9 +464,14 @@ impl Proc for SysProc {
         open_files_of(self, pid)
     }
 
-    fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
+    fn rpv_figures(&mut self, pid: u32) -> Option<RpvFigures> {
         if pid == self.me {
-            return self.own_bytes.as_mut().map(|count| count());
+            let amount = self.own_bytes.as_mut().map(|count| count())?;
+            return Some(RpvFigures {
+                amount,
+                transfer: true,
+                ..RpvFigures::default()
+            });
         }
         if !self.rpv.contains_key(&pid) {
             let tellers = self.tellers.as_mut()?;

@@ -122,7 +122,7 @@ fn alive(proc: &mut dyn Proc, pid: u32) -> bool {
 
 /// The real `/proc`, one reader per watcher.
 fn sys_proc() -> Box<dyn Proc> {
-    Box::new(crate::pipeline::control::sys_proc())
+    Box::new(crate::control::client::sys_proc())
 }
 
 /// A watcher ready to sample: its interval, the tools advice may name, a first reading
@@ -233,7 +233,7 @@ impl PipelineSource {
 
     /// The pipeline this process sits in, its own stage as `own` tells.
     pub(crate) fn inline(own: Arc<OwnStage>, interval: f64) -> Result<PipelineSource, Error> {
-        let mut proc = crate::pipeline::control::sys_proc();
+        let mut proc = crate::control::client::sys_proc();
         let bytes = Arc::clone(&own);
         proc.set_own_bytes(Box::new(move || bytes.bytes.load(Ordering::Relaxed)));
         let mut watcher = Watcher::with_proc(Box::new(proc), std::process::id())

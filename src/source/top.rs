@@ -12,7 +12,7 @@
 //! Must not: draw, or know the sinks.
 
 use super::Source;
-use crate::meter::{Event, Label, MeterState, Phase, Request, Role, Unit};
+use crate::meter::{Event, Label, MeterState, Phase, Request, Role};
 use crate::top::scan::Scanner;
 use crate::top::Flow;
 
@@ -34,9 +34,11 @@ pub(crate) struct TopSource {
 
 impl TopSource {
     /// Looks at every process once (so the first update sees what moved since);
-    /// `interval` is `-i` in seconds; `once`: finished after the first update.
-    pub(crate) fn new(interval: f64, once: bool) -> TopSource {
+    /// `interval` is `-i` in seconds; with `root` (`--top=PID`), only that process and its
+    /// descendants, until it has ended; `once`: finished after the first update.
+    pub(crate) fn new(interval: f64, root: Option<u32>, once: bool) -> TopSource {
         let mut scanner = Scanner::new(interval);
+        scanner.only(root);
         scanner.scan(crate::sys::monotonic_ns());
         let unreadable = Some(scanner.hidden());
         TopSource {
@@ -57,7 +59,7 @@ pub(crate) fn meter(flow: &Flow, now_ns: u64) -> MeterState {
         id: flow.id,
         role: Role::Flow,
         label: Label::Text(flow.view.name()),
-        unit: Unit::Bytes,
+        unit: flow.unit,
         amount: flow.amount,
         moved: flow.moved,
         size: flow.size,
@@ -93,7 +95,7 @@ impl Source for TopSource {
     }
 
     fn finished(&mut self) -> bool {
-        self.quit || (self.once && self.sampled)
+        self.quit || (self.once && self.sampled) || self.scanner.root_gone()
     }
 
     fn status(&self) -> u8 {

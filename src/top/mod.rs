@@ -146,6 +146,8 @@ pub struct Flow {
     pub moved: u64,
     /// Total size in bytes, 0 = unknown (a file being written, a socket).
     pub size: u64,
+    /// What the amount and size count: bytes, or lines for an rpv counting lines (`-l`).
+    pub(crate) unit: crate::units::Unit,
     /// Monotonic ns when it was first seen.
     pub since_ns: u64,
     /// The flow has ended (its process exited or closed the file, or it has not moved

@@ -17,16 +17,13 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::rc::Rc;
 
-use counts::{rpv_transfers, CountFlow};
+use counts::CountFlow;
 use files::FileFlow;
 use pipes::{pipe_flow, PipeFlow};
 use sweep::Sweep;
 
 use super::{Flow, Hidden, Kind};
-use crate::control::client::ProgressQuery;
-use crate::procfs::{
-    command_text, parse_pids, pipe_inode, FdKind, Io, Proc, ProcFile, Stat, SysProc,
-};
+use crate::procfs::{command_text, parse_pids, pipe_inode, FdKind, Io, Proc, ProcFile, Stat};
 
 mod counts;
 mod files;
@@ -85,8 +82,9 @@ struct Fd {
 
 /// How rpv or pv figures are read.
 enum Instance {
-    /// An rpv transfer, asked over its control channel.
-    Rpv(Option<ProgressQuery>),
+    /// An rpv, asked over its control channel (the one client, `control::client::RpvLink`,
+    /// behind `Proc::rpv_figures`): a transfer shows with its own figures, in its unit.
+    Rpv,
     /// pv.
     Pv,
     /// An rpv that only watches (`--top`, `-d`, `-Q`, `--pipeline=PID`): not a flow.
@@ -114,6 +112,8 @@ struct Process {
     script: Option<Option<String>>,
     command: Option<String>,
     instance: Option<Instance>,
+    /// An rpv that said it counts lines (`-l`, `-0`).
+    lines: bool,
     /// The scan that last saw it.
     seen: u64,
     /// When its descriptors were last walked (monotonic ns).
@@ -191,6 +191,9 @@ pub struct Scanner {
     watchers: MakeProc,
     /// The TCP sockets' counts.
     tcp: TcpBytes,
+    /// Whether the run is ending (SIGINT, SIGTERM...): a scan stops between two processes,
+    /// so the run ends within one read of `/proc` whatever the machine runs.
+    stop: Box<dyn Fn() -> bool>,
     /// The PIDs of a scan and a file's text (kept from scan to scan: no allocation per
     /// process).
     pids: Vec<u32>,
@@ -204,9 +207,9 @@ impl Scanner {
     /// is the display interval in seconds (the pipeline view averages over it).
     pub fn new(interval: f64) -> Scanner {
         Scanner::with_proc(
-            Box::new(SysProc::new()),
-            // The real reader with the control channel's count of other rpv stages.
-            Box::new(|| Box::new(crate::pipeline::control::sys_proc())),
+            // The real reader, with other rpvs' figures over their control channels.
+            Box::new(crate::control::client::sys_proc()),
+            Box::new(|| Box::new(crate::control::client::sys_proc())),
             Box::new(crate::sys::tcp_bytes),
             interval,
         )
@@ -245,10 +248,18 @@ impl Scanner {
             proc,
             watchers,
             tcp,
+            stop: Box::new(crate::signals::exit_requested),
             pids: Vec::new(),
             buf: Vec::with_capacity(4096),
             sweep: Rc::default(),
         }
+    }
+
+    /// Asks `stop` between two processes whether to stop the scan (the run is ending;
+    /// by default, a signal that ends the run has come).
+    #[cfg(test)]
+    pub(crate) fn stop_when(&mut self, stop: Box<dyn Fn() -> bool>) {
+        self.stop = stop;
     }
 
     /// Leaves process `pid` out (the view opened on a flow is an rpv of its own).
@@ -343,6 +354,11 @@ impl Scanner {
         };
         self.root_gone = self.root.is_some() && pids.is_empty();
         for &pid in &pids {
+            if (self.stop)() {
+                // The run ends: the rest of the scan would only delay it.
+                self.buf = buf;
+                return;
+            }
             if pid == self.own || Some(pid) == self.exclude {
                 continue;
             }
@@ -481,11 +497,11 @@ impl Scanner {
             // In the midst of its exec: its new name, its arguments not yet in place.
             return (None, None, true);
         };
+        // An rpv that only watches (`-d`, `--pipeline=PID`) says so when asked, and one
+        // that has no control channel (`--top`) never answers: neither shows.
         let instance = match comm {
             "pv" => Instance::Pv,
-            _ if rpv_transfers(&cmdline) => Instance::Rpv(None),
-            // Another rpv watching (`--top`, `-d`, `-Q`): it moves nothing of its own.
-            _ => Instance::Watching,
+            _ => Instance::Rpv,
         };
         (Some(command), Some(instance), false)
     }
@@ -515,7 +531,7 @@ impl Scanner {
         if instance.is_none() {
             return;
         }
-        let rpv = matches!(instance, Some(Instance::Rpv(_) | Instance::Watching));
+        let rpv = matches!(instance, Some(Instance::Rpv | Instance::Watching));
         p.command = command;
         p.instance = instance;
         if rpv {
@@ -531,6 +547,9 @@ impl Scanner {
             .map(|(&pid, _)| pid)
             .collect();
         for pid in due {
+            if (self.stop)() {
+                return;
+            }
             self.walk(pid, now_ns);
         }
     }
@@ -748,6 +767,7 @@ impl Process {
             script: None,
             command: None,
             instance: None,
+            lines: false,
             seen: generation,
             walked_ns: None,
             walked: 0,

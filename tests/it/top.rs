@@ -4,12 +4,14 @@
 //! terminal, `--json` against the schema, the metrics file through a real node_exporter,
 //! and the view on terminals of several sizes (tmux) with its keys and resizes.
 //!
-//! Every flow is a process group of its own, killed when the test ends; tests wait for
-//! what they expect with deadlines, never for a fixed time.
+//! Every test's flows are children of one shell of its own, and its rpv watches that
+//! shell's tree only (`--top=PID`): the tests hold beside each other and beside anything
+//! else the machine moves. The shell's process group is killed when the test ends; tests
+//! wait for what they expect with deadlines, never for a fixed time.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -50,15 +52,17 @@ while True:\n\
 \x20   sys.stdout.buffer.flush()\n\
 \x20   time.sleep(0.05)\n";
 
-/// One test's flows at a time: each `--top` sees every flow of the machine, so another
-/// test's reader (started, stopped or killed by that test) must not be taken for this one's.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// The shell whose children are a test's flows: it runs each line it reads with `sh -c`
+/// in the background (its output to the shell's, which goes nowhere) and says its PID.
+const ROOT: &str = "while read -r line; do sh -c \"$line\" >&2 & echo $!; done";
 
-/// Processes started for a test, each in a process group of its own, killed on drop.
+/// Processes started for a test, children of one shell in a process group of its own,
+/// killed on drop.
 struct Flows {
     dir: Dir,
-    groups: Vec<Child>,
-    _serial: std::sync::MutexGuard<'static, ()>,
+    root: Child,
+    lines: ChildStdin,
+    pids: BufReader<ChildStdout>,
 }
 
 impl Flows {
@@ -67,28 +71,41 @@ impl Flows {
         dir.file("reader.py", READER.as_bytes());
         dir.file("sock.py", SOCKETS.as_bytes());
         dir.file("producer.py", PRODUCER.as_bytes());
-        Flows {
-            dir,
-            groups: Vec::new(),
-            _serial: SERIAL.lock().unwrap_or_else(|e| e.into_inner()),
-        }
-    }
-
-    /// Runs `script` with `sh -c` in the test's directory (`$RPV` is rpv); its PID.
-    fn start(&mut self, script: &str) -> u32 {
-        let child = Command::new("sh")
-            .args(["-c", script])
-            .current_dir(self.dir.dir.path())
+        let mut root = Command::new("sh")
+            .args(["-c", ROOT])
+            .current_dir(dir.dir.path())
             .env("RPV", env!("CARGO_BIN_EXE_rpv"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
             .expect("sh");
-        let pid = child.id();
-        self.groups.push(child);
-        pid
+        let lines = root.stdin.take().unwrap();
+        let pids = BufReader::new(root.stdout.take().unwrap());
+        Flows {
+            dir,
+            root,
+            lines,
+            pids,
+        }
+    }
+
+    /// `--top=PID` of the test's shell: its flows and nothing else of the machine.
+    fn top(&self) -> String {
+        format!("--top={}", self.root.id())
+    }
+
+    /// Runs `script` (one line) with `sh -c` in the test's directory (`$RPV` is rpv), a
+    /// child of the test's shell; its PID.
+    fn start(&mut self, script: &str) -> u32 {
+        assert!(!script.contains('\n'), "one line: {script}");
+        writeln!(self.lines, "{script}").unwrap();
+        let mut pid = String::new();
+        self.pids.read_line(&mut pid).unwrap();
+        pid.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("a PID: {pid:?}"))
     }
 
     /// A file of `len` bytes.
@@ -118,13 +135,11 @@ impl Flows {
 
 impl Drop for Flows {
     fn drop(&mut self) {
-        for child in &mut self.groups {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .stderr(Stdio::null())
-                .status();
-            let _ = child.wait();
-        }
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.root.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.root.wait();
     }
 }
 
@@ -246,7 +261,7 @@ fn frames_show_every_kind_of_flow() {
     flows.start("head -c 100000000 /dev/zero | \"$RPV\" -q -L 400k | dd of=out bs=64k status=none");
     flows.start("python3 producer.py | gzip -1 | wc -c > /dev/null");
     flows.sockets();
-    let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
+    let watcher = Watcher::start(rpv(&[&flows.top(), "-i", "0.5", "-w", "250"]));
     let dir = s(flows.dir.dir.path()).to_string();
     let reader_parts = ["reader.py", "<- ", &dir, "%"];
     let frame = watcher.wait_frame("every flow", |f| {
@@ -275,7 +290,7 @@ fn frames_show_every_kind_of_flow() {
     let own = watcher.child.id().to_string();
     assert!(
         !frame.lines().skip(1).any(|l| {
-            l.split_whitespace().nth(1) == Some(own.as_str()) || l.contains("--top -i 0.5 -w 250")
+            l.split_whitespace().nth(1) == Some(own.as_str()) || l.contains(" -i 0.5 -w 250")
         }),
         "rpv --top is not a flow of its own: {frame}"
     );
@@ -304,7 +319,7 @@ fn json_objects_per_flow_match_the_schema() {
     let big = flows.file("big", 32 << 20);
     flows.reader(&big, 16384);
     flows.start("python3 producer.py | gzip -1 | wc -c > /dev/null");
-    let watcher = Watcher::start(rpv(&["--top", "--json", "-i", "0.5"]));
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.5"]));
     crate::util::wait_showing(
         "the file and the pipeline flows",
         DEADLINE.as_secs_f64(),
@@ -449,8 +464,9 @@ fn metrics_through_node_exporter() {
     // reaches it.
     let reader = flows.reader(&big, 16384);
     flows.sockets();
+    let top = flows.top();
     let watch = |path: &std::path::Path, n: &str| {
-        let mut cmd = rpv(&["--top", "-q", "-i", "0.3", "--metrics-flows", n]);
+        let mut cmd = rpv(&[&top, "-q", "-i", "0.3", "--metrics-flows", n]);
         cmd.arg("--metrics-file").arg(path);
         Watcher::start(cmd)
     };
@@ -532,10 +548,10 @@ fn the_view_on_terminals_of_every_size() {
     for _ in 0..4 {
         flows.reader(&big, 16384);
     }
-    let dir = &flows.dir;
+    let (dir, top) = (&flows.dir, &flows.top());
     std::thread::scope(|scope| {
         for (w, h) in [(40, 5), (80, 12), (160, 40)] {
-            scope.spawn(move || view_at(dir, w, h));
+            scope.spawn(move || view_at(dir, top, w, h));
         }
     });
 }
@@ -544,13 +560,13 @@ fn fits(lines: &[String], width: usize) -> bool {
     lines.iter().all(|l| l.chars().count() < width)
 }
 
-fn view_at(dir: &Dir, width: usize, height: usize) {
+fn view_at(dir: &Dir, top: &str, width: usize, height: usize) {
     let Some(tmux) =
         crate::tmux::Tmux::start(dir, &format!("top{width}x{height}"), width, height, true)
     else {
         return;
     };
-    tmux.keys("r --top -i 0.3; echo rc=$?");
+    tmux.keys(&format!("r {top} -i 0.3; echo rc=$?"));
     let title = |l: &String| l.starts_with("rpv --top: ");
     // A reader's row: its command, or where that is cut, its file first (`…/big → python3…`).
     let reader = |l: &str| l.contains("reader") || l.contains("/big ");
@@ -748,7 +764,7 @@ fn enter_on_a_pipeline_opens_its_stages() {
     let Some(tmux) = crate::tmux::Tmux::start(&flows.dir, "toppipe", 160, 30, true) else {
         return;
     };
-    tmux.keys("r --top -i 0.3; echo rc=$?");
+    tmux.keys(&format!("r {} -i 0.3; echo rc=$?", flows.top()));
     let title = |l: &String| l.starts_with("rpv --top: ");
     let ours = |l: &str| l.contains("pipeline") && l.contains("producer.py | gzip -3");
     tmux.wait_for("the pipeline's row", |rows| {
@@ -857,7 +873,7 @@ fn a_process_that_becomes_an_rpv_shows_as_one() {
     let shell = flows.start(&format!(
         "while [ ! -e go ]; do sleep 0.05; done; exec \"$RPV\" -q -L 300k '{big}' > out"
     ));
-    let watcher = Watcher::start(rpv(&["--top", "--json", "-i", "0.3"]));
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.3"]));
     let objects = |text: &str| -> Vec<serde_json::Value> {
         text.lines()
             .filter_map(|l| serde_json::from_str(l).ok())
@@ -920,7 +936,7 @@ fn another_users_flows_are_counted_not_shown() {
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(env!("CARGO_BIN_EXE_rpv"))
-        .args(["--top", "-i", "0.5", "-w", "250"])
+        .args([&flows.top(), "-i", "0.5", "-w", "250"])
         .env("LC_ALL", "C");
     let watcher = Watcher::start(cmd);
     // nobody's own flow: a reader run as nobody.
@@ -958,7 +974,7 @@ fn log_lines_per_flow() {
     let mut flows = Flows::new();
     let big = flows.file("big", 32 << 20);
     flows.reader(&big, 16384);
-    let watcher = Watcher::start(rpv(&["--top", "--log", "-i", "0.5"]));
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--log", "-i", "0.5"]));
     let line = crate::util::wait_showing("a line for the reader", DEADLINE.as_secs_f64(), || {
         let text = watcher.text.lock().unwrap().clone();
         let line = text
@@ -983,8 +999,8 @@ fn ctrl_z_and_ctrl_c_leave_the_terminal_clean() {
     let Some(tmux) = crate::tmux::Tmux::start(&flows.dir, "topsignals", 100, 20, true) else {
         return;
     };
-    let command = "\"$RPV\" --top -i 0.3";
-    tmux.keys(command);
+    let command = format!("\"$RPV\" {} -i 0.3", flows.top());
+    tmux.keys(&command);
     let title = |l: &String| l.starts_with("rpv --top: ");
     tmux.wait_for("the view", |rows| rows.iter().any(title));
     tmux.press("C-z");
@@ -1106,7 +1122,7 @@ fn a_block_device_being_read() {
     assert!(made.success());
     // dd reads it at the pace of a rate-limited rpv (and never writes to it).
     flows.start("dd if=disk bs=16k status=none | \"$RPV\" -q -L 300k > /dev/null");
-    let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
+    let watcher = Watcher::start(rpv(&[&flows.top(), "-i", "0.5", "-w", "250"]));
     let frame = watcher.wait_frame("the device row", |f| {
         row(
             f,
@@ -1146,7 +1162,7 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     flows.start(&format!(
         "exec taskset -c {cpu} sh -c 'while :; do :; done'"
     ));
-    let watcher = Watcher::start(rpv(&["--top", "--json", "-i", "0.5"]));
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.5"]));
     crate::util::wait_until("rpv --top to start", DEADLINE.as_secs_f64(), || {
         watcher.text.lock().unwrap().contains("\"type\":\"start\"")
     });
@@ -1206,4 +1222,106 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
         .iter()
         .find(|(_, o)| o["done"] == true && o["bytes"] != SIZE);
     assert!(short.is_none(), "done short of the copy: {short:?}");
+}
+
+/// The progress objects of process `pid` in `--json` text.
+fn rows_of(text: &str, pid: u32) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|o| o["type"] == "progress" && o["pid"] == pid)
+        .collect()
+}
+
+/// Waits until `watcher`'s `--json` has `n` progress objects of `pid`; returns them all.
+fn wait_rows(watcher: &Watcher, pid: u32, n: usize) -> Vec<serde_json::Value> {
+    crate::util::wait_showing(
+        &format!("{n} rows of {pid}"),
+        DEADLINE.as_secs_f64(),
+        || {
+            let text = watcher.text.lock().unwrap().clone();
+            let rows = rows_of(&text, pid);
+            if rows.len() >= n {
+                Ok(rows)
+            } else {
+                Err(text)
+            }
+        },
+    )
+}
+
+/// `cmd > log 2>&1`, written through both descriptors: one flow (one open file
+/// description), not two identical rows.
+#[test]
+fn one_log_written_through_two_descriptors_is_one_flow() {
+    let mut flows = Flows::new();
+    let pid = flows.start(
+        "exec > dup.log 2>&1; while :; do printf '%01000d' 0; printf '%01000d' 0 >&2; \
+         sleep 0.05; done",
+    );
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.3"]));
+    let rows = wait_rows(&watcher, pid, 6);
+    let log = s(&flows.dir.path("dup.log")).to_string();
+    assert!(rows.iter().all(|o| o["file"] == log.as_str()), "{rows:?}");
+    let fds: std::collections::BTreeSet<String> =
+        rows.iter().map(|o| o["fd"].to_string()).collect();
+    assert_eq!(fds.len(), 1, "one flow, not one per descriptor: {rows:?}");
+}
+
+/// dd reading one file and writing another: one flow with both names and the source's
+/// size, not two identical rows.
+#[test]
+fn dd_copying_a_file_is_one_flow_with_both_names() {
+    let mut flows = Flows::new();
+    flows.file("big.bin", 64 << 20);
+    // (Each block written to the disk before the next: slow enough to be seen moving.)
+    let pid = flows.start("exec dd if=big.bin of=dd.out bs=4k oflag=dsync status=none");
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.3"]));
+    let rows = wait_rows(&watcher, pid, 3);
+    let (big, out) = (flows.dir.path("big.bin"), flows.dir.path("dd.out"));
+    for o in &rows {
+        assert_eq!(o["file"], s(&big), "{o}");
+        assert_eq!(o["to"], s(&out), "{o}");
+        assert_eq!(o["size"], 64 << 20, "{o}");
+        assert_eq!(o["kind"], "file", "{o}");
+    }
+    let ids: std::collections::BTreeSet<String> =
+        rows.iter().map(|o| o["fd"].to_string()).collect();
+    assert_eq!(ids.len(), 1, "one flow: {rows:?}");
+}
+
+/// A process holding a socket and writing to the null device (through a descriptor the
+/// test's shell opened on the existing device) is no socket flow, and no flow at all:
+/// its bytes go nowhere (first-use-4 D8: a process called `socket` at TiB/s).
+#[test]
+fn a_null_device_writer_with_a_socket_is_not_a_flow() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    let reader = flows.reader(&big, 16384);
+    let writer = flows.start(
+        "exec python3 -c \"import os, socket; s = socket.socket(); b = bytes(65536); \
+         [os.write(1, b) for _ in iter(int, 1)]\"",
+    );
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.3"]));
+    wait_rows(&watcher, reader, 6);
+    let text = watcher.text.lock().unwrap().clone();
+    let rows = rows_of(&text, writer);
+    assert!(rows.is_empty(), "{rows:?}");
+}
+
+/// An rpv counting lines (`-l`) is shown in lines, with its size in lines: --top asks it
+/// over its control channel, unit included (before, its lines were shown as bytes).
+#[test]
+fn an_rpv_counting_lines_shows_in_lines() {
+    let mut flows = Flows::new();
+    let text: String = (0..200_000).map(|i| format!("{i}\n")).collect();
+    flows.dir.file("lines.txt", text.as_bytes());
+    let pid = flows.start("exec \"$RPV\" -q -l -L 2000 lines.txt");
+    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.3"]));
+    let rows = wait_rows(&watcher, pid, 2);
+    for o in &rows {
+        assert_eq!(o["kind"], "rpv", "{o}");
+        assert!(o["lines"].as_u64().is_some_and(|n| n > 0), "{o}");
+        assert!(o.get("bytes").is_none(), "{o}");
+        assert_eq!(o["size"], 200_000, "{o}");
+    }
 }

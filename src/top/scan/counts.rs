@@ -6,11 +6,9 @@
 use std::collections::HashMap;
 
 use super::{Instance, Process, Scanner, Target};
-use crate::control::client::ProgressQuery;
 use crate::top::{Flow, FlowView, Kind, Zoom};
+use crate::units::Unit;
 
-/// How long an answer from an rpv may take.
-const RPV_ANSWER: std::time::Duration = std::time::Duration::from_millis(100);
 /// Least time between two walks of every process's descriptors (to find who holds a
 /// socket that moved), in nanoseconds.
 const FULL_WALK_NS: u64 = 30_000_000_000;
@@ -20,6 +18,8 @@ pub(super) struct CountFlow {
     pub(super) id: u64,
     pub(super) kind: Kind,
     pub(super) start: u64,
+    /// An rpv counting lines: its amount and size are lines.
+    pub(super) lines: bool,
     /// Of a socket user: its I/O count at the last scan, what of it went through its
     /// sockets since it was first seen, and its TCP count then.
     pub(super) last_io: u64,
@@ -41,30 +41,6 @@ fn holds_socket(p: &Process) -> bool {
 /// Whether `p`'s descriptors beyond 0 to 2 are all sockets and pipes.
 fn only_sockets_and_pipes(p: &Process) -> bool {
     (p.fds.iter()).all(|f| f.fd <= 2 || matches!(f.target, Target::Socket(_) | Target::Pipe(_)))
-}
-
-/// Whether an rpv command line runs a transfer (the others have no figures to show).
-pub(super) fn rpv_transfers(cmdline: &[u8]) -> bool {
-    use crate::cli::{Action, Parsed};
-    use std::os::unix::ffi::OsStrExt;
-    let args: Vec<std::ffi::OsString> = cmdline
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| std::ffi::OsStr::from_bytes(a).to_owned())
-        .collect();
-    let Some((argv0, rest)) = args.split_first() else {
-        return false;
-    };
-    match crate::cli::parse(&argv0.to_string_lossy(), rest) {
-        Parsed::Run(o) => matches!(
-            o.action,
-            Action::Transfer
-                | Action::StoreAndForward(_)
-                | Action::Monitor(_)
-                | Action::Pipeline(None)
-        ),
-        _ => false,
-    }
 }
 
 impl Scanner {
@@ -106,6 +82,9 @@ impl Scanner {
                 .map(|(&pid, _)| pid)
                 .collect();
             for pid in pids {
+                if (self.stop)() {
+                    return Vec::new();
+                }
                 self.walk(pid, now_ns);
             }
             owners = self.socket_owners();
@@ -194,7 +173,7 @@ impl Scanner {
             return None;
         }
         match &p.instance {
-            Some(Instance::Rpv(_)) => Some(Kind::Rpv),
+            Some(Instance::Rpv) => Some(Kind::Rpv),
             Some(Instance::Pv) => Some(Kind::Pv),
             Some(Instance::Watching) => None,
             None if holds_socket(p)
@@ -218,8 +197,10 @@ impl Scanner {
         // its has told its bytes (`send` and `recv` are not in the counters).
         let io_counts = tcp == 0 && only_sockets_and_pipes(p);
         let (amount, size, file) = self.count_of(pid, kind);
+        let lines = self.procs.get(&pid).is_some_and(|p| p.lines);
         if let Some(c) = self.counts.get_mut(&pid) {
             if c.start == start {
+                c.lines = lines;
                 let amount = if kind == Kind::Socket {
                     if io_counts {
                         c.io += moved.saturating_sub(c.last_io);
@@ -249,6 +230,7 @@ impl Scanner {
                 id,
                 kind,
                 start,
+                lines,
                 last_io: moved,
                 io: 0,
                 base_tcp: tcp,
@@ -267,15 +249,23 @@ impl Scanner {
         let Some(p) = self.procs.get_mut(&pid) else {
             return (0, 0, None);
         };
-        if let Some(Instance::Rpv(query)) = &mut p.instance {
-            if query.is_none() {
-                *query = ProgressQuery::connect(pid, RPV_ANSWER);
-            }
-            match query.as_mut().and_then(ProgressQuery::ask) {
-                Some((_, amount, size)) => return (amount, size, None),
-                None => *query = None,
-            }
-            return (0, 0, None);
+        if let Some(Instance::Rpv) = p.instance {
+            let told = self.proc.rpv_figures(pid);
+            let Some(p) = self.procs.get_mut(&pid) else {
+                return (0, 0, None);
+            };
+            return match told {
+                Some(f) if f.transfer => {
+                    p.lines = f.lines;
+                    (f.amount, f.size, None)
+                }
+                Some(_) => {
+                    // It only watches: no figures of its own, not asked again.
+                    p.instance = Some(Instance::Watching);
+                    (0, 0, None)
+                }
+                None => (0, 0, None),
+            };
         }
         if kind == Kind::Pv {
             // The file pv reads, when it reads one: its position says how far it is.
@@ -310,23 +300,9 @@ impl Scanner {
             amount: c.amount,
             moved: c.moved,
             size: c.size,
+            unit: if c.lines { Unit::Lines } else { Unit::Bytes },
             since_ns: c.since_ns,
             ended,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rpv_command_lines_that_transfer() {
-        assert!(rpv_transfers(b"rpv\0-L\x00100k\0file\0"));
-        assert!(rpv_transfers(b"/usr/bin/rpv\0-q\0"));
-        assert!(!rpv_transfers(b"rpv\0--top\0"));
-        assert!(!rpv_transfers(b"rpv\0-d\x001234\0"));
-        assert!(!rpv_transfers(b"rpv\0-Q\x001234\0"));
-        assert!(!rpv_transfers(b""));
     }
 }

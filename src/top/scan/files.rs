@@ -105,7 +105,7 @@ impl Scanner {
     fn file_candidates(&self) -> Vec<Candidate> {
         let mut candidates = Vec::new();
         for (&pid, p) in &self.procs {
-            let rpv = matches!(p.instance, Some(Instance::Rpv(_) | Instance::Watching));
+            let rpv = matches!(p.instance, Some(Instance::Rpv | Instance::Watching));
             if p.walked != self.generation || p.unreadable || rpv {
                 continue;
             }
@@ -305,6 +305,7 @@ impl Scanner {
             amount: f.pos,
             moved: f.moved,
             size,
+            unit: crate::units::Unit::Bytes,
             since_ns: f.since_ns,
             ended,
         }

@@ -70,6 +70,7 @@ pub(super) fn pipe_flow(p: &PipeFlow, ended: bool) -> Flow {
         amount: p.amount,
         moved: p.amount,
         size: 0,
+        unit: crate::units::Unit::Bytes,
         since_ns: p.since_ns,
         ended,
     }
@@ -83,6 +84,9 @@ impl Scanner {
         self.sweep.borrow_mut().clear();
         self.not_pipeline.retain(|_, until| *until > now_ns);
         for &pid in movers {
+            if (self.stop)() {
+                break;
+            }
             let Some(p) = self.procs.get(&pid) else {
                 continue;
             };

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io;
 use std::rc::Rc;
 
-use crate::procfs::{CpuTimes, FdStat, Fill, Proc, ProcFile};
+use crate::procfs::{CpuTimes, FdStat, Fill, Proc, ProcFile, RpvFigures};
 
 /// What the pipelines read of the process table during one scan.
 #[derive(Default)]
@@ -120,8 +120,8 @@ impl Proc for SharedProc {
         self.sys.retain_pipes(keep);
     }
 
-    fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
-        self.sys.rpv_bytes(pid)
+    fn rpv_figures(&mut self, pid: u32) -> Option<RpvFigures> {
+        self.sys.rpv_figures(pid)
     }
 
     fn cpu_times(&mut self) -> Option<CpuTimes> {

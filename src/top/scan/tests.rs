@@ -9,6 +9,7 @@ use super::{Scanner, IDLE_DROP_NS};
 use crate::procfs::fake::{FakeProc, FakeTarget};
 use crate::procfs::End;
 use crate::top::{Flow, FlowView, Kind, Zoom};
+use crate::units::Unit;
 
 const RD: u32 = libc::O_RDONLY as u32;
 const WR: u32 = libc::O_WRONLY as u32;
@@ -627,4 +628,90 @@ fn a_process_that_closed_its_socket_is_no_socket_flow_whatever_it_writes() {
             "{flows:?}"
         );
     }
+}
+
+#[test]
+fn only_one_process_and_its_descendants_are_looked_at() {
+    let mut rig = Rig::new();
+    rig.process(100, "sh backup.sh");
+    rig.fake
+        .add(101, 100, "tar cf /b/out.tar /srv", End::Other, End::Other);
+    rig.fake
+        .add(102, 101, "gzip -d x.gz", End::Other, End::Other);
+    rig.process(200, "cat /d/other");
+    for (pid, path, ino) in [
+        (101, "/srv/a", 90),
+        (102, "/x.gz", 91),
+        (200, "/d/other", 92),
+    ] {
+        rig.fake.open(pid, 3, file(path, ino, 1_000_000), RD);
+    }
+    rig.scanner.only(Some(100));
+    rig.scan();
+    let reads = rig.fake.reads().1;
+    for pid in [101, 102, 200] {
+        rig.advance(pid, 3, 1_000, false);
+    }
+    let flows = rig.scan();
+    let pids: Vec<u32> = flows.iter().map(|f| f.view.pid).collect();
+    assert_eq!(pids, [101, 102], "{flows:?}");
+    // Three processes' counters read per scan, not the fourth's.
+    assert_eq!(rig.fake.reads().1 - reads, 3);
+    assert!(!rig.scanner.root_gone());
+    rig.fake.remove(100);
+    rig.scan();
+    assert!(rig.scanner.root_gone());
+}
+
+#[test]
+fn an_rpv_counting_lines_is_shown_in_lines_and_a_watching_one_not_at_all() {
+    let mut rig = Rig::new();
+    rig.process(100, "rpv -q -l -L 20000 lines.txt");
+    rig.fake
+        .open(100, 3, file("/d/lines.txt", 95, 9_000_000), RD);
+    rig.fake.with(100, |p| {
+        p.rpv = Some(0);
+        p.rpv_as.lines = true;
+        p.rpv_as.size = 2_000_000;
+    });
+    rig.process(200, "rpv -d 4242");
+    rig.fake.open(200, 3, file("/d/watched", 96, 9_000_000), RD);
+    rig.fake.with(200, |p| {
+        p.rpv = Some(0);
+        p.rpv_as.transfer = false;
+    });
+    rig.scan();
+    for step in 1..=2 {
+        rig.fake.with(100, |p| p.rpv = Some(step * 20_000));
+        rig.advance(100, 3, 90_000, false);
+        rig.advance(200, 3, 90_000, false);
+        let flows = rig.scan();
+        assert_eq!(flows.len(), 1, "{flows:?}");
+        let f = &flows[0];
+        assert_eq!((f.view.kind, f.view.pid), (Kind::Rpv, 100));
+        assert_eq!(
+            (f.amount, f.size, f.unit),
+            (step * 20_000, 2_000_000, Unit::Lines)
+        );
+    }
+}
+
+#[test]
+fn a_scan_stops_between_two_processes_when_the_run_ends() {
+    let mut rig = Rig::new();
+    for pid in 100..1100 {
+        rig.process(pid, "sleep 3600");
+    }
+    let asked = Rc::new(std::cell::Cell::new(0u32));
+    let count = asked.clone();
+    // The signal comes after the tenth process.
+    rig.scanner.stop_when(Box::new(move || {
+        count.set(count.get() + 1);
+        count.get() > 10
+    }));
+    let before = rig.fake.reads().1;
+    rig.scan();
+    let read = rig.fake.reads().1 - before;
+    assert!(read <= 10, "{read} io files read after the signal");
+    assert!(asked.get() <= 12, "asked {} times", asked.get());
 }
