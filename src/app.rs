@@ -354,12 +354,15 @@ fn transfers_then(
                 .any(|i| matches!(i.source, InputSource::Stdin));
             let inputs = settings.inputs.len();
             let engine_output = output.clone();
+            // The meter's clock starts before the engine (and its rate limiter): on a
+            // loaded machine the engine's thread may run first, and what it moved would
+            // then read as ahead of the limit over the meter's time.
+            let mut source = EngineSource::new(progress, output, meter);
             scope.spawn(move || {
                 progress.set_data_thread(signals::data_thread());
                 run_engine(&settings, &engine_output, progress);
             });
             let reads_stdin = settings_reads_stdin;
-            let mut source = EngineSource::new(progress, output, meter);
             source.number_inputs_from(first_input);
             first_input += inputs;
             if reads_stdin {
