@@ -250,14 +250,14 @@ impl Proc for FakeProc {
             }
             _ if p.hidden => return Err(denied()),
             ProcFile::Io => format!(
-                "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
-                p.io.rchar, p.io.wchar
+                "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\nwrite_bytes: {}\n",
+                p.io.rchar, p.io.wchar, p.io.write_bytes
             ),
             ProcFile::TaskIo(_) => {
                 let own = p.own_io.unwrap_or(p.io);
                 format!(
-                    "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
-                    own.rchar, own.wchar
+                    "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\nwrite_bytes: {}\n",
+                    own.rchar, own.wchar, own.write_bytes
                 )
             }
             ProcFile::Wchan => p.tasks[0].wchan.clone(),

@@ -716,10 +716,17 @@ impl Watcher {
                 // by the next one.
                 (Some(now), Some(then), _, _) => Some((now - now.min(then), now - now.min(then))),
                 (Some(_), None, _, _) | (None, Some(_), _, _) => None,
-                (None, None, Some(io), Some(io0)) => Some((
-                    io.rchar.saturating_sub(io0.rchar),
-                    io.wchar.saturating_sub(io0.wchar),
-                )),
+                (None, None, Some(io), Some(io0)) => {
+                    let written = io.wchar.saturating_sub(io0.wchar);
+                    // Written to storage (a pipe never is): at least half of what it wrote
+                    // went to files (sort's temporary ones), its writes are not its
+                    // pipe's, from this sample on.
+                    let stored = io.write_bytes.saturating_sub(io0.write_bytes);
+                    if written > 0 && stored.saturating_mul(2) >= written {
+                        stage.elsewhere.1 = true;
+                    }
+                    Some((io.rchar.saturating_sub(io0.rchar), written))
+                }
                 (None, None, _, _) => None,
             };
             if let Some((dr, dw)) = moved {
@@ -751,7 +758,14 @@ impl Watcher {
         if let Some(lead) = timeshare::lead(&splits) {
             stage.totals.time.plus(&splits[lead]);
         }
-        // A shell holding the pipe end that got a new child: it may be the next member.
+        rescan | self.watch_shells(i)
+    }
+
+    /// Whether a shell holding stage `i`'s pipe end got a new child (it may be the next
+    /// member): `/proc` must be scanned again.
+    fn watch_shells(&mut self, i: usize) -> bool {
+        let stage = &mut self.stages[i];
+        let mut rescan = false;
         let waiting_shells = stage
             .members
             .iter()
