@@ -1,7 +1,8 @@
 //! The run: parse → plan → run → exit status. Glue only.
 //!
 //! Owns: the order of the steps, the threads of a transfer (one data thread per engine,
-//! the display loop on the main thread), the `-M` child process, the two phases of `-U`,
+//! the display loop on the main thread; at a process limit the last engine copies on the
+//! main thread instead), the `-M` child process, the two phases of `-U`,
 //! and turning errors into messages and exit bits. Must not: decide what a mode shows
 //! (sources and sinks do), do set-up I/O (the plan does), or move data (the engine does).
 
@@ -10,13 +11,13 @@ use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::cli::{self, MonitorSide, Options, Voice};
+use crate::cli::{self, MonitorSide, Options};
 use crate::control::client::{self, Client};
 use crate::control::{Reply, Request};
 use crate::error::{status, Error, Side};
 use crate::meter::Role;
-use crate::plan::{self, Job, MonitorPlan, Output, TransferPlan};
-use crate::session::{End, Session};
+use crate::plan::{self, Job, MonitorPlan, Output, OutputKind, TransferPlan};
+use crate::session::{End, Session, SessionConfig};
 use crate::sink::report::Report;
 use crate::sink::{self, json, DisplayConfig, Sink};
 use crate::source::engine::EngineSource;
@@ -98,21 +99,21 @@ fn run(o: &Options, report: &Report) -> u8 {
         Ok(plan) => plan,
         Err(e) => return fail(report, &e),
     };
-    let display = plan.display;
+    let show = Show {
+        display: plan.display,
+        session: plan.session,
+        outputs: plan.outputs,
+    };
     match plan.job {
-        Job::Transfer(t) => transfers("transfer", vec![t], display, report),
+        Job::Transfer(t) => transfers("transfer", vec![t], show, report),
         Job::Store(first, store) => {
-            let phase1 = DisplayConfig {
-                name: Some("(input)".into()),
-                ..display.clone()
-            };
+            let mut phase1 = show.clone();
+            phase1.display.name = Some("(input)".into());
             let mut store = Some(store);
             // A stall in the store phase still forwards what was stored, then fails.
             let forward_stored = |end: End, status: u8| match (end, store.take()) {
-                (End::Stalled, Some(store)) => match plan::second_phase(o, &display, store) {
-                    Ok(second) => {
-                        status | transfers("forward", vec![second], display.clone(), report)
-                    }
+                (End::Stalled, Some(store)) => match plan::second_phase(o, &show.display, store) {
+                    Ok(second) => status | transfers("forward", vec![second], show.clone(), report),
                     Err(e) => status | fail(report, &e),
                 },
                 _ => status,
@@ -124,21 +125,22 @@ fn run(o: &Options, report: &Report) -> u8 {
             let Some(store) = store.take() else {
                 return status;
             };
-            match plan::second_phase(o, &display, store) {
-                Ok(second) => transfers("forward", vec![second], display, report),
+            match plan::second_phase(o, &show.display, store) {
+                Ok(second) => transfers("forward", vec![second], show, report),
                 Err(e) => fail(report, &e),
             }
         }
-        Job::Monitor(m) => monitor(o, display, m, report),
+        Job::Monitor(m) => monitor(o, show, m, report),
         Job::Watch(w) => {
-            let source = WatchSource::new(w.targets, w.problems, w.size, display.interval_ns);
+            let interval = show.display.interval_ns;
+            let source = WatchSource::new(w.targets, w.problems, w.size, interval);
             let start = json::Start {
                 mode: "watch",
                 ..json::Start::default()
             };
-            session(vec![Box::new(source)], display, start, report).1
+            session(vec![Box::new(source)], show, start, report).1
         }
-        Job::Query(pid) => query(o, display, pid, report),
+        Job::Query(pid) => query(o, show, pid, report),
         Job::Pipeline(pid) => {
             let source = match PipelineSource::watch(pid, o.interval) {
                 Ok(source) => source,
@@ -148,9 +150,9 @@ fn run(o: &Options, report: &Report) -> u8 {
                 mode: "pipeline",
                 ..json::Start::default()
             };
-            session(vec![Box::new(source)], display, start, report).1
+            session(vec![Box::new(source)], show, start, report).1
         }
-        Job::Top => top(o, display, report),
+        Job::Top => top(o, show, report),
         Job::Remote(pid, changes) => match client::remote(pid, changes) {
             Ok(()) => 0,
             Err(e) => fail(report, &e),
@@ -158,86 +160,102 @@ fn run(o: &Options, report: &Report) -> u8 {
     }
 }
 
-/// Runs a display loop over `sources`, with the sinks the settings ask for.
+/// What a display loop shows and how it runs: the plan's, for each loop of the run.
+#[derive(Debug, Clone)]
+struct Show {
+    display: DisplayConfig,
+    session: SessionConfig,
+    outputs: Vec<OutputKind>,
+}
+
+/// Runs a display loop over `sources`, with a sink for each of the plan's outputs.
 fn session<'a>(
     sources: Vec<Box<dyn Source + 'a>>,
-    display: DisplayConfig,
+    show: Show,
     start: json::Start,
     report: &Report,
 ) -> (End, u8) {
-    let mut term = Term::new(report.prog());
-    let cursor_rows =
-        display.cursor && !display.voice.records() && term.enable_cursor(display.height);
-    let sinks = sinks(&display, cursor_rows, start, report, &sources);
-    Session::new(sources, sinks, display, term).run()
+    session_with(sources, show, start, report, None)
 }
 
-/// The sinks for these settings. `--json` and `--log` replace the display (they carry the
-/// messages themselves); otherwise: messages, then the line, numeric output or the
-/// multi-line screen (watched descriptors, `--each` unless `cursor_rows`: cursor mode is
-/// on), then titles and statistics when asked for; then, whatever the display, the terminal's progress indicator, systemd's
-/// status and the metrics file when they are on.
+/// [`session`], with `--top`'s board for its view and metrics.
+fn session_with<'a>(
+    sources: Vec<Box<dyn Source + 'a>>,
+    show: Show,
+    start: json::Start,
+    report: &Report,
+    board: Option<&SharedBoard>,
+) -> (End, u8) {
+    let mut term = Term::new(report.prog());
+    let cursor_rows = show.session.cursor
+        && !show.display.voice.records()
+        && term.enable_cursor(show.display.height);
+    let sinks = sinks(&show, cursor_rows, start, report, board);
+    Session::new(sources, sinks, (show.display, show.session), term).run()
+}
+
+/// One sink per output the plan chose, in its order. `cursor_rows`: `-c` keeps rpv's own
+/// row of the terminal.
 fn sinks<'a>(
-    display: &DisplayConfig,
+    show: &Show,
     cursor_rows: bool,
     start: json::Start,
     report: &Report,
-    sources: &[Box<dyn Source + 'a>],
+    board: Option<&SharedBoard>,
 ) -> Vec<Box<dyn Sink + 'a>> {
-    let watching = sources.iter().any(|s| !s.final_update());
-    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
-    if display.voice == Voice::Json {
-        sinks.push(Box::new(json::Json::new(start, report.ledger())));
-    } else if display.voice == Voice::Log {
-        sinks.push(Box::new(sink::log::Log::new(report.prog())));
-    } else {
-        sinks.push(Box::new(sink::messages::Messages));
-        if display.top.is_some() {
-            // `--top`'s view comes from `top`, with the board it shares with its source.
-        } else if display.pipeline {
-            sinks.push(Box::new(sink::stages::Stages::default()));
-        } else if display.style.numeric {
-            sinks.push(Box::new(sink::numeric::Numeric::default()));
-        } else if watching || (display.each && !cursor_rows) {
-            // (In cursor mode, `-c` on a terminal, each rpv keeps one row: --each shows the
-            // total there.)
-            sinks.push(Box::new(sink::multi::Multi::default()));
-        } else {
-            sinks.push(Box::new(sink::line::Line::default()));
-        }
-    }
-    if !watching {
-        if display.extra.is_some() {
-            sinks.push(Box::new(sink::title::Title::new(report.prog())));
-        }
-        if display.stats && display.voice != Voice::Json {
-            sinks.push(Box::new(sink::stats::Stats));
-        }
-    }
-    if display.term_progress {
-        sinks.push(Box::new(sink::term_progress::TermProgress::new(
-            report.finals(),
-        )));
-    }
-    if let Some(notifier) = &display.notify {
-        sinks.push(Box::new(sink::notify::Notify::new(
-            Arc::clone(notifier),
-            report.finals(),
-        )));
-    }
-    if let (Some(path), None) = (&display.metrics_file, display.top) {
-        sinks.push(Box::new(sink::metrics::Metrics::new(
-            path.clone(),
-            report.warner(),
-            report.finals(),
-        )));
+    let mut start = Some(start);
+    let mut sinks: Vec<Box<dyn Sink + 'a>> = Vec::new();
+    for output in &show.outputs {
+        let sink: Box<dyn Sink + 'a> = match output {
+            OutputKind::Messages => Box::new(sink::messages::Messages),
+            OutputKind::Line => Box::new(sink::line::Line::default()),
+            OutputKind::Numeric => Box::new(sink::numeric::Numeric::default()),
+            OutputKind::Multi => Box::new(sink::multi::Multi::default()),
+            // In cursor mode (`-c` on a terminal) each rpv keeps one row: --each shows the
+            // total there.
+            OutputKind::Each if cursor_rows => Box::new(sink::line::Line::default()),
+            OutputKind::Each => Box::new(sink::multi::Multi::default()),
+            OutputKind::Stages => Box::new(sink::stages::Stages::default()),
+            OutputKind::TopView => match board {
+                Some(board) => Box::new(sink::top::Top::new(Rc::clone(board), &show.display)),
+                None => continue,
+            },
+            OutputKind::Json => match start.take() {
+                Some(start) => Box::new(json::Json::new(start, report.ledger())),
+                None => continue,
+            },
+            OutputKind::Log => Box::new(sink::log::Log::new(report.prog())),
+            OutputKind::Title => Box::new(sink::title::Title::new(report.prog())),
+            OutputKind::Stats => Box::new(sink::stats::Stats),
+            OutputKind::TermProgress => {
+                Box::new(sink::term_progress::TermProgress::new(report.finals()))
+            }
+            OutputKind::Notify(notifier) => Box::new(sink::notify::Notify::new(
+                Arc::clone(notifier),
+                report.finals(),
+            )),
+            OutputKind::Metrics(path) => Box::new(sink::metrics::Metrics::new(
+                path.clone(),
+                report.warner(),
+                report.finals(),
+            )),
+            OutputKind::TopMetrics(path, settings) => match board {
+                Some(board) => Box::new(sink::top_metrics::TopMetrics::new(
+                    path.clone(),
+                    *settings,
+                    Rc::clone(board),
+                )),
+                None => continue,
+            },
+        };
+        sinks.push(sink);
     }
     sinks
 }
 
 /// `--top`: the flows, in the view (or `--json`, `--log`) and the metrics file, until the
 /// view quits or a signal ends the run.
-fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
+fn top(o: &Options, show: Show, report: &Report) -> u8 {
     let board = SharedBoard::default();
     let source = TopSource::new(o.interval, Rc::clone(&board));
     let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
@@ -245,18 +263,8 @@ fn top(o: &Options, display: DisplayConfig, report: &Report) -> u8 {
         mode: "top",
         ..json::Start::default()
     };
-    let mut sinks = sinks(&display, false, start, report, &sources);
-    if !display.voice.records() {
-        let view = sink::top::Top::new(Rc::clone(&board), &display);
-        sinks.insert(1, Box::new(view));
-    }
-    if let (Some(path), Some(settings)) = (&display.metrics_file, display.top) {
-        let metrics = sink::top_metrics::TopMetrics::new(path.clone(), settings, board);
-        sinks.push(Box::new(metrics));
-    }
-    let term = Term::new(report.prog());
     signals::leave_stops_to_loop();
-    Session::new(sources, sinks, display, term).run().1
+    session_with(sources, show, start, report, Some(&board)).1
 }
 
 /// The `start` object of `--json` for these transfers: the inputs of all of them (the two
@@ -297,13 +305,8 @@ fn start_of(mode: &'static str, plans: &[TransferPlan]) -> json::Start {
 
 /// Runs transfers (one, or the two sides of `-M both`): each engine on a data thread of its
 /// own, one display loop here.
-fn transfers(
-    mode: &'static str,
-    plans: Vec<TransferPlan>,
-    display: DisplayConfig,
-    report: &Report,
-) -> u8 {
-    transfers_then(mode, plans, display, report, |_, status| status)
+fn transfers(mode: &'static str, plans: Vec<TransferPlan>, show: Show, report: &Report) -> u8 {
+    transfers_then(mode, plans, show, report, |_, status| status)
 }
 
 /// [`transfers`]; when the run is interrupted or stalls, `aborted` runs (with how it ended
@@ -311,28 +314,17 @@ fn transfers(
 fn transfers_then(
     mode: &'static str,
     plans: Vec<TransferPlan>,
-    mut display: DisplayConfig,
+    mut show: Show,
     report: &Report,
     aborted: impl FnOnce(End, u8) -> u8,
 ) -> u8 {
     let start = start_of(mode, &plans);
     // `--pipeline` inside a transfer: its own pipeline, its own stage counted by the engine.
     let own_bytes = Arc::new(crate::source::pipeline::OwnStage::default());
-    let mut pipeline = None;
-    if display.pipeline {
-        let interval = display.interval_ns as f64 / 1e9;
-        match PipelineSource::inline(Arc::clone(&own_bytes), interval) {
-            Ok(source) => pipeline = Some(source),
-            Err(e) => {
-                // Not in a pipeline (or not allowed to see it): the usual display.
-                report.error(&e);
-                display.pipeline = false;
-            }
-        }
-    }
+    let mut pipeline = inline_pipeline(&plans, &mut show, &own_bytes, report);
     if let [plan] = &plans[..] {
         if plan.is_small() && pipeline.is_none() {
-            return small_transfer(plans, display, start, report);
+            return small_transfer(plans, show, start, report);
         }
     }
     let progresses: Vec<Progress> = plans
@@ -342,27 +334,21 @@ fn transfers_then(
     std::thread::scope(|scope| {
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
         let mut first_input = 0;
-        for (plan, progress) in plans.into_iter().zip(&progresses) {
+        let count = plans.len();
+        let shown = show.display.visible() || show.display.voice != crate::cli::Voice::Display;
+        let mut start_failed = false;
+        for (index, (plan, progress)) in plans.into_iter().zip(&progresses).enumerate() {
             let TransferPlan {
                 settings,
                 output,
                 meter,
+                ..
             } = plan;
-            let settings_reads_stdin = settings
-                .inputs
-                .iter()
-                .any(|i| matches!(i.source, InputSource::Stdin));
+            let reads_stdin = reads_stdin(&settings);
             let inputs = settings.inputs.len();
             let engine_output = output.clone();
-            // The meter's clock starts before the engine (and its rate limiter): on a
-            // loaded machine the engine's thread may run first, and what it moved would
-            // then read as ahead of the limit over the meter's time.
+            // The clock starts before the copy (which may run on this thread).
             let mut source = EngineSource::new(progress, output, meter);
-            scope.spawn(move || {
-                progress.set_data_thread(signals::data_thread());
-                run_engine(&settings, &engine_output, progress);
-            });
-            let reads_stdin = settings_reads_stdin;
             source.number_inputs_from(first_input);
             first_input += inputs;
             if reads_stdin {
@@ -372,11 +358,17 @@ fn transfers_then(
                 source.mirror_to(Arc::clone(&own_bytes));
             }
             sources.push(Box::new(source));
+            if start_failed {
+                // An earlier side could not start: this one does not either.
+                progress.finish();
+            } else if let Err(e) = start_engine(scope, settings, engine_output, progress) {
+                start_failed = !copy_here(e, index + 1 == count, shown, progress);
+            }
         }
         if let Some(pipeline) = pipeline.take() {
             sources.push(Box::new(pipeline));
         }
-        let (end, status) = session(sources, display, start, report);
+        let (end, status) = session(sources, show, start, report);
         if end != End::Finished {
             // Interrupted or stalled: a data thread may sit in a blocking call, so do not
             // wait for it. The -M command does not outlive rpv.
@@ -389,36 +381,117 @@ fn transfers_then(
     })
 }
 
+/// `--pipeline` inside a transfer: the source of the pipeline it sits in, its own stage
+/// counted in `own_bytes`. Not in a pipeline (or not allowed to see it): said, and the
+/// usual display instead.
+fn inline_pipeline(
+    plans: &[TransferPlan],
+    show: &mut Show,
+    own_bytes: &Arc<crate::source::pipeline::OwnStage>,
+    report: &Report,
+) -> Option<PipelineSource> {
+    if !plans.first().is_some_and(|p| p.own_pipeline) {
+        return None;
+    }
+    let interval = show.display.interval_ns as f64 / 1e9;
+    match PipelineSource::inline(Arc::clone(own_bytes), interval) {
+        Ok(source) => Some(source),
+        Err(e) => {
+            // Not in a pipeline (or not allowed to see it): the usual display.
+            report.error(&e);
+            for view in &mut show.outputs {
+                if matches!(view, OutputKind::Stages) {
+                    *view = plan::line_view(&show.display);
+                }
+            }
+            None
+        }
+    }
+}
+
 /// A small transfer ([`TransferPlan::is_small`]): the engine on this thread, then the
 /// display loop, which finds it finished and shows the end (messages, the final line,
 /// `--stats`). No thread, no control socket: the run is over before either would matter.
-fn small_transfer(
-    plans: Vec<TransferPlan>,
-    display: DisplayConfig,
-    start: json::Start,
-    report: &Report,
-) -> u8 {
+fn small_transfer(plans: Vec<TransferPlan>, show: Show, start: json::Start, report: &Report) -> u8 {
     let Some(TransferPlan {
         settings,
         output,
         meter,
+        ..
     }) = plans.into_iter().next()
     else {
         return 0;
     };
     let progress = Progress::new(signals::waker());
-    let reads_stdin = settings
-        .inputs
-        .iter()
-        .any(|i| matches!(i.source, InputSource::Stdin));
     // The clock starts before the copy.
     let mut source = EngineSource::new(&progress, output.clone(), meter);
-    if reads_stdin {
+    if reads_stdin(&settings) {
         source.watch_stdin();
     }
     run_engine(&settings, &output, &progress);
     drop(output);
-    session(vec![Box::new(source)], display, start, report).1
+    session(vec![Box::new(source)], show, start, report).1
+}
+
+/// Whether a transfer reads rpv's standard input (its source then watches it).
+fn reads_stdin(settings: &crate::transfer::Settings) -> bool {
+    (settings.inputs.iter()).any(|i| matches!(i.source, InputSource::Stdin))
+}
+
+/// Starts a data thread running the engine on `settings` and `output` (see
+/// [`transfers_then`]). When no thread can be made (a process limit: `ulimit -u`, a
+/// cgroup's `pids.max`), the error is returned with the work, which never left this thread.
+fn start_engine<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    settings: crate::transfer::Settings,
+    output: Output,
+    progress: &'scope Progress,
+) -> Result<(), NotStarted> {
+    // The work is handed over once the thread exists, so a failed start keeps it.
+    let (hand, take) = std::sync::mpsc::channel();
+    let started = std::thread::Builder::new().spawn_scoped(scope, move || {
+        progress.set_data_thread(signals::data_thread());
+        if let Ok((settings, output)) = take.recv() {
+            run_engine(&settings, &output, progress);
+        }
+    });
+    match started {
+        Ok(_) => {
+            let _ = hand.send((settings, output));
+            Ok(())
+        }
+        Err(e) => Err(Box::new((e, settings, output))),
+    }
+}
+
+/// A data thread that could not be started: why, and its work (settings, output).
+type NotStarted = Box<(std::io::Error, crate::transfer::Settings, Output)>;
+
+/// No data thread could be started ([`start_engine`]'s error). The last engine of the run
+/// (a plain transfer's only one, the output side of `-M both`) copies on this thread, as pv
+/// does, with a warning where a display is `shown`: it shows the end only. An earlier one
+/// cannot (`-M both`'s
+/// input side would wait for ever for the output side to read the command's output): the
+/// run fails in rpv's voice, status 1, and with `--json` an `end`. Returns whether the
+/// copy ran.
+fn copy_here(failed: NotStarted, last: bool, shown: bool, progress: &Progress) -> bool {
+    let (err, settings, output) = *failed;
+    let why = sys::strerror(&err);
+    if !last {
+        let text = format!("cannot start a thread for the copy: {why}");
+        progress.emit(crate::meter::Event::Error(Error::other(
+            status::REMOTE_OR_PID,
+            text,
+        )));
+        progress.finish();
+        return false;
+    }
+    if shown {
+        let text = format!("cannot start a thread ({why}): copying without a progress display");
+        progress.emit(crate::meter::Event::Error(Error::other(0, text)));
+    }
+    run_engine(&settings, &output, progress);
+    true
 }
 
 fn run_engine(settings: &crate::transfer::Settings, output: &Output, progress: &Progress) {
@@ -437,7 +510,7 @@ fn run_engine(settings: &crate::transfer::Settings, output: &Output, progress: &
 /// `-M SIDE -- COMMAND ARGS`: runs the command with pipes on the metered sides. The exit
 /// status is rpv's own if its transfer had a problem, otherwise the command's (128 + N if
 /// signal N killed it). A command that cannot be started: status 127 (not found) or 126.
-fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report) -> u8 {
+fn monitor(o: &Options, show: Show, m: MonitorPlan, report: &Report) -> u8 {
     let pipe = |wanted: bool| -> Result<Option<_>, Error> {
         if !wanted {
             return Ok(None);
@@ -449,7 +522,6 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
             )
         })
     };
-    let both = m.side == MonitorSide::Both;
     let (in_pipe, out_pipe) = match (
         pipe(m.side != MonitorSide::Out),
         pipe(m.side != MonitorSide::In),
@@ -457,35 +529,52 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return fail(report, &e),
     };
-    let mut cmd = Command::new(&m.command);
-    cmd.args(&m.args);
     let (in_read, in_write) = in_pipe.unzip();
     let (out_read, out_write) = out_pipe.unzip();
-    if let Some(read) = in_read {
+    let (child, command) = match spawn_command(&m, in_read, out_write) {
+        Ok(spawned) => spawned,
+        Err(e) => return fail(report, &e),
+    };
+    // The command holds its ends now (ours closed with its `Command`), so EOF and EPIPE
+    // work.
+    let ends = (in_write, out_read);
+    let plans = match monitor_sides(o, &show, &m, (child.id(), &command), ends) {
+        Ok(plans) => plans,
+        Err(e) => return fail(report, &e),
+    };
+    let own = transfers("monitor", plans, show, report);
+    finish_command(report, child, own)
+}
+
+/// Starts the `-M` command with `stdin` and `stdout` as its ends of the pipes (its
+/// standard output is rpv's `-o` file when only its input is metered), and registers it
+/// for the clean-up; returns it and its command line as shown.
+fn spawn_command(
+    m: &MonitorPlan,
+    stdin: Option<std::os::fd::OwnedFd>,
+    stdout: Option<std::os::fd::OwnedFd>,
+) -> Result<(Child, String), Error> {
+    let mut cmd = Command::new(&m.command);
+    cmd.args(&m.args);
+    if let Some(read) = stdin {
         cmd.stdin(Stdio::from(read));
     }
-    match (out_write, &m.output) {
+    match (stdout, &m.output) {
         (Some(write), _) => {
             cmd.stdout(Stdio::from(write));
         }
-        (None, Output::File(file)) => match file.try_clone() {
-            Ok(f) => {
-                cmd.stdout(Stdio::from(f));
-            }
-            Err(e) => {
-                let e = Error::other(status::REMOTE_OR_PID, sys::strerror(&e));
-                return fail(report, &e);
-            }
-        },
+        (None, Output::File(file)) => {
+            let f = file
+                .try_clone()
+                .map_err(|e| Error::other(status::REMOTE_OR_PID, sys::strerror(&e)))?;
+            cmd.stdout(Stdio::from(f));
+        }
         (None, _) => {}
     }
-    let child = match cmd.spawn() {
-        Ok(child) => child,
-        Err(err) => {
-            let command = m.command.to_string_lossy().into_owned();
-            return fail(report, &Error::Command { command, err });
-        }
-    };
+    let child = cmd.spawn().map_err(|err| Error::Command {
+        command: m.command.to_string_lossy().into_owned(),
+        err,
+    })?;
     // Shown as the pipeline view shows a command line: arguments quoted where a shell
     // would need it, control characters escaped.
     let argv: Vec<u8> = std::iter::once(&m.command)
@@ -498,41 +587,44 @@ fn monitor(o: &Options, display: DisplayConfig, m: MonitorPlan, report: &Report)
         false,
     );
     cleanup::register_command(child.id(), command.clone());
-    // The command holds its ends now; ours must close so EOF and EPIPE work.
-    drop(cmd);
+    Ok((child, command))
+}
+
+/// The transfers of `-M`'s metered sides: rpv's input into the command (`to_command`),
+/// the command's output to rpv's output (`from_command`); both with `-M both`.
+fn monitor_sides(
+    o: &Options,
+    show: &Show,
+    m: &MonitorPlan,
+    (pid, command): (u32, &str),
+    (to_command, from_command): (Option<std::os::fd::OwnedFd>, Option<std::os::fd::OwnedFd>),
+) -> Result<Vec<TransferPlan>, Error> {
+    let both = m.side == MonitorSide::Both;
     let mut plans = Vec::new();
-    if let Some(to_command) = in_write {
+    if let Some(to_command) = to_command {
         let role = if both {
             Role::MonitorIn
         } else {
             Role::Transfer
         };
         let output = Output::Pipe(Arc::new(to_command));
-        match plan::monitor_side(o, &display, InputSpec::operand("-".as_ref()), output, role) {
-            Ok(mut p) => {
-                p.meter.command = Some((child.id(), command.clone(), Side::Output));
-                plans.push(p);
-            }
-            Err(e) => return fail(report, &e),
-        }
+        let stdin = InputSpec::operand("-".as_ref());
+        let mut p = plan::monitor_side(o, &show.display, stdin, output, role)?;
+        p.meter.command = Some((pid, command.to_string(), Side::Output));
+        plans.push(p);
     }
-    if let Some(from_command) = out_read {
+    if let Some(from_command) = from_command {
         let role = if both {
             Role::MonitorOut
         } else {
             Role::Transfer
         };
         let input = InputSpec::new(InputSource::Fd(from_command), "(pipe)".into());
-        match plan::monitor_side(o, &display, input, m.output.clone(), role) {
-            Ok(mut p) => {
-                p.meter.command = Some((child.id(), command.clone(), Side::Input));
-                plans.push(p);
-            }
-            Err(e) => return fail(report, &e),
-        }
+        let mut p = plan::monitor_side(o, &show.display, input, m.output.clone(), role)?;
+        p.meter.command = Some((pid, command.to_string(), Side::Input));
+        plans.push(p);
     }
-    let own = transfers("monitor", plans, display, report);
-    finish_command(report, child, own)
+    Ok(plans)
 }
 
 /// Ends the `-M` command if it still runs, and says so.
@@ -581,7 +673,7 @@ fn finish_command(report: &Report, mut child: Child, own: u8) -> u8 {
 }
 
 /// `-Q PID`: shows another rpv's progress until it ends.
-fn query(o: &Options, display: DisplayConfig, pid: u32, report: &Report) -> u8 {
+fn query(o: &Options, show: Show, pid: u32, report: &Report) -> u8 {
     if let Err(e) = client::check_target(pid) {
         return fail(report, &e);
     }
@@ -605,5 +697,5 @@ fn query(o: &Options, display: DisplayConfig, pid: u32, report: &Report) -> u8 {
         size,
         ..json::Start::default()
     };
-    session(vec![Box::new(source)], display, start, report).1
+    session(vec![Box::new(source)], show, start, report).1
 }

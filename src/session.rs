@@ -180,6 +180,24 @@ fn primary(m: &MeterState) -> bool {
     matches!(m.role, Role::Transfer | Role::MonitorIn)
 }
 
+/// How the display loop runs: the plan's settings that the session reads and no sink does.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionConfig {
+    /// `-D`, nanoseconds: nothing is shown before.
+    pub delay_ns: u64,
+    /// `-m`, seconds: the window of the average rate.
+    pub average_window: u32,
+    /// Answer `-R`/`-Q` (a control socket is opened once the run lasts).
+    pub control: bool,
+    /// `-w`/`-H` (0 = ask the terminal); `-R` may change them.
+    pub fixed: (u32, u32),
+    /// `--stall-timeout`, seconds (transfers only).
+    pub stall_timeout: Option<f64>,
+    /// `-c` (not with `-n`): rpv keeps its own row of the terminal, when the terminal lets
+    /// it (asked as the loop starts).
+    pub cursor: bool,
+}
+
 /// How the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum End {
@@ -200,6 +218,7 @@ pub(crate) struct Session<'a> {
     sources: Vec<Box<dyn Source + 'a>>,
     sinks: Vec<Box<dyn Sink + 'a>>,
     config: DisplayConfig,
+    settings: SessionConfig,
     term: Term,
     book: Book,
     /// `-R -s`: the size of the first meter.
@@ -215,17 +234,19 @@ pub(crate) struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    /// A loop showing `sources` through `sinks` with `config`, writing to `term`.
+    /// A loop showing `sources` through `sinks` with `config`, run as `settings` say,
+    /// writing to `term`.
     pub(crate) fn new(
         sources: Vec<Box<dyn Source + 'a>>,
         sinks: Vec<Box<dyn Sink + 'a>>,
-        config: DisplayConfig,
+        (config, settings): (DisplayConfig, SessionConfig),
         term: Term,
     ) -> Session<'a> {
         Session {
             sources,
             sinks,
             config,
+            settings,
             term,
             book: Book::default(),
             size_override: None,
@@ -242,10 +263,10 @@ impl<'a> Session<'a> {
     /// ended and the exit-status bits of the sources and the display.
     pub(crate) fn run(mut self) -> (End, u8) {
         self.watchdog = self
-            .config
+            .settings
             .stall_timeout
             .map(|timeout| Watchdog::new(timeout, sys::monotonic_ns(), signals::stopped_ns()));
-        let first = self.config.delay_ns.max(self.config.interval_ns);
+        let first = self.settings.delay_ns.max(self.config.interval_ns);
         let start = sys::monotonic_ns();
         let mut next_due = start + first;
         let watch_every = self.watch_period_ns();
@@ -257,7 +278,7 @@ impl<'a> Session<'a> {
             if self.watchdog.is_some() {
                 wait_ns = wait_ns.min(next_watch.saturating_sub(now));
             }
-            if !self.control_tried && self.config.control {
+            if !self.control_tried && self.settings.control {
                 // (A run that never listens must not wake at once, again and again, once
                 // the time to listen has passed.)
                 wait_ns = wait_ns.min(self.listen_at.saturating_sub(now));
@@ -414,7 +435,8 @@ impl<'a> Session<'a> {
         } else if end != End::Finished {
             // pv redraws the line as it stands, not as a final summary.
             Some(false)
-        } else if !aborted && wants_final && (self.displayed || self.config.delay_ns < 1_000_000) {
+        } else if !aborted && wants_final && (self.displayed || self.settings.delay_ns < 1_000_000)
+        {
             Some(true)
         } else {
             None
@@ -430,7 +452,7 @@ impl<'a> Session<'a> {
             .sources
             .iter()
             .fold(self.status, |s, src| s | src.status());
-        let (window, stall_after) = (self.config.average_window, self.stall_after());
+        let (window, stall_after) = (self.settings.average_window, self.stall_after());
         let readings = self
             .book
             .readings(window, stall_after, final_update == Some(true));
@@ -491,7 +513,7 @@ impl<'a> Session<'a> {
     /// Opens the control socket once the run has lasted [`LISTEN_AFTER_NS`] (and has not
     /// ended): a run that ends sooner never pays for it.
     fn listen(&mut self, now: u64) {
-        if !self.control_tried && self.config.control && now >= self.listen_at {
+        if !self.control_tried && self.settings.control && now >= self.listen_at {
             self.control_tried = true;
             self.control = Server::start(signals::waker());
         }
@@ -509,7 +531,7 @@ impl<'a> Session<'a> {
         if !signals::take_resized() {
             return false;
         }
-        self.config.measure();
+        self.config.measure(self.settings.fixed);
         self.term.resized(self.config.height);
         self.reconfigure();
         true
@@ -522,7 +544,7 @@ impl<'a> Session<'a> {
         let stall_after = self.stall_after();
         let readings = self
             .book
-            .readings(self.config.average_window, stall_after, final_update);
+            .readings(self.settings.average_window, stall_after, final_update);
         if !readings.is_empty() && self.config.visible() {
             self.displayed = true;
         }
@@ -619,12 +641,12 @@ impl<'a> Session<'a> {
             *next_due = sys::monotonic_ns() + config.interval_ns;
         }
         if let Some(w) = c.width {
-            config.fixed.0 = w;
+            self.settings.fixed.0 = w;
         }
         if let Some(h) = c.height {
-            config.fixed.1 = h;
+            self.settings.fixed.1 = h;
         }
-        config.measure();
+        config.measure(self.settings.fixed);
         if c.rate_limit.is_some() || c.buffer_size.is_some() {
             if let Some(first) = self.sources.first_mut() {
                 first.retune(c.rate_limit, c.buffer_size);

@@ -135,9 +135,23 @@ struct Run {
     status: u8,
 }
 
+/// How the tests' loops run: a 30 s average, a 60×10 terminal.
+fn settings() -> SessionConfig {
+    SessionConfig {
+        average_window: 30,
+        fixed: (60, 10),
+        ..SessionConfig::default()
+    }
+}
+
 /// Runs a session over one scripted source per script, one recording sink and the
 /// messages sink.
 fn run(config: DisplayConfig, scripts: Vec<Script>) -> Run {
+    run_with(config, settings(), scripts)
+}
+
+/// [`run`], the loop run as `settings` say.
+fn run_with(config: DisplayConfig, settings: SessionConfig, scripts: Vec<Script>) -> Run {
     let scripts: Vec<_> = scripts
         .into_iter()
         .map(|s| Rc::new(RefCell::new(s)))
@@ -152,7 +166,7 @@ fn run(config: DisplayConfig, scripts: Vec<Script>) -> Run {
         Box::new(crate::sink::messages::Messages),
     ];
     let (term, out) = Term::in_memory("rpv", false);
-    let (end, status) = Session::new(sources, sinks, config, term).run();
+    let (end, status) = Session::new(sources, sinks, (config, settings), term).run();
     Run {
         scripts,
         record,
@@ -174,7 +188,10 @@ fn idle(
         .collect();
     let sinks: Vec<Box<dyn Sink>> = vec![Box::new(Recorder(Rc::clone(&record)))];
     let (term, _) = Term::in_memory("rpv", false);
-    (Session::new(sources, sinks, config, term), record)
+    (
+        Session::new(sources, sinks, (config, settings()), term),
+        record,
+    )
 }
 
 fn script(s: Script) -> Rc<RefCell<Script>> {
@@ -292,9 +309,11 @@ fn a_source_without_a_final_update_keeps_its_last_screen() {
 
 #[test]
 fn a_run_that_ends_before_its_delay_shows_nothing() {
-    let mut c = fast();
-    c.delay_ns = 60_000_000_000;
-    let run = run(c, vec![Script::default()]);
+    let s = SessionConfig {
+        delay_ns: 60_000_000_000,
+        ..settings()
+    };
+    let run = run_with(fast(), s, vec![Script::default()]);
     let record = run.record.borrow();
     assert!(record.updates.is_empty(), "{:?}", record.updates);
     assert_eq!(record.finishes.len(), 1);
@@ -318,10 +337,13 @@ fn a_run_that_ends_at_once_still_shows_its_final_figures() {
 
 #[test]
 fn a_stall_ends_the_run_with_its_status_and_says_which_side_waited() {
-    let mut c = fast();
-    c.stall_timeout = Some(0.005);
-    let run = run(
-        c,
+    let s = SessionConfig {
+        stall_timeout: Some(0.005),
+        ..settings()
+    };
+    let run = run_with(
+        fast(),
+        s,
         vec![Script {
             endless: true,
             step: 0,
@@ -349,10 +371,13 @@ fn a_stall_ends_the_run_with_its_status_and_says_which_side_waited() {
 
 #[test]
 fn a_transfer_that_moves_does_not_stall() {
-    let mut c = fast();
-    c.stall_timeout = Some(0.005);
-    let run = run(
-        c,
+    let s = SessionConfig {
+        stall_timeout: Some(0.005),
+        ..settings()
+    };
+    let run = run_with(
+        fast(),
+        s,
         vec![Script {
             finish_after: 30,
             step: 1,
@@ -412,7 +437,7 @@ fn run_unread(script: &Rc<RefCell<Script>>) -> (End, u8) {
     let sources: Vec<Box<dyn Source>> = vec![Box::new(Scripted(Rc::clone(script)))];
     let (term, out) = Term::in_memory("rpv", false);
     out.close();
-    Session::new(sources, vec![Box::new(Shows)], fast(), term).run()
+    Session::new(sources, vec![Box::new(Shows)], (fast(), settings()), term).run()
 }
 
 #[test]

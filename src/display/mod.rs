@@ -6,7 +6,7 @@
 
 mod bar;
 mod clock;
-mod escape;
+pub(crate) mod escape;
 mod format;
 mod render;
 mod width;
@@ -91,7 +91,8 @@ pub(crate) struct Frame<'a> {
     pub transferred: u64,
     /// Total size in the same unit; 0 = unknown.
     pub size: u64,
-    /// Seconds left ([`crate::sink::Reading::eta`]), `None` when there is no estimate.
+    /// Seconds left (the reading's one estimate, `sink::Reading::eta`), `None` when there is
+    /// none.
     pub eta: Option<f64>,
     /// Current rate (units/s); the whole-run average at the final update.
     pub rate: f64,

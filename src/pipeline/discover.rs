@@ -23,29 +23,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 
-use super::procfs::{pipe_inode, Proc, ProcFile, Stat};
-
-/// What a process has as its standard input or output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum End {
-    /// A pipe, by inode.
-    Pipe(u64),
-    /// Anything else: a file, a terminal, a socket.
-    Other,
-    /// Not permitted to look (another user's process).
-    Hidden,
-    /// No such descriptor, or the process is gone.
-    Closed,
-}
-
-impl End {
-    fn pipe(self) -> Option<u64> {
-        match self {
-            End::Pipe(inode) => Some(inode),
-            _ => None,
-        }
-    }
-}
+pub(crate) use crate::procfs::End;
+use crate::procfs::{pipe_inode, Proc, ProcFile, Stat};
 
 /// One process of the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]

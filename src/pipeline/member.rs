@@ -11,8 +11,8 @@
 use super::classify;
 use super::discover;
 use super::model::{Activity, Part, Sleep, Split};
-use super::procfs::{self, Io, Proc, ProcFile, Schedstat, Stat};
 use super::timeshare::{self, Waits};
+use crate::procfs::{self, Io, Proc, ProcFile, Schedstat, Stat};
 
 /// Threads of one process read at most (a stage with thousands of threads would cost too
 /// much per sample; the first ones are the main thread and those started early).

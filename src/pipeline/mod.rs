@@ -34,14 +34,10 @@ pub(crate) mod discover;
 pub(crate) mod figures;
 pub(crate) mod member;
 pub(crate) mod model;
-// The one /proc reader, by the name the view's files and `--top` (src/top/) use.
-pub(crate) use crate::procfs;
 pub(crate) mod render;
 pub(crate) mod timeshare;
 pub(crate) mod watch;
 
-#[cfg(test)]
-pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 

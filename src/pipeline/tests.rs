@@ -2,10 +2,10 @@
 //! bottleneck and its share, stages ending, and when `/proc` is scanned.
 
 use super::discover::End;
-use super::fake::{FakeProc, FakeTask};
 use super::model::Part;
 use super::model::{Activity, Sleep};
 use super::watch::{View, WatchError, Watcher};
+use crate::procfs::fake::{FakeProc, FakeTask};
 
 const SEC: u64 = 1_000_000_000;
 const CAP: u64 = 65536;
@@ -748,7 +748,7 @@ fn a_shells_pipelines_are_watched_apart() {
     for pid in [110, 111, 112, 113] {
         fake.with(pid, |p| p.start += 1);
     }
-    let make = || -> Box<dyn super::procfs::Proc> { Box::new(fake.clone()) };
+    let make = || -> Box<dyn crate::procfs::Proc> { Box::new(fake.clone()) };
     let mut jobs = Watcher::jobs(make, 90).expect("two jobs");
     assert_eq!(jobs.len(), 2);
     for job in &mut jobs {
@@ -944,7 +944,7 @@ fn a_middle_stage_connected_after_the_others_joins_its_job() {
         p.stdin = TTY;
         p.stdout = TTY;
     });
-    let make = || -> Box<dyn super::procfs::Proc> { Box::new(fake.clone()) };
+    let make = || -> Box<dyn crate::procfs::Proc> { Box::new(fake.clone()) };
     let mut jobs = Watcher::jobs(make, 100).expect("a job");
     let mut sample = |at: u64| -> Vec<Vec<String>> {
         jobs.iter_mut()

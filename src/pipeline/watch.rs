@@ -23,9 +23,9 @@ use super::advice::Tools;
 use super::discover::{self, DiscoverError, End, Segment, StageSpec, Table};
 use super::member::{Member, Pipes};
 use super::model::{Activity, Fill, Part, Split, StageView};
-use super::procfs::CpuTimes;
-use super::procfs::{self, Proc, ProcFile, Stat};
 use super::timeshare;
+use crate::procfs::CpuTimes;
+use crate::procfs::{self, Proc, ProcFile, Stat};
 
 mod judge;
 mod stages;

@@ -160,8 +160,10 @@ impl Style {
     }
 }
 
-/// The display settings: what to show and how. Built by the plan; `-R` may change the
-/// switches, format, name, extra display, size of the terminal and interval during a run.
+/// The display settings: how the sinks draw (which sinks a run has is the plan's
+/// `OutputKind` list; how the loop runs, its `SessionConfig`). Built by the plan; `-R` may
+/// change the switches, format, name, extra display, size of the terminal and interval
+/// during a run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DisplayConfig {
     /// Anything is displayed at all (stderr is a terminal, or `-f`/`-n`; not `-q`; not an
@@ -169,8 +171,6 @@ pub(crate) struct DisplayConfig {
     pub enabled: bool,
     /// `-f`.
     pub force: bool,
-    /// `-c`.
-    pub cursor: bool,
     /// `-v`.
     pub stats: bool,
     /// The switches the default format is built from.
@@ -185,8 +185,6 @@ pub(crate) struct DisplayConfig {
     pub prev_name: Option<String>,
     /// `-x`.
     pub extra: Option<String>,
-    /// `-w`/`-H` (0 = ask the terminal).
-    pub fixed: (u32, u32),
     /// Terminal width and height now.
     pub width: usize,
     /// Terminal height now.
@@ -199,38 +197,18 @@ pub(crate) struct DisplayConfig {
     pub trace: bool,
     /// `-i`, nanoseconds.
     pub interval_ns: u64,
-    /// `-D`, nanoseconds.
-    pub delay_ns: u64,
-    /// `-m`, seconds.
-    pub average_window: u32,
-    /// Answer `-R`/`-Q` (a control socket is opened once the run lasts).
-    pub control: bool,
     /// `--each`: a row per input and a total row.
     pub each: bool,
     /// `--json`, `--log` (records instead of the display), or the display.
     pub voice: Voice,
     /// `-q`.
     pub quiet: bool,
-    /// `--pipeline`: the pipeline view instead of the line.
-    pub pipeline: bool,
-    /// `--term-progress`, decided: the terminal's progress indicator is shown (auto's
-    /// detection done by the plan).
-    pub term_progress: bool,
-    /// `NOTIFY_SOCKET` (read once by the plan): the progress is also the systemd service's
-    /// status.
-    pub notify: Option<std::sync::Arc<notify::Notifier>>,
-    /// `--metrics-file`.
-    pub metrics_file: Option<std::path::PathBuf>,
-    /// `--top`, and its settings.
-    pub top: Option<crate::top::TopConfig>,
-    /// `--stall-timeout`, seconds (transfers only).
-    pub stall_timeout: Option<f64>,
 }
 
 impl DisplayConfig {
-    /// The terminal size, from `-w`/`-H` or the terminal.
-    pub(crate) fn measure(&mut self) {
-        (self.width, self.height) = term::size(self.fixed.0, self.fixed.1);
+    /// The terminal size, from `-w`/`-H` (`fixed`) or the terminal.
+    pub(crate) fn measure(&mut self, fixed: (u32, u32)) {
+        (self.width, self.height) = term::size(fixed.0, fixed.1);
     }
 
     /// Whether progress lines are shown now: the display is enabled and rpv is in the

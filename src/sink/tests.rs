@@ -15,9 +15,7 @@ pub(crate) fn config() -> DisplayConfig {
         force: true,
         width: 60,
         height: 10,
-        fixed: (60, 10),
         interval_ns: 1_000_000_000,
-        average_window: 30,
         switches: DisplaySwitches::from_letters("pterb"),
         ..DisplayConfig::default()
     }

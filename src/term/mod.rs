@@ -23,6 +23,32 @@ use crate::{signals, sys};
 
 pub(crate) use title::ExtraSpec;
 
+/// Runs `wait` with `PROG: text` (cut to the terminal's width) on a line of standard error,
+/// blanked when `wait` returns: what set-up waits for (a FIFO's reader), instead of a blank
+/// screen. The display starts on that line.
+pub(crate) fn saying_while<T>(text: &str, wait: impl FnOnce() -> T) -> T {
+    let prog = std::env::args_os()
+        .next()
+        .and_then(|a| {
+            Some(
+                std::path::Path::new(&a)
+                    .file_name()?
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        })
+        .unwrap_or_else(|| "rpv".into());
+    let text = format!("{prog}: {text}");
+    let width = crate::screen::usable_width(size(0, 0).0);
+    let text = crate::screen::cut(&text, width, utf8_locale());
+    let mut term = Term::new(&prog);
+    term.raw(&format!("{text}\r"));
+    let done = wait();
+    let blank = " ".repeat(crate::display::display_width(&text));
+    term.raw(&format!("{blank}\r"));
+    done
+}
+
 /// True if `$TERM` is `dumb`: no escape sequences at all (no cursor mode, no window title).
 pub(crate) fn dumb_terminal() -> bool {
     std::env::var("TERM").is_ok_and(|t| t == "dumb")

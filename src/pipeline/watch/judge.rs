@@ -16,7 +16,7 @@ use crate::pipeline::classify::{self, StageState};
 use crate::pipeline::figures::{self, Counted, Side};
 use crate::pipeline::member;
 use crate::pipeline::model::{Activity, Fill, Part, Split};
-use crate::pipeline::procfs::{self, Proc, ProcFile};
+use crate::procfs::{self, Proc, ProcFile};
 
 /// A socket's peer not found is looked for again after this long.
 const PEER_RETRY_NS: u64 = 1_000_000_000;

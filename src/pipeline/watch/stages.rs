@@ -14,7 +14,7 @@ use super::{
 use crate::pipeline::discover::{self, Segment, StageSpec, Table};
 use crate::pipeline::member::Member;
 use crate::pipeline::model::Activity;
-use crate::pipeline::procfs::{self, Proc, ProcFile, Stat};
+use crate::procfs::{self, Proc, ProcFile, Stat};
 
 impl Watcher {
     /// Whether stage `i`'s shell runs a loop (it starts child after child, or it is the

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use super::{text, Watcher};
 use crate::pipeline::advice::Thief;
 use crate::pipeline::member;
-use crate::pipeline::procfs::{ProcFile, Stat};
+use crate::procfs::{ProcFile, Stat};
 
 /// Each process's CPU ticks at the last look, by PID (with its start time, so a reused
 /// PID is not compared with another process), and when that was.
@@ -86,7 +86,7 @@ impl Watcher {
             .map(|at| now_ns.saturating_sub(at) as f64 / 1e9);
         self.others.thief = match (best, seconds) {
             (Some((used, pid, stat)), Some(s)) if s > 0.0 => {
-                let share = used as f64 / crate::pipeline::procfs::TICKS_PER_SECOND as f64 / s;
+                let share = used as f64 / crate::procfs::TICKS_PER_SECOND as f64 / s;
                 (share >= LEAST_SHARE).then(|| Thief {
                     pid,
                     command: member::command_of(self.proc.as_mut(), pid, &stat.comm),
