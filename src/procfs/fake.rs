@@ -94,6 +94,8 @@ pub(crate) struct FakeTable {
     pub io_reads: usize,
     /// Files no process holds open any more, by path (what a `stat` of the path finds).
     pub disk: HashMap<String, FakeTarget>,
+    /// Bytes of each TCP socket by inode (`sock_diag`); none read when empty.
+    pub tcp: HashMap<u64, u64>,
 }
 
 /// What a `stat` finds of `target`.
@@ -302,6 +304,11 @@ impl FakeProc {
 }
 
 impl Proc for FakeProc {
+    fn tcp_bytes(&mut self) -> Option<HashMap<u64, u64>> {
+        let table = self.0.borrow();
+        (!table.tcp.is_empty()).then(|| table.tcp.clone())
+    }
+
     fn pids(&mut self) -> io::Result<Vec<u32>> {
         let mut table = self.0.borrow_mut();
         table.scans += 1;

@@ -174,6 +174,11 @@ pub(crate) trait Proc {
     fn open_files(&mut self, _pid: u32) -> Option<(bool, bool)> {
         None
     }
+    /// The bytes of every TCP socket (sent and received, added up) by inode, through
+    /// `sock_diag`; `None` when they cannot be read.
+    fn tcp_bytes(&mut self) -> Option<std::collections::HashMap<u64, u64>> {
+        None
+    }
     /// Like [`Proc::read`], into `buf` (its allocation kept from read to read).
     fn read_into(
         &mut self,

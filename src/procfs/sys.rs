@@ -467,6 +467,12 @@ impl Proc for SysProc {
         open_files_of(self, pid)
     }
 
+    fn tcp_bytes(&mut self) -> Option<std::collections::HashMap<u64, u64>> {
+        let mut bytes = std::collections::HashMap::new();
+        crate::sys::tcp_bytes(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
     fn rpv_bytes(&mut self, pid: u32) -> Option<u64> {
         if pid == self.me {
             return self.own_bytes.as_mut().map(|count| count());

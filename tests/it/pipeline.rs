@@ -2047,3 +2047,44 @@ fn sort_spilling_to_temporary_files_credits_uniq_with_nothing() {
         );
     }
 }
+
+/// Issue 36 point 1, D5: a sender writing to a TCP peer with `send` (which `/proc/PID/io`
+/// does not count) and waiting on it: its output is what its socket sent (`sock_diag`'s
+/// count), never 0 B/s while the peer reads about 1 MB/s.
+#[test]
+fn a_socket_senders_output_is_what_it_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = SlowPeer::start(dir.path(), 20480, 0.02);
+    let send = dir.path().join("send.py");
+    std::fs::write(
+        &send,
+        "import socket, sys\n\
+         s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n\
+         while True:\n    b = sys.stdin.buffer.read(65536)\n    if not b: break\n    s.sendall(b)\n",
+    )
+    .unwrap();
+    let pipeline = Pipeline::start(&format!(
+        "head -c 20G /dev/zero | python3 '{}' {}",
+        send.display(),
+        peer.port
+    ));
+    let pid = pipeline.find("python3");
+    let rows = |t: &str| -> Vec<serde_json::Value> {
+        stage_objects(&objects_so_far(t))
+            .into_iter()
+            .filter(|s| s["pid"] == pid && s["rate_out"].is_number())
+            .cloned()
+            .collect()
+    };
+    let sending = |s: &serde_json::Value| s["rate_out"].as_f64().unwrap_or(0.0) > 50_000.0;
+    let text = watch_with_until(pid, &["--json", "-i", "0.5"], 15.0, |t| {
+        let rows = rows(t);
+        rows.len() >= 4 && rows[rows.len() - 3..].iter().all(sending)
+    });
+    drop(pipeline);
+    let rows = rows(&text);
+    assert!(
+        rows.len() >= 4 && rows[rows.len() - 3..].iter().all(sending),
+        "waited 15 s for 3 updates of the sender's output over 50 kB/s; saw: {rows:?}\n{text}"
+    );
+}
