@@ -77,6 +77,10 @@ fn elapsed_since(started: u64, stopped: u64) -> f64 {
 struct Book {
     tracks: HashMap<MeterId, Track>,
     meters: Vec<MeterState>,
+    /// The run ended before its end (a signal, a stall): every rate from now on is a
+    /// whole-life average over real time, as on a finished line, not the rate of the last
+    /// moments (a fraction of an interval, in which a rate limit's bucket may be spent).
+    whole_life: bool,
 }
 
 impl Book {
@@ -135,7 +139,8 @@ impl Book {
             if stall.resumed {
                 track.tracker.restart_average();
             }
-            let mut rates = track.tracker.update(elapsed, m.moved, m.size, final_update);
+            let whole_life = final_update || self.whole_life;
+            let mut rates = track.tracker.update(elapsed, m.moved, m.size, whole_life);
             if m.size > 0 {
                 rates.percentage = (100.0 * m.amount as f64 / m.size as f64).clamp(0.0, 100_000.0);
             }
@@ -420,6 +425,8 @@ impl<'a> Session<'a> {
         }
         let aborted = self.sources.iter().any(|s| s.aborted());
         let wants_final = self.sources.iter().all(|s| s.final_update());
+        // The line as it stands, with its rates over real time.
+        self.book.whole_life = end != End::Finished;
         let final_update = if end == End::Unread {
             // Nobody would see it.
             None

@@ -105,6 +105,36 @@ const SCENARIOS: &[Scenario] = &[
         expected: "python3",
         needs: Some("python3"),
     },
+    Scenario {
+        name: "xargs",
+        // xargs starting an md5sum per 50 names: one stage, its children's work its own.
+        script: "while :; do printf '%s\\n' /usr/bin/*; done | xargs -n 50 md5sum 2>&1 | \
+                 cat > /dev/null",
+        expected: "xargs",
+        needs: None,
+    },
+    Scenario {
+        name: "loop-python",
+        // A loop starting a python3 per line (which reads its own modules): the loop.
+        script: "seq 1 1000000000 | while read l; do python3 -c 'print(1)'; done | \
+                 cat > /dev/null",
+        expected: "(loop)",
+        needs: Some("python3"),
+    },
+    Scenario {
+        name: "socket-send",
+        // As `socket`, the sender using send() (not counted in /proc/PID/io).
+        script: "python3 -c 'import socket, time, os; s = socket.socket(); \
+                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
+                 s.bind((\"127.0.0.1\", int(os.environ[\"PORT\"]))); s.listen(1); \
+                 c = s.accept()[0]; \
+                 [time.sleep(0.02) for _ in iter(lambda: c.recv(16384), b\"\")]' & \
+                 sleep 1; head -c 1000G /dev/zero | cat | python3 -c 'import socket, sys, os; \
+                 s = socket.create_connection((\"127.0.0.1\", int(os.environ[\"PORT\"]))); \
+                 [s.sendall(b) for b in iter(lambda: sys.stdin.buffer.read(65536), b\"\")]'",
+        expected: "python3",
+        needs: Some("python3"),
+    },
 ];
 
 struct Options {

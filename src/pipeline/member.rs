@@ -119,6 +119,8 @@ pub(crate) struct Member {
     pub kids: Option<Kids>,
     /// The socket (by inode) it was last seen blocked on.
     pub socket: Option<u64>,
+    /// That socket's bytes (sent and received) at the last reading, by inode.
+    sent: Option<(u64, u64)>,
     /// The first socket among its first descriptors, and when that was looked for (for a
     /// process in `poll` that its pipes do not explain: ssh, nc).
     sockets: Option<(u64, Option<u64>)>,
@@ -392,6 +394,7 @@ impl Member {
             used: 0,
             kids: launcher.then(Kids::of_launcher),
             socket: None,
+            sent: None,
             sockets: None,
         }
     }
@@ -438,6 +441,24 @@ impl Member {
         for task in &mut self.tasks {
             task.sched = None;
         }
+    }
+
+    /// What the socket it was last seen blocked on moved since the last call, from `tcp`
+    /// (every TCP socket's bytes by inode, `sock_diag`): a sender's writes that
+    /// `/proc/PID/io` does not count (`send`). `None` without such a socket; 0 at the first
+    /// look at one.
+    pub(crate) fn socket_moved(
+        &mut self,
+        tcp: &std::collections::HashMap<u64, u64>,
+    ) -> Option<u64> {
+        let inode = self.socket?;
+        let bytes = *tcp.get(&inode)?;
+        let moved = match self.sent {
+            Some((was, before)) if was == inode => bytes.saturating_sub(before),
+            _ => 0,
+        };
+        self.sent = Some((inode, bytes));
+        Some(moved)
     }
 
     /// True if it is a launcher (xargs, GNU parallel) whose children are its work.

@@ -25,7 +25,9 @@
 //! outside the pipeline, for the advice: `watch/thief.rs`), and a
 //! pipe's fill through a descriptor opened from
 //! `/proc/PID/fd/N` and closed at once. rpv stages are asked for their byte count over
-//! their control channel (splice does not show in `/proc/PID/io`).
+//! their control channel (splice does not show in `/proc/PID/io`); a stage writing no
+//! pipe and waiting on a TCP socket has that socket's bytes read through `sock_diag` (nor
+//! does `send`).
 
 pub(crate) mod advice;
 pub(crate) mod classify;

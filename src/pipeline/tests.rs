@@ -1107,3 +1107,76 @@ fn short_of_cpu_names_the_busiest_process_outside_the_pipeline() {
         w.report()
     );
 }
+
+/// `cat big | sort | uniq`, watched while sort reads and spills to temporary files on a
+/// disk (its temporary files are never open when looked at): what sort writes goes to
+/// storage, not to its pipe, so uniq is credited with nothing, from the first sample, and
+/// sort's output is what uniq read.
+#[test]
+fn sort_spilling_to_disk_credits_its_reader_with_nothing() {
+    let fake = three();
+    fake.with(102, |p| {
+        p.comm = "sort".into();
+        p.cmdline = "sort -T /var/tmp".into();
+    });
+    fake.with(103, |p| {
+        p.comm = "uniq".into();
+        p.cmdline = "uniq".into();
+    });
+    let mut w = watch(&fake, 103);
+    let mut view = w.sample(0);
+    for k in 1..=6 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 5, 100_000_000, 100_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 90, 100_000_000, 84_000_000);
+        fake.with(102, |p| p.io.write_bytes += 84_000_000);
+        fake.state(103, 'S', "anon_pipe_read");
+        fake.fill(1, CAP, CAP);
+        fake.fill(2, 0, CAP);
+        view = w.sample(k * SEC / 2);
+        let uniq = &view.stages[2];
+        assert!(
+            uniq.bytes_in.unwrap_or(0) == 0 && uniq.rate_in.unwrap_or(0.0) == 0.0,
+            "at {k} half-seconds: {uniq:?}"
+        );
+    }
+    assert_eq!(commands(&view), ["cat big", "sort -T /var/tmp", "uniq"]);
+    let sort = &view.stages[1];
+    assert!(sort.bytes_out.unwrap_or(0) == 0, "{sort:?}");
+}
+
+/// `cat big | python3 send.py`: the sender writes to a TCP socket with `send`, which
+/// `/proc/PID/io` does not count, and waits on it (in `poll`, its input pipe full). Its
+/// output is what its socket moved (`sock_diag`'s count), not 0.
+#[test]
+fn a_socket_senders_output_is_what_its_socket_sent() {
+    use crate::procfs::fake::FakeTarget;
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "cat big", TTY, pipe(1));
+    fake.add(102, 100, "python3 send.py", pipe(1), TTY);
+    fake.open(102, 3, FakeTarget::Socket(77), 2);
+    fake.fill(1, CAP, CAP);
+    let mut w = watch(&fake, 102);
+    let mut view = w.sample(0);
+    let mut sent = 1_000;
+    for k in 1..=6 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 2, 1_500_000, 1_500_000);
+        fake.state(102, 'S', "do_sys_poll");
+        fake.work(102, 1, 1_500_000, 0);
+        sent += 1_500_000;
+        fake.0.borrow_mut().tcp.insert(77, sent);
+        for tenth in 1..=5 {
+            w.tick((k - 1) * SEC / 2 + tenth * SEC / 10);
+        }
+        view = w.sample(k * SEC / 2);
+    }
+    let sender = &view.stages[1];
+    let rate = sender.rate_out.unwrap_or(0.0);
+    assert!(
+        (2_900_000.0..=3_100_000.0).contains(&rate),
+        "its socket sent 3 MB/s: {sender:?}"
+    );
+}

@@ -21,7 +21,7 @@ use std::io;
 
 use super::advice::Tools;
 use super::discover::{self, DiscoverError, End, Segment, StageSpec, Table};
-use super::member::{Member, Pipes};
+use super::member::{self, Member, Pipes};
 use super::model::{Activity, Fill, Part, Split, StageView};
 use super::timeshare;
 use crate::procfs::CpuTimes;
@@ -330,6 +330,31 @@ impl std::fmt::Debug for Watcher {
     }
 }
 
+/// What a member moved (read, written) between its readings `before` and `now` (`None`:
+/// no count this time), and whether at least half of what it wrote went to storage (a
+/// pipe never does: sort's temporary files), its writes then not its pipe's.
+fn moved_between(
+    now: &member::Reading,
+    before: &member::Reading,
+    last_rpv: Option<u64>,
+) -> (Option<(u64, u64)>, bool) {
+    match (now.rpv, last_rpv, now.io, before.io) {
+        // An rpv is counted by its own count only: an answer it missed is covered by the
+        // next one.
+        (Some(n), Some(then), _, _) => (Some((n - n.min(then), n - n.min(then))), false),
+        (Some(_), None, _, _) | (None, Some(_), _, _) => (None, false),
+        (None, None, Some(io), Some(io0)) => {
+            let written = io.wchar.saturating_sub(io0.wchar);
+            let stored = io.write_bytes.saturating_sub(io0.write_bytes);
+            (
+                Some((io.rchar.saturating_sub(io0.rchar), written)),
+                written > 0 && stored.saturating_mul(2) >= written,
+            )
+        }
+        (None, None, _, _) => (None, false),
+    }
+}
+
 /// True if the pipe after one stage is the one before the next (as far as is known).
 fn connected(output: Option<u64>, input: Option<u64>) -> bool {
     match (output, input) {
@@ -597,9 +622,15 @@ impl Watcher {
             .ticked_ns
             .is_none_or(|t| now_ns >= t + self.tick_period_ns() / 2);
         let mut rescan = false;
+        // A stage writing no pipe that waits on a TCP socket: its sends are counted
+        // through `sock_diag` (`/proc/PID/io` does not count `send`).
+        let senders = self.stages.iter().any(|s| {
+            !s.ended && s.spec.output.is_none() && s.members.iter().any(|m| m.socket.is_some())
+        });
+        let tcp = if senders { self.proc.tcp_bytes() } else { None };
         for i in 0..self.stages.len() {
             if !self.stages[i].ended {
-                rescan |= self.sample_stage(i, now_ns, states);
+                rescan |= self.sample_stage(i, now_ns, states, tcp.as_ref());
                 self.find_loop(i, now_ns);
             }
         }
@@ -685,7 +716,13 @@ impl Watcher {
 
     /// Samples stage `i`'s members and adds what they did to its totals. Returns true if
     /// `/proc` must be scanned again.
-    fn sample_stage(&mut self, i: usize, now_ns: u64, states: bool) -> bool {
+    fn sample_stage(
+        &mut self,
+        i: usize,
+        now_ns: u64,
+        states: bool,
+        tcp: Option<&std::collections::HashMap<u64, u64>>,
+    ) -> bool {
         let stage = &mut self.stages[i];
         let permitted = stage.spec.permitted;
         let pipes = stage.pipes();
@@ -711,17 +748,14 @@ impl Watcher {
             m.used = reading.ticks.saturating_sub(before.ticks);
             stage.totals.ticks += m.used;
             m.moved = 0;
-            let moved = match (reading.rpv, m.last_rpv, reading.io, before.io) {
-                // An rpv is counted by its own count only: an answer it missed is covered
-                // by the next one.
-                (Some(now), Some(then), _, _) => Some((now - now.min(then), now - now.min(then))),
-                (Some(_), None, _, _) | (None, Some(_), _, _) => None,
-                (None, None, Some(io), Some(io0)) => Some((
-                    io.rchar.saturating_sub(io0.rchar),
-                    io.wchar.saturating_sub(io0.wchar),
-                )),
-                (None, None, _, _) => None,
-            };
+            let (moved, stored) = moved_between(&reading, &before, m.last_rpv);
+            if stored {
+                stage.elsewhere.1 = true;
+            }
+            let sent = tcp
+                .filter(|_| stage.spec.output.is_none())
+                .and_then(|t| m.socket_moved(t));
+            let moved = moved.map(|(dr, dw)| (dr, dw + sent.unwrap_or(0)));
             if let Some((dr, dw)) = moved {
                 stage.totals.bytes_in += dr;
                 stage.totals.bytes_out += dw;
@@ -751,7 +785,14 @@ impl Watcher {
         if let Some(lead) = timeshare::lead(&splits) {
             stage.totals.time.plus(&splits[lead]);
         }
-        // A shell holding the pipe end that got a new child: it may be the next member.
+        rescan | self.watch_shells(i)
+    }
+
+    /// Whether a shell holding stage `i`'s pipe end got a new child (it may be the next
+    /// member): `/proc` must be scanned again.
+    fn watch_shells(&mut self, i: usize) -> bool {
+        let stage = &mut self.stages[i];
+        let mut rescan = false;
         let waiting_shells = stage
             .members
             .iter()

@@ -98,6 +98,8 @@ pub(crate) struct FakeTable {
     pub io_reads: usize,
     /// Files no process holds open any more, by path (what a `stat` of the path finds).
     pub disk: HashMap<String, FakeTarget>,
+    /// Bytes of each TCP socket by inode (`sock_diag`); none read when empty.
+    pub tcp: HashMap<u64, u64>,
 }
 
 /// What a `stat` finds of `target`.
@@ -310,6 +312,11 @@ impl FakeProc {
 }
 
 impl Proc for FakeProc {
+    fn tcp_bytes(&mut self) -> Option<HashMap<u64, u64>> {
+        let table = self.0.borrow();
+        (!table.tcp.is_empty()).then(|| table.tcp.clone())
+    }
+
     fn pids(&mut self) -> io::Result<Vec<u32>> {
         let mut table = self.0.borrow_mut();
         table.scans += 1;
@@ -346,14 +353,14 @@ impl Proc for FakeProc {
             }
             _ if p.hidden => return Err(denied()),
             ProcFile::Io => format!(
-                "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
-                p.io.rchar, p.io.wchar
+                "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\nwrite_bytes: {}\n",
+                p.io.rchar, p.io.wchar, p.io.write_bytes
             ),
             ProcFile::TaskIo(_) => {
                 let own = p.own_io.unwrap_or(p.io);
                 format!(
-                    "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
-                    own.rchar, own.wchar
+                    "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\nwrite_bytes: {}\n",
+                    own.rchar, own.wchar, own.write_bytes
                 )
             }
             ProcFile::Wchan => p.tasks[0].wchan.clone(),

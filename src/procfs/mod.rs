@@ -192,6 +192,11 @@ pub(crate) trait Proc {
     fn open_files(&mut self, _pid: u32) -> Option<(bool, bool)> {
         None
     }
+    /// The bytes of every TCP socket (sent and received, added up) by inode, through
+    /// `sock_diag`; `None` when they cannot be read.
+    fn tcp_bytes(&mut self) -> Option<std::collections::HashMap<u64, u64>> {
+        None
+    }
     /// Like [`Proc::read`], into `buf` (its allocation kept from read to read).
     fn read_into(
         &mut self,
@@ -322,6 +327,9 @@ pub(crate) struct Io {
     pub rchar: u64,
     /// `wchar`: bytes written.
     pub wchar: u64,
+    /// `write_bytes`: bytes written to storage (files on a disk; never a pipe or a
+    /// socket), 0 when the file does not say.
+    pub write_bytes: u64,
 }
 
 impl Io {
@@ -337,6 +345,7 @@ impl Io {
     pub(crate) fn parse(text: &str) -> Option<Io> {
         let mut rchar = None;
         let mut wchar = None;
+        let mut write_bytes = None;
         for line in text.lines() {
             let Some((key, value)) = line.split_once(':') else {
                 continue;
@@ -345,12 +354,14 @@ impl Io {
             match key {
                 "rchar" => rchar = value,
                 "wchar" => wchar = value,
+                "write_bytes" => write_bytes = value,
                 _ => {}
             }
         }
         Some(Io {
             rchar: rchar?,
             wchar: wchar?,
+            write_bytes: write_bytes.unwrap_or(0),
         })
     }
 }
@@ -680,9 +691,12 @@ mod tests {
             Io::parse(text),
             Some(Io {
                 rchar: 7566,
-                wchar: 0
+                wchar: 0,
+                write_bytes: 0,
             })
         );
+        let text = "rchar: 1\nwchar: 90\nread_bytes: 0\nwrite_bytes: 4096\n";
+        assert_eq!(Io::parse(text).map(|io| io.write_bytes), Some(4096));
         assert_eq!(Io::parse("rchar: 1\n"), None);
         assert_eq!(Io::parse(""), None);
     }

@@ -464,6 +464,12 @@ impl Proc for SysProc {
         open_files_of(self, pid)
     }
 
+    fn tcp_bytes(&mut self) -> Option<std::collections::HashMap<u64, u64>> {
+        let mut bytes = std::collections::HashMap::new();
+        crate::sys::tcp_bytes(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
     fn rpv_figures(&mut self, pid: u32) -> Option<RpvFigures> {
         if pid == self.me {
             let amount = self.own_bytes.as_mut().map(|count| count())?;

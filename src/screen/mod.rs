@@ -20,4 +20,4 @@ pub(crate) mod view;
 
 pub(crate) use fit::{cut, Cell, Column, Row, Table};
 pub(crate) use redraw::Screen;
-pub(crate) use view::{usable_width, Block, View};
+pub(crate) use view::{usable_height, usable_width, Block, View};

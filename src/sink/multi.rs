@@ -216,8 +216,46 @@ fn each_table<'a>(config: &DisplayConfig, snapshot: &'a Snapshot<'a>) -> Table<'
     Table {
         columns: present.iter().map(|p| p.column()).collect(),
         header: false,
-        rows,
+        rows: fold_finished(rows, &snapshot.readings, config.height),
     }
+}
+
+/// When the rows do not fit the terminal, the earliest inputs read to their end give way
+/// to one row where they were, at the top, saying how many they were: `28 earlier files,
+/// all done` (a `+28 more` under the rows read as inputs still to come). What still does
+/// not fit is left to the screen layer.
+fn fold_finished<'a>(rows: Vec<Row<'a>>, readings: &[Reading<'_>], height: usize) -> Vec<Row<'a>> {
+    let room = screen::usable_height(height);
+    if rows.len() <= room {
+        return rows;
+    }
+    // (One row more than the excess: the one that says so.)
+    let excess = rows.len() - room + 1;
+    let done: Vec<usize> = readings
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            matches!(r.meter.role, Role::Input(_))
+                && r.meter.phase == Phase::Ended
+                && r.meter.note.is_none()
+        })
+        .map(|(i, _)| i)
+        .take(excess)
+        .collect();
+    if done.len() < 2 {
+        return rows;
+    }
+    let text = format!("{} earlier files, all done", done.len());
+    let mut out = Vec::with_capacity(rows.len() - done.len() + 1);
+    for (i, row) in rows.into_iter().enumerate() {
+        if i == done[0] {
+            out.push(Row::new(Vec::new()).span(0, &text).keep(true));
+        }
+        if !done.contains(&i) {
+            out.push(row);
+        }
+    }
+    out
 }
 
 /// One `--each` row: the name, then each part of its format in its column (or the reason

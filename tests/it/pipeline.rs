@@ -2011,3 +2011,80 @@ fn short_of_cpu_names_the_busiest_program_outside_the_pipeline() {
         "{advice}"
     );
 }
+
+/// Issue 36 point 1: `seq | sort -S 8M -T DIR | uniq | wc -l` watched from uniq while sort
+/// reads and spills to temporary files in DIR (on this disk): sort has written nothing to
+/// its pipe yet, so uniq's input is nothing at every update (it was credited with sort's
+/// temporary-file writes: 84 MB in a held-out check).
+#[test]
+fn sort_spilling_to_temporary_files_credits_uniq_with_nothing() {
+    let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let pipeline = Pipeline::start(&format!(
+        "seq 1 400000000 | sort -S 8M -T '{}' | uniq | wc -l",
+        dir.path().display()
+    ));
+    let uniq = pipeline.find("uniq");
+    let rows = |t: &str| -> Vec<serde_json::Value> {
+        stage_objects(&objects_so_far(t))
+            .into_iter()
+            .filter(|s| s["pid"] == uniq)
+            .cloned()
+            .collect()
+    };
+    let spilled = || std::fs::read_dir(dir.path()).is_ok_and(|mut d| d.next().is_some());
+    let text = watch_with_until(uniq, &["--json", "-i", "0.5"], 8.0, |t| {
+        rows(t).len() >= 6 && spilled()
+    });
+    assert!(spilled(), "sort wrote no temporary file in 8 s:\n{text}");
+    drop(pipeline);
+    let rows = rows(&text);
+    assert!(rows.len() >= 6, "{text}");
+    for row in &rows {
+        assert!(
+            row["bytes_in"].as_u64().unwrap_or(0) == 0
+                && row["rate_in"].as_f64().unwrap_or(0.0) == 0.0,
+            "uniq credited with sort's temporary files: {row}\n{text}"
+        );
+    }
+}
+
+/// Issue 36 point 1, D5: a sender writing to a TCP peer with `send` (which `/proc/PID/io`
+/// does not count) and waiting on it: its output is what its socket sent (`sock_diag`'s
+/// count), never 0 B/s while the peer reads about 1 MB/s.
+#[test]
+fn a_socket_senders_output_is_what_it_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = SlowPeer::start(dir.path(), 20480, 0.02);
+    let send = dir.path().join("send.py");
+    std::fs::write(
+        &send,
+        "import socket, sys\n\
+         s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n\
+         while True:\n    b = sys.stdin.buffer.read(65536)\n    if not b: break\n    s.sendall(b)\n",
+    )
+    .unwrap();
+    let pipeline = Pipeline::start(&format!(
+        "head -c 20G /dev/zero | python3 '{}' {}",
+        send.display(),
+        peer.port
+    ));
+    let pid = pipeline.find("python3");
+    let rows = |t: &str| -> Vec<serde_json::Value> {
+        stage_objects(&objects_so_far(t))
+            .into_iter()
+            .filter(|s| s["pid"] == pid && s["rate_out"].is_number())
+            .cloned()
+            .collect()
+    };
+    let sending = |s: &serde_json::Value| s["rate_out"].as_f64().unwrap_or(0.0) > 50_000.0;
+    let text = watch_with_until(pid, &["--json", "-i", "0.5"], 15.0, |t| {
+        let rows = rows(t);
+        rows.len() >= 4 && rows[rows.len() - 3..].iter().all(sending)
+    });
+    drop(pipeline);
+    let rows = rows(&text);
+    assert!(
+        rows.len() >= 4 && rows[rows.len() - 3..].iter().all(sending),
+        "waited 15 s for 3 updates of the sender's output over 50 kB/s; saw: {rows:?}\n{text}"
+    );
+}

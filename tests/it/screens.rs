@@ -81,6 +81,12 @@ impl Rows<'_> {
     }
 }
 
+/// `N earlier files, all done` (`--each` on a short terminal).
+pub(crate) fn is_earlier(line: &str) -> bool {
+    line.strip_suffix(" earlier files, all done")
+        .is_some_and(|n| n.parse::<usize>().is_ok())
+}
+
 /// `+N more`.
 pub(crate) fn is_more(line: &str) -> bool {
     line.strip_prefix('+')
@@ -130,7 +136,9 @@ impl Feed {
 /// Each width and height: the `--each` rows fit, the figures stay whole from 40 columns
 /// on, a long name is cut with an ellipsis, an unreadable input says why on its row
 /// (aligned, without repeating its name), an empty input shows 100 %, and on a short
-/// terminal the total stays with `+N more` above it.
+/// terminal the total stays, the earliest finished inputs giving way to one row above
+/// the others, `N earlier files, all done` (issue 36 D11: a `+N more` read as inputs still
+/// to come).
 #[test]
 fn each_rows_fit_every_width_and_height() {
     let sizes = [(40, 12), (60, 12), (80, 5), (100, 40), (160, 12)];
@@ -174,6 +182,7 @@ fn each_rows_at(width: usize, height: usize) {
         shell_line(l)
             || part_of(&typed, l)
             || message(l)
+            || is_earlier(l)
             || (!tall
                 && ["alpha:", "a-rather", "missing:", "empty:", "zeta:"]
                     .iter()
@@ -199,12 +208,14 @@ fn each_rows_at(width: usize, height: usize) {
         "{width}x{height}: the figures stay whole: {total:?}"
     );
     if !tall {
-        let more: Vec<&String> = lines.iter().filter(|l| is_more(l)).collect();
-        assert_eq!(more.len(), 1, "{lines:#?}");
-        let at = lines.iter().position(|l| is_more(l)).unwrap();
+        // (The shell's last lines push the top row into the scrollback.)
+        let all = tmux.history();
+        let last = all.iter().rposition(|l| l.contains("total:")).unwrap();
+        let screen = &all[last.saturating_sub(height - 2)..=last];
+        assert!(!screen.iter().any(|l| is_more(l)), "{screen:#?}");
         assert!(
-            lines[at + 1].contains("total:"),
-            "+N more above the total: {lines:#?}"
+            is_earlier(&screen[0]),
+            "the earlier files above the rows: {screen:#?}"
         );
         return;
     }
@@ -660,9 +671,94 @@ fn rows_never_wrap_in_an_emulator() {
     }
 }
 
+/// Issue 36 point 4 (D11, D12): Ctrl-C of `--each -L 1M` over 60 files in 20 rows. The
+/// final screen says where the earliest files went (`N earlier files, all done`, at the
+/// top), never `+N more` under the rows, and the total's rate is its rate over real time:
+/// never above the limit (the rate of the last fraction of an interval, in which the
+/// limiter's bucket was spent, read 4.98MiB/s at -L 4M).
+#[test]
+fn ctrl_c_of_each_with_a_limit_ends_honest() {
+    let dir = Dir::new();
+    let names: Vec<String> = (1..=60).map(|i| format!("f{i:02}")).collect();
+    for name in &names {
+        dir.file(name, &data(64 * 1024, 11));
+    }
+    let err = dir.path("err");
+    let mut args = vec![
+        "--each", "-f", "-H", "20", "-w", "100", "-i", "0.2", "-L", "1M",
+    ];
+    args.extend(names.iter().map(String::as_str));
+    let mut child = crate::util::rpv(&args)
+        .current_dir(dir.dir.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    // Interrupted once 30 files have started (about 2 s at 1 MiB/s).
+    crate::util::wait_for("f30 on the screen", 30.0, || {
+        let text = std::fs::read(&err).unwrap_or_default();
+        String::from_utf8_lossy(&text)
+            .contains("f30:")
+            .then_some(())
+    });
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = crate::util::wait_within(&mut child, 10.0, "rpv --each after Ctrl-C");
+    assert_eq!(status.code(), Some(32));
+    let mut parser = vt100::Parser::new(20, 100, 0);
+    parser.process(&std::fs::read(&err).unwrap());
+    let rows: Vec<String> = parser
+        .screen()
+        .rows(0, 100)
+        .map(|r| r.trim_end().to_string())
+        .collect();
+    let earlier = rows[0]
+        .strip_suffix(" earlier files, all done")
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("no earlier files row: {rows:#?}"));
+    assert!(earlier >= 12, "{rows:#?}");
+    assert!(
+        !rows.iter().any(|r| crate::screens::is_more(r)),
+        "{rows:#?}"
+    );
+    // The next file after the earlier ones is the next row.
+    assert!(
+        rows[1]
+            .trim_start()
+            .starts_with(&format!("{}:", names[earlier])),
+        "{rows:#?}"
+    );
+    let total = rows
+        .iter()
+        .find(|r| r.trim_start().starts_with("total:"))
+        .unwrap_or_else(|| panic!("{rows:#?}"));
+    let rate = total
+        .split('[')
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .unwrap_or_default()
+        .trim();
+    let per_second = if let Some(k) = rate.strip_suffix("KiB/s") {
+        k.trim().parse::<f64>().unwrap() * 1024.0
+    } else if let Some(m) = rate.strip_suffix("MiB/s") {
+        m.trim().parse::<f64>().unwrap() * 1024.0 * 1024.0
+    } else {
+        panic!("{total:?}")
+    };
+    // (Rounded as shown: 1.00MiB/s is the limit.)
+    assert!(
+        per_second <= 1.005 * 1024.0 * 1024.0,
+        "{total:?}\n{rows:#?}"
+    );
+}
+
 /// More `--each` rows than the terminal has lines (`-H 15`, 40 inputs): the total, the
-/// last inputs and a `+N more` row for the others are on the final screen (they were
-/// never shown before: the rows past the height were cut off).
+/// last inputs and, above them, a row saying where the others went (`28 earlier files,
+/// all done`: a `+28 more` under the rows read as inputs still to come, issue 36 D11) are
+/// on the final screen (they were never shown before: the rows past the height were cut
+/// off).
 #[test]
 fn more_inputs_than_lines_keep_the_total_and_the_latest() {
     let dir = Dir::new();
@@ -685,16 +781,20 @@ fn more_inputs_than_lines_keep_the_total_and_the_latest() {
         .rows(0, 100)
         .map(|r| r.trim_end().to_string())
         .collect();
-    // 14 rows: the 12 latest inputs, `+28 more`, the total.
-    assert_eq!(rows[12], "+28 more", "{rows:#?}");
+    // 14 rows: where the 28 earliest went, the 12 latest inputs, the total.
+    assert_eq!(rows[0], "28 earlier files, all done", "{rows:#?}");
     assert!(rows[13].trim_start().starts_with("total:"), "{rows:#?}");
     assert!(rows[13].contains("78.1KiB"), "{rows:#?}");
     for (i, name) in names[28..].iter().enumerate() {
         assert!(
-            rows[i].trim_start().starts_with(&format!("{name}:")),
+            rows[i + 1].trim_start().starts_with(&format!("{name}:")),
             "{rows:#?}"
         );
     }
+    assert!(
+        !rows.iter().any(|r| crate::screens::is_more(r)),
+        "{rows:#?}"
+    );
     for i in 0..14u16 {
         assert!(!parser.screen().row_wrapped(i), "{rows:#?}");
     }
