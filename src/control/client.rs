@@ -218,13 +218,15 @@ impl RpvLink {
     }
 }
 
-/// The real `/proc`, whose other rpv processes tell their figures through an [`RpvLink`].
+/// The real `/proc`, whose other rpv processes tell their figures through an [`RpvLink`],
+/// with the TCP sockets' byte counts (`sock_diag`).
 pub(crate) fn sys_proc() -> SysProc {
     let mut proc = SysProc::new();
     proc.set_tellers(Box::new(|pid, cmdline| {
         let mut link = RpvLink::new(pid, cmdline);
         Box::new(move || link.figures(sys::monotonic_ns()))
     }));
+    proc.set_socket_bytes(sys::tcp_bytes);
     proc
 }
 

@@ -111,22 +111,32 @@ pub(crate) fn fdinfo(pid: u32, fd: i32) -> io::Result<String> {
 
 /// The open descriptors of `pid`, sorted by number.
 pub(crate) fn fds(pid: u32) -> io::Result<Vec<i32>> {
-    // (sys::dir_entries, not std's read_dir, whose failed close aborts.)
-    let mut fds: Vec<i32> = crate::sys::dir_entries(format!("/proc/{pid}/fd").as_ref())?
-        .into_iter()
-        .filter_map(|(name, _)| name.to_str()?.parse().ok())
-        .collect();
+    let mut fds: Vec<i32> = numbered(format!("/proc/{pid}/fd").as_ref())?;
     fds.sort_unstable();
     Ok(fds)
 }
 
 /// The thread IDs of `pid`, in the order `/proc` lists them.
 pub(crate) fn tasks(pid: u32) -> io::Result<Vec<u32>> {
-    let entries = crate::sys::dir_entries(format!("/proc/{pid}/task").as_ref())?;
-    Ok(entries
-        .into_iter()
-        .filter_map(|(name, _)| name.to_str()?.parse().ok())
-        .collect())
+    numbered(format!("/proc/{pid}/task").as_ref())
+}
+
+/// The entries of the `/proc` directory `path` whose names are numbers (processes,
+/// threads, descriptors), in the order the directory lists them. Read through rustix's
+/// `Dir` rather than std's `read_dir`, whose close asserts that `closedir` succeeded (an
+/// EIO there aborted rpv): a failed close is ignored, the entries were read.
+fn numbered<T: std::str::FromStr>(path: &std::path::Path) -> io::Result<Vec<T>> {
+    let flags =
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, rustix::fs::Mode::empty())?;
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::new(fd)? {
+        let entry = entry?;
+        if let Some(n) = (entry.file_name().to_str().ok()).and_then(|name| name.parse().ok()) {
+            out.push(n);
+        }
+    }
+    Ok(out)
 }
 
 /// The user that owns process `pid` (its `/proc/PID` directory's owner).
@@ -187,6 +197,9 @@ struct PipeRef {
     path: File,
 }
 
+/// Reads every TCP socket's bytes (sent and received) by inode into the map.
+pub(crate) type SocketBytes = fn(&mut HashMap<u64, u64>) -> io::Result<()>;
+
 /// The real `/proc`.
 pub(crate) struct SysProc {
     me: u32,
@@ -195,6 +208,8 @@ pub(crate) struct SysProc {
     rpv: HashMap<u32, Teller>,
     tellers: Option<Tellers>,
     own_bytes: Option<Box<dyn FnMut() -> u64>>,
+    /// How the TCP sockets' byte counts are read ([`Proc::tcp_bytes`]; none without it).
+    sockets: Option<SocketBytes>,
     /// `/proc/stat`, kept open.
     stat: Option<File>,
     /// The cores this process may run on, once asked.
@@ -226,6 +241,7 @@ impl SysProc {
             rpv: HashMap::new(),
             tellers: None,
             own_bytes: None,
+            sockets: None,
             stat: None,
             cores: std::cell::OnceCell::new(),
         }
@@ -241,6 +257,12 @@ impl SysProc {
     /// tellers, no other process tells).
     pub(crate) fn set_tellers(&mut self, tellers: Tellers) {
         self.tellers = Some(tellers);
+    }
+
+    /// How the TCP sockets' byte counts are read (`sock_diag`, which is not `/proc`: the
+    /// operating-system layer's, handed in so that this reader imports none of it).
+    pub(crate) fn set_socket_bytes(&mut self, sockets: SocketBytes) {
+        self.sockets = Some(sockets);
     }
 }
 
@@ -285,11 +307,7 @@ impl Drop for SysProc {
 
 impl Proc for SysProc {
     fn pids(&mut self) -> io::Result<Vec<u32>> {
-        let entries = crate::sys::dir_entries("/proc".as_ref())?;
-        Ok(entries
-            .into_iter()
-            .filter_map(|(name, _)| name.to_str()?.parse().ok())
-            .collect())
+        numbered("/proc".as_ref())
     }
 
     fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>> {
@@ -466,7 +484,7 @@ impl Proc for SysProc {
 
     fn tcp_bytes(&mut self) -> Option<std::collections::HashMap<u64, u64>> {
         let mut bytes = std::collections::HashMap::new();
-        crate::sys::tcp_bytes(&mut bytes).ok()?;
+        (self.sockets?)(&mut bytes).ok()?;
         Some(bytes)
     }
 

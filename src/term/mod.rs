@@ -317,7 +317,7 @@ impl Term {
 
     /// The reader of standard error is gone: a write failed with EPIPE (or EBADF). A
     /// transfer goes on (its data matters more than its display); a watch, which has
-    /// nothing else to show for itself, ends ([`crate::session`]).
+    /// nothing else to show for itself, ends (the display loop decides).
     pub(crate) fn reader_gone(&self) -> bool {
         self.gone
     }
