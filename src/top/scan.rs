@@ -388,6 +388,10 @@ impl Scanner {
             root: self.euid == 0,
         };
         for &pid in &fresh {
+            if (self.stop)() {
+                self.buf = buf;
+                return;
+            }
             self.walk(pid, now_ns);
         }
         self.walk_owed(now_ns);

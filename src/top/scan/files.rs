@@ -65,6 +65,9 @@ impl Scanner {
     /// of every followed one.
     pub(super) fn follow_files(&mut self, movers: &[u32], now_ns: u64, buf: &mut Vec<u8>) {
         for c in self.file_candidates() {
+            if (self.stop)() {
+                return;
+            }
             self.add_file(c, now_ns, buf);
         }
         let movers: HashSet<u32> = movers.iter().copied().collect();
