@@ -1,7 +1,8 @@
 //! The run: parse → plan → run → exit status. Glue only.
 //!
 //! Owns: the order of the steps, the threads of a transfer (one data thread per engine,
-//! the display loop on the main thread), the `-M` child process, the two phases of `-U`,
+//! the display loop on the main thread; at a process limit the last engine copies on the
+//! main thread instead), the `-M` child process, the two phases of `-U`,
 //! and turning errors into messages and exit bits. Must not: decide what a mode shows
 //! (sources and sinks do), do set-up I/O (the plan does), or move data (the engine does).
 
@@ -299,22 +300,7 @@ fn transfers_then(
     let start = start_of(mode, &plans);
     // `--pipeline` inside a transfer: its own pipeline, its own stage counted by the engine.
     let own_bytes = Arc::new(crate::source::pipeline::OwnStage::default());
-    let mut pipeline = None;
-    if plans.first().is_some_and(|p| p.own_pipeline) {
-        let interval = show.display.interval_ns as f64 / 1e9;
-        match PipelineSource::inline(Arc::clone(&own_bytes), interval) {
-            Ok(source) => pipeline = Some(source),
-            Err(e) => {
-                // Not in a pipeline (or not allowed to see it): the usual display.
-                report.error(&e);
-                for view in &mut show.outputs {
-                    if matches!(view, OutputKind::Stages) {
-                        *view = plan::line_view(&show.display);
-                    }
-                }
-            }
-        }
-    }
+    let mut pipeline = inline_pipeline(&plans, &mut show, &own_bytes, report);
     if let [plan] = &plans[..] {
         if plan.is_small() && pipeline.is_none() {
             return small_transfer(plans, show, start, report);
@@ -327,7 +313,10 @@ fn transfers_then(
     std::thread::scope(|scope| {
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
         let mut first_input = 0;
-        for (plan, progress) in plans.into_iter().zip(&progresses) {
+        let count = plans.len();
+        let shown = show.display.visible() || show.display.voice != crate::cli::Voice::Display;
+        let mut start_failed = false;
+        for (index, (plan, progress)) in plans.into_iter().zip(&progresses).enumerate() {
             let TransferPlan {
                 settings,
                 output,
@@ -337,10 +326,7 @@ fn transfers_then(
             let reads_stdin = reads_stdin(&settings);
             let inputs = settings.inputs.len();
             let engine_output = output.clone();
-            scope.spawn(move || {
-                progress.set_data_thread(signals::data_thread());
-                run_engine(&settings, &engine_output, progress);
-            });
+            // The clock starts before the copy (which may run on this thread).
             let mut source = EngineSource::new(progress, output, meter);
             source.number_inputs_from(first_input);
             first_input += inputs;
@@ -351,6 +337,12 @@ fn transfers_then(
                 source.mirror_to(Arc::clone(&own_bytes));
             }
             sources.push(Box::new(source));
+            if start_failed {
+                // An earlier side could not start: this one does not either.
+                progress.finish();
+            } else if let Err(e) = start_engine(scope, settings, engine_output, progress) {
+                start_failed = !copy_here(e, index + 1 == count, shown, progress);
+            }
         }
         if let Some(pipeline) = pipeline.take() {
             sources.push(Box::new(pipeline));
@@ -366,6 +358,34 @@ fn transfers_then(
         }
         status
     })
+}
+
+/// `--pipeline` inside a transfer: the source of the pipeline it sits in, its own stage
+/// counted in `own_bytes`. Not in a pipeline (or not allowed to see it): said, and the
+/// usual display instead.
+fn inline_pipeline(
+    plans: &[TransferPlan],
+    show: &mut Show,
+    own_bytes: &Arc<crate::source::pipeline::OwnStage>,
+    report: &Report,
+) -> Option<PipelineSource> {
+    if !plans.first().is_some_and(|p| p.own_pipeline) {
+        return None;
+    }
+    let interval = show.display.interval_ns as f64 / 1e9;
+    match PipelineSource::inline(Arc::clone(own_bytes), interval) {
+        Ok(source) => Some(source),
+        Err(e) => {
+            // Not in a pipeline (or not allowed to see it): the usual display.
+            report.error(&e);
+            for view in &mut show.outputs {
+                if matches!(view, OutputKind::Stages) {
+                    *view = plan::line_view(&show.display);
+                }
+            }
+            None
+        }
+    }
 }
 
 /// A small transfer ([`TransferPlan::is_small`]): the engine on this thread, then the
@@ -395,6 +415,62 @@ fn small_transfer(plans: Vec<TransferPlan>, show: Show, start: json::Start, repo
 /// Whether a transfer reads rpv's standard input (its source then watches it).
 fn reads_stdin(settings: &crate::transfer::Settings) -> bool {
     (settings.inputs.iter()).any(|i| matches!(i.source, InputSource::Stdin))
+}
+
+/// Starts a data thread running the engine on `settings` and `output` (see
+/// [`transfers_then`]). When no thread can be made (a process limit: `ulimit -u`, a
+/// cgroup's `pids.max`), the error is returned with the work, which never left this thread.
+fn start_engine<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    settings: crate::transfer::Settings,
+    output: Output,
+    progress: &'scope Progress,
+) -> Result<(), NotStarted> {
+    // The work is handed over once the thread exists, so a failed start keeps it.
+    let (hand, take) = std::sync::mpsc::channel();
+    let started = std::thread::Builder::new().spawn_scoped(scope, move || {
+        progress.set_data_thread(signals::data_thread());
+        if let Ok((settings, output)) = take.recv() {
+            run_engine(&settings, &output, progress);
+        }
+    });
+    match started {
+        Ok(_) => {
+            let _ = hand.send((settings, output));
+            Ok(())
+        }
+        Err(e) => Err(Box::new((e, settings, output))),
+    }
+}
+
+/// A data thread that could not be started: why, and its work (settings, output).
+type NotStarted = Box<(std::io::Error, crate::transfer::Settings, Output)>;
+
+/// No data thread could be started ([`start_engine`]'s error). The last engine of the run
+/// (a plain transfer's only one, the output side of `-M both`) copies on this thread, as pv
+/// does, with a warning where a display is `shown`: it shows the end only. An earlier one
+/// cannot (`-M both`'s
+/// input side would wait for ever for the output side to read the command's output): the
+/// run fails in rpv's voice, status 1, and with `--json` an `end`. Returns whether the
+/// copy ran.
+fn copy_here(failed: NotStarted, last: bool, shown: bool, progress: &Progress) -> bool {
+    let (err, settings, output) = *failed;
+    let why = sys::strerror(&err);
+    if !last {
+        let text = format!("cannot start a thread for the copy: {why}");
+        progress.emit(crate::meter::Event::Error(Error::other(
+            status::REMOTE_OR_PID,
+            text,
+        )));
+        progress.finish();
+        return false;
+    }
+    if shown {
+        let text = format!("cannot start a thread ({why}): copying without a progress display");
+        progress.emit(crate::meter::Event::Error(Error::other(0, text)));
+    }
+    run_engine(&settings, &output, progress);
+    true
 }
 
 fn run_engine(settings: &crate::transfer::Settings, output: &Output, progress: &Progress) {

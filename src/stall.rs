@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn the_writer_and_the_reader_of_a_pipe_are_found() {
         use crate::pipeline::discover::End;
-        use crate::pipeline::fake::FakeProc;
+        use crate::procfs::fake::FakeProc;
         // sh -c 'sleep 30 | sleep 31': the shell (100) holds neither end, its children do;
         // 90 holds the pipe through O_PATH only (a viewer), 104 reads another pipe.
         let fake = FakeProc::default();

@@ -6,7 +6,7 @@
 
 mod bar;
 mod clock;
-mod escape;
+pub(crate) mod escape;
 mod format;
 mod render;
 mod width;

@@ -17,6 +17,8 @@ use super::model::{Part, Split};
 
 /// Longest command shown in a line of advice, in columns.
 const COMMAND_COLUMNS: usize = 32;
+/// Longest command to paste shown in a line of advice, in columns.
+const PASTE_COLUMNS: usize = 64;
 /// A stage busy this share of the time uses a whole core.
 const WHOLE_CORE: f64 = 0.85;
 /// A stage spending this share of the time on a timer, the disk or the network is held
@@ -55,12 +57,29 @@ pub(crate) struct Situation<'a> {
     pub short_of_cpu: bool,
     /// The stage is a shell loop (a shell and the children it starts one after another).
     pub looping: bool,
+    /// The stage is a launcher (xargs, GNU parallel) and the children it starts.
+    pub launcher: bool,
     /// The other end of the socket it waits on, if known (`127.0.0.1:9000`).
     pub peer: Option<&'a str>,
     /// The process shown for it (for a command to paste: `rpv -R PID -L …`).
     pub pid: u32,
     /// The bytes a second it moved over the same time, if known.
     pub rate: Option<f64>,
+    /// The busiest process outside the pipeline while it was short of CPU, if any.
+    pub thief: Option<&'a Thief>,
+    /// The pipeline's process group (for a command to paste: `renice -g`).
+    pub group: u32,
+}
+
+/// A process outside the pipeline using a CPU while the pipeline waits for one.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Thief {
+    /// Its PID.
+    pub pid: u32,
+    /// Its command line, as shown.
+    pub command: String,
+    /// The share of a core it used over the last window.
+    pub share: f64,
 }
 
 /// Programs found on `PATH` among those advice may name.
@@ -120,6 +139,7 @@ pub(crate) type Rule = (&'static str, fn(&Situation<'_>, &Tools) -> Option<Strin
 pub(crate) const RULES: &[Rule] = &[
     ("shell loop", shell_loop),
     ("short of CPU", short_of_cpu),
+    ("launcher", launcher),
     ("rate limit", rate_limit),
     ("disk", disk),
     ("network", network),
@@ -190,6 +210,105 @@ fn shell_loop(s: &Situation<'_>, _: &Tools) -> Option<String> {
     ))
 }
 
+/// The launcher's name in its command line: `xargs`, or `parallel` (also as `perl
+/// /usr/bin/parallel …`), and the index of that word.
+fn launcher_word(command: &str) -> Option<(usize, &str)> {
+    command.split(' ').enumerate().take(2).find_map(|(i, w)| {
+        let name = w.rsplit('/').next().unwrap_or(w);
+        ["xargs", "parallel"].contains(&name).then_some((i, name))
+    })
+}
+
+/// The value of option `short` (`-n 50`, `-n50`) or `long` (`--max-args=50`) in `command`.
+fn option_value<'a>(command: &'a str, short: &str, long: &str) -> Option<&'a str> {
+    let mut words = command.split(' ');
+    while let Some(word) = words.next() {
+        if word == short || word == long {
+            return words.next();
+        }
+        if let Some(v) = word.strip_prefix(long).and_then(|v| v.strip_prefix('=')) {
+            return Some(v);
+        }
+        if let Some(v) = word.strip_prefix(short).filter(|v| !v.is_empty()) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// `command` with `option` put right after its launcher's name.
+fn with_option(command: &str, at: usize, option: &str) -> String {
+    let mut words: Vec<&str> = command.split(' ').collect();
+    words.insert(at + 1, option);
+    words.join(" ")
+}
+
+/// A launcher (xargs, GNU parallel) holds the pipeline back: its children's work is its
+/// own. Children waiting for the disk: the disk is the limit. Children busy while cores
+/// are idle: more of them at once (`-P N`, `-j N`); with no core idle: fewer, longer ones
+/// (a larger `-n`). Never called a shell loop.
+fn launcher(s: &Situation<'_>, _: &Tools) -> Option<String> {
+    if !s.launcher {
+        return None;
+    }
+    let (at, name) = launcher_word(s.command).unwrap_or((0, "xargs"));
+    let command = short(s.command);
+    let cpu = s.time.cpu();
+    let disk = s.time.get(Part::Disk);
+    if disk >= MOSTLY || (disk > cpu && disk >= 0.3) {
+        return Some(format!(
+            "the disk is the limit: the children of {command} wait for it {} of the time",
+            percent(disk)
+        ));
+    }
+    let busy = format!("on a CPU or waiting for one {} of the time", percent(cpu));
+    if cpu < MOSTLY {
+        let (part, share) = s
+            .time
+            .largest(&[Part::Timer, Part::Network, Part::Other])
+            .unwrap_or((Part::Other, 0.0));
+        let doing = match part {
+            Part::Timer => "sleeping",
+            Part::Network => "waiting on the network",
+            _ => "waiting",
+        };
+        return Some(format!(
+            "slow stage: {command} and the commands it starts are the stage the others wait \
+             for ({doing} {} of the time)",
+            percent(share)
+        ));
+    }
+    let (flag, long) = if name == "xargs" {
+        ("-P", "--max-procs")
+    } else {
+        ("-j", "--jobs")
+    };
+    let idle = s.idle_cores.map_or(0, |i| i.round() as usize);
+    if idle >= 1 && option_value(s.command, flag, long).is_none() {
+        let n = (idle + 1).min(s.cores.max(1)).max(2);
+        return Some(format!(
+            "run {n} commands at once on the idle cores: {} (it is {busy}; {idle} of {} \
+             cores idle)",
+            crate::screen::cut(
+                &with_option(s.command, at, &format!("{flag} {n}")),
+                PASTE_COLUMNS,
+                true
+            ),
+            s.cores
+        ));
+    }
+    let batch = option_value(s.command, "-n", "--max-args").and_then(|n| n.parse::<u64>().ok());
+    match batch.filter(|_| name == "xargs") {
+        Some(n) if n < 1000 => Some(format!(
+            "a larger -n starts fewer processes: {command} is {busy}, starting a command for \
+             every {n} lines"
+        )),
+        _ => Some(format!(
+            "slow stage: {command} and the commands it starts are {busy}"
+        )),
+    }
+}
+
 /// The stage holding the pipeline back waits for a CPU longer than it runs, and more
 /// than on anything else of its own (a rate limit's timer, the disk), while the stages
 /// together wait for a CPU longer than they run: the machine is busy.
@@ -218,8 +337,28 @@ fn short_of_cpu(s: &Situation<'_>, _: &Tools) -> Option<String> {
         1 => format!(" (1 busy stage on {cores}, with the other programs running)"),
         n => format!(" ({n} busy stages on {cores}, with the other programs running)"),
     };
+    // The busiest other program, named with what to do about it.
+    let thief = s.thief.map_or(String::new(), |t| {
+        let group = if s.group > 1 {
+            format!(
+                ", or as root renice -n -5 -g {} raises the pipeline's",
+                s.group
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "; the busiest other program is {} (PID {}, {} of a core): renice -n 10 {} \
+             lowers its priority{group}",
+            short(&t.command),
+            t.pid,
+            percent(t.share),
+            t.pid
+        )
+    });
     Some(format!(
-        "the machine is short of CPU: {} waits for a CPU {} of the time and runs {}{stages}",
+        "the machine is short of CPU: {} waits for a CPU {} of the time and runs {}{stages}\
+         {thief}",
         short(s.command),
         percent(starved),
         percent(busy)

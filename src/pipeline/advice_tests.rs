@@ -20,9 +20,12 @@ fn situation<'a>(command: &'a str, position: Position, parts: &[(Part, f64)]) ->
         busy_stages: 1,
         short_of_cpu: false,
         looping: false,
+        launcher: false,
         peer: None,
         pid: 1234,
         rate: None,
+        thief: None,
+        group: 0,
     }
 }
 
@@ -32,6 +35,7 @@ fn every_rule_is_tested() {
     let tested = [
         "shell loop",
         "short of CPU",
+        "launcher",
         "rate limit",
         "disk",
         "network",
@@ -415,4 +419,59 @@ fn tools_are_found_on_the_path() {
     let path = std::env::join_paths([Path::new("/nonexistent"), dir.path()]).unwrap();
     assert_eq!(Tools::from_path(Some(&path)), Tools::of(&["pigz"]));
     assert_eq!(Tools::from_path(None), Tools::default());
+}
+
+#[test]
+fn xargs_and_parallel_get_advice_that_fits_a_launcher() {
+    let busy = [(Part::Busy, 90.0), (Part::Input, 10.0)];
+    let mut s = situation("xargs -n 50 md5sum", Position::Middle, &busy);
+    s.launcher = true;
+    // A core idle: more commands at once.
+    assert_eq!(
+        advise(&s, &Tools::default()).as_deref(),
+        Some(
+            "run 2 commands at once on the idle cores: xargs -P 2 -n 50 md5sum (it is on a CPU \
+             or waiting for one 90% of the time; 1 of 2 cores idle)"
+        )
+    );
+    // No core idle: fewer, longer commands.
+    s.idle_cores = Some(0.0);
+    let advice = advise(&s, &Tools::default()).unwrap();
+    assert!(
+        advice.starts_with("a larger -n starts fewer processes"),
+        "{advice}"
+    );
+    assert!(!advice.contains("loop"), "{advice}");
+    // -P already given and no -n: no suggestion of either.
+    let mut p = situation("xargs -P 2 md5sum", Position::Middle, &busy);
+    p.launcher = true;
+    let advice = advise(&p, &Tools::default()).unwrap();
+    assert_eq!(
+        advice,
+        "slow stage: xargs -P 2 md5sum and the commands it starts are on a CPU or waiting for \
+         one 90% of the time"
+    );
+    // Children waiting for the disk: the disk.
+    let mut d = situation(
+        "xargs -n 50 md5sum",
+        Position::Middle,
+        &[(Part::Busy, 20.0), (Part::Disk, 70.0), (Part::Input, 10.0)],
+    );
+    d.launcher = true;
+    assert_eq!(
+        advise(&d, &Tools::default()).as_deref(),
+        Some(
+            "the disk is the limit: the children of xargs -n 50 md5sum wait for it 70% of the time"
+        )
+    );
+    // GNU parallel through perl: -j, after the script's name.
+    let mut g = situation("perl /usr/bin/parallel gzip -9", Position::Middle, &busy);
+    g.launcher = true;
+    let advice = advise(&g, &Tools::default()).unwrap();
+    assert!(
+        advice.starts_with(
+            "run 2 commands at once on the idle cores: perl /usr/bin/parallel -j 2 gzip -9"
+        ),
+        "{advice}"
+    );
 }

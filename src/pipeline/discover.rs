@@ -23,29 +23,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 
-use super::procfs::{pipe_inode, Proc, ProcFile, Stat};
-
-/// What a process has as its standard input or output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum End {
-    /// A pipe, by inode.
-    Pipe(u64),
-    /// Anything else: a file, a terminal, a socket.
-    Other,
-    /// Not permitted to look (another user's process).
-    Hidden,
-    /// No such descriptor, or the process is gone.
-    Closed,
-}
-
-impl End {
-    fn pipe(self) -> Option<u64> {
-        match self {
-            End::Pipe(inode) => Some(inode),
-            _ => None,
-        }
-    }
-}
+pub(crate) use crate::procfs::End;
+use crate::procfs::{pipe_inode, Proc, ProcFile, Stat};
 
 /// One process of the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +37,8 @@ pub(crate) struct ProcInfo {
     pub stdin: End,
     /// Descriptor 1.
     pub stdout: End,
+    /// It runs a command for each batch of its input (see [`launcher`]).
+    pub launcher: bool,
 }
 
 impl ProcInfo {
@@ -156,6 +137,10 @@ pub(crate) fn scan(proc: &mut dyn Proc, sessions: Option<&[u32]>) -> io::Result<
             Err(_) => End::Closed,
         };
         let (stdin, stdout) = (end(0), end(1));
+        // (Only a `perl` needs its command line read: GNU parallel is a Perl script.)
+        let launcher = launcher(&stat.comm, || {
+            proc.read(pid, ProcFile::Cmdline, false).unwrap_or_default()
+        });
         procs.insert(
             pid,
             ProcInfo {
@@ -163,6 +148,7 @@ pub(crate) fn scan(proc: &mut dyn Proc, sessions: Option<&[u32]>) -> io::Result<
                 stat,
                 stdin,
                 stdout,
+                launcher,
             },
         );
     }
@@ -236,8 +222,52 @@ fn common_pipe(ends: impl Iterator<Item = End>) -> Option<u64> {
     counts.into_iter().max_by_key(|&(_, n)| n).map(|(i, _)| i)
 }
 
+/// Programs that run a command for each batch of their input: the stage is the program,
+/// and the children it starts are its work, not stages or members of their own.
+const LAUNCHERS: &[&str] = &["xargs", "parallel"];
+
+/// True if a process named `comm` (its command line from `cmdline`, read only when it is
+/// needed) is a launcher: `xargs`, or GNU `parallel`, which runs as `perl
+/// /usr/bin/parallel …` when started through `env`.
+pub(crate) fn launcher(comm: &str, cmdline: impl FnOnce() -> Vec<u8>) -> bool {
+    if LAUNCHERS.contains(&comm) {
+        return true;
+    }
+    if comm != "perl" {
+        return false;
+    }
+    let line = cmdline();
+    let script = line
+        .split(|&b| b == 0)
+        .skip(1)
+        .find(|arg| !arg.starts_with(b"-"))
+        .unwrap_or_default();
+    let name = script.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    LAUNCHERS.iter().any(|l| l.as_bytes() == name)
+}
+
 /// A stage from the processes holding its pipe ends.
 fn stage_from(table: &Table, holders: &[u32]) -> StageSpec {
+    let launcher = holders
+        .iter()
+        .copied()
+        .find(|&h| table.get(h).is_some_and(|p| p.launcher));
+    if let Some(launcher) = launcher {
+        // Its children (xargs's commands write to its output pipe) are its work; shells
+        // above it that hold the pipe too are containers as usual.
+        let info = table.get(launcher);
+        return StageSpec {
+            members: vec![launcher],
+            containers: holders
+                .iter()
+                .copied()
+                .filter(|&h| h != launcher && table.is_ancestor(h, launcher))
+                .collect(),
+            input: info.and_then(|p| p.stdin.pipe()),
+            output: info.and_then(|p| p.stdout.pipe()),
+            permitted: true,
+        };
+    }
     let (containers, members): (Vec<u32>, Vec<u32>) = holders
         .iter()
         .partition(|&&h| holders.iter().any(|&o| o != h && table.is_ancestor(h, o)));
@@ -566,6 +596,7 @@ mod tests {
             },
             stdin,
             stdout,
+            launcher: false,
         }
     }
 
@@ -686,6 +717,48 @@ mod tests {
         let segments = discover(&Table::from_procs(procs), &[103]);
         assert_eq!(members(&segments[0]), vec![vec![101], vec![103]]);
         assert!(segments[0].stages[0].containers.is_empty());
+    }
+
+    #[test]
+    fn xargs_is_the_stage_with_or_without_a_child_at_work() {
+        // find | xargs -n 50 md5sum | sort: xargs's child writes sort's pipe, its input
+        // is /dev/null. The stage is xargs, with the same pipes, whether a child is at
+        // work or not.
+        let xargs = |pid| ProcInfo {
+            launcher: true,
+            ..proc(pid, 100, pipe(1), pipe(2))
+        };
+        let with_child = vec![
+            proc(101, 100, TTY, pipe(1)),
+            xargs(102),
+            proc(104, 102, TTY, pipe(2)),
+            proc(103, 100, pipe(2), TTY),
+        ];
+        let alone = vec![
+            proc(101, 100, TTY, pipe(1)),
+            xargs(102),
+            proc(103, 100, pipe(2), TTY),
+        ];
+        for (procs, what) in [(with_child, "a child at work"), (alone, "between children")] {
+            let table = Table::from_procs(procs);
+            for start in [101, 102, 103] {
+                let segments = discover(&table, &[start]);
+                assert_eq!(segments.len(), 1, "{what}, from {start}");
+                assert_eq!(
+                    members(&segments[0]),
+                    vec![vec![101], vec![102], vec![103]],
+                    "{what}, from {start}"
+                );
+                let x = &segments[0].stages[1];
+                assert_eq!((x.input, x.output), (Some(1), Some(2)), "{what}");
+                assert!(x.containers.is_empty(), "{what}");
+            }
+        }
+        // GNU parallel, run through env as perl, is one by its script.
+        assert!(launcher("perl", || b"perl\0/usr/bin/parallel\0-j2\0gzip".to_vec()));
+        assert!(launcher("parallel", Vec::new));
+        assert!(!launcher("perl", || b"perl\0script.pl\0parallel".to_vec()));
+        assert!(!launcher("sh", Vec::new));
     }
 
     #[test]

@@ -9,9 +9,10 @@
 //! `classify`).
 
 use super::classify;
+use super::discover;
 use super::model::{Activity, Part, Sleep, Split};
-use super::procfs::{self, Io, Proc, ProcFile, Schedstat, Stat};
 use super::timeshare::{self, Waits};
+use crate::procfs::{self, Io, Proc, ProcFile, Schedstat, Stat};
 
 /// Threads of one process read at most (a stage with thousands of threads would cost too
 /// much per sample; the first ones are the main thread and those started early).
@@ -154,6 +155,9 @@ pub(crate) struct Kids {
     pub seen: u64,
     /// The children listed at the last look (to tell new ones).
     listed: Vec<u32>,
+    /// The process is a launcher (xargs, GNU parallel): the stage keeps its command line
+    /// for a name, and is no shell loop.
+    pub launcher: bool,
 }
 
 /// Programs a loop is named by, at most.
@@ -255,16 +259,27 @@ impl Kids {
         (ticks, io, activity)
     }
 
-    /// The children's figures so far, with `live` (those still running) and the shell's
-    /// `reaped` ticks and `io` (which include the children it has waited for): never less
-    /// than before.
-    fn total(&mut self, live: (u64, Io), reaped_ticks: u64, shell_io: Option<Io>) -> (u64, Io) {
+    /// The stage's figures so far, with `live` (the children still running) and the
+    /// shell's `reaped` ticks and `io` (which include the children it has waited for):
+    /// never less than before. What it read is what the shell itself read, `own_reads`
+    /// (its thread's count, without its children's): its pipe. Its children read files
+    /// (a program's own modules, the files a loop or xargs names), never counted as its
+    /// input.
+    fn total(
+        &mut self,
+        live: (u64, Io),
+        reaped_ticks: u64,
+        shell_io: Option<Io>,
+        own_reads: Option<u64>,
+    ) -> (u64, Io) {
         let ticks = (live.0 + reaped_ticks).max(self.ticks);
         self.run_ticks += ticks - self.ticks;
         self.ticks = ticks;
         if let Some(own) = shell_io {
-            self.io.rchar = (own.rchar + live.1.rchar).max(self.io.rchar);
             self.io.wchar = (own.wchar + live.1.wchar).max(self.io.wchar);
+        }
+        if let Some(own) = own_reads {
+            self.io.rchar = own.max(self.io.rchar);
         }
         (self.ticks, self.io)
     }
@@ -284,6 +299,14 @@ impl Kids {
         out.add(Part::Child, -child);
         out.plus(&kids);
         out
+    }
+
+    /// A launcher's children (see [`discover::launcher`]).
+    fn of_launcher() -> Kids {
+        Kids {
+            launcher: true,
+            ..Kids::default()
+        }
     }
 
     /// The name of a loop run by a shell named `comm`: the programs its children ran.
@@ -314,6 +337,20 @@ fn command_line(proc: &mut dyn Proc, pid: u32) -> Option<String> {
         .and_then(|c| procfs::command_text(&c))
 }
 
+/// The byte counters in `file` of `pid` (`io`, or a thread's).
+fn read_io(proc: &mut dyn Proc, pid: u32, file: ProcFile) -> Option<Io> {
+    proc.read(pid, file, true)
+        .ok()
+        .and_then(|t| Io::parse(&text(&t)))
+}
+
+/// True if `pid`, named `comm`, is a launcher (xargs, GNU parallel).
+fn is_launcher(proc: &mut dyn Proc, pid: u32, comm: &str) -> bool {
+    discover::launcher(comm, || {
+        proc.read(pid, ProcFile::Cmdline, false).unwrap_or_default()
+    })
+}
+
 /// What a process without a command line is called.
 fn unnamed(comm: &str) -> String {
     format!("[{}]", crate::display::printable(comm))
@@ -335,6 +372,7 @@ impl Member {
         fresh: bool,
     ) -> Member {
         let line = command_line(proc, pid);
+        let launcher = is_launcher(proc, pid, &comm);
         Member {
             pid,
             start,
@@ -352,7 +390,7 @@ impl Member {
             fresh,
             moved: 0,
             used: 0,
-            kids: None,
+            kids: launcher.then(Kids::of_launcher),
             socket: None,
             sockets: None,
         }
@@ -400,6 +438,11 @@ impl Member {
         for task in &mut self.tasks {
             task.sched = None;
         }
+    }
+
+    /// True if it is a launcher (xargs, GNU parallel) whose children are its work.
+    pub(crate) fn launcher(&self) -> bool {
+        self.kids.as_ref().is_some_and(|k| k.launcher)
     }
 
     /// Threads sampled (at least one).
@@ -594,6 +637,13 @@ impl Member {
             self.unnamed = line.is_none();
             self.command = line.unwrap_or_else(|| unnamed(&stat.comm));
             self.comm = stat.comm.clone();
+            if self.kids.is_none() && is_launcher(proc, self.pid, &self.comm) {
+                // (Its figures start again from here: this reading is a first one.)
+                self.take_children();
+                if let Some(kids) = &mut self.kids {
+                    kids.launcher = true;
+                }
+            }
         }
         let listed = self.refresh_tasks(proc, stat.threads);
         let reading = if permitted {
@@ -602,28 +652,22 @@ impl Member {
             } else if let [task] = self.tasks.as_mut_slice() {
                 task.ticks = stat.cpu_ticks;
             }
-            let io = proc
-                .read(self.pid, ProcFile::Io, true)
-                .ok()
-                .and_then(|t| procfs::Io::parse(&text(&t)));
-            match &mut self.kids {
-                Some(kids) => {
-                    // (The states were just sampled, children's too; without them, a look
-                    // at the children for their figures.)
-                    let (ticks, kid_io, _) = kids.look(proc, self.pid, &self.comm, false, now_ns);
-                    let (ticks, io) = kids.total((ticks, kid_io), stat.child_ticks, io);
-                    self.command = kids.name(&self.comm);
-                    Reading {
-                        ticks: stat.cpu_ticks + ticks,
-                        io: Some(io),
-                        rpv: None,
-                    }
-                }
-                None => Reading {
+            if self.kids.is_some() {
+                self.kids_reading(proc, &stat, now_ns)
+            } else {
+                // A single-threaded process's own counts (its thread's), without those of
+                // the children it has waited for (a shell's: their files are no traffic
+                // of its pipes); a multi-threaded one's, every thread's.
+                let file = if self.threads <= 1 {
+                    ProcFile::TaskIo(self.pid)
+                } else {
+                    ProcFile::Io
+                };
+                Reading {
                     ticks: stat.cpu_ticks,
-                    io,
+                    io: read_io(proc, self.pid, file),
                     rpv: proc.rpv_bytes(self.pid),
-                },
+                }
             }
         } else {
             self.activity = Activity::Unknown;
@@ -637,6 +681,31 @@ impl Member {
             }
         };
         Some((reading, self.clock(proc, now_ns)))
+    }
+
+    /// The reading of a loop's shell or a launcher, its children's figures its own.
+    fn kids_reading(&mut self, proc: &mut dyn Proc, stat: &Stat, now_ns: u64) -> Reading {
+        let io = read_io(proc, self.pid, ProcFile::Io);
+        let own = read_io(proc, self.pid, ProcFile::TaskIo(self.pid)).map(|io| io.rchar);
+        let Some(kids) = &mut self.kids else {
+            return Reading {
+                ticks: stat.cpu_ticks,
+                io,
+                rpv: None,
+            };
+        };
+        // (The states were just sampled, children's too; without them, a look at the
+        // children for their figures.)
+        let (ticks, kid_io, _) = kids.look(proc, self.pid, &self.comm, false, now_ns);
+        let (ticks, io) = kids.total((ticks, kid_io), stat.child_ticks, io, own);
+        if !kids.launcher {
+            self.command = kids.name(&self.comm);
+        }
+        Reading {
+            ticks: stat.cpu_ticks + ticks,
+            io: Some(io),
+            rpv: None,
+        }
     }
 
     /// Reads every thread's CPU times and returns the time of the thread speaking for the

@@ -2,10 +2,10 @@
 //! bottleneck and its share, stages ending, and when `/proc` is scanned.
 
 use super::discover::End;
-use super::fake::{FakeProc, FakeTask};
 use super::model::Part;
 use super::model::{Activity, Sleep};
 use super::watch::{View, WatchError, Watcher};
+use crate::procfs::fake::{FakeProc, FakeTask};
 
 const SEC: u64 = 1_000_000_000;
 const CAP: u64 = 65536;
@@ -748,7 +748,7 @@ fn a_shells_pipelines_are_watched_apart() {
     for pid in [110, 111, 112, 113] {
         fake.with(pid, |p| p.start += 1);
     }
-    let make = || -> Box<dyn super::procfs::Proc> { Box::new(fake.clone()) };
+    let make = || -> Box<dyn crate::procfs::Proc> { Box::new(fake.clone()) };
     let mut jobs = Watcher::jobs(make, 90).expect("two jobs");
     assert_eq!(jobs.len(), 2);
     for job in &mut jobs {
@@ -944,7 +944,7 @@ fn a_middle_stage_connected_after_the_others_joins_its_job() {
         p.stdin = TTY;
         p.stdout = TTY;
     });
-    let make = || -> Box<dyn super::procfs::Proc> { Box::new(fake.clone()) };
+    let make = || -> Box<dyn crate::procfs::Proc> { Box::new(fake.clone()) };
     let mut jobs = Watcher::jobs(make, 100).expect("a job");
     let mut sample = |at: u64| -> Vec<Vec<String>> {
         jobs.iter_mut()
@@ -964,4 +964,146 @@ fn a_middle_stage_connected_after_the_others_joins_its_job() {
         p.stdout = pipe(2);
     });
     assert_eq!(sample(3 * SEC / 10), [["cat big", "gzip -9", "cat"]]);
+}
+
+/// `sh` (100) running `find / | xargs -n 50 md5sum | sort` (101, 102, 103): xargs starts
+/// an md5sum every half-second, its input /dev/null, its output sort's pipe.
+#[test]
+fn xargs_is_one_stage_alive_while_it_is_with_its_childrens_time() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh -c x", TTY, TTY);
+    fake.state(100, 'S', "do_wait");
+    fake.add(101, 100, "find /", TTY, pipe(1));
+    fake.state(101, 'S', "anon_pipe_write");
+    fake.add(102, 100, "xargs -n 50 md5sum", pipe(1), pipe(2));
+    fake.state(102, 'S', "do_wait");
+    fake.add(103, 100, "sort", pipe(2), TTY);
+    fake.state(103, 'S', "anon_pipe_read");
+    fake.fill(1, CAP, CAP);
+    fake.fill(2, 0, CAP);
+    let mut w = watch(&fake, 103);
+    let mut view = w.sample(0);
+    for k in 1..=12u32 {
+        // The md5sum of the last half-second ends (and is reaped), a new one starts.
+        let child = 200 + k;
+        fake.remove(child - 1);
+        fake.add(child, 102, "md5sum a b c", TTY, pipe(2));
+        fake.work(child, 45, 40_000_000, 4_000);
+        fake.work(101, 1, 0, 3_000);
+        fake.work(102, 0, 3_000, 0);
+        fake.work(103, 0, 4_000, 0);
+        view = w.sample(u64::from(k) * SEC / 2);
+        assert_eq!(
+            commands(&view),
+            ["find /", "xargs -n 50 md5sum", "sort"],
+            "at {k} half-seconds"
+        );
+        assert_ne!(view.stages[1].activity, Activity::Ended, "at {k}");
+        assert_eq!(view.stages[1].pid, 102, "at {k}");
+    }
+    // Its children's time is its own: on a CPU most of the time.
+    let cpu = view.stages[1].cpu.expect("a CPU figure");
+    assert!(cpu > 60.0, "xargs's CPU with its children's: {cpu}");
+    assert_eq!(marked(&view), ["xargs -n 50 md5sum"]);
+    let advice = view.advice.clone().unwrap_or_default();
+    assert!(
+        !advice.contains("loop") && advice.contains("-n"),
+        "advice for xargs: {advice:?}"
+    );
+}
+
+/// `cat big | while read p; do python3 -c …; done | cat`: a python3 per line, each reading
+/// 6 MB of its own modules and writing 3 bytes. The loop's input is what its shell read
+/// from its pipe (30 bytes a line), never its children's reads of files; its output is
+/// what the next stage read from its pipe.
+#[test]
+fn a_loops_bytes_are_its_pipes_not_its_childrens_files() {
+    let fake = forked_middle_stage();
+    let mut w = watch(&fake, 101);
+    let mut view = w.sample(0);
+    let mut child = 200;
+    for k in 1..=16u64 {
+        fake.remove(child);
+        child += 1;
+        fake.add(child, 102, "python3 -c x", pipe(1), pipe(2));
+        fake.work(child, 5, 6_000_000, 3);
+        fake.work(101, 0, 30, 30);
+        fake.work(102, 0, 30, 0);
+        fake.work(103, 0, 3, 3);
+        view = w.sample(k * SEC / 4);
+    }
+    assert_eq!(commands(&view), ["cat big", "(loop) python3", "cat"]);
+    let stage = &view.stages[1];
+    let read = stage.bytes_in.expect("what the loop read");
+    assert!(read <= 16 * 30, "the loop read {read} bytes from its pipe");
+    let written = stage.bytes_out.expect("what went through its output pipe");
+    assert!(
+        written <= 16 * 3,
+        "the loop wrote {written} bytes to its pipe"
+    );
+    // Nothing of its children's files went to its neighbours either.
+    assert!(view.stages[0].bytes_out.is_some_and(|b| b <= 16 * 30));
+}
+
+/// `head -c 8G /dev/zero | sha256sum` beside two busy loops of another session (their own
+/// shell, 300, started them): sha256sum waits for a CPU more than it runs, and the advice
+/// names the busiest of the loops, with what to do about it; never a stage, the stages'
+/// shell or the watcher itself.
+#[test]
+fn short_of_cpu_names_the_busiest_process_outside_the_pipeline() {
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "head -c 8G /dev/zero", TTY, pipe(1));
+    fake.add(102, 100, "sha256sum", pipe(1), TTY);
+    fake.add(300, 1, "sh", TTY, TTY);
+    fake.add(301, 300, "python3 spin.py", TTY, TTY);
+    fake.add(302, 300, "python3 spin.py", TTY, TTY);
+    fake.add(303, 300, "sleep 100", TTY, TTY);
+    // (A session and process group each: the fake's are the same number.)
+    for pid in [100, 101, 102] {
+        fake.with(pid, |p| p.session = 5);
+    }
+    for pid in [300, 301, 302, 303] {
+        fake.with(pid, |p| p.session = 7);
+    }
+    fake.fill(1, CAP, CAP);
+    let mut w = watch(&fake, 102);
+    w.sample(0);
+    let mut view = View::default();
+    for k in 1..=4 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 5, 0, 100_000_000);
+        fake.starve(101, 150_000_000);
+        fake.state(102, 'R', "0");
+        fake.work(102, 40, 100_000_000, 0);
+        fake.starve(102, 550_000_000);
+        // The shell of the pipeline is busy too, but it is the pipeline's.
+        fake.work(100, 90, 0, 0);
+        fake.work(301, 60, 0, 0);
+        fake.work(302, 80, 0, 0);
+        for tenth in 1..=10 {
+            w.tick((k - 1) * SEC + tenth * SEC / 10);
+        }
+        view = w.sample(k * SEC);
+    }
+    assert_eq!(marked(&view), ["sha256sum"]);
+    let advice = view.advice.clone().unwrap_or_default();
+    assert!(
+        advice.starts_with("the machine is short of CPU: sha256sum waits for a CPU")
+            && advice.contains(
+                "; the busiest other program is python3 spin.py (PID 302, 80% of a \
+                 core): renice -n 10 302 lowers its priority, or as root renice -n -5 -g 5 \
+                 raises the pipeline's"
+            ),
+        "{advice}"
+    );
+    // The summary's advice names it too.
+    let report = w.report();
+    assert!(
+        report
+            .advice
+            .is_some_and(|a| a.contains("renice -n 10 302")),
+        "{:?}",
+        w.report()
+    );
 }

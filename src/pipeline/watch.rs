@@ -23,12 +23,13 @@ use super::advice::Tools;
 use super::discover::{self, DiscoverError, End, Segment, StageSpec, Table};
 use super::member::{Member, Pipes};
 use super::model::{Activity, Fill, Part, Split, StageView};
-use super::procfs::CpuTimes;
-use super::procfs::{self, Proc, ProcFile, Stat};
 use super::timeshare;
+use crate::procfs::CpuTimes;
+use crate::procfs::{self, Proc, ProcFile, Stat};
 
 mod judge;
 mod stages;
+mod thief;
 
 /// Rates and CPU use are averaged over at least this long, in nanoseconds (tick-based CPU
 /// times are too coarse for a tenth of a second).
@@ -312,6 +313,8 @@ pub(crate) struct Watcher {
     /// The last view's advice-worthy facts.
     short_of_cpu: bool,
     advice: Option<String>,
+    /// Other processes' CPU times while the stages are short of CPU, and the busiest.
+    others: thief::Others,
     /// The process running the watch, when it is a stage (`--pipeline` inside a
     /// transfer): it moves data by splice, so it holds the pipeline back only by its rate
     /// limit; the rest of its own time is the machine's load or its own start and end.
@@ -446,6 +449,7 @@ impl Watcher {
             machine_first: None,
             short_of_cpu: false,
             advice: None,
+            others: thief::Others::default(),
             own: None,
         };
         watcher.merge(table, segments, false);

@@ -2,12 +2,13 @@
 //! the readers that need no boundary (`-d`, the `-c` registry, the `-M` clean-up, the
 //! shell's jobs, the process title, the control socket's owner).
 //!
-//! Owns: every path under `/proc` that rpv's own code reads (`--top`'s scanner and the
+//! Owns: every path under `/proc` (and `/sys/dev/block`) that rpv's own code reads (the
 //! completion scripts aside); [`SysProc`]'s files kept open and re-read with `pread` at
 //! offset 0 (the kernel regenerates them on each read: one syscall per file per sample
 //! instead of three, and a read on a process that exited fails with ESRCH, even if its PID
-//! has been reused since), at most [`MAX_KEPT`] of them; the `O_PATH` handles of the pipes
-//! whose fill it reads; the tellers of other rpv processes' counts. Must not: parse `/proc`
+//! has been reused since), within one budget for every [`SysProc`] of the process (half the
+//! limit on open files, less [`MARGIN`], at most [`MAX_KEPT`]; beyond it, files are opened
+//! for each read); the `O_PATH` handles of the pipes whose fill it reads; the tellers of other rpv processes' counts. Must not: parse `/proc`
 //! text (the parsers are in `procfs/mod.rs`) or decide anything about stages; import
 //! rpv's `sys` layer (which reads `/proc` through this module): its system calls are rustix's.
 
@@ -17,12 +18,46 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
-use super::{fdinfo_flags, CpuTimes, Fill, Proc, ProcFile};
+use super::{fdinfo_flags, CpuTimes, FdKind, FdStat, Fill, Proc, ProcFile};
 
-/// Most `/proc` files kept open at once; beyond this, files are opened for each read (a
-/// very long pipeline must not run the process out of descriptors).
-const MAX_KEPT: usize = 512;
+/// Most `/proc` files kept open at once by all the readers of the process together,
+/// whatever the limit on open files; beyond the budget, files are opened for each read (a
+/// very long pipeline, or `--top` on a machine of many processes, must not run the process
+/// out of descriptors).
+const MAX_KEPT: usize = 8192;
+/// Descriptors left for everything else when the budget is half the limit.
+const MARGIN: usize = 64;
+
+/// Files kept open by every [`SysProc`] of the process.
+static KEPT: AtomicUsize = AtomicUsize::new(0);
+
+/// How many `/proc` files the process may keep open: half its limit on open files, less
+/// [`MARGIN`], at most [`MAX_KEPT`] (asked once).
+fn budget() -> usize {
+    static BUDGET: OnceLock<usize> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        (limit / 2).saturating_sub(MARGIN).min(MAX_KEPT)
+    })
+}
+
+/// Takes one place in the budget, if there is one left.
+fn take_place() -> bool {
+    KEPT.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+        (n < budget()).then_some(n + 1)
+    })
+    .is_ok()
+}
+
+/// Gives back `n` places.
+fn give_back(n: usize) {
+    KEPT.fetch_sub(n, Ordering::Relaxed);
+}
 
 impl ProcFile {
     /// Its path.
@@ -39,6 +74,7 @@ impl ProcFile {
             ProcFile::Children(tid) => format!("/proc/{pid}/task/{tid}/children"),
             ProcFile::TaskSchedstat(tid) => format!("/proc/{pid}/task/{tid}/schedstat"),
             ProcFile::TaskSyscall(tid) => format!("/proc/{pid}/task/{tid}/syscall"),
+            ProcFile::TaskIo(tid) => format!("/proc/{pid}/task/{tid}/io"),
             ProcFile::NetTcp => format!("/proc/{pid}/net/tcp"),
             ProcFile::NetTcp6 => format!("/proc/{pid}/net/tcp6"),
             ProcFile::NetUnix => format!("/proc/{pid}/net/unix"),
@@ -213,18 +249,37 @@ impl SysProc {
 /// most a page per read, so a short read is not their end (with a hundred TCP sockets on
 /// the machine, a stage's socket was past what the first read returned).
 fn read_from_start(file: &File, to_end: bool) -> io::Result<Vec<u8>> {
-    let mut out = vec![0u8; 1024];
+    let mut out = Vec::new();
+    read_from_start_into(file, to_end, &mut out)?;
+    Ok(out)
+}
+
+/// [`read_from_start`] into `out` (its allocation kept).
+fn read_from_start_into(file: &File, to_end: bool, out: &mut Vec<u8>) -> io::Result<()> {
     let mut len = 0;
+    out.resize(out.capacity().max(1024), 0);
     loop {
-        let n = rustix::io::pread(file.as_fd(), &mut out[len..], len as u64)?;
+        let n = match rustix::io::pread(file.as_fd(), &mut out[len..], len as u64) {
+            Ok(n) => n,
+            Err(e) => {
+                out.clear();
+                return Err(e.into());
+            }
+        };
         len += n;
         if n == 0 || (!to_end && len < out.len()) {
             out.truncate(len);
-            return Ok(out);
+            return Ok(());
         }
         if len == out.len() {
             out.resize(out.len() * 2, 0);
         }
+    }
+}
+
+impl Drop for SysProc {
+    fn drop(&mut self) {
+        give_back(self.open.len());
     }
 }
 
@@ -241,19 +296,76 @@ impl Proc for SysProc {
     }
 
     fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>> {
+        let mut text = Vec::new();
+        self.read_into(pid, file, keep, &mut text)?;
+        Ok(text)
+    }
+
+    fn read_into(
+        &mut self,
+        pid: u32,
+        file: ProcFile,
+        keep: bool,
+        buf: &mut Vec<u8>,
+    ) -> io::Result<()> {
         if let Some(open) = self.open.get(&(pid, file)) {
-            let result = read_from_start(open, file.is_table());
-            if result.is_err() {
-                self.open.remove(&(pid, file));
+            if read_from_start_into(open, file.is_table(), buf).is_ok() {
+                return Ok(());
             }
-            return result;
+            // Its process is gone (its PID perhaps taken since): the path is opened again.
+            self.open.remove(&(pid, file));
+            give_back(1);
         }
         let opened = File::open(file.path(pid))?;
-        let text = read_from_start(&opened, file.is_table())?;
-        if keep && self.open.len() < MAX_KEPT {
+        read_from_start_into(&opened, file.is_table(), buf)?;
+        if keep && take_place() {
             self.open.insert((pid, file), opened);
         }
-        Ok(text)
+        Ok(())
+    }
+
+    fn fd_stat(&mut self, pid: u32, fd: u32) -> io::Result<FdStat> {
+        self.path_stat(&fd_path(pid, fd as i32).to_string_lossy())
+    }
+
+    fn path_stat(&mut self, path: &str) -> io::Result<FdStat> {
+        let m = std::fs::metadata(path)?;
+        let kind = if m.file_type().is_file() {
+            FdKind::Regular
+        } else if std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()) {
+            FdKind::Block
+        } else {
+            FdKind::Other
+        };
+        Ok(FdStat {
+            kind,
+            dev: m.dev(),
+            ino: m.ino(),
+            rdev: m.rdev(),
+            size: m.size(),
+            blocks: m.blocks(),
+        })
+    }
+
+    fn fdinfo(&mut self, pid: u32, fd: u32, buf: &mut Vec<u8>) -> io::Result<()> {
+        let file = File::open(format!("/proc/{pid}/fdinfo/{fd}"))?;
+        read_from_start_into(&file, false, buf)
+    }
+
+    fn owner(&mut self, pid: u32) -> Option<u32> {
+        owner(pid).ok()
+    }
+
+    fn device_size(&mut self, rdev: u64) -> u64 {
+        let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+        std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/size"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .map_or(0, |sectors| sectors.saturating_mul(512))
+    }
+
+    fn kept(&self) -> usize {
+        self.open.len()
     }
 
     fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String> {
@@ -296,7 +408,9 @@ impl Proc for SysProc {
     }
 
     fn release(&mut self, pid: u32) {
+        let before = self.open.len();
         self.open.retain(|(p, _), _| *p != pid);
+        give_back(before - self.open.len());
         self.rpv.remove(&pid);
     }
 
@@ -430,6 +544,32 @@ mod tests {
         assert!(seen_elsewhere.join().unwrap().contains(&here));
         let io = proc.read(me, ProcFile::Io, false).unwrap();
         assert!(Io::parse(&String::from_utf8_lossy(&io)).is_some());
+    }
+
+    #[test]
+    fn kept_files_are_read_again_and_share_one_budget() {
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        let mut buf = Vec::new();
+        proc.read_into(me, ProcFile::Io, true, &mut buf).unwrap();
+        let first = Io::parse(&String::from_utf8_lossy(&buf)).unwrap();
+        assert_eq!(proc.kept(), 1);
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &[7u8; 100_000]).unwrap();
+        proc.read_into(me, ProcFile::Io, true, &mut buf).unwrap();
+        let second = Io::parse(&String::from_utf8_lossy(&buf)).unwrap();
+        assert!(
+            second.wchar >= first.wchar + 100_000,
+            "{first:?} then {second:?}"
+        );
+        assert_eq!(proc.kept(), 1);
+        assert!(budget() >= 1 && budget() <= MAX_KEPT);
+        // Every reader of the process takes its places from the one budget, and gives
+        // them back (other tests' readers come and go meanwhile: only ours is counted).
+        let taken = KEPT.load(Ordering::Relaxed);
+        assert!(taken >= 1, "{taken}");
+        proc.release(me);
+        assert_eq!(proc.kept(), 0);
     }
 
     #[test]

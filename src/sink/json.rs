@@ -152,9 +152,33 @@ pub(crate) fn write(term: &mut Term, mut value: Value) {
             o.insert("time".into(), json!(now()));
         }
     }
-    let mut line = value.to_string();
+    let mut line = hidden_escaped(value.to_string());
     line.push('\n');
     term.raw(&line);
+}
+
+/// A JSON text with every format character (bidirectional overrides, zero-width characters:
+/// [`crate::display::escape::hidden`]) written as a `\uXXXX` escape (a surrogate pair
+/// above U+FFFF): the same strings to a parser, but `rpv --json | cat` on a terminal
+/// cannot reorder or hide what it shows. (Such characters only occur inside strings,
+/// where the escape is valid.)
+fn hidden_escaped(text: String) -> String {
+    use std::fmt::Write as _;
+    if !text.chars().any(crate::display::escape::hidden) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if crate::display::escape::hidden(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Puts a name as rpv was given it under `field`: the text if it is UTF-8; otherwise the
@@ -349,7 +373,9 @@ fn flow_fields(f: &crate::top::FlowView) -> Value {
         "pid": f.pid,
         "command": f.command,
         "file": f.file,
+        "to": f.to,
         "writes": f.writes,
+        "in_kernel": f.in_kernel,
         "bottleneck_stage": f.bottleneck.as_ref().map(|b| json!({"command": b.command, "why": b.why})),
     });
     if let (Some(fd), Value::Object(map)) = (f.fd, &mut o) {

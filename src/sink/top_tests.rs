@@ -15,8 +15,10 @@ pub(crate) fn flow(id: u64, pid: u32, file: &str) -> MeterState {
         pid,
         command: "cat".into(),
         file: Some(file.into()),
+        to: None,
         fd: Some(3),
         writes: false,
+        in_kernel: false,
         bottleneck: None,
         zoom: Zoom::Watch(pid, Some(3)),
     };
@@ -185,7 +187,7 @@ fn a_flow_in_the_log_has_its_own_time_next_to_its_own_bytes_and_no_bar() {
     let text = out.take();
     let first = text.lines().find(|l| l.contains("/data/out")).unwrap();
     assert!(
-        first.ends_with("cat < /data/out: 4.00MiB in 0:00:02 [2.00MiB/s], 1.00GiB in all"),
+        first.ends_with("cat: reads /data/out: 4.00MiB in 0:00:02 [2.00MiB/s], 1.00GiB in all"),
         "{first}"
     );
     assert!(!text.contains("<=>"), "{text}");

@@ -382,7 +382,7 @@ impl Source for PipelineSource {
 mod tests {
     use super::*;
     use crate::pipeline::discover::End;
-    use crate::pipeline::fake::FakeProc;
+    use crate::procfs::fake::FakeProc;
 
     const SEC: u64 = 1_000_000_000;
 

@@ -98,12 +98,18 @@ pub struct FlowView {
     pub pid: u32,
     /// Its command line (of a pipeline, the stages' joined by ` | `).
     pub command: String,
-    /// The file or device, for file and device flows (and pv reading a file).
+    /// The file or device, for file and device flows (and pv reading a file); of a copy,
+    /// the file read.
     pub file: Option<String>,
+    /// Of a copy (a process reading one file and writing another), the file written.
+    pub to: Option<String>,
     /// The descriptor, for file and device flows.
     pub fd: Option<i32>,
     /// The process writes (rather than reads) the file.
     pub writes: bool,
+    /// The process copies inside the kernel (`copy_file_range`, `sendfile`, `splice`):
+    /// its progress is the written file's growth, not its counters.
+    pub in_kernel: bool,
     /// A pipeline's bottleneck, once one is known.
     pub bottleneck: Option<Bottleneck>,
     /// The view Enter opens.
@@ -111,12 +117,18 @@ pub struct FlowView {
 }
 
 impl FlowView {
-    /// The name of the flow in one line: its command, and the file it reads or writes.
+    /// The name of the flow in one line: its command, and the file it reads or writes
+    /// (in words: a `<` or `>` would read like a redirection the user did not type), or
+    /// the two files it copies between; a copy made inside the kernel says so.
     pub fn name(&self) -> String {
-        match &self.file {
-            Some(file) if self.writes => format!("{} > {file}", self.command),
-            Some(file) => format!("{} < {file}", self.command),
-            None => self.command.clone(),
+        let kernel = if self.in_kernel { " (in kernel)" } else { "" };
+        match (&self.file, &self.to) {
+            (Some(from), Some(to)) => format!("{}: {from} -> {to}{kernel}", self.command),
+            (Some(file), None) if self.writes => {
+                format!("{}: writes {file}{kernel}", self.command)
+            }
+            (Some(file), None) => format!("{}: reads {file}", self.command),
+            (None, _) => self.command.clone(),
         }
     }
 }

@@ -6,14 +6,15 @@
 //! flows built from them: file and device flows (`files`), socket flows and rpv and pv
 //! instances (`counts`), pipelines (`pipes`, through the pipeline view's `Watcher`, which
 //! names the bottleneck; `sweep`: the look at every process they share within a scan).
-//! Every path it reads is named in `top::proc`. Must not: draw or sleep.
+//! It reads `/proc` only through the [`Proc`] boundary (the real one, or a test's
+//! table). Must not: draw or sleep.
 //!
 //! A flow shows once it has moved. It ends when its process exits or closes the file, or
 //! after [`IDLE_DROP_NS`] without moving; then it appears once more, ended, and is gone.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::io;
 use std::rc::Rc;
 
 use counts::{rpv_transfers, CountFlow};
@@ -23,13 +24,16 @@ use sweep::Sweep;
 
 use super::{Flow, Hidden, Kind};
 use crate::control::client::ProgressQuery;
-use crate::procfs::top::ProcFiles;
-use crate::procfs::{command_text, pipe_inode, Io, Stat};
+use crate::procfs::{
+    command_text, parse_pids, pipe_inode, FdKind, Io, Proc, ProcFile, Stat, SysProc,
+};
 
 mod counts;
 mod files;
 mod pipes;
 mod sweep;
+#[cfg(test)]
+mod tests;
 
 /// A flow that has not moved for this long leaves the list (nanoseconds).
 pub const IDLE_DROP_NS: u64 = 60_000_000_000;
@@ -104,6 +108,10 @@ struct Process {
     /// `recv` do not show in `/proc/PID/io`).
     tcp: u64,
     fds: Vec<Fd>,
+    /// Its name (`stat`), as last read.
+    comm: String,
+    /// Of an interpreter, the script its command line names, once read.
+    script: Option<Option<String>>,
     command: Option<String>,
     instance: Option<Instance>,
     /// The scan that last saw it.
@@ -114,6 +122,10 @@ struct Process {
     walked: u64,
     /// Scans in a row its counters did not move.
     quiet: u32,
+    /// It moved since its descriptors were last walked.
+    walk_owed: bool,
+    /// It has been walked again since its first walk.
+    rewalked: bool,
     /// It moved since its command line was read: it may run another program now.
     command_stale: bool,
     /// An rpv or a pv by its name, found in the midst of its `exec` (no command line yet):
@@ -136,10 +148,17 @@ pub struct Cost {
     pub pipelines_tried: usize,
 }
 
+/// Makes the `/proc` reader of each pipeline followed.
+pub(crate) type MakeProc = Box<dyn FnMut() -> Box<dyn Proc>>;
+/// Reads every TCP socket's bytes, by inode (see [`crate::sys::tcp_bytes`]).
+pub(crate) type TcpBytes = Box<dyn FnMut(&mut HashMap<u64, u64>) -> io::Result<()>>;
+
 /// Finds and follows the flows.
 pub struct Scanner {
     procs: HashMap<u32, Process>,
     files: Vec<FileFlow>,
+    /// File flows that ended at this scan (shown once more).
+    files_ended: Vec<FileFlow>,
     counts: HashMap<u32, CountFlow>,
     pipes: Vec<PipeFlow>,
     /// Processes not in a pipeline, by (PID, start), until when not to look again.
@@ -159,11 +178,19 @@ pub struct Scanner {
     euid: u32,
     /// A process not to show (the view Enter opened).
     exclude: Option<u32>,
+    /// `--top=PID`: only that process and its descendants are looked at.
+    root: Option<u32>,
+    /// The root process was not found at the last scan.
+    root_gone: bool,
     interval: f64,
     hidden: Hidden,
     cost: Cost,
-    /// The files of `/proc` it reads.
-    proc: ProcFiles,
+    /// The `/proc` it reads.
+    proc: Box<dyn Proc>,
+    /// The `/proc` of each pipeline it follows.
+    watchers: MakeProc,
+    /// The TCP sockets' counts.
+    tcp: TcpBytes,
     /// The PIDs of a scan and a file's text (kept from scan to scan: no allocation per
     /// process).
     pids: Vec<u32>,
@@ -176,9 +203,27 @@ impl Scanner {
     /// A scanner of the real `/proc`, showing processes other than rpv itself; `interval`
     /// is the display interval in seconds (the pipeline view averages over it).
     pub fn new(interval: f64) -> Scanner {
+        Scanner::with_proc(
+            Box::new(SysProc::new()),
+            // The real reader with the control channel's count of other rpv stages.
+            Box::new(|| Box::new(crate::pipeline::control::sys_proc())),
+            Box::new(crate::sys::tcp_bytes),
+            interval,
+        )
+    }
+
+    /// A scanner of `proc` (the real `/proc`, or a test's table), whose pipelines read
+    /// `watchers()` and the TCP sockets' counts `tcp`.
+    pub(crate) fn with_proc(
+        proc: Box<dyn Proc>,
+        watchers: MakeProc,
+        tcp: TcpBytes,
+        interval: f64,
+    ) -> Scanner {
         Scanner {
             procs: HashMap::new(),
             files: Vec::new(),
+            files_ended: Vec::new(),
             counts: HashMap::new(),
             pipes: Vec::new(),
             not_pipeline: HashMap::new(),
@@ -192,10 +237,14 @@ impl Scanner {
             own: std::process::id(),
             euid: crate::sys::geteuid(),
             exclude: None,
+            root: None,
+            root_gone: false,
             interval,
             hidden: Hidden::default(),
             cost: Cost::default(),
-            proc: ProcFiles::new(),
+            proc,
+            watchers,
+            tcp,
             pids: Vec::new(),
             buf: Vec::with_capacity(4096),
             sweep: Rc::default(),
@@ -205,6 +254,43 @@ impl Scanner {
     /// Leaves process `pid` out (the view opened on a flow is an rpv of its own).
     pub fn exclude(&mut self, pid: Option<u32>) {
         self.exclude = pid;
+    }
+
+    /// Looks only at process `root` and its descendants (`--top=PID`).
+    pub fn only(&mut self, root: Option<u32>) {
+        self.root = root;
+    }
+
+    /// With [`Scanner::only`], whether the root process had ended at the last scan.
+    pub fn root_gone(&self) -> bool {
+        self.root_gone
+    }
+
+    /// The processes of the tree of `root`: it and its descendants, found through each
+    /// thread's `children` (no look at any other process); empty if it is gone.
+    fn tree(&mut self, root: u32) -> Vec<u32> {
+        let mut pids = vec![root];
+        let mut next = 0;
+        while next < pids.len() && pids.len() < 1 << 16 {
+            let pid = pids[next];
+            next += 1;
+            let Ok(tids) = self.proc.tasks(pid) else {
+                if pid == root {
+                    return Vec::new();
+                }
+                continue;
+            };
+            for tid in tids {
+                if let Ok(text) = self.proc.read(pid, ProcFile::Children(tid), false) {
+                    for child in parse_pids(&String::from_utf8_lossy(&text)) {
+                        if !pids.contains(&child) {
+                            pids.push(child);
+                        }
+                    }
+                }
+            }
+        }
+        pids
     }
 
     /// The processes whose flows could not be read at the last scan.
@@ -247,13 +333,15 @@ impl Scanner {
         let mut movers = Vec::new();
         let mut fresh = Vec::new();
         let mut buf = std::mem::take(&mut self.buf);
-        let mut pids = std::mem::take(&mut self.pids);
-        pids.clear();
-        if self.proc.pids(|pid| pids.push(pid)).is_err() {
-            self.pids = pids;
+        let listed = match self.root {
+            Some(root) => Ok(self.tree(root)),
+            None => self.proc.pids(),
+        };
+        let Ok(pids) = listed else {
             self.buf = buf;
             return;
-        }
+        };
+        self.root_gone = self.root.is_some() && pids.is_empty();
         for &pid in &pids {
             if pid == self.own || Some(pid) == self.exclude {
                 continue;
@@ -265,12 +353,11 @@ impl Scanner {
                 Look::Same | Look::Skip => {}
             }
         }
-        self.pids = pids;
         let generation = self.generation;
         let proc = &mut self.proc;
         self.procs.retain(|&pid, p| {
             if p.seen != generation {
-                proc.forget(pid);
+                proc.release(pid);
             }
             p.seen == generation
         });
@@ -287,15 +374,7 @@ impl Scanner {
         for &pid in &fresh {
             self.walk(pid, now_ns);
         }
-        for &pid in &movers {
-            let due = self
-                .procs
-                .get(&pid)
-                .is_some_and(|p| p.walked_ns.is_none_or(|at| now_ns >= at + WALK_EVERY_NS));
-            if due {
-                self.walk(pid, now_ns);
-            }
-        }
+        self.walk_owed(now_ns);
         for pid in self.follow_tcp(now_ns) {
             if !movers.contains(&pid) {
                 movers.push(pid);
@@ -331,10 +410,10 @@ impl Scanner {
                 self.procs.remove(&pid);
             }
         }
-        let io = match self.proc.io(pid, buf) {
+        let io = match self.proc.read_into(pid, ProcFile::Io, true, buf) {
             Ok(()) => Io::parse(&String::from_utf8_lossy(buf)),
             Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
-                self.proc.forget(pid);
+                self.proc.release(pid);
                 let other_user = self.proc.owner(pid).is_some_and(|uid| uid != self.euid);
                 self.procs
                     .insert(pid, Process::unreadable(other_user, generation));
@@ -354,6 +433,7 @@ impl Scanner {
                     return Look::Same;
                 }
                 p.quiet = 0;
+                p.walk_owed = true;
                 // It may run another program since its command line was read (a
                 // wrapper's `exec`): read again if it is shown.
                 p.command_stale = p.instance.is_none();
@@ -365,7 +445,7 @@ impl Scanner {
         }
         let Some(stat) = self
             .proc
-            .stat(pid, buf)
+            .read_into(pid, ProcFile::Stat, false, buf)
             .ok()
             .and_then(|()| Stat::parse(&String::from_utf8_lossy(buf)))
         else {
@@ -374,9 +454,10 @@ impl Scanner {
         let mut p = Process::new(stat.start, stat.kernel_thread, io, generation);
         if p.kernel {
             // Never read again: a kernel thread moves no data of a user's.
-            self.proc.forget(pid);
+            self.proc.release(pid);
         } else {
             (p.command, p.instance, p.unsure) = self.program(pid, &stat.comm);
+            p.comm = stat.comm;
         }
         self.procs.insert(pid, p);
         if stat.kernel_thread {
@@ -392,7 +473,10 @@ impl Scanner {
         if !matches!(comm, "rpv" | "pv") {
             return (None, None, false);
         }
-        let cmdline = self.proc.cmdline(pid);
+        let cmdline = self
+            .proc
+            .read(pid, ProcFile::Cmdline, false)
+            .unwrap_or_default();
         let Some(command) = command_text(&cmdline) else {
             // In the midst of its exec: its new name, its arguments not yet in place.
             return (None, None, true);
@@ -411,12 +495,11 @@ impl Scanner {
     /// last line). One that has become an rpv shows as that, with its own figures, from now
     /// on, not as its files.
     fn program_again(&mut self, pid: u32) {
-        let mut buf = Vec::new();
         let Some(stat) = self
             .proc
-            .stat(pid, &mut buf)
+            .read(pid, ProcFile::Stat, false)
             .ok()
-            .and_then(|()| Stat::parse(&String::from_utf8_lossy(&buf)))
+            .and_then(|text| Stat::parse(&String::from_utf8_lossy(&text)))
         else {
             return;
         };
@@ -425,6 +508,10 @@ impl Scanner {
             return;
         };
         p.unsure = unsure;
+        if p.comm != stat.comm {
+            p.comm = stat.comm;
+            p.script = None;
+        }
         if instance.is_none() {
             return;
         }
@@ -436,12 +523,26 @@ impl Scanner {
         }
     }
 
+    /// Walks again the descriptors of the processes that moved since their last walk,
+    /// once that is due (see [`Process::walk_due`]).
+    fn walk_owed(&mut self, now_ns: u64) {
+        let due: Vec<u32> = (self.procs.iter())
+            .filter(|(_, p)| p.walk_owed && p.seen == self.generation && p.walk_due(now_ns))
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in due {
+            self.walk(pid, now_ns);
+        }
+    }
+
     /// Walks `pid`'s descriptors (links already known are not looked at again).
     fn walk(&mut self, pid: u32, now_ns: u64) {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
         self.cost.walked += 1;
+        p.rewalked = p.walked_ns.is_some();
+        p.walk_owed = false;
         p.walked_ns = Some(now_ns);
         p.walked = self.generation;
         if p.instance.is_none() || p.unsure {
@@ -452,58 +553,53 @@ impl Scanner {
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
-        let Ok(dir) = self.proc.fd_dir(pid) else {
-            p.fds.clear();
+        let known = std::mem::take(&mut p.fds);
+        let Ok(links) = self.proc.fds(pid) else {
             return;
         };
-        let mut fds = Vec::with_capacity(p.fds.len());
-        for entry in dir.flatten().take(MAX_FDS) {
-            let Some(fd) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let Ok(link) = std::fs::read_link(entry.path()) else {
-                continue;
-            };
-            let link = link.to_string_lossy().into_owned();
-            if let Some(known) = p.fds.iter().find(|f| f.fd == fd && f.link == link) {
+        let mut fds = Vec::with_capacity(known.len());
+        for (fd, link) in links.into_iter().take(MAX_FDS) {
+            let fd = fd as i32;
+            if let Some(known) = known.iter().find(|f| f.fd == fd && f.link == link) {
                 fds.push(known.clone());
                 continue;
             }
-            let target = if let Some(inode) = link
-                .strip_prefix("socket:[")
-                .and_then(|l| l.strip_suffix(']'))
-                .and_then(|l| l.parse().ok())
-            {
-                Target::Socket(inode)
-            } else if let Some(inode) = pipe_inode(&link) {
-                Target::Pipe(inode)
-            } else if link.starts_with('/') {
-                match std::fs::metadata(entry.path()) {
-                    Ok(m) if m.file_type().is_file() => Target::File {
-                        dev: m.dev(),
-                        ino: m.ino(),
-                        device: false,
-                        path: link.clone(),
-                    },
-                    Ok(m) if m.file_type().is_block_device() => Target::File {
-                        dev: m.rdev(),
-                        ino: 0,
-                        device: true,
-                        path: link.clone(),
-                    },
-                    _ => Target::Other,
-                }
-            } else {
-                Target::Other
-            };
+            let target = self.target(pid, fd, &link);
             fds.push(Fd { fd, link, target });
         }
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
         fds.sort_by_key(|f| f.fd);
         p.fds = fds;
+    }
+
+    /// What descriptor `fd` of `pid`, whose link is `link`, is open on.
+    fn target(&mut self, pid: u32, fd: i32, link: &str) -> Target {
+        if let Some(inode) = crate::procfs::socket_inode(link) {
+            return Target::Socket(inode);
+        }
+        if let Some(inode) = pipe_inode(link) {
+            return Target::Pipe(inode);
+        }
+        if !link.starts_with('/') {
+            return Target::Other;
+        }
+        match self.proc.fd_stat(pid, fd as u32) {
+            Ok(m) if m.kind == FdKind::Regular => Target::File {
+                dev: m.dev,
+                ino: m.ino,
+                device: false,
+                path: link.to_string(),
+            },
+            Ok(m) if m.kind == FdKind::Block => Target::File {
+                dev: m.rdev,
+                ino: 0,
+                device: true,
+                path: link.to_string(),
+            },
+            _ => Target::Other,
+        }
     }
 
     /// The command of `pid` as last read: from the process table, else as the flows last
@@ -523,7 +619,10 @@ impl Scanner {
         };
         if p.command.is_none() || p.command_stale {
             p.command_stale = false;
-            let cmdline = self.proc.cmdline(pid);
+            let cmdline = self
+                .proc
+                .read(pid, ProcFile::Cmdline, false)
+                .unwrap_or_default();
             // A process that has just ended keeps the command it was seen with.
             match (command_text(&cmdline), &p.command) {
                 (Some(text), _) => p.command = Some(text),
@@ -537,16 +636,11 @@ impl Scanner {
     /// Flows that have not moved for [`IDLE_DROP_NS`] end.
     fn drop_idle(&mut self, now_ns: u64) {
         let idle = |last: u64| now_ns.saturating_sub(last) >= IDLE_DROP_NS;
-        let mut files = std::mem::take(&mut self.files);
-        files.retain(|f| {
-            if f.moved > 0 && idle(f.last_move_ns) {
-                let flow = self.file_flow(f, true);
-                self.ended.push(flow);
-                return false;
-            }
-            true
-        });
+        let (gone, files) = std::mem::take(&mut self.files)
+            .into_iter()
+            .partition(|f| f.moved > 0 && idle(f.last_move_ns));
         self.files = files;
+        self.files_ended.extend(gone);
         let stale: Vec<u32> = self
             .counts
             .iter()
@@ -580,6 +674,9 @@ impl Scanner {
     /// The flows that have moved, and those that ended since the last call (once).
     pub fn flows(&mut self, out: &mut Vec<Flow>) {
         out.append(&mut self.ended);
+        let ended = std::mem::take(&mut self.files_ended);
+        let not_flows = self.not_flows(&ended);
+        self.file_flows(&ended, true, &not_flows, out);
         let pids: Vec<u32> = (self.files.iter().filter(|f| f.moved > 0).map(|f| f.pid))
             .chain(self.counts.keys().copied())
             .collect();
@@ -588,14 +685,10 @@ impl Scanner {
             let command = self.command(pid);
             self.commands.insert(pid, command);
         }
-        let pv = |pid: u32| {
-            self.procs
-                .get(&pid)
-                .is_some_and(|p| matches!(p.instance, Some(Instance::Pv)))
-        };
-        for f in self.files.iter().filter(|f| f.moved > 0 && !pv(f.pid)) {
-            out.push(self.file_flow(f, false));
-        }
+        let files = std::mem::take(&mut self.files);
+        let not_flows = self.not_flows(&files);
+        self.file_flows(&files, false, &not_flows, out);
+        self.files = files;
         for (&pid, c) in self.counts.iter().filter(|(_, c)| c.moved > 0) {
             out.push(self.count_flow(pid, c, false));
         }
@@ -618,6 +711,19 @@ enum Look {
 }
 
 impl Process {
+    /// Whether its descriptors may be walked again: [`WALK_EVERY_NS`] after the last walk,
+    /// or at once the first time when that walk found nothing to follow (a shell's child
+    /// before it runs `cp`: a copy moves no counter once it has started, so it must be
+    /// found when the program's loader moves them).
+    fn walk_due(&self, now_ns: u64) -> bool {
+        let Some(at) = self.walked_ns else {
+            return true;
+        };
+        let nothing =
+            !(self.fds.iter()).any(|f| matches!(f.target, Target::File { .. } | Target::Socket(_)));
+        now_ns >= at + WALK_EVERY_NS || (nothing && !self.rewalked)
+    }
+
     /// A process whose `io` may not be read.
     fn unreadable(other_user: bool, generation: u64) -> Process {
         Process {
@@ -638,39 +744,18 @@ impl Process {
             moved: 0,
             tcp: 0,
             fds: Vec::new(),
+            comm: String::new(),
+            script: None,
             command: None,
             instance: None,
             seen: generation,
             walked_ns: None,
             walked: 0,
             quiet: 0,
+            walk_owed: false,
+            rewalked: false,
             command_stale: false,
             unsure: false,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::top::{FlowView, Zoom};
-
-    #[test]
-    fn flow_names_say_the_direction() {
-        let mut view = FlowView {
-            kind: Kind::File,
-            pid: 1,
-            command: "dd of=x".into(),
-            file: Some("/tmp/x".into()),
-            fd: Some(1),
-            writes: true,
-            bottleneck: None,
-            zoom: Zoom::Watch(1, Some(1)),
-        };
-        assert_eq!(view.name(), "dd of=x > /tmp/x");
-        view.writes = false;
-        assert_eq!(view.name(), "dd of=x < /tmp/x");
-        view.file = None;
-        assert_eq!(view.name(), "dd of=x");
     }
 }

@@ -284,6 +284,9 @@ pub(crate) struct Engine<'a> {
     /// The main output still receives data (false once its reader went away while `--tee`
     /// outputs go on).
     main_live: bool,
+    /// The engine runs on the main thread (a short run, or no thread could be started): no
+    /// display loop asks it to stop, so it looks at the exit signals itself.
+    on_main: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -334,6 +337,7 @@ impl<'a> Engine<'a> {
             tees,
             fan: fanout::FanState::default(),
             main_live: true,
+            on_main: !progress.has_data_thread(),
         })
     }
 
@@ -431,7 +435,9 @@ impl<'a> Engine<'a> {
         });
         self.set_zero_copy(path);
         loop {
-            if self.progress.control.stop.load(Ordering::Relaxed) {
+            if self.progress.control.stop.load(Ordering::Relaxed)
+                || (self.on_main && crate::signals::exit_requested())
+            {
                 return false;
             }
             self.check_tuning();

@@ -165,6 +165,12 @@ impl Progress {
         self.thread.store(kick.to_raw(), Ordering::Relaxed);
     }
 
+    /// Whether a data thread runs the engine ([`Progress::set_data_thread`] was called);
+    /// false when it runs on the main thread.
+    pub(crate) fn has_data_thread(&self) -> bool {
+        self.thread.load(Ordering::Relaxed) != 0
+    }
+
     /// Asks the engine to stop, and interrupts the call its data thread may be blocked in
     /// (it then counts what that call moved, and finishes). Call again until [`is_done`]:
     /// a kick that lands just before a blocking call does not interrupt it.

@@ -13,6 +13,7 @@ mod integrity;
 mod json;
 mod modifiers;
 mod monitor;
+mod names;
 mod options;
 mod paths;
 mod pipeline;

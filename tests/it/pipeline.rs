@@ -1898,3 +1898,116 @@ fn sort_spilling_to_temporary_files_is_not_pipe_traffic() {
         );
     }
 }
+
+/// Issue 36, D2: `… | xargs -n 50 md5sum | sort`: one row for the xargs stage (its PID,
+/// its command line), never `ended` while it runs, no row of its own for an md5sum, never
+/// called a shell loop; its children's time is its own (no `child` share: on a CPU), so it
+/// is the bottleneck, with advice that fits xargs.
+#[test]
+fn xargs_is_one_stage_with_its_childrens_time() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..20 {
+        std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 256 * 1024]).unwrap();
+    }
+    let d = dir.path().display();
+    let pipeline = Pipeline::start(&format!(
+        "while :; do printf '%s\\n' '{d}'/f*; done | xargs -n 50 md5sum | sort > '{d}/sums'"
+    ));
+    let xargs = pipeline.find("xargs");
+    let rows = |t: &str| -> Vec<serde_json::Value> {
+        stage_objects(&objects_so_far(t))
+            .into_iter()
+            .filter(|s| s["pid"] == xargs)
+            .cloned()
+            .collect()
+    };
+    // Done once its last 4 updates mark it.
+    let text = watch_with_until(xargs, &["--json", "-i", "0.5"], 8.0, |t| {
+        let rows = rows(t);
+        rows.len() >= 6
+            && rows[rows.len() - 4..]
+                .iter()
+                .all(|s| s["bottleneck"] == true)
+    });
+    drop(pipeline);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    let stages = stage_objects(&objects);
+    let rows = rows(&text);
+    assert!(rows.len() >= 6, "{text}");
+    for s in &stages {
+        let command = s["command"].as_str().unwrap_or_default();
+        if s["pid"] == xargs {
+            assert_eq!(command, "xargs -n 50 md5sum", "{text}");
+            assert_ne!(s["state"], "ended", "{text}");
+        } else {
+            // (The first stage's subshell shows the script until it is seen to loop.)
+            assert!(
+                !command.starts_with("md5sum") && !command.contains(") md5sum"),
+                "a row of its own: {s}\n{text}"
+            );
+        }
+    }
+    let last = &rows[rows.len() - 4..];
+    assert!(
+        last.iter().all(|s| s["bottleneck"] == true),
+        "{last:?}\n{text}"
+    );
+    let shares = &last[3]["time_shares"];
+    let own = shares["busy"].as_f64().unwrap() + shares["starved"].as_f64().unwrap();
+    assert!(shares["child"] == 0.0 && own > 0.5, "{shares}\n{text}");
+    let summary = crate::json::of_type(&objects, "summary");
+    assert_eq!(
+        summary[0]["bottleneck"][0]["command"], "xargs -n 50 md5sum",
+        "{text}"
+    );
+    let advice = summary[0]["advice"].as_str().unwrap_or_default();
+    assert!(
+        !advice.contains("loop") && !advice.contains("(awk, sed, xargs)"),
+        "{advice:?}\n{text}"
+    );
+}
+
+/// Issue 36 point 3: beside busy loops outside it (one per core and one more), a hash
+/// waits for a CPU longer than it runs; the advice names the busiest program outside the
+/// pipeline (its command and PID: one of the loops, unless other work on the machine is
+/// busier still) and what to do about it, never a stage or the pipeline's own shell.
+#[test]
+fn short_of_cpu_names_the_busiest_program_outside_the_pipeline() {
+    let _busy = crate::util::busy_loops_alone();
+    let _loops = BusyLoops::start();
+    let _one_more = Pipeline::start("while :; do :; done");
+    let pipeline = Pipeline::start("yes | head -c 1000G | sha256sum");
+    let pid = pipeline.find("sha256sum");
+    let named = |t: &str| -> Option<u32> {
+        let objects = objects_so_far(t);
+        let advice = stage_objects(&objects)
+            .iter()
+            .rev()
+            .find_map(|s| s["advice"].as_str().map(String::from))?;
+        let at = advice.find("renice -n 10 ")? + "renice -n 10 ".len();
+        advice[at..].split(' ').next()?.parse().ok()
+    };
+    let text = watch_with_until(pid, &["--json", "-i", "0.5"], 10.0, |t| named(t).is_some());
+    let ours = descendants(pipeline.shell.id());
+    drop(pipeline);
+    let thief = named(&text).unwrap_or_else(|| {
+        panic!("waited 10 s for advice naming a program outside the pipeline; saw:\n{text}")
+    });
+    assert!(
+        !ours.contains(&thief),
+        "{thief} is the pipeline's: {ours:?}\n{text}"
+    );
+    let objects = objects_so_far(&text);
+    let advice = stage_objects(&objects)
+        .iter()
+        .rev()
+        .find_map(|s| s["advice"].as_str().map(String::from))
+        .unwrap();
+    assert!(
+        advice.starts_with("the machine is short of CPU: ")
+            && advice.contains("; the busiest other program is ")
+            && advice.contains(&format!("(PID {thief}, "))
+            && advice.contains(&format!("renice -n 10 {thief} lowers its priority")),
+        "{advice}"
+    );
+}

@@ -1014,3 +1014,112 @@ fn the_pid_file_is_removed_only_if_it_is_still_rpvs() {
         b"another process's file\n"
     );
 }
+
+/// `rpv ARGS` as the unprivileged user nobody at a process limit of `limit` (`ulimit -u`:
+/// no thread can be made beyond it), its standard input from `input`: (status, stdout,
+/// stderr). None where `runuser`, bash (for `ulimit -u`) or the user nobody is missing, or
+/// the test does not run as root (CI runs as root).
+fn as_nobody_limited(
+    limit: u32,
+    args: &str,
+    input: &std::path::Path,
+) -> Option<(i32, Vec<u8>, String)> {
+    let root = rustix::process::geteuid().is_root();
+    let found = |name: &str| {
+        ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+            .iter()
+            .any(|d| std::path::Path::new(d).join(name).exists())
+    };
+    if !root || !found("runuser") || !found("bash") {
+        eprintln!("skipped: needs root, runuser and bash");
+        return None;
+    }
+    let check = std::process::Command::new("runuser")
+        .args(["-u", "nobody", "--", "true"])
+        .status();
+    if !check.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: runuser -u nobody does not work here");
+        return None;
+    }
+    let script = format!("ulimit -u {limit} && exec \"$RPV\" {args}");
+    let mut cmd = std::process::Command::new("runuser");
+    cmd.args(["-u", "nobody", "--", "bash", "-c", &script])
+        .env("RPV", env!("CARGO_BIN_EXE_rpv"))
+        .env("LC_ALL", "C")
+        .env_remove("RUST_BACKTRACE")
+        .stdin(File::open(input).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut out).unwrap();
+        out
+    });
+    let status = wait_within(&mut child, 60.0, "rpv at a process limit");
+    let out = reader.join().unwrap();
+    let stderr = crate::util::stderr_of(&mut child);
+    Some((status.code().unwrap_or(-1), out, stderr))
+}
+
+/// At a process limit (`ulimit -u 1` as nobody: rpv cannot make a single thread) a transfer
+/// copies everything on its main thread, as pv would, says once that it copies without a
+/// progress display, and ends with status 0 (with `--json`, in a warning and an `end`).
+/// `-M both`, whose input side cannot run on the main thread, fails in rpv's voice with
+/// status 1 (`--json`: an error and an `end`). Before, rpv panicked (status 134 in a
+/// release build, 101 in a debug one) with a backtrace and wrote nothing
+/// (reliability-4 F3).
+#[test]
+fn at_a_process_limit_a_transfer_copies_without_its_display_thread() {
+    let dir = Dir::new();
+    // More than a short run's 64 KiB, so a data thread is wanted; from stdin (nobody
+    // cannot read the test's directory).
+    let bytes = data(300_000, 64);
+    let input = dir.file("in", &bytes);
+    let Some((code, out, err)) = as_nobody_limited(1, "-f -i 0.1", &input) else {
+        return;
+    };
+    assert_eq!(code, 0, "{err}");
+    assert_same(&out, &bytes, "the copy at a process limit");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        err.matches("cannot start a thread (Resource temporarily unavailable): copying without a progress display").count(),
+        1,
+        "{err}"
+    );
+    let (code, out, err) = as_nobody_limited(1, "--json", &input).unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert_same(&out, &bytes, "the copy with --json at a process limit");
+    let objects = crate::json::parse_ndjson(err.as_bytes());
+    assert!(
+        objects
+            .iter()
+            .any(|o| o["type"] == "message" && o["level"] == "warning"),
+        "{err}"
+    );
+    let end = objects.last().expect("JSON objects");
+    assert_eq!(
+        (end["type"].as_str(), end["status"].as_u64()),
+        (Some("end"), Some(0)),
+        "{err}"
+    );
+    // -M both: rpv and cat fit under a limit of 2, a thread does not.
+    let (code, out, err) = as_nobody_limited(2, "--json -M both -- cat", &input).unwrap();
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    let objects = crate::json::parse_ndjson(err.as_bytes());
+    assert!(
+        objects.iter().any(|o| o["level"] == "error"
+            && o["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("cannot start a thread"))),
+        "{err}"
+    );
+    let end = objects.last().expect("JSON objects");
+    assert_eq!(
+        (end["type"].as_str(), end["status"].as_u64()),
+        (Some("end"), Some(1)),
+        "{err}"
+    );
+}

@@ -963,7 +963,7 @@ fn log_lines_per_flow() {
         let text = watcher.text.lock().unwrap().clone();
         let line = text
             .lines()
-            .find(|l| l.contains("reader.py") && l.contains(&format!("< {big}")))
+            .find(|l| l.contains("reader.py") && l.contains(&format!(": reads {big}")))
             .map(str::to_owned);
         line.ok_or(text)
     });
@@ -1119,4 +1119,91 @@ fn a_block_device_being_read() {
     // dd ends before its loop device is detached.
     drop(watcher);
     drop(flows);
+}
+
+/// A copy inside the kernel: coreutils `cp` copies a file with `copy_file_range` in calls
+/// of up to 2 GiB, during which neither its `/proc/PID/io` counters nor its descriptors'
+/// positions move. Its row shows from its first second, with the written file's growth
+/// as progress, at 1, 2 and 3 seconds, and ends at the file's size, not short of it.
+#[test]
+fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
+    use std::io::Write;
+    const SIZE: u64 = 2 << 30;
+    let mut flows = Flows::new();
+    // 2 GiB of data (no hole: cp would pass a hole at once), on the tests' disk.
+    let big = flows.dir.path("big");
+    let mut file = std::fs::File::create(&big).unwrap();
+    let block = data(1 << 20, 5);
+    for _ in 0..SIZE >> 20 {
+        file.write_all(&block).unwrap();
+    }
+    drop(file);
+    // Slow enough to watch whatever the disk: cp shares one CPU, at nice 5, with a loop
+    // of the test's at nice 0 (about a quarter of that CPU for the copy: a copy of 2 GiB
+    // in memory takes a second of CPU or more).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = cpus - 1;
+    flows.start(&format!(
+        "exec taskset -c {cpu} sh -c 'while :; do :; done'"
+    ));
+    let watcher = Watcher::start(rpv(&["--top", "--json", "-i", "0.5"]));
+    crate::util::wait_until("rpv --top to start", DEADLINE.as_secs_f64(), || {
+        watcher.text.lock().unwrap().contains("\"type\":\"start\"")
+    });
+    let started = Instant::now();
+    let cp = flows.start(&format!("exec taskset -c {cpu} nice -n 5 cp big copy"));
+    // Each of cp's rows with the time it came.
+    let mut rows: Vec<(f64, serde_json::Value)> = Vec::new();
+    let mut read = 0;
+    let pid = u64::from(cp);
+    while !rows.iter().any(|(_, o)| o["done"] == true) {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "waited 300 s for cp's last row; its rows: {rows:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        let text = watcher.text.lock().unwrap().clone();
+        let end = text.rfind('\n').map_or(0, |n| n + 1);
+        if end <= read {
+            continue;
+        }
+        for line in text[read..end].lines() {
+            let o: serde_json::Value = serde_json::from_str(line).unwrap();
+            if o["type"] == "progress" && o["pid"] == pid {
+                rows.push((started.elapsed().as_secs_f64(), o));
+            }
+        }
+        read = end;
+    }
+    let copy = s(&flows.dir.path("copy")).to_string();
+    let first = rows.first().unwrap().0;
+    assert!(
+        first < 2.0,
+        "cp's first row came {first:.1} s after it started: {rows:?}"
+    );
+    let mut last = 0;
+    for mark in [1.0, 2.0, 3.0] {
+        let (at, o) = rows
+            .iter()
+            .find(|(at, _)| *at >= mark - 0.5 && *at < mark + 0.5)
+            .unwrap_or_else(|| panic!("no row of cp at {mark} s: {rows:?}"));
+        let bytes = o["bytes"].as_u64().unwrap();
+        assert!(
+            bytes > last && bytes < SIZE,
+            "at {at:.1} s after {last}: {o}"
+        );
+        assert_eq!(o["done"], false, "{o}");
+        assert_eq!(o["size"], SIZE, "{o}");
+        assert_eq!(o["file"], s(&big), "{o}");
+        assert_eq!(o["to"], copy.as_str(), "{o}");
+        assert_eq!(o["in_kernel"], true, "{o}");
+        last = bytes;
+    }
+    let (_, end) = rows.iter().find(|(_, o)| o["done"] == true).unwrap();
+    assert_eq!(end["bytes"], SIZE, "ends at the copy's size: {end}");
+    assert_eq!(std::fs::metadata(&copy).unwrap().len(), SIZE);
+    let short = rows
+        .iter()
+        .find(|(_, o)| o["done"] == true && o["bytes"] != SIZE);
+    assert!(short.is_none(), "done short of the copy: {short:?}");
 }

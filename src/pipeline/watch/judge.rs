@@ -16,7 +16,7 @@ use crate::pipeline::classify::{self, StageState};
 use crate::pipeline::figures::{self, Counted, Side};
 use crate::pipeline::member;
 use crate::pipeline::model::{Activity, Fill, Part, Split};
-use crate::pipeline::procfs::{self, Proc, ProcFile};
+use crate::procfs::{self, Proc, ProcFile};
 
 /// A socket's peer not found is looked for again after this long.
 const PEER_RETRY_NS: u64 = 1_000_000_000;
@@ -94,8 +94,35 @@ impl Watcher {
     /// Figures a stage cannot count itself (splice does not show in `/proc/PID/io`; another
     /// user's process) are taken from the other ends of its pipes (see `figures`).
     pub(super) fn derive_figures(&mut self) {
-        // A side counting far more than the other end of its pipe: reads or writes files
-        // too? Looked at when it does (sort's temporary files come and go), remembered.
+        self.look_for_files();
+        let mut counted = self.counted();
+        figures::derive(&mut counted);
+        for (stage, c) in self.stages.iter_mut().zip(counted) {
+            if stage.ended {
+                continue;
+            }
+            let add = |total: Option<u64>, moved: Option<u64>| match (total, moved) {
+                (None, None) => None,
+                (t, m) => Some(t.unwrap_or(0) + m.unwrap_or(0)),
+            };
+            stage.shown_bytes = (
+                add(stage.shown_bytes.0, c.input.moved),
+                add(stage.shown_bytes.1, c.output.moved),
+            );
+            stage.view.rate_in = c.input.rate;
+            stage.view.rate_out = c.output.rate;
+            (stage.view.bytes_in, stage.view.bytes_out) = stage.shown_bytes;
+            stage.view.amount = if stage.spec.input.is_some() {
+                stage.view.bytes_in
+            } else {
+                stage.view.bytes_out
+            };
+        }
+    }
+
+    /// A side counting far more than the other end of its pipe: reads or writes files
+    /// too? Looked at when it does (sort's temporary files come and go), remembered.
+    fn look_for_files(&mut self) {
         let n = self.stages.len();
         for i in 0..n {
             let next = i + 1 < n && !self.stages[i + 1].ended;
@@ -131,50 +158,47 @@ impl Watcher {
                 }
             }
         }
-        let mut counted: Vec<Counted> = self
-            .stages
+    }
+
+    /// Each stage's figures as counted by itself, for `figures::derive`: a side that is not
+    /// its pipe's traffic unknown.
+    fn counted(&self) -> Vec<Counted> {
+        self.stages
             .iter()
             .enumerate()
-            .map(|(i, s)| Counted {
-                // A side that counts files too is not its pipe's figure: unknown, so the
-                // other end's is taken (or none).
-                input: Side {
-                    rate: s.view.rate_in.filter(|_| !s.elsewhere.0),
-                    moved: s.moved.map(|m| m.0).filter(|_| !s.elsewhere.0),
-                },
-                output: Side {
-                    rate: s.view.rate_out.filter(|_| !s.elsewhere.1),
-                    moved: s.moved.map(|m| m.1).filter(|_| !s.elsewhere.1),
-                },
-                live: !s.ended,
-                linked: self
+            .map(|(i, s)| {
+                let linked = self
                     .stages
                     .get(i + 1)
-                    .is_some_and(|next| connected(s.spec.output, next.spec.input)),
+                    .is_some_and(|next| connected(s.spec.output, next.spec.input));
+                // A loop's or a launcher's writes are its children's too, which may go to
+                // files (`xargs gzip`, `while …; do curl -o …`): what went through its
+                // output pipe is what the next stage read from it.
+                let kids = s.members.iter().any(|m| m.kids.is_some());
+                // A stage whose shell holds its input pipe (a subshell, a loop not yet seen
+                // to be one) counts its reads by the child at work: a python3 per line
+                // reads its modules. Its input pipe's figure is its neighbour's until it
+                // is a loop (its shell's own reads).
+                let shared = !s.spec.containers.is_empty() && !s.looping;
+                let fed = i > 0 && connected(self.stages[i - 1].spec.output, s.spec.input);
+                let reads_elsewhere = s.elsewhere.0 || shared && fed;
+                let writes_elsewhere = s.elsewhere.1 || kids && linked;
+                Counted {
+                    // A side that counts files too is not its pipe's figure: unknown, so
+                    // the other end's is taken (or none).
+                    input: Side {
+                        rate: s.view.rate_in.filter(|_| !reads_elsewhere),
+                        moved: s.moved.map(|m| m.0).filter(|_| !reads_elsewhere),
+                    },
+                    output: Side {
+                        rate: s.view.rate_out.filter(|_| !writes_elsewhere),
+                        moved: s.moved.map(|m| m.1).filter(|_| !writes_elsewhere),
+                    },
+                    live: !s.ended,
+                    linked,
+                }
             })
-            .collect();
-        figures::derive(&mut counted);
-        for (stage, c) in self.stages.iter_mut().zip(counted) {
-            if stage.ended {
-                continue;
-            }
-            let add = |total: Option<u64>, moved: Option<u64>| match (total, moved) {
-                (None, None) => None,
-                (t, m) => Some(t.unwrap_or(0) + m.unwrap_or(0)),
-            };
-            stage.shown_bytes = (
-                add(stage.shown_bytes.0, c.input.moved),
-                add(stage.shown_bytes.1, c.output.moved),
-            );
-            stage.view.rate_in = c.input.rate;
-            stage.view.rate_out = c.output.rate;
-            (stage.view.bytes_in, stage.view.bytes_out) = stage.shown_bytes;
-            stage.view.amount = if stage.spec.input.is_some() {
-                stage.view.bytes_in
-            } else {
-                stage.view.bytes_out
-            };
-        }
+            .collect()
     }
 
     /// Decides this sample's bottleneck, adds `dt` to its share, and marks the row of the
@@ -254,6 +278,7 @@ impl Watcher {
             .map(|s| s.view.time.filter(|_| !s.ended))
             .collect();
         self.short_of_cpu = short_of_cpu(&times);
+        self.find_thief(now_ns);
         let marked = self.stages.iter().position(|s| s.view.bottleneck);
         if let Some(i) = marked {
             self.find_peer(i, now_ns);
@@ -374,9 +399,12 @@ impl Watcher {
             busy_stages: times.iter().flatten().filter(|t| t.cpu() >= 0.5).count(),
             short_of_cpu: short_of_cpu(times),
             looping: stage.looping,
+            launcher: stage.members.iter().any(member::Member::launcher),
             peer: stage.peer.as_deref(),
             pid: stage.view.pid,
             rate,
+            thief: self.others.thief.as_ref(),
+            group: self.group,
         };
         advice::advise(&situation, &self.tools)
     }

@@ -14,7 +14,7 @@ use super::{
 use crate::pipeline::discover::{self, Segment, StageSpec, Table};
 use crate::pipeline::member::Member;
 use crate::pipeline::model::Activity;
-use crate::pipeline::procfs::{self, Proc, ProcFile, Stat};
+use crate::procfs::{self, Proc, ProcFile, Stat};
 
 impl Watcher {
     /// Whether stage `i`'s shell runs a loop (it starts child after child, or it is the
@@ -75,6 +75,10 @@ impl Watcher {
         stage.spec.containers.clear();
         stage.shown = Some(pid);
         stage.looping = true;
+        // What its members counted until now was a child's, files included (a python3
+        // reading its modules): no figure of its pipes. Its own start from here.
+        stage.shown_bytes = (None, None);
+        stage.counted_since = None;
         for other in others {
             self.proc.release(other);
         }

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::{Instance, Scanner, Target};
+use super::{Instance, Process, Scanner, Target};
 use crate::control::client::ProgressQuery;
 use crate::top::{Flow, FlowView, Kind, Zoom};
 
@@ -20,14 +20,27 @@ pub(super) struct CountFlow {
     pub(super) id: u64,
     pub(super) kind: Kind,
     pub(super) start: u64,
-    /// The process's I/O and TCP counts when the flow was first seen (sockets).
-    pub(super) base: (u64, u64),
+    /// Of a socket user: its I/O count at the last scan, what of it went through its
+    /// sockets since it was first seen, and its TCP count then.
+    pub(super) last_io: u64,
+    pub(super) io: u64,
+    pub(super) base_tcp: u64,
     pub(super) amount: u64,
     pub(super) moved: u64,
     pub(super) size: u64,
     pub(super) file: Option<String>,
     pub(super) since_ns: u64,
     pub(super) last_move_ns: u64,
+}
+
+/// Whether `p` holds a socket (at its last walk).
+fn holds_socket(p: &Process) -> bool {
+    p.fds.iter().any(|f| matches!(f.target, Target::Socket(_)))
+}
+
+/// Whether `p`'s descriptors beyond 0 to 2 are all sockets and pipes.
+fn only_sockets_and_pipes(p: &Process) -> bool {
+    (p.fds.iter()).all(|f| f.fd <= 2 || matches!(f.target, Target::Socket(_) | Target::Pipe(_)))
 }
 
 /// Whether an rpv command line runs a transfer (the others have no figures to show).
@@ -62,7 +75,7 @@ impl Scanner {
     /// namespace's) is not looked for again.
     pub(super) fn follow_tcp(&mut self, now_ns: u64) -> Vec<u32> {
         let mut now = HashMap::new();
-        if crate::sys::tcp_bytes(&mut now).is_err() {
+        if (self.tcp)(&mut now).is_err() {
             return Vec::new();
         }
         let first = self.tcp_last.is_empty();
@@ -150,74 +163,16 @@ impl Scanner {
         pids.sort_unstable();
         pids.dedup();
         for &pid in &pids {
-            let Some(p) = self.procs.get(&pid) else {
-                continue;
-            };
-            if p.seen != self.generation || p.unreadable || p.kernel {
-                continue;
+            if let Some(kind) = self.count_kind(pid, movers) {
+                self.follow_count(pid, kind, now_ns);
             }
-            let kind = match &p.instance {
-                Some(Instance::Rpv(_)) => Kind::Rpv,
-                Some(Instance::Pv) => Kind::Pv,
-                Some(Instance::Watching) => continue,
-                None if self.counts.contains_key(&pid)
-                    || (movers.contains(&pid)
-                        && p.fds.iter().any(|f| matches!(f.target, Target::Socket(_)))
-                        && !self.pipes.iter().any(|x| x.watcher.holds(pid))) =>
-                {
-                    Kind::Socket
-                }
-                None => continue,
-            };
-            let start = p.start;
-            let totals = (p.moved, p.tcp);
-            let (amount, size, file) = self.count_of(pid, kind);
-            if let Some(c) = self.counts.get_mut(&pid) {
-                if c.start == start {
-                    let amount = if kind == Kind::Socket {
-                        // The larger of the two counts: a program using read and write
-                        // on its sockets shows in both.
-                        totals
-                            .0
-                            .saturating_sub(c.base.0)
-                            .max(totals.1.saturating_sub(c.base.1))
-                    } else {
-                        amount
-                    };
-                    if amount != c.amount {
-                        c.moved += amount.saturating_sub(c.amount);
-                        c.amount = amount;
-                        c.last_move_ns = now_ns;
-                    }
-                    c.size = size;
-                    c.file = file;
-                    continue;
-                }
-            }
-            let id = self.new_id();
-            let base = if kind == Kind::Socket { totals } else { (0, 0) };
-            let first = if kind == Kind::Socket { 0 } else { amount };
-            self.counts.insert(
-                pid,
-                CountFlow {
-                    id,
-                    kind,
-                    start,
-                    base,
-                    amount: first,
-                    moved: 0,
-                    size,
-                    file,
-                    since_ns: now_ns,
-                    last_move_ns: now_ns,
-                },
-            );
         }
         self.pids = pids;
-        let gone: Vec<u32> = self
-            .counts
-            .iter()
-            .filter(|(pid, c)| self.procs.get(pid).is_none_or(|p| p.start != c.start))
+        let gone: Vec<u32> = (self.counts.iter())
+            .filter(|(&pid, c)| {
+                self.procs.get(&pid).is_none_or(|p| p.start != c.start)
+                    || (c.kind == Kind::Socket && !self.procs.get(&pid).is_some_and(holds_socket))
+            })
             .map(|(&pid, _)| pid)
             .collect();
         for pid in gone {
@@ -228,6 +183,83 @@ impl Scanner {
                 }
             }
         }
+    }
+
+    /// What kind of count `pid` is followed as, if any: an rpv or a pv, or a socket user:
+    /// a process that holds a socket now (one that held one once and moves bytes through
+    /// other descriptors since is not) and that moved, outside any pipeline followed.
+    fn count_kind(&self, pid: u32, movers: &[u32]) -> Option<Kind> {
+        let p = self.procs.get(&pid)?;
+        if p.seen != self.generation || p.unreadable || p.kernel {
+            return None;
+        }
+        match &p.instance {
+            Some(Instance::Rpv(_)) => Some(Kind::Rpv),
+            Some(Instance::Pv) => Some(Kind::Pv),
+            Some(Instance::Watching) => None,
+            None if holds_socket(p)
+                && (self.counts.contains_key(&pid) || movers.contains(&pid))
+                && !self.pipes.iter().any(|x| x.watcher.holds(pid)) =>
+            {
+                Some(Kind::Socket)
+            }
+            None => None,
+        }
+    }
+
+    /// Follows `pid`'s count as a flow of `kind` (from its count now, if it is new).
+    fn follow_count(&mut self, pid: u32, kind: Kind, now_ns: u64) {
+        let Some(p) = self.procs.get(&pid) else {
+            return;
+        };
+        let (start, moved, tcp) = (p.start, p.moved, p.tcp);
+        // Its I/O counters are its sockets' bytes only when it holds nothing else they
+        // could count (no file, no device such as the null device) and no TCP socket of
+        // its has told its bytes (`send` and `recv` are not in the counters).
+        let io_counts = tcp == 0 && only_sockets_and_pipes(p);
+        let (amount, size, file) = self.count_of(pid, kind);
+        if let Some(c) = self.counts.get_mut(&pid) {
+            if c.start == start {
+                let amount = if kind == Kind::Socket {
+                    if io_counts {
+                        c.io += moved.saturating_sub(c.last_io);
+                    }
+                    c.last_io = moved;
+                    // The larger of the two counts: a program using read and write on
+                    // its sockets shows in both.
+                    c.io.max(tcp.saturating_sub(c.base_tcp))
+                } else {
+                    amount
+                };
+                if amount != c.amount {
+                    c.moved += amount.saturating_sub(c.amount);
+                    c.amount = amount;
+                    c.last_move_ns = now_ns;
+                }
+                c.size = size;
+                c.file = file;
+                return;
+            }
+        }
+        let id = self.new_id();
+        let first = if kind == Kind::Socket { 0 } else { amount };
+        self.counts.insert(
+            pid,
+            CountFlow {
+                id,
+                kind,
+                start,
+                last_io: moved,
+                io: 0,
+                base_tcp: tcp,
+                amount: first,
+                moved: 0,
+                size,
+                file,
+                since_ns: now_ns,
+                last_move_ns: now_ns,
+            },
+        );
     }
 
     /// An instance's or socket user's count: (amount, size, file).
@@ -268,8 +300,10 @@ impl Scanner {
                 pid,
                 command,
                 file: c.file.clone(),
+                to: None,
                 fd: None,
                 writes: false,
+                in_kernel: false,
                 bottleneck: None,
                 zoom: Zoom::Watch(pid, None),
             },

@@ -1,10 +1,20 @@
 //! File and device flows: a descriptor's position from `/proc/PID/fdinfo/FD`, the size
 //! from the file or `/sys/dev/block`; new descriptors only of processes walked at this
 //! scan, positions only of processes that moved (or flows that have).
+//!
+//! A copy made inside the kernel (`copy_file_range`, `sendfile`, `splice`: `cp` copies a
+//! file in calls of up to 2 GiB) moves no counter of `/proc/PID/io` and no position until
+//! a call returns; the written file grows all along. So the file a process writes, when it
+//! also reads a file, is looked at (one `stat` through its link) at each scan, and its
+//! growth is the flow's progress when it is ahead of the position. A process reading one file and
+//! writing another is one flow, a copy, with both names, the source's size and, at its
+//! end, the written file's final size.
 
 use std::collections::HashSet;
 
 use super::{Instance, Scanner, Target};
+use crate::procfs::ProcFile;
+use crate::procfs::{fdinfo_flags, fdinfo_pos, FdStat};
 use crate::top::{Flow, FlowView, Kind, Zoom};
 
 /// A file or device flow's state.
@@ -13,31 +23,27 @@ pub(super) struct FileFlow {
     pub(super) pid: u32,
     pub(super) start: u64,
     pub(super) fd: i32,
+    /// Other descriptors of the process on the same open file description (`> log 2>&1`:
+    /// descriptors 1 and 2 share one position; one flow, counted once).
+    pub(super) dups: Vec<i32>,
     pub(super) dev: u64,
     pub(super) ino: u64,
     pub(super) device: bool,
     pub(super) path: String,
+    /// Its open flags (`fdinfo`).
+    pub(super) flags: u32,
     pub(super) writes: bool,
+    /// Opened to append (a log): never the written side of a copy.
+    pub(super) append: bool,
     pub(super) pos: u64,
     pub(super) moved: u64,
     pub(super) size: u64,
     pub(super) growing: bool,
+    /// Its progress was seen as the written file's growth ahead of its position: it
+    /// copies inside the kernel.
+    pub(super) in_kernel: bool,
     pub(super) since_ns: u64,
     pub(super) last_move_ns: u64,
-}
-
-/// `pos:` and `flags:` of an `fdinfo` file (flags in octal).
-pub(super) fn parse_fdinfo(text: &str) -> Option<(u64, u32)> {
-    let mut pos = None;
-    let mut flags = None;
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("pos:") {
-            pos = v.trim().parse().ok();
-        } else if let Some(v) = line.strip_prefix("flags:") {
-            flags = u32::from_str_radix(v.trim(), 8).ok();
-        }
-    }
-    Some((pos?, flags?))
 }
 
 /// True if the `flags` of an `fdinfo` file open the file for writing only.
@@ -45,12 +51,58 @@ pub(super) fn write_only(flags: u32) -> bool {
     flags & libc::O_ACCMODE as u32 == libc::O_WRONLY as u32
 }
 
+/// The bytes a file being written holds: its size, or the space it takes when that is
+/// less (a file made to its full size first and then filled, or a sparse one).
+fn written(m: &FdStat) -> u64 {
+    m.size.min(m.blocks.saturating_mul(512))
+}
+
+/// A candidate: (pid, start, fd, dev, ino, device, path).
+type Candidate = (u32, u64, i32, u64, u64, bool, String);
+
 impl Scanner {
     /// File and device flows: new descriptors of processes that moved, and the position
     /// of every followed one.
     pub(super) fn follow_files(&mut self, movers: &[u32], now_ns: u64, buf: &mut Vec<u8>) {
-        // New candidates: regular files and block devices of processes walked at this scan
-        // (they moved, or are new), not already followed.
+        for c in self.file_candidates() {
+            self.add_file(c, now_ns, buf);
+        }
+        let movers: HashSet<u32> = movers.iter().copied().collect();
+        // Processes that read a file: a file they write may be the other side of a copy.
+        let readers: HashSet<u32> = (self.files.iter())
+            .filter(|f| !f.writes && !f.device)
+            .map(|f| f.pid)
+            .collect();
+        let files = std::mem::take(&mut self.files);
+        let mut kept = Vec::with_capacity(files.len());
+        for mut f in files {
+            let alive = self.alive(&f);
+            let pos = if alive && (movers.contains(&f.pid) || f.moved > 0) {
+                self.fdinfo(f.pid, f.fd, buf).map(|(pos, _)| pos)
+            } else if alive {
+                Some(f.pos)
+            } else {
+                None
+            };
+            let Some(pos) = pos else {
+                self.end_file(f);
+                continue;
+            };
+            if pos != f.pos && !(f.in_kernel && pos < f.pos) {
+                self.moved_to(&mut f, pos, now_ns);
+            }
+            let copying = f.writes && !f.append && !f.device && readers.contains(&f.pid);
+            if copying {
+                self.grown(&mut f, now_ns);
+            }
+            kept.push(f);
+        }
+        self.files = kept;
+    }
+
+    /// Regular files and block devices of processes walked at this scan (they moved, or
+    /// are new), not already followed.
+    fn file_candidates(&self) -> Vec<Candidate> {
         let mut candidates = Vec::new();
         for (&pid, p) in &self.procs {
             let rpv = matches!(p.instance, Some(Instance::Rpv(_) | Instance::Watching));
@@ -65,101 +117,170 @@ impl Scanner {
                     path,
                 } = &f.target
                 {
-                    let followed = self
-                        .files
-                        .iter()
-                        .any(|x| x.pid == pid && x.fd == f.fd && x.dev == *dev && x.ino == *ino);
+                    let followed = self.files.iter().any(|x| {
+                        x.pid == pid
+                            && (x.fd == f.fd || x.dups.contains(&f.fd))
+                            && (x.dev, x.ino) == (*dev, *ino)
+                    });
                     if !followed {
                         candidates.push((pid, p.start, f.fd, *dev, *ino, *device, path.clone()));
                     }
                 }
             }
         }
-        let movers: HashSet<u32> = movers.iter().copied().collect();
-        for (pid, start, fd, dev, ino, device, path) in candidates {
-            let Some((pos, flags)) = self.fdinfo(pid, fd, buf) else {
-                continue;
-            };
-            let (size, growing) = self.file_size(pid, fd, device, dev);
-            let id = self.new_id();
-            self.files.push(FileFlow {
-                id,
-                pid,
-                start,
-                fd,
-                dev,
-                ino,
-                device,
-                path,
-                writes: write_only(flags),
-                pos,
-                moved: 0,
-                size,
-                growing,
-                since_ns: now_ns,
-                last_move_ns: now_ns,
-            });
-        }
-        // Positions of the followed descriptors.
-        let mut files = std::mem::take(&mut self.files);
-        files.retain_mut(|f| {
-            let alive = self.procs.get(&f.pid).is_some_and(|p| {
-                p.start == f.start
-                    && p.fds.iter().any(|d| {
-                        d.fd == f.fd
-                            && matches!(&d.target, Target::File { dev, ino, .. }
-                                if *dev == f.dev && *ino == f.ino)
-                    })
-            });
-            let pos = if alive && (movers.contains(&f.pid) || f.moved > 0) {
-                self.fdinfo(f.pid, f.fd, buf).map(|(pos, _)| pos)
-            } else if alive {
-                Some(f.pos)
-            } else {
-                None
-            };
-            let Some(pos) = pos else {
-                if f.moved > 0 {
-                    let flow = self.file_flow(f, true);
-                    self.ended.push(flow);
-                }
-                return false;
-            };
-            if pos != f.pos {
-                let (size, growing) = self.file_size(f.pid, f.fd, f.device, f.dev);
-                // A position past the end is a seek, not data moved.
-                if pos > f.pos && pos <= size.max(f.size) {
-                    f.moved += pos - f.pos;
-                }
-                f.pos = pos;
-                f.last_move_ns = now_ns;
-                f.growing |= growing || (size != f.size && !f.device);
-                f.size = size;
-            }
-            true
-        });
-        self.files = files;
+        candidates
     }
 
+    /// Follows a candidate from its position now.
+    fn add_file(&mut self, c: Candidate, now_ns: u64, buf: &mut Vec<u8>) {
+        let (pid, start, fd, dev, ino, device, path) = c;
+        let Some((pos, flags)) = self.fdinfo(pid, fd, buf) else {
+            return;
+        };
+        // The same file at the same position with the same flags: a copy of a descriptor
+        // already followed (`dup`, `2>&1`), the same open file description.
+        if let Some(same) = self.files.iter_mut().find(|x| {
+            (x.pid, x.start, x.dev, x.ino) == (pid, start, dev, ino)
+                && x.pos == pos
+                && x.flags == flags
+        }) {
+            same.dups.push(fd);
+            return;
+        }
+        let (size, growing) = self.file_size(pid, fd, device, dev);
+        let id = self.new_id();
+        self.files.push(FileFlow {
+            id,
+            pid,
+            start,
+            fd,
+            dups: Vec::new(),
+            dev,
+            ino,
+            device,
+            path,
+            flags,
+            writes: write_only(flags),
+            append: flags & libc::O_APPEND as u32 != 0,
+            pos,
+            moved: 0,
+            size,
+            growing,
+            in_kernel: false,
+            since_ns: now_ns,
+            last_move_ns: now_ns,
+        });
+    }
+
+    /// True if the process of `f` still has its file open on the same descriptor.
+    fn alive(&self, f: &FileFlow) -> bool {
+        self.procs.get(&f.pid).is_some_and(|p| {
+            p.start == f.start
+                && p.fds.iter().any(|d| {
+                    d.fd == f.fd
+                        && matches!(&d.target, Target::File { dev, ino, .. }
+                            if *dev == f.dev && *ino == f.ino)
+                })
+        })
+    }
+
+    /// The descriptor of `f` is at `pos` now.
+    fn moved_to(&mut self, f: &mut FileFlow, pos: u64, now_ns: u64) {
+        let (size, growing) = self.file_size(f.pid, f.fd, f.device, f.dev);
+        // A position past the end is a seek, not data moved.
+        if pos > f.pos && pos <= size.max(f.size) {
+            f.moved += pos - f.pos;
+        }
+        f.pos = pos;
+        f.last_move_ns = now_ns;
+        f.growing |= growing || (size != f.size && !f.device);
+        f.size = size;
+    }
+
+    /// The file `f` writes as one side of a copy: what it holds beyond the descriptor's
+    /// position was copied inside the kernel.
+    fn grown(&mut self, f: &mut FileFlow, now_ns: u64) {
+        let Ok(m) = self.proc.fd_stat(f.pid, f.fd as u32) else {
+            return;
+        };
+        let now = written(&m);
+        if now > f.pos {
+            f.moved += now - f.pos;
+            f.pos = now;
+            f.size = m.size;
+            f.in_kernel = true;
+            f.last_move_ns = now_ns;
+        }
+    }
+
+    /// `f` has ended (its process exited or closed it): a file it wrote is looked at once
+    /// more by its path, so the flow's last figures are what the file holds.
+    pub(super) fn end_file(&mut self, mut f: FileFlow) {
+        if f.writes && !f.device {
+            let same = |m: &FdStat| (m.dev, m.ino) == (f.dev, f.ino);
+            if let Some(m) = self.proc.path_stat(&f.path).ok().filter(same) {
+                let held = m.size;
+                if held > f.pos && f.in_kernel {
+                    f.moved += held - f.pos;
+                    f.pos = held;
+                }
+            }
+        }
+        self.files_ended.push(f);
+    }
     /// The size of the file open on `pid`'s `fd` and whether it is being written (it
     /// grows with the position, so its size says nothing of the end).
     pub(super) fn file_size(&mut self, pid: u32, fd: i32, device: bool, dev: u64) -> (u64, bool) {
         if device {
             return (self.proc.device_size(dev), false);
         }
-        match self.proc.fd_metadata(pid, fd) {
-            Ok(m) => (m.len(), false),
+        match self.proc.fd_stat(pid, fd as u32) {
+            Ok(m) => (m.size, false),
             Err(_) => (0, false),
         }
     }
 
     pub(super) fn fdinfo(&mut self, pid: u32, fd: i32, buf: &mut Vec<u8>) -> Option<(u64, u32)> {
         self.cost.fdinfo += 1;
-        self.proc.fdinfo(pid, fd, buf).ok()?;
-        parse_fdinfo(&String::from_utf8_lossy(buf))
+        self.proc.fdinfo(pid, fd as u32, buf).ok()?;
+        let text = String::from_utf8_lossy(buf);
+        Some((fdinfo_pos(&text)?, fdinfo_flags(&text)?))
     }
 
-    pub(super) fn file_flow(&self, f: &FileFlow, ended: bool) -> Flow {
+    /// The flows of `files` (followed, or ended at this scan): a process's one file read
+    /// and one file written make one flow, a copy; every other file that moved is a flow
+    /// of its own.
+    pub(super) fn file_flows(
+        &self,
+        files: &[FileFlow],
+        ended: bool,
+        not_flows: &HashSet<(u32, i32)>,
+        out: &mut Vec<Flow>,
+    ) {
+        let mut paired = HashSet::new();
+        for (i, w) in files.iter().enumerate() {
+            let Some(r) = copy_source(files, w, not_flows) else {
+                continue;
+            };
+            if w.moved > 0 || files[r].moved > 0 {
+                paired.extend([i, r]);
+                out.push(self.copy_flow(&files[r], w, ended));
+            }
+        }
+        let pv = |pid: u32| {
+            self.procs
+                .get(&pid)
+                .is_some_and(|p| matches!(p.instance, Some(Instance::Pv)))
+        };
+        for (i, f) in files.iter().enumerate() {
+            let own = !not_flows.contains(&(f.pid, f.fd));
+            if f.moved > 0 && own && !paired.contains(&i) && !pv(f.pid) {
+                out.push(self.file_flow(f, ended));
+            }
+        }
+    }
+
+    fn file_flow(&self, f: &FileFlow, ended: bool) -> Flow {
         let command = self.known_command(f.pid);
         // A file being written (or growing as it is read) has no end to measure against.
         let size = if f.writes || f.growing || f.pos > f.size {
@@ -174,8 +295,10 @@ impl Scanner {
                 pid: f.pid,
                 command,
                 file: Some(f.path.clone()),
+                to: None,
                 fd: Some(f.fd),
                 writes: f.writes,
+                in_kernel: f.in_kernel,
                 bottleneck: None,
                 zoom: Zoom::Watch(f.pid, Some(f.fd)),
             },
@@ -186,6 +309,110 @@ impl Scanner {
             ended,
         }
     }
+
+    /// The copy of `r` into `w`: its progress is the further of the two sides (in the
+    /// kernel, the written file grows while the read position stands still until the call
+    /// returns), its size the source's.
+    fn copy_flow(&self, r: &FileFlow, w: &FileFlow, ended: bool) -> Flow {
+        let mut flow = self.file_flow(w, ended);
+        flow.view.file = Some(r.path.clone());
+        flow.view.to = Some(w.path.clone());
+        flow.view.writes = false;
+        flow.amount = r.pos.max(w.pos);
+        flow.moved = r.moved.max(w.moved);
+        flow.size = if r.growing { 0 } else { r.size };
+        flow.since_ns = r.since_ns.min(w.since_ns);
+        flow
+    }
+}
+
+/// Programs that read a script of their own (named by their first argument that is not
+/// an option), besides those whose names start with `python`, `perl`, `ruby` or `lua`.
+const INTERPRETERS: [&str; 18] = [
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish", "csh", "tcsh", "node",
+    "php", "tclsh", "Rscript", "awk", "gawk", "mawk",
+];
+
+/// Whether a program named `comm` reads a script of its own.
+fn interpreter(comm: &str) -> bool {
+    INTERPRETERS.contains(&comm)
+        || ["python", "perl", "ruby", "lua"]
+            .iter()
+            .any(|p| comm.starts_with(p))
+}
+
+/// The script a command line (`cmdline`'s NUL-separated arguments) names: its first
+/// argument after the program that is not an option.
+fn script_of(cmdline: &[u8]) -> Option<String> {
+    let arg =
+        (cmdline.split(|&b| b == 0).skip(1)).find(|a| !a.is_empty() && !a.starts_with(b"-"))?;
+    Some(String::from_utf8_lossy(arg).into_owned())
+}
+
+/// Whether `path` is the file `arg` names (as given: relative or absolute).
+fn names(arg: &str, path: &str) -> bool {
+    let arg = arg.trim_start_matches("./");
+    path == arg || path.strip_suffix(arg).is_some_and(|p| p.ends_with('/'))
+}
+
+impl Scanner {
+    /// The files read that are not flows of their own, as (PID, descriptor): an
+    /// interpreter reading its own script (a shell keeps it open), and a pipeline stage's
+    /// reads of files its command line does not name (`tar c dir | gzip`: tar's files,
+    /// one after another; the pipeline's row shows what they move).
+    pub(super) fn not_flows(&mut self, files: &[FileFlow]) -> HashSet<(u32, i32)> {
+        let mut out = HashSet::new();
+        for f in files.iter().filter(|f| !f.writes && !f.device) {
+            let script = self.script(f.pid);
+            if script.is_some_and(|arg| names(&arg, &f.path)) {
+                out.insert((f.pid, f.fd));
+                continue;
+            }
+            if self.pipes.iter().any(|p| p.watcher.holds(f.pid)) {
+                let base = f.path.rsplit('/').next().unwrap_or(&f.path);
+                if !self.command(f.pid).contains(base) {
+                    out.insert((f.pid, f.fd));
+                }
+            }
+        }
+        out
+    }
+
+    /// The script `pid` runs, if it is an interpreter (its command line read once).
+    fn script(&mut self, pid: u32) -> Option<String> {
+        let p = self.procs.get(&pid)?;
+        if !interpreter(&p.comm) {
+            return None;
+        }
+        if let Some(known) = &p.script {
+            return known.clone();
+        }
+        let cmdline = self.proc.read(pid, ProcFile::Cmdline, false).ok()?;
+        let script = script_of(&cmdline);
+        self.procs.get_mut(&pid)?.script = Some(script.clone());
+        script
+    }
+}
+
+/// The file `w` copies from, when `w` is the one file its process writes (not to append)
+/// and the process reads one other file (its index in `files`).
+fn copy_source(files: &[FileFlow], w: &FileFlow, not_flows: &HashSet<(u32, i32)>) -> Option<usize> {
+    if !w.writes || w.device || w.append {
+        return None;
+    }
+    let same = |f: &FileFlow| f.pid == w.pid && f.start == w.start && !f.device;
+    let writers = files.iter().filter(|f| same(f) && f.writes && !f.append);
+    if writers.count() != 1 {
+        return None;
+    }
+    let mut sources = (files.iter().enumerate()).filter(|(_, f)| {
+        same(f)
+            && !f.writes
+            && (f.dev, f.ino) != (w.dev, w.ino)
+            && !not_flows.contains(&(f.pid, f.fd))
+    });
+    let (i, _) = sources.next()?;
+    sources.next().is_none().then_some(i)
 }
 
 #[cfg(test)]
@@ -193,12 +420,9 @@ mod tests {
     use super::*;
 
     #[test]
-    pub(super) fn fdinfo_position_and_mode() {
-        let text = "pos:\t4096\nflags:\t0100001\nmnt_id:\t29\nino:\t1234\n";
-        assert_eq!(parse_fdinfo(text), Some((4096, 0o100001)));
+    fn write_only_mode() {
         assert!(write_only(0o100001));
         assert!(!write_only(0o100000));
         assert!(!write_only(0o100002), "read-write is not write-only");
-        assert_eq!(parse_fdinfo("flags:\t0\n"), None);
     }
 }

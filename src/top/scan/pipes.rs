@@ -54,8 +54,10 @@ pub(super) fn pipeline_view(view: &crate::pipeline::View) -> FlowView {
         pid,
         command,
         file: None,
+        to: None,
         fd: None,
         writes: false,
+        in_kernel: false,
         bottleneck,
         zoom: Zoom::Pipeline(pid),
     }
@@ -92,7 +94,7 @@ impl Scanner {
                 continue;
             }
             self.cost.pipelines_tried += 1;
-            let proc = Box::new(SharedProc::new(self.sweep.clone()));
+            let proc = Box::new(SharedProc::new((self.watchers)(), self.sweep.clone()));
             match Watcher::with_proc(proc, pid) {
                 Ok(mut watcher) if !self.holds_own(&watcher) && !self.followed(&watcher) => {
                     watcher.set_interval(self.interval);

@@ -1,7 +1,7 @@
 //! One look at the process table shared by every pipeline followed, within a scan.
 //!
-//! Owns: [`SharedProc`], the pipeline view's `Proc` for `--top`'s watchers: the real
-//! `/proc` ([`SysProc`]), except that the list of processes, their `stat` and their
+//! Owns: [`SharedProc`], the pipeline view's `Proc` for `--top`'s watchers: the scanner's
+//! `/proc` (the real one, or a test's table), except that the list of processes, their `stat` and their
 //! descriptors 0 and 1 (what the pipeline view's discovery reads of every process, for
 //! each pipeline that gains or loses a process) are read once per scan for all of them:
 //! several pipelines looking for their stages again in the same scan cost one walk of the
@@ -13,8 +13,7 @@ use std::collections::HashMap;
 use std::io;
 use std::rc::Rc;
 
-use crate::pipeline::model::Fill;
-use crate::pipeline::procfs::{CpuTimes, Proc, ProcFile, SysProc};
+use crate::procfs::{CpuTimes, FdStat, Fill, Proc, ProcFile};
 
 /// What the pipelines read of the process table during one scan.
 #[derive(Default)]
@@ -46,17 +45,14 @@ fn again<T: Clone>(r: &io::Result<T>) -> io::Result<T> {
 
 /// A watcher's `/proc`, sharing the scan's [`Sweep`].
 pub(super) struct SharedProc {
-    sys: SysProc,
+    sys: Box<dyn Proc>,
     sweep: Rc<RefCell<Sweep>>,
 }
 
 impl SharedProc {
-    pub(super) fn new(sweep: Rc<RefCell<Sweep>>) -> SharedProc {
-        SharedProc {
-            // The real reader with the control channel's count of other rpv stages.
-            sys: crate::pipeline::control::sys_proc(),
-            sweep,
-        }
+    /// `sys` read through `sweep`.
+    pub(super) fn new(sys: Box<dyn Proc>, sweep: Rc<RefCell<Sweep>>) -> SharedProc {
+        SharedProc { sys, sweep }
     }
 }
 
@@ -139,6 +135,26 @@ impl Proc for SharedProc {
     fn open_files(&mut self, pid: u32) -> Option<(bool, bool)> {
         self.sys.open_files(pid)
     }
+
+    fn fd_stat(&mut self, pid: u32, fd: u32) -> io::Result<FdStat> {
+        self.sys.fd_stat(pid, fd)
+    }
+
+    fn fdinfo(&mut self, pid: u32, fd: u32, buf: &mut Vec<u8>) -> io::Result<()> {
+        self.sys.fdinfo(pid, fd, buf)
+    }
+
+    fn path_stat(&mut self, path: &str) -> io::Result<FdStat> {
+        self.sys.path_stat(path)
+    }
+
+    fn owner(&mut self, pid: u32) -> Option<u32> {
+        self.sys.owner(pid)
+    }
+
+    fn device_size(&mut self, rdev: u64) -> u64 {
+        self.sys.device_size(rdev)
+    }
 }
 
 #[cfg(test)]
@@ -148,8 +164,9 @@ mod tests {
     #[test]
     fn a_scan_reads_the_table_once_for_every_pipeline() {
         let sweep = Rc::new(RefCell::new(Sweep::default()));
-        let mut a = SharedProc::new(sweep.clone());
-        let mut b = SharedProc::new(sweep.clone());
+        let sys = || Box::new(crate::procfs::SysProc::new());
+        let mut a = SharedProc::new(sys(), sweep.clone());
+        let mut b = SharedProc::new(sys(), sweep.clone());
         let me = std::process::id();
         let pids = a.pids().unwrap();
         assert!(pids.contains(&me));

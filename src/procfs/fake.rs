@@ -1,13 +1,12 @@
-//! A synthetic process table for the tests of discovery, sampling and classification.
+//! A synthetic process table for the tests of discovery, sampling and classification
+//! (the pipeline view, the stall report) and of `--top`'s scanner.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::rc::Rc;
 
-use super::discover::End;
-use super::model::Fill;
-use super::procfs::{CpuTimes, Io, Proc, ProcFile};
+use super::{CpuTimes, End, FdKind, FdStat, Fill, Io, Proc, ProcFile};
 
 /// One thread.
 #[derive(Debug, Clone)]
@@ -40,6 +39,43 @@ pub(crate) struct FakeProcess {
     /// The open flags of its standard input (`O_RDONLY` unless set; standard output is
     /// `O_WRONLY`).
     pub stdin_flags: u32,
+    /// CPU ticks of its children it has reaped (`cutime` in `stat`).
+    pub reaped_ticks: u64,
+    /// Its own I/O counts (`task/TID/io`), when they differ from `io` (which counts the
+    /// children it has reaped too).
+    pub own_io: Option<Io>,
+    /// Descriptors beyond its standard input and output (and those, when set here).
+    pub fds: BTreeMap<u32, FakeFd>,
+    /// Its user.
+    pub uid: u32,
+}
+
+/// What a descriptor of [`FakeProcess::fds`] is open on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FakeTarget {
+    /// A regular file: its path, inode (on device 1), size and allocated bytes.
+    File {
+        path: String,
+        ino: u64,
+        size: u64,
+        allocated: u64,
+    },
+    /// A block device: its path, device number and size.
+    Device { path: String, rdev: u64, size: u64 },
+    /// A character device (`/dev/null`).
+    CharDevice(String),
+    /// A socket, by inode.
+    Socket(u64),
+    /// A pipe, by inode.
+    Pipe(u64),
+}
+
+/// A descriptor: what it is open on, its position and its open flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FakeFd {
+    pub target: FakeTarget,
+    pub pos: u64,
+    pub flags: u32,
 }
 
 /// The table, shared between the test and the watcher it feeds.
@@ -56,6 +92,33 @@ pub(crate) struct FakeTable {
     /// Reads of `stat` files (a process's or a thread's) and of `io` files so far.
     pub stat_reads: usize,
     pub io_reads: usize,
+    /// Files no process holds open any more, by path (what a `stat` of the path finds).
+    pub disk: HashMap<String, FakeTarget>,
+}
+
+/// What a `stat` finds of `target`.
+fn target_stat(target: &FakeTarget) -> FdStat {
+    match *target {
+        FakeTarget::File {
+            ino,
+            size,
+            allocated,
+            ..
+        } => FdStat {
+            kind: FdKind::Regular,
+            dev: 1,
+            ino,
+            rdev: 0,
+            size,
+            blocks: allocated.div_ceil(512),
+        },
+        FakeTarget::Device { rdev, .. } => FdStat {
+            kind: FdKind::Block,
+            rdev,
+            ..FdStat::default()
+        },
+        _ => FdStat::default(),
+    }
 }
 
 /// A [`Proc`] over a [`FakeTable`].
@@ -97,8 +160,40 @@ impl FakeProc {
                 kernel: false,
                 rpv: None,
                 stdin_flags: 0,
+                fds: BTreeMap::new(),
+                uid: 0,
+                reaped_ticks: 0,
+                own_io: None,
             },
         );
+    }
+
+    /// Opens `target` as descriptor `fd` of `pid` with `flags`, at position 0.
+    pub(crate) fn open(&self, pid: u32, fd: u32, target: FakeTarget, flags: u32) {
+        self.with(pid, |p| {
+            p.fds.insert(
+                fd,
+                FakeFd {
+                    target,
+                    pos: 0,
+                    flags,
+                },
+            );
+        });
+    }
+
+    /// Changes descriptor `fd` of `pid`.
+    pub(crate) fn fd(&self, pid: u32, fd: u32, change: impl FnOnce(&mut FakeFd)) {
+        self.with(pid, |p| {
+            change(p.fds.get_mut(&fd).expect("no such fake descriptor"))
+        });
+    }
+
+    /// Closes descriptor `fd` of `pid`.
+    pub(crate) fn close(&self, pid: u32, fd: u32) {
+        self.with(pid, |p| {
+            p.fds.remove(&fd);
+        });
     }
 
     /// Changes a process.
@@ -127,6 +222,10 @@ impl FakeProc {
             p.tasks[0].run_ns += ticks * 10_000_000;
             p.io.rchar += read;
             p.io.wchar += written;
+            if let Some(own) = &mut p.own_io {
+                own.rchar += read;
+                own.wchar += written;
+            }
         });
     }
 
@@ -143,9 +242,21 @@ impl FakeProc {
             .insert(inode, Fill { queued, capacity });
     }
 
-    /// Removes a process (it exited and was reaped).
+    /// Removes a process (it exited and was reaped): its parent's `stat` and `io` count
+    /// its CPU time and bytes from now on, as the kernel's do.
     pub(crate) fn remove(&self, pid: u32) {
-        self.0.borrow_mut().procs.remove(&pid);
+        let mut table = self.0.borrow_mut();
+        let Some(gone) = table.procs.remove(&pid) else {
+            return;
+        };
+        if let Some(parent) = table.procs.get_mut(&gone.ppid) {
+            let ticks: u64 = gone.tasks.iter().map(|t| t.ticks).sum();
+            parent.reaped_ticks += ticks + gone.reaped_ticks;
+            let own = parent.io;
+            parent.own_io.get_or_insert(own);
+            parent.io.rchar += gone.io.rchar;
+            parent.io.wchar += gone.io.wchar;
+        }
     }
 
     /// Adds idle and busy CPU time to the machine (ticks, all CPUs together).
@@ -177,12 +288,13 @@ impl FakeProc {
             None => (p.tasks[0].state, p.tasks.iter().map(|t| t.ticks).sum()),
         };
         format!(
-            "{pid} ({}) {state} {} {} {} 0 -1 {} 0 0 0 0 {ticks} 0 0 0 20 0 {} 0 {} 0 0",
+            "{pid} ({}) {state} {} {} {} 0 -1 {} 0 0 0 0 {ticks} 0 {} 0 20 0 {} 0 {} 0 0",
             p.comm,
             p.ppid,
             p.session,
             p.session,
             if p.kernel { 0x0020_0040 } else { 0x0040_0000 },
+            p.reaped_ticks,
             p.tasks.len(),
             p.start
         )
@@ -201,7 +313,7 @@ impl Proc for FakeProc {
             let mut table = self.0.borrow_mut();
             match file {
                 ProcFile::Stat | ProcFile::TaskStat(_) => table.stat_reads += 1,
-                ProcFile::Io => table.io_reads += 1,
+                ProcFile::Io | ProcFile::TaskIo(_) => table.io_reads += 1,
                 _ => {}
             }
         }
@@ -229,6 +341,13 @@ impl Proc for FakeProc {
                 "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
                 p.io.rchar, p.io.wchar
             ),
+            ProcFile::TaskIo(_) => {
+                let own = p.own_io.unwrap_or(p.io);
+                format!(
+                    "rchar: {}\nwchar: {}\nsyscr: 0\nsyscw: 0\n",
+                    own.rchar, own.wchar
+                )
+            }
             ProcFile::Wchan => p.tasks[0].wchan.clone(),
             ProcFile::TaskWchan(tid) => task(tid)?.wchan.clone(),
             // No system calls or sockets in the synthetic table.
@@ -244,6 +363,15 @@ impl Proc for FakeProc {
         if p.hidden {
             return Err(denied());
         }
+        if let Some(f) = p.fds.get(&fd) {
+            return Ok(match &f.target {
+                FakeTarget::File { path, .. }
+                | FakeTarget::Device { path, .. }
+                | FakeTarget::CharDevice(path) => path.clone(),
+                FakeTarget::Socket(inode) => format!("socket:[{inode}]"),
+                FakeTarget::Pipe(inode) => format!("pipe:[{inode}]"),
+            });
+        }
         let end = match fd {
             0 => p.stdin,
             1 => p.stdout,
@@ -258,7 +386,18 @@ impl Proc for FakeProc {
     }
 
     fn fds(&mut self, pid: u32) -> io::Result<Vec<(u32, String)>> {
-        Ok([0, 1]
+        let mut numbers: Vec<u32> = {
+            let table = self.0.borrow();
+            let p = table.procs.get(&pid).ok_or_else(gone)?;
+            if p.hidden {
+                return Err(denied());
+            }
+            p.fds.keys().copied().collect()
+        };
+        numbers.extend([0, 1]);
+        numbers.sort_unstable();
+        numbers.dedup();
+        Ok(numbers
             .into_iter()
             .filter_map(|fd| Some((fd, self.fd_link(pid, fd).ok()?)))
             .collect())
@@ -267,6 +406,9 @@ impl Proc for FakeProc {
     fn fd_flags(&mut self, pid: u32, fd: u32) -> Option<u32> {
         let table = self.0.borrow();
         let p = table.procs.get(&pid).filter(|p| !p.hidden)?;
+        if let Some(f) = p.fds.get(&fd) {
+            return Some(f.flags);
+        }
         match fd {
             0 => Some(p.stdin_flags),
             1 => Some(libc::O_WRONLY as u32),
@@ -309,5 +451,61 @@ impl Proc for FakeProc {
 
     fn cores(&self) -> usize {
         self.0.borrow().cores.unwrap_or(2)
+    }
+
+    fn fd_stat(&mut self, pid: u32, fd: u32) -> io::Result<FdStat> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&pid).ok_or_else(gone)?;
+        if p.hidden {
+            return Err(denied());
+        }
+        Ok(p.fds
+            .get(&fd)
+            .map(|f| target_stat(&f.target))
+            .unwrap_or_default())
+    }
+
+    fn path_stat(&mut self, path: &str) -> io::Result<FdStat> {
+        let table = self.0.borrow();
+        let open = (table.procs.values().flat_map(|p| p.fds.values()))
+            .map(|f| &f.target)
+            .find(|t| matches!(t, FakeTarget::File { path: p, .. } if p == path));
+        open.or_else(|| table.disk.get(path))
+            .map(target_stat)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+    }
+
+    fn fdinfo(&mut self, pid: u32, fd: u32, buf: &mut Vec<u8>) -> io::Result<()> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&pid).ok_or_else(gone)?;
+        if p.hidden {
+            return Err(denied());
+        }
+        let (pos, flags) = match p.fds.get(&fd) {
+            Some(f) => (f.pos, f.flags),
+            None if fd == 0 => (0, p.stdin_flags),
+            None if fd == 1 => (0, libc::O_WRONLY as u32),
+            None => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+        };
+        buf.clear();
+        buf.extend_from_slice(format!("pos:\t{pos}\nflags:\t0{flags:o}\nmnt_id:\t1\n").as_bytes());
+        Ok(())
+    }
+
+    fn owner(&mut self, pid: u32) -> Option<u32> {
+        Some(self.0.borrow().procs.get(&pid)?.uid)
+    }
+
+    fn device_size(&mut self, rdev: u64) -> u64 {
+        let table = self.0.borrow();
+        let sizes = table.procs.values().flat_map(|p| p.fds.values());
+        for f in sizes {
+            if let FakeTarget::Device { rdev: r, size, .. } = f.target {
+                if r == rdev {
+                    return size;
+                }
+            }
+        }
+        0
     }
 }

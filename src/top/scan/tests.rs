@@ -1,0 +1,630 @@
+//! The scanner over synthetic process tables ([`FakeProc`]), the way `pipeline/tests.rs`
+//! tests the pipeline view: no real process is looked at.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::{Scanner, IDLE_DROP_NS};
+use crate::procfs::fake::{FakeProc, FakeTarget};
+use crate::procfs::End;
+use crate::top::{Flow, FlowView, Kind, Zoom};
+
+const RD: u32 = libc::O_RDONLY as u32;
+const WR: u32 = libc::O_WRONLY as u32;
+
+/// A scanner over a fake table, its clock and the TCP counts it is told.
+struct Rig {
+    fake: FakeProc,
+    scanner: Scanner,
+    now: u64,
+    tcp: Rc<RefCell<HashMap<u64, u64>>>,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        let fake = FakeProc::default();
+        let tcp: Rc<RefCell<HashMap<u64, u64>>> = Rc::default();
+        let (watchers, counts) = (fake.clone(), tcp.clone());
+        let scanner = Scanner::with_proc(
+            Box::new(fake.clone()),
+            Box::new(move || Box::new(watchers.clone())),
+            Box::new(move |out| {
+                out.clone_from(&counts.borrow());
+                Ok(())
+            }),
+            1.0,
+        );
+        Rig {
+            fake,
+            scanner,
+            now: 1_000_000_000,
+            tcp,
+        }
+    }
+
+    /// One scan a second later; the flows it gives.
+    fn scan(&mut self) -> Vec<Flow> {
+        self.scan_after(1_000_000_000)
+    }
+
+    fn scan_after(&mut self, ns: u64) -> Vec<Flow> {
+        self.now += ns;
+        self.scanner.scan(self.now);
+        let mut out = Vec::new();
+        self.scanner.flows(&mut out);
+        out.sort_by_key(|f| (f.view.pid, f.view.fd));
+        out
+    }
+
+    /// A process of `cmd` with a terminal as its input and output.
+    fn process(&self, pid: u32, cmd: &str) {
+        self.fake.add(pid, 1, cmd, End::Other, End::Other);
+    }
+
+    /// Moves descriptor `fd` of `pid` on by `bytes`, read or written (its counters too).
+    fn advance(&self, pid: u32, fd: u32, bytes: u64, writes: bool) {
+        self.fake.fd(pid, fd, |f| {
+            f.pos += bytes;
+            if let FakeTarget::File { size, .. } = &mut f.target {
+                if writes {
+                    *size = (*size).max(f.pos);
+                }
+            }
+        });
+        let (r, w) = if writes { (0, bytes) } else { (bytes, 0) };
+        self.fake.work(pid, 1, r, w);
+    }
+}
+
+fn file(path: &str, ino: u64, size: u64) -> FakeTarget {
+    FakeTarget::File {
+        path: path.into(),
+        ino,
+        size,
+        allocated: size,
+    }
+}
+
+/// A short account of a flow for assertions.
+fn row(f: &Flow) -> (Kind, u32, Option<i32>, Option<&str>, u64, u64, bool) {
+    (
+        f.view.kind,
+        f.view.pid,
+        f.view.fd,
+        f.view.file.as_deref(),
+        f.amount,
+        f.size,
+        f.ended,
+    )
+}
+
+#[test]
+fn a_reader_of_a_file_shows_its_position_and_size() {
+    let mut rig = Rig::new();
+    rig.process(100, "sha256sum big.iso");
+    rig.fake.open(100, 3, file("/data/big.iso", 7, 10_000), RD);
+    assert!(rig.scan().is_empty(), "nothing moved yet");
+    rig.advance(100, 3, 2_500, false);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(row).collect::<Vec<_>>(),
+        [(
+            Kind::File,
+            100,
+            Some(3),
+            Some("/data/big.iso"),
+            2_500,
+            10_000,
+            false
+        )]
+    );
+    assert!(!flows[0].view.writes);
+    assert_eq!(flows[0].moved, 2_500);
+    // A quiet process is not shown again as moving, but stays listed.
+    rig.advance(100, 3, 2_500, false);
+    let flows = rig.scan();
+    assert_eq!(flows[0].amount, 5_000);
+    assert_eq!(flows[0].moved, 5_000);
+}
+
+#[test]
+fn a_writer_of_a_file_has_no_size_to_end_at() {
+    let mut rig = Rig::new();
+    rig.process(100, "tar cf out.tar dir");
+    rig.fake.open(100, 4, file("/tmp/out.tar", 8, 0), WR);
+    rig.scan();
+    rig.advance(100, 4, 4_096, true);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(row).collect::<Vec<_>>(),
+        [(
+            Kind::File,
+            100,
+            Some(4),
+            Some("/tmp/out.tar"),
+            4_096,
+            0,
+            false
+        )]
+    );
+    assert!(flows[0].view.writes);
+}
+
+#[test]
+fn a_device_is_a_device_flow_with_the_devices_size() {
+    let mut rig = Rig::new();
+    rig.process(100, "dd if=/dev/sdb of=/dev/null");
+    rig.fake.open(
+        100,
+        0,
+        FakeTarget::Device {
+            path: "/dev/sdb".into(),
+            rdev: 0x810,
+            size: 1 << 30,
+        },
+        RD,
+    );
+    rig.scan();
+    rig.advance(100, 0, 1 << 20, false);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(row).collect::<Vec<_>>(),
+        [(
+            Kind::Device,
+            100,
+            Some(0),
+            Some("/dev/sdb"),
+            1 << 20,
+            1 << 30,
+            false
+        )]
+    );
+}
+
+#[test]
+fn a_socket_user_is_followed_through_its_counts() {
+    let mut rig = Rig::new();
+    rig.process(100, "curl -O http://x/y");
+    rig.fake
+        .open(100, 5, FakeTarget::Socket(900), libc::O_RDWR as u32);
+    rig.tcp.borrow_mut().insert(900, 1_000);
+    rig.scan();
+    // Bytes received over TCP show nowhere in its io counters.
+    rig.tcp.borrow_mut().insert(900, 51_000);
+    rig.scan();
+    rig.tcp.borrow_mut().insert(900, 101_000);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(flows[0].view.kind, Kind::Socket);
+    assert_eq!(flows[0].view.pid, 100);
+    assert_eq!(flows[0].moved, 50_000, "{:?}", flows[0]);
+}
+
+#[test]
+fn a_process_with_no_socket_is_never_a_socket_flow() {
+    // A test binary writing to the null device through its io counters (D8).
+    let mut rig = Rig::new();
+    rig.process(100, "it-3de5b8502a1a644f");
+    rig.fake
+        .open(100, 3, FakeTarget::CharDevice("/dev/null".into()), WR);
+    rig.scan();
+    for _ in 0..3 {
+        rig.fake.work(100, 1, 0, 1 << 40);
+        let flows = rig.scan();
+        assert!(flows.is_empty(), "{flows:?}");
+    }
+}
+
+#[test]
+fn a_flow_that_stops_moving_ends_after_the_idle_time() {
+    let mut rig = Rig::new();
+    rig.process(100, "cat log");
+    rig.fake
+        .open(100, 3, file("/var/log/log", 9, 1_000_000), RD);
+    rig.scan();
+    rig.advance(100, 3, 1_000, false);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1);
+    let id = flows[0].id;
+    assert!(!rig.scan_after(IDLE_DROP_NS / 2)[0].ended);
+    let last = rig.scan_after(IDLE_DROP_NS / 2);
+    assert_eq!(last.len(), 1, "{last:?}");
+    assert!(last[0].ended && last[0].id == id, "{last:?}");
+    assert!(rig.scan().is_empty(), "an ended flow appears once");
+}
+
+#[test]
+fn a_process_that_exits_ends_its_flows_and_a_new_one_under_its_pid_is_new() {
+    let mut rig = Rig::new();
+    rig.process(100, "gzip -d a.gz");
+    rig.fake.open(100, 3, file("/a.gz", 10, 50_000), RD);
+    rig.scan();
+    rig.advance(100, 3, 10_000, false);
+    let first = rig.scan()[0].id;
+    rig.fake.remove(100);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(|f| (f.id, f.ended)).collect::<Vec<_>>(),
+        [(first, true)]
+    );
+    // Churn: another program gets the PID and reads another file.
+    rig.process(100, "cat b");
+    rig.fake.with(100, |p| p.start += 1);
+    rig.fake.open(100, 3, file("/b", 11, 9_000), RD);
+    rig.scan();
+    rig.advance(100, 3, 3_000, false);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_ne!(flows[0].id, first);
+    assert_eq!(flows[0].view.file.as_deref(), Some("/b"));
+    assert_eq!(flows[0].view.command, "cat b");
+    assert_eq!(flows[0].moved, 3_000);
+}
+
+#[test]
+fn hidden_processes_are_counted_not_shown() {
+    let mut rig = Rig::new();
+    rig.process(100, "secret");
+    rig.process(101, "mine");
+    rig.fake.with(100, |p| {
+        p.hidden = true;
+        p.uid = 1234;
+    });
+    rig.scan();
+    let hidden = rig.scanner.hidden();
+    assert_eq!((hidden.count, hidden.other_users), (1, 1), "{hidden:?}");
+    rig.fake.work(100, 1, 1 << 20, 0);
+    assert!(rig.scan().is_empty());
+}
+
+#[test]
+fn an_rpv_found_in_the_midst_of_its_exec_is_decided_when_it_has_a_command_line() {
+    let mut rig = Rig::new();
+    // Its new name, no arguments yet: neither a flow nor taken for a watching rpv.
+    rig.fake.add(100, 1, "rpv", End::Other, End::Other);
+    rig.fake.with(100, |p| p.cmdline = String::new());
+    rig.fake.open(100, 3, file("/tmp/in", 12, 1_000_000), RD);
+    rig.scan();
+    // Then its arguments: it watches (`--top`): none of its reads are flows.
+    rig.fake.with(100, |p| p.cmdline = "rpv --top".into());
+    for _ in 0..3 {
+        rig.advance(100, 3, 1_000, false);
+        let flows = rig.scan_after(3_000_000_000);
+        assert!(flows.is_empty(), "{flows:?}");
+    }
+}
+
+#[test]
+fn a_pipeline_is_one_flow_through_the_pipeline_view() {
+    let mut rig = Rig::new();
+    rig.fake.add(100, 1, "bash", End::Other, End::Other);
+    rig.fake.add(101, 100, "yes", End::Other, End::Pipe(77));
+    rig.fake.add(102, 100, "gzip", End::Pipe(77), End::Other);
+    rig.fake.fill(77, 0, 65_536);
+    rig.scan();
+    for _ in 0..3 {
+        rig.fake.work(101, 50, 0, 1 << 20);
+        rig.fake.work(102, 50, 1 << 20, 1 << 18);
+        rig.scan();
+    }
+    let flows = rig.scan();
+    let kinds: Vec<(Kind, u32)> = flows.iter().map(|f| (f.view.kind, f.view.pid)).collect();
+    assert_eq!(kinds, [(Kind::Pipeline, 101)], "{flows:?}");
+    assert_eq!(flows[0].view.command, "yes | gzip");
+}
+
+#[test]
+fn flow_names_say_the_direction_in_words() {
+    let mut view = FlowView {
+        kind: Kind::File,
+        pid: 1,
+        command: "dd of=x".into(),
+        file: Some("/tmp/x".into()),
+        to: None,
+        fd: Some(1),
+        writes: true,
+        in_kernel: false,
+        bottleneck: None,
+        zoom: Zoom::Watch(1, Some(1)),
+    };
+    assert_eq!(view.name(), "dd of=x: writes /tmp/x");
+    view.writes = false;
+    assert_eq!(view.name(), "dd of=x: reads /tmp/x");
+    view.to = Some("/tmp/y".into());
+    assert_eq!(view.name(), "dd of=x: /tmp/x -> /tmp/y");
+    view.in_kernel = true;
+    assert_eq!(view.name(), "dd of=x: /tmp/x -> /tmp/y (in kernel)");
+    view.file = None;
+    assert_eq!(view.name(), "dd of=x");
+}
+
+#[test]
+fn a_closed_file_ends_its_flow_and_a_pipe_is_not_a_file() {
+    let mut rig = Rig::new();
+    rig.process(100, "sort -o out in");
+    rig.fake.open(100, 3, file("/in", 13, 8_000), RD);
+    rig.fake.open(100, 4, FakeTarget::Pipe(55), WR);
+    rig.scan();
+    rig.advance(100, 3, 8_000, false);
+    let flows = rig.scan();
+    assert_eq!(
+        flows.iter().map(|f| f.view.fd).collect::<Vec<_>>(),
+        [Some(3)]
+    );
+    rig.fake.close(100, 3);
+    rig.fake.work(100, 1, 0, 10);
+    let flows = rig.scan_after(3_000_000_000);
+    assert_eq!(
+        flows
+            .iter()
+            .map(|f| (f.view.fd, f.ended))
+            .collect::<Vec<_>>(),
+        [(Some(3), true)]
+    );
+}
+
+const GIB: u64 = 1 << 30;
+
+/// `cp` copying `/d/big` (4 GiB) to `/d/copy` with `copy_file_range` in 2 GiB calls: its
+/// counters and the source's position move only when a call returns.
+fn cp(rig: &Rig, pid: u32) {
+    rig.fake.open(pid, 3, file("/d/big", 20, 4 * GIB), RD);
+    rig.fake.open(pid, 4, file("/d/copy", 21, 0), WR);
+}
+
+/// The written file of `cp` grows to `bytes`.
+fn grow(rig: &Rig, pid: u32, bytes: u64) {
+    rig.fake.fd(pid, 4, |f| {
+        if let FakeTarget::File {
+            size, allocated, ..
+        } = &mut f.target
+        {
+            *size = bytes;
+            *allocated = bytes;
+        }
+    });
+}
+
+#[test]
+fn a_copy_inside_the_kernel_is_followed_by_the_written_files_growth_to_its_end() {
+    let mut rig = Rig::new();
+    rig.process(100, "cp /d/big /d/copy");
+    cp(&rig, 100);
+    rig.scan();
+    let mut seen = Vec::new();
+    for step in 1..=3 {
+        grow(&rig, 100, (step * 600) << 20);
+        let flows = rig.scan_after(500_000_000);
+        assert_eq!(flows.len(), 1, "at step {step}: {flows:?}");
+        let f = &flows[0];
+        assert_eq!(f.view.file.as_deref(), Some("/d/big"));
+        assert_eq!(f.view.to.as_deref(), Some("/d/copy"));
+        assert!(f.view.in_kernel, "{f:?}");
+        assert_eq!(
+            f.view.name(),
+            "cp /d/big /d/copy: /d/big -> /d/copy (in kernel)"
+        );
+        assert_eq!(
+            (f.amount, f.size, f.ended),
+            ((step * 600) << 20, 4 * GIB, false)
+        );
+        seen.push(f.id);
+    }
+    // The first call returns: its counters and the source's position jump by 2 GiB. The
+    // figures never go back.
+    grow(&rig, 100, 2 * GIB + (100 << 20));
+    rig.fake.fd(100, 3, |f| f.pos = 2 * GIB);
+    rig.fake.work(100, 1, 2 * GIB, 2 * GIB);
+    rig.fake.fd(100, 4, |f| f.pos = 2 * GIB);
+    let f = &rig.scan_after(500_000_000)[0];
+    assert!(f.amount >= 2 * GIB + (100 << 20), "{f:?}");
+    // It ends between two scans: the last figures are what the copy holds.
+    grow(&rig, 100, 4 * GIB);
+    let done = FakeTarget::File {
+        path: "/d/copy".into(),
+        ino: 21,
+        size: 4 * GIB,
+        allocated: 4 * GIB,
+    };
+    rig.fake.remove(100);
+    rig.fake.0.borrow_mut().disk.insert("/d/copy".into(), done);
+    let flows = rig.scan_after(500_000_000);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    let f = &flows[0];
+    assert_eq!(
+        (f.amount, f.size, f.ended),
+        (4 * GIB, 4 * GIB, true),
+        "{f:?}"
+    );
+    assert_eq!(f.moved, 4 * GIB);
+    assert!(seen.iter().all(|&id| id == f.id));
+}
+
+#[test]
+fn a_copy_started_by_a_shells_child_is_found_at_the_next_scan() {
+    let mut rig = Rig::new();
+    // The shell's child before its exec: a terminal and nothing else.
+    rig.process(100, "bash");
+    rig.scan();
+    // It runs cp: the loader's reads move its counters once, then only the copy grows.
+    rig.fake.with(100, |p| {
+        p.comm = "cp".into();
+        p.cmdline = "cp /d/big /d/copy".into();
+    });
+    cp(&rig, 100);
+    rig.fake.work(100, 1, 832, 0);
+    rig.scan_after(500_000_000);
+    grow(&rig, 100, 300 << 20);
+    let flows = rig.scan_after(500_000_000);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(flows[0].amount, 300 << 20);
+    assert_eq!(flows[0].view.command, "cp /d/big /d/copy");
+}
+
+#[test]
+fn dd_reading_one_file_and_writing_another_is_one_flow_with_both_names() {
+    let mut rig = Rig::new();
+    rig.process(100, "dd if=/d/big.bin of=/d/dd.out");
+    rig.fake.open(100, 0, file("/d/big.bin", 30, 1_000_000), RD);
+    rig.fake.open(100, 1, file("/d/dd.out", 31, 0), WR);
+    rig.scan();
+    rig.advance(100, 0, 250_000, false);
+    rig.advance(100, 1, 250_000, true);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    let f = &flows[0];
+    assert_eq!(
+        f.view.name(),
+        "dd if=/d/big.bin of=/d/dd.out: /d/big.bin -> /d/dd.out"
+    );
+    assert_eq!((f.amount, f.size, f.moved), (250_000, 1_000_000, 250_000));
+    assert!(!f.view.in_kernel);
+}
+
+#[test]
+fn a_reader_that_appends_to_a_log_is_not_a_copy() {
+    let mut rig = Rig::new();
+    rig.process(100, "indexer");
+    rig.fake.open(100, 3, file("/d/data", 40, 1_000_000), RD);
+    rig.fake.open(
+        100,
+        4,
+        file("/var/log/indexer.log", 41, 0),
+        WR | libc::O_APPEND as u32,
+    );
+    rig.scan();
+    rig.advance(100, 3, 10_000, false);
+    rig.advance(100, 4, 100, true);
+    let flows = rig.scan();
+    let names: Vec<String> = flows.iter().map(|f| f.view.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "indexer: reads /d/data",
+            "indexer: writes /var/log/indexer.log"
+        ]
+    );
+}
+
+#[test]
+fn one_open_file_through_two_descriptors_is_one_flow_counted_once() {
+    // `sh -c loop > dup.log 2>&1`: descriptors 1 and 2 share one open file description.
+    let mut rig = Rig::new();
+    rig.process(100, "sh -c loop");
+    let log = file("/d/dup.log", 50, 0);
+    rig.fake.open(100, 1, log.clone(), WR);
+    rig.fake.open(100, 2, log, WR);
+    rig.scan();
+    for _ in 0..2 {
+        // One position and one file, seen through both descriptors.
+        for fd in [1, 2] {
+            rig.fake.fd(100, fd, |f| {
+                f.pos += 200_000;
+                if let FakeTarget::File { size, .. } = &mut f.target {
+                    *size += 200_000;
+                }
+            });
+        }
+        rig.fake.work(100, 1, 0, 200_000);
+    }
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(flows[0].view.name(), "sh -c loop: writes /d/dup.log");
+    assert_eq!(flows[0].amount, 400_000);
+    assert_eq!(flows[0].moved, 400_000);
+}
+
+#[test]
+fn a_shell_reading_its_own_script_is_not_a_flow_nor_a_copy() {
+    let mut rig = Rig::new();
+    rig.process(100, "bash ./check-script");
+    rig.fake.open(
+        100,
+        255,
+        file("/home/u/check-script", 60, 2_000),
+        RD | libc::O_CLOEXEC as u32,
+    );
+    rig.fake.open(100, 1, file("/home/u/check.log", 61, 0), WR);
+    rig.scan();
+    rig.advance(100, 255, 500, false);
+    rig.advance(100, 1, 300, true);
+    let flows = rig.scan();
+    let names: Vec<String> = flows.iter().map(|f| f.view.name()).collect();
+    assert_eq!(names, ["bash ./check-script: writes /home/u/check.log"]);
+    // A python program reading a file its script names is a flow, its script is not.
+    rig.process(200, "python3 -u reader.py /d/big");
+    rig.fake.open(200, 3, file("/d/big", 62, 1_000_000), RD);
+    rig.fake
+        .open(200, 4, file("/home/u/reader.py", 63, 900), RD);
+    rig.scan();
+    rig.advance(200, 3, 1_000, false);
+    rig.advance(200, 4, 900, false);
+    let flows = rig.scan();
+    let names: Vec<String> = flows
+        .iter()
+        .filter(|f| f.view.pid == 200)
+        .map(|f| f.view.name())
+        .collect();
+    assert_eq!(names, ["python3 -u reader.py /d/big: reads /d/big"]);
+}
+
+#[test]
+fn a_pipeline_stages_reads_of_files_it_does_not_name_are_the_pipelines() {
+    // tar c dir | gzip: tar's files one after another are the pipeline's bytes.
+    let mut rig = Rig::new();
+    rig.fake.add(100, 1, "bash", End::Other, End::Other);
+    rig.fake
+        .add(101, 100, "tar c dir", End::Other, End::Pipe(80));
+    rig.fake.add(102, 100, "gzip", End::Pipe(80), End::Other);
+    rig.fake.fill(80, 0, 65_536);
+    rig.fake
+        .open(101, 3, file("/home/u/dir/a.bin", 70, 5_000_000), RD);
+    rig.scan();
+    let mut kinds = Vec::new();
+    for _ in 0..4 {
+        rig.advance(101, 3, 1_000_000, false);
+        rig.fake.work(101, 10, 0, 1_000_000);
+        rig.fake.work(102, 10, 1_000_000, 300_000);
+        kinds = rig.scan().iter().map(|f| f.view.kind).collect::<Vec<_>>();
+    }
+    assert_eq!(kinds, [Kind::Pipeline]);
+}
+
+#[test]
+fn a_process_that_closed_its_socket_is_no_socket_flow_whatever_it_writes() {
+    // A test binary that used a Unix socket, then writes to the null device (D8).
+    let mut rig = Rig::new();
+    rig.process(100, "it-3de5b8502a1a644f");
+    rig.fake
+        .open(100, 3, FakeTarget::Socket(901), libc::O_RDWR as u32);
+    rig.fake
+        .open(100, 4, FakeTarget::CharDevice("/dev/null".into()), WR);
+    rig.scan();
+    rig.fake.work(100, 1, 0, 1 << 30);
+    let flows = rig.scan();
+    assert!(
+        flows.is_empty(),
+        "the null device's bytes are no socket's: {flows:?}"
+    );
+    rig.fake.close(100, 4);
+    rig.fake.work(100, 1, 0, 1 << 20);
+    let flows = rig.scan_after(3_000_000_000);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(
+        (flows[0].view.kind, flows[0].moved),
+        (Kind::Socket, 1 << 20)
+    );
+    // It closes its socket and writes terabytes to the null device.
+    rig.fake.close(100, 3);
+    rig.fake
+        .open(100, 4, FakeTarget::CharDevice("/dev/null".into()), WR);
+    for _ in 0..3 {
+        rig.fake.work(100, 1, 0, 1 << 40);
+        let flows = rig.scan_after(3_000_000_000);
+        assert!(
+            flows.iter().all(|f| f.ended && f.moved == 1 << 20),
+            "{flows:?}"
+        );
+    }
+}
