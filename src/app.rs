@@ -465,7 +465,9 @@ fn copy_here(failed: NotStarted, last: bool, shown: bool, progress: &Progress) -
         progress.finish();
         return false;
     }
-    if shown {
+    // Said once per run (`-U` has two phases).
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if shown && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
         let text = format!("cannot start a thread ({why}): copying without a progress display");
         progress.emit(crate::meter::Event::Error(Error::other(0, text)));
     }

@@ -7,11 +7,11 @@
 //! of the sources: `--top`'s keys) and [`Tail`] (the end of the data, for `%A`/`%L`).
 //!
 //! Must not: read clocks, files or counters, or format anything for a terminal. Sources
-//! (the engine's, `-d`'s, `-Q`'s and `--pipeline`'s) fill these values; sinks (the line and
-//! cursor rows, numeric output, the multi-row views of `--each`, `-d` and `--pipeline`,
-//! `--json`, `--log`, titles, statistics, and the integrations: the terminal's progress
-//! indicator, systemd's status and the metrics file) consume them and never know which
-//! source produced them.
+//! (the engine's, `-d`'s, `-Q`'s, `--pipeline`'s and `--top`'s) fill these values; sinks
+//! (the line and cursor rows, numeric output, the multi-row views of `--each`, `-d`,
+//! `--pipeline` and `--top`, `--json`, `--log`, titles, statistics, and the integrations:
+//! the terminal's progress indicator, systemd's status and the two metrics files) consume
+//! them and never know which source produced them.
 
 use crate::display::{BufferFill, Waiting};
 use crate::error::{Error, Side};

@@ -122,41 +122,40 @@ pub(crate) fn check_clashes(o: &Options, own: Own<'_>, others: &[Own<'_>]) -> Re
     if !transfers {
         return Ok(());
     }
-    let operands: Vec<&Path> = if o.files.is_empty() {
-        vec![Path::new("-")]
-    } else {
-        o.files.iter().map(Path::new).collect()
-    };
-    for input in operands {
-        let hit = if input.as_os_str() == "-" {
-            same_fd(sys::stdin_fd())
+    for (role, path) in transfer_files(o) {
+        let (fd, stdio) = match role {
+            "input" => (sys::stdin_fd(), "(stdin)"),
+            _ => (sys::stdout_fd(), "(stdout)"),
+        };
+        let hit = if path.as_os_str() == "-" {
+            same_fd(fd)
         } else {
-            same_path(input)
+            same_path(path)
         };
         if hit {
-            return Err(clash("input", &stdio_name(input, "(stdin)")));
-        }
-    }
-    let mut outputs: Vec<(&str, &Path)> =
-        vec![("output", o.output.as_deref().unwrap_or("-".as_ref()))];
-    if let Action::StoreAndForward(store) = &o.action {
-        // `-U -` has no name: nothing can clash with it.
-        if store.as_os_str() != "-" {
-            outputs.push(("-U", store));
-        }
-    }
-    outputs.extend(o.tees.iter().map(|t| ("--tee", t.as_path())));
-    for (role, out) in outputs {
-        let hit = if out.as_os_str() == "-" {
-            same_fd(sys::stdout_fd())
-        } else {
-            same_path(out)
-        };
-        if hit {
-            return Err(clash(role, &stdio_name(out, "(stdout)")));
+            return Err(clash(role, &stdio_name(path, stdio)));
         }
     }
     Ok(())
+}
+
+/// The files of the transfer `o` describes, each with its role: the inputs (`-`, standard
+/// input, for none), the output (`-`: standard output), the `-U` store, the tees.
+fn transfer_files(o: &Options) -> Vec<(&'static str, &Path)> {
+    let mut files: Vec<(&str, &Path)> = if o.files.is_empty() {
+        vec![("input", Path::new("-"))]
+    } else {
+        o.files.iter().map(|f| ("input", Path::new(f))).collect()
+    };
+    files.push(("output", o.output.as_deref().unwrap_or("-".as_ref())));
+    if let Action::StoreAndForward(store) = &o.action {
+        // `-U -` has no name: nothing can clash with it.
+        if store.as_os_str() != "-" {
+            files.push(("-U", store));
+        }
+    }
+    files.extend(o.tees.iter().map(|t| ("--tee", t.as_path())));
+    files
 }
 
 /// `path` as shown in a message: `stdio` for `-`.

@@ -25,8 +25,7 @@ pub(crate) use help::{help_text, version_text};
 /// Largest read/write buffer (`-B`, also set by `-R`): 1 GiB. Each read and write moves at
 /// most one buffer, and the kernel hands out far less per call on pipes and sockets, so a
 /// larger buffer only costs memory. Larger values are capped to this.
-#[allow(unreachable_pub)] // re-exported by `transfer` (narrowed after this round's merge)
-pub const MAX_BUFFER: usize = 1 << 30;
+pub(crate) const MAX_BUFFER: usize = 1 << 30;
 
 /// The shells `--completions` knows, as they are named on its command line.
 pub(crate) const SHELL_NAMES: &[&str] = &["bash", "zsh", "fish"];

@@ -38,7 +38,7 @@ use crate::sys::{self, FileKind};
 use crate::term;
 use crate::transfer::output::Modifiers;
 pub(crate) use crate::transfer::output::Output;
-use crate::transfer::outputs::TeeOutput;
+use crate::transfer::outputs::{OutputMeter, TeeOutput};
 use crate::transfer::{self, input, Hooks, InputSpec, Settings};
 
 /// One transfer: the engine's settings, where it writes, and how its meter is shown.
@@ -264,21 +264,7 @@ fn transfer(
     tees: Vec<TeeOutput>,
 ) -> Result<TransferPlan, Error> {
     let (size, implied_stop) = detect_size(o, &mut inputs, sizing, output.fd())?;
-    let unit = if o.line_mode {
-        Unit::Lines
-    } else {
-        Unit::Bytes
-    };
-    let probe = crate::meter::MeterState {
-        role,
-        size,
-        ..crate::meter::MeterState::default()
-    };
-    let mut capture = sink::shows_tail(&display.format_text(&probe));
-    if let Some(spec) = display.extra.as_deref() {
-        let spec = term::ExtraSpec::parse(spec);
-        capture |= spec.format.as_deref().is_some_and(sink::shows_tail);
-    }
+    let capture = shows_tail(display, role, size);
     let hooks = Hooks::from_env();
     // Modifiers and the read-error hook work on the read/write path. -E in line mode too:
     // the fast -l path counts from a mapping of the file, and a bad sector there would be a
@@ -318,18 +304,54 @@ fn transfer(
         tees,
         output_name: None,
     };
-    let outputs = settings
-        .tees
-        .iter()
+    let outputs = (settings.tees.iter())
         .map(|t| (t.name.clone(), Arc::clone(&t.meter)))
         .collect();
-    let meter = EngineMeter {
+    let meter = meter(o, role, size, capture, outputs);
+    Ok(TransferPlan {
+        settings,
+        output,
+        meter,
+        own_pipeline: false,
+    })
+}
+
+/// Whether a meter of `role` with `size` shows the end of the data (`%A`, `%L` in its
+/// format or in `-x`'s): the engine then keeps the last bytes.
+fn shows_tail(display: &DisplayConfig, role: Role, size: u64) -> bool {
+    let probe = crate::meter::MeterState {
+        role,
+        size,
+        ..crate::meter::MeterState::default()
+    };
+    let mut capture = sink::shows_tail(&display.format_text(&probe));
+    if let Some(spec) = display.extra.as_deref() {
+        let spec = term::ExtraSpec::parse(spec);
+        capture |= spec.format.as_deref().is_some_and(sink::shows_tail);
+    }
+    capture
+}
+
+/// How a transfer of `role` is shown: its meter (`-M both`'s two sides are meters 1 and 2,
+/// each the other's partner in `%{ratio}`) and the tees' `outputs`.
+fn meter(
+    o: &Options,
+    role: Role,
+    size: u64,
+    capture: bool,
+    outputs: Vec<(String, Arc<OutputMeter>)>,
+) -> EngineMeter {
+    EngineMeter {
         id: match role {
             Role::MonitorOut => 2,
             _ => 1,
         },
         role,
-        unit,
+        unit: if o.line_mode {
+            Unit::Lines
+        } else {
+            Unit::Bytes
+        },
         size,
         wait: o.wait,
         partner: match role {
@@ -341,13 +363,7 @@ fn transfer(
         each: o.each || o.voice == Voice::Json,
         outputs,
         command: None,
-    };
-    Ok(TransferPlan {
-        settings,
-        output,
-        meter,
-        own_pipeline: false,
-    })
+    }
 }
 
 /// The total size: bytes or lines; 0 = unknown. Also whether `-S` is implied by an output

@@ -229,6 +229,150 @@ pub(crate) struct Table<'a> {
     pub rows: Vec<Row<'a>>,
 }
 
+/// A table being fitted to a width ([`Table::layout`]).
+struct Fit<'t> {
+    table: &'t Table<'t>,
+    width: usize,
+    /// Each column's width with nothing cut (capped by its `at_most`).
+    natural: Vec<usize>,
+    /// The columns still shown.
+    shown: Vec<bool>,
+    /// Each column's width so far.
+    floor: Vec<usize>,
+    /// The rows' spans: the column each starts at, and its text's width.
+    spans: Vec<(usize, usize)>,
+    /// The spans are cut to [`SPAN_MIN`].
+    cut_spans: bool,
+}
+
+impl<'t> Fit<'t> {
+    fn new(table: &'t Table<'t>, width: usize) -> Fit<'t> {
+        let mut natural = table.natural();
+        for (c, col) in table.columns.iter().enumerate() {
+            if let Some((divisor, floor)) = col.at_most {
+                natural[c] = natural[c].min((width / divisor).max(floor).max(col.reserve));
+            }
+        }
+        let shown = (table.columns.iter().enumerate())
+            .map(|(c, col)| natural[c] > 0 || col.grow)
+            .collect();
+        let spans = (table.rows.iter())
+            .filter_map(|r| r.span.as_ref())
+            .map(|(from, text)| (*from, display_width(text)))
+            .collect();
+        Fit {
+            table,
+            width,
+            floor: natural.clone(),
+            natural,
+            shown,
+            spans,
+            cut_spans: false,
+        }
+    }
+
+    /// The widths of the shown columns before `upto`, and how many they are.
+    fn need(&self, upto: usize) -> (usize, usize) {
+        let cols: Vec<usize> = (0..upto.min(self.floor.len()))
+            .filter(|&c| self.shown[c])
+            .collect();
+        (cols.iter().map(|&c| self.floor[c]).sum(), cols.len())
+    }
+
+    /// The width of a regular row: the shown columns and a blank between two.
+    fn regular(&self) -> usize {
+        let (sum, count) = self.need(self.floor.len());
+        sum + count.saturating_sub(1)
+    }
+
+    /// The width of a row whose span of `text` columns starts at column `from`.
+    fn span_need(&self, from: usize, text: usize) -> usize {
+        let (sum, count) = self.need(from);
+        let text = if self.cut_spans {
+            text.min(SPAN_MIN)
+        } else {
+            text
+        };
+        sum + count + text
+    }
+
+    /// The columns give way, step by step, lowest priority first (of equal priorities,
+    /// the rightmost column first), until every row fits.
+    fn give_way(&mut self) {
+        let mut steps: Vec<(u8, usize, Give)> = (self.table.columns.iter().enumerate())
+            .flat_map(|(c, col)| col.steps.iter().map(move |&(p, g)| (p, c, g)))
+            .collect();
+        if !self.spans.is_empty() {
+            steps.push((SPAN_CUT, usize::MAX, Give::Cut(SPAN_MIN)));
+        }
+        steps.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        for (_, c, give) in steps {
+            let over_regular = self.regular() > self.width;
+            let over_spans: Vec<usize> = (self.spans.iter())
+                .filter(|&&(from, text)| self.span_need(from, text) > self.width)
+                .map(|&(from, _)| from)
+                .collect();
+            if !over_regular && over_spans.is_empty() {
+                break;
+            }
+            if c == usize::MAX {
+                if !over_spans.is_empty() {
+                    self.cut_spans = true;
+                }
+                continue;
+            }
+            let helps = over_regular || over_spans.iter().any(|&from| c < from);
+            if !helps || !self.shown[c] {
+                continue;
+            }
+            match give {
+                Give::Cut(min) => self.floor[c] = self.floor[c].min(min),
+                Give::Drop => self.shown[c] = false,
+            }
+        }
+    }
+
+    /// The room left on every row, counting only rows whose span starts after a shown
+    /// (with `grow_only`, a shown growing) column.
+    fn tightest(&self, grow_only: bool) -> usize {
+        let mut spare = self.width.saturating_sub(self.regular());
+        for &(from, text) in &self.spans {
+            let affected = (0..from.min(self.floor.len()))
+                .any(|c| self.shown[c] && (!grow_only || self.table.columns[c].grow));
+            if affected {
+                let used = self.span_need(from, text);
+                spare = spare.min(self.width.saturating_sub(used));
+            }
+        }
+        spare
+    }
+
+    /// What is left: first back to the columns that were cut, then to growing columns.
+    fn hand_back(&mut self) {
+        let n = self.floor.len();
+        let mut spare = self.tightest(false);
+        for c in 0..n {
+            if self.shown[c] && self.floor[c] < self.natural[c] {
+                let more = spare.min(self.natural[c] - self.floor[c]);
+                self.floor[c] += more;
+                spare -= more;
+            }
+        }
+        let growing: Vec<usize> = (0..n)
+            .filter(|&c| self.shown[c] && self.table.columns[c].grow)
+            .collect();
+        if !growing.is_empty() {
+            let spare = self.tightest(true);
+            let share = spare / growing.len();
+            let mut rest = spare % growing.len();
+            for &c in &growing {
+                self.floor[c] += share + usize::from(rest > 0);
+                rest = rest.saturating_sub(1);
+            }
+        }
+    }
+}
+
 /// `text` in at most `width` columns: cut with an ellipsis (`…` in a UTF-8 locale, `...`
 /// otherwise) when it is wider. Escapes (colours) are kept.
 pub(crate) fn cut(text: &str, width: usize, utf8: bool) -> String {
@@ -315,113 +459,21 @@ impl Table<'_> {
             .collect()
     }
 
-    /// Fits the table's columns to `width` columns.
+    /// Fits the table's columns to `width` columns: the columns give way in their steps'
+    /// order (lowest priority first) until every row fits, then what is left goes back to
+    /// the columns that were cut, then to the growing ones.
     pub(crate) fn layout(&self, width: usize, utf8: bool) -> Layout {
-        let mut natural = self.natural();
-        for (c, col) in self.columns.iter().enumerate() {
-            if let Some((divisor, floor)) = col.at_most {
-                natural[c] = natural[c].min((width / divisor).max(floor).max(col.reserve));
-            }
-        }
+        let mut fit = Fit::new(self, width);
+        fit.give_way();
+        fit.hand_back();
         let n = self.columns.len();
-        let mut shown: Vec<bool> = (0..n)
-            .map(|c| natural[c] > 0 || self.columns[c].grow)
-            .collect();
-        let mut floor = natural.clone();
-        let spans: Vec<(usize, usize)> = self
-            .rows
-            .iter()
-            .filter_map(|r| r.span.as_ref())
-            .map(|(from, text)| (*from, display_width(text)))
-            .collect();
-        let mut cut_spans = false;
-        let need = |shown: &[bool], floor: &[usize], upto: usize| -> (usize, usize) {
-            let cols: Vec<usize> = (0..upto.min(n)).filter(|&c| shown[c]).collect();
-            (cols.iter().map(|&c| floor[c]).sum(), cols.len())
-        };
-        let regular = |shown: &[bool], floor: &[usize]| -> usize {
-            let (sum, count) = need(shown, floor, n);
-            sum + count.saturating_sub(1)
-        };
-        let span_need = |shown: &[bool], floor: &[usize], from: usize, text: usize, cut: bool| {
-            let (sum, count) = need(shown, floor, from);
-            let text = if cut { text.min(SPAN_MIN) } else { text };
-            sum + count + text
-        };
-        let mut steps: Vec<(u8, usize, Give)> = self
-            .columns
-            .iter()
-            .enumerate()
-            .flat_map(|(c, col)| col.steps.iter().map(move |&(p, g)| (p, c, g)))
-            .collect();
-        if !spans.is_empty() {
-            steps.push((SPAN_CUT, usize::MAX, Give::Cut(SPAN_MIN)));
-        }
-        // Lowest priority first; of equal priorities, the rightmost column first.
-        steps.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        for (_, c, give) in steps {
-            let over_regular = regular(&shown, &floor) > width;
-            let over_spans: Vec<usize> = spans
-                .iter()
-                .filter(|&&(from, text)| span_need(&shown, &floor, from, text, cut_spans) > width)
-                .map(|&(from, _)| from)
-                .collect();
-            if !over_regular && over_spans.is_empty() {
-                break;
-            }
-            if c == usize::MAX {
-                if !over_spans.is_empty() {
-                    cut_spans = true;
-                }
-                continue;
-            }
-            let helps = over_regular || over_spans.iter().any(|&from| c < from);
-            if !helps || !shown[c] {
-                continue;
-            }
-            match give {
-                Give::Cut(min) => floor[c] = floor[c].min(min),
-                Give::Drop => shown[c] = false,
-            }
-        }
-        // What is left: first back to the columns that were cut, then to growing columns.
-        let tightest = |shown: &[bool], floor: &[usize], grow_only: bool| -> usize {
-            let mut spare = width.saturating_sub(regular(shown, floor));
-            for &(from, text) in &spans {
-                let affected =
-                    (0..from.min(n)).any(|c| shown[c] && (!grow_only || self.columns[c].grow));
-                if affected {
-                    let used = span_need(shown, floor, from, text, cut_spans);
-                    spare = spare.min(width.saturating_sub(used));
-                }
-            }
-            spare
-        };
-        let mut spare = tightest(&shown, &floor, false);
-        for c in 0..n {
-            if shown[c] && floor[c] < natural[c] {
-                let more = spare.min(natural[c] - floor[c]);
-                floor[c] += more;
-                spare -= more;
-            }
-        }
-        let growing: Vec<usize> = (0..n)
-            .filter(|&c| shown[c] && self.columns[c].grow)
-            .collect();
-        if !growing.is_empty() {
-            let spare = tightest(&shown, &floor, true);
-            let share = spare / growing.len();
-            let mut rest = spare % growing.len();
-            for &c in &growing {
-                floor[c] += share + usize::from(rest > 0);
-                rest = rest.saturating_sub(1);
-            }
-        }
         Layout {
-            widths: (0..n).map(|c| shown[c].then_some(floor[c])).collect(),
+            widths: (0..n)
+                .map(|c| fit.shown[c].then_some(fit.floor[c]))
+                .collect(),
             width,
             utf8,
-            cut_spans,
+            cut_spans: fit.cut_spans,
         }
     }
 

@@ -67,18 +67,7 @@ impl View<'_> {
     pub(crate) fn lines(&self, width: usize, height: usize) -> Vec<String> {
         let width = usable_width(width);
         let room = usable_height(height);
-        let mut units = Vec::new();
-        for (b, block) in self.blocks.iter().enumerate() {
-            match block {
-                Block::Table(t) => {
-                    if t.header {
-                        units.push(Unit::Header(b));
-                    }
-                    units.extend((0..t.rows.len()).map(|r| Unit::Row(b, r)));
-                }
-                Block::Line(_) => units.push(Unit::Line(b)),
-            }
-        }
+        let units = self.units();
         let chosen = self.choose(&units, room);
         let elided: Vec<usize> = (0..self.blocks.len())
             .map(|b| self.elided(&units, &chosen, b))
@@ -91,26 +80,19 @@ impl View<'_> {
                 Block::Line(_) => None,
             })
             .collect();
-        // Where each table's last shown unit is (its `+N more` goes after it, unless the
-        // table has a total row shown).
-        let mut last_shown: Vec<Option<usize>> = vec![None; self.blocks.len()];
-        for (i, &unit) in units.iter().enumerate() {
-            if let (Unit::Header(b) | Unit::Row(b, _), true) = (unit, chosen[i]) {
-                last_shown[b] = Some(i);
-            }
-        }
+        let last_shown = self.last_shown(&units, &chosen);
         let mut out = Vec::with_capacity(room);
         let mut said = vec![false; self.blocks.len()];
         for (i, &unit) in units.iter().enumerate() {
             match unit {
                 Unit::Header(b) if chosen[i] => {
-                    let Block::Table(t) = &self.blocks[b] else {
+                    let (Block::Table(t), Some(layout)) = (&self.blocks[b], &layouts[b]) else {
                         continue;
                     };
-                    out.push(t.header_line(layouts[b].as_ref().unwrap()));
+                    out.push(t.header_line(layout));
                 }
                 Unit::Row(b, r) => {
-                    let Block::Table(t) = &self.blocks[b] else {
+                    let (Block::Table(t), Some(layout)) = (&self.blocks[b], &layouts[b]) else {
                         continue;
                     };
                     let row = &t.rows[r];
@@ -119,7 +101,7 @@ impl View<'_> {
                         out.push(more(elided[b], width, self.utf8));
                     }
                     if chosen[i] {
-                        out.push(t.row_line(row, layouts[b].as_ref().unwrap()));
+                        out.push(t.row_line(row, layout));
                     }
                 }
                 Unit::Line(b) if chosen[i] => {
@@ -144,6 +126,35 @@ impl View<'_> {
             }
         }
         out
+    }
+
+    /// Every row the view could show, top to bottom.
+    fn units(&self) -> Vec<Unit> {
+        let mut units = Vec::new();
+        for (b, block) in self.blocks.iter().enumerate() {
+            match block {
+                Block::Table(t) => {
+                    if t.header {
+                        units.push(Unit::Header(b));
+                    }
+                    units.extend((0..t.rows.len()).map(|r| Unit::Row(b, r)));
+                }
+                Block::Line(_) => units.push(Unit::Line(b)),
+            }
+        }
+        units
+    }
+
+    /// Where each table's last shown unit is (its `+N more` goes after it, unless the
+    /// table has a total row shown).
+    fn last_shown(&self, units: &[Unit], chosen: &[bool]) -> Vec<Option<usize>> {
+        let mut last_shown: Vec<Option<usize>> = vec![None; self.blocks.len()];
+        for (i, &unit) in units.iter().enumerate() {
+            if let (Unit::Header(b) | Unit::Row(b, _), true) = (unit, chosen[i]) {
+                last_shown[b] = Some(i);
+            }
+        }
+        last_shown
     }
 
     /// Rows of table `b` that are not shown.

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 
 use super::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::error::{Error, Side, Stall};
-use crate::meter::{Event, Label, Phase, Role, Unit};
+use crate::meter::{Event, Label, MeterState, Phase, Role, Unit};
 use crate::sys;
 use crate::term::Term;
 
@@ -392,16 +392,9 @@ fn flow_fields(f: &crate::top::FlowView) -> Value {
     o
 }
 
-/// The figures of one meter, as in `progress` objects; `names` gives the name as given of
-/// an input or output meter.
-fn figures(
-    r: &Reading<'_>,
-    config: &DisplayConfig,
-    names: impl Fn(Role) -> Option<OsString>,
-) -> Map<String, Value> {
-    let m = r.meter;
-    let mut o = Map::new();
-    let (role, extra): (&str, Option<Value>) = match (m.role, &m.label) {
+/// The kind of meter `m` is (`meter`), and the fields that kind adds.
+fn role_fields(m: &MeterState) -> (&'static str, Option<Value>) {
+    match (m.role, &m.label) {
         (Role::Transfer, _) => ("transfer", None),
         (Role::MonitorIn, _) => ("monitor_in", None),
         (Role::MonitorOut, _) => ("monitor_out", None),
@@ -430,29 +423,40 @@ fn figures(
         }
         (Role::Descriptor, _) => ("descriptor", None),
         (Role::Flow, _) => ("flow", m.flow.as_deref().map(flow_fields)),
-        (Role::Stage, _) => match &m.stage {
-            Some(st) => (
-                "stage",
-                Some(json!({
-                    "pid": st.pid,
-                    "command": st.command,
-                    "state": st.activity.label(),
-                    "cpu": st.cpu.map_or(Value::Null, number),
-                    "rate_in": st.rate_in.map_or(Value::Null, number),
-                    "rate_out": st.rate_out.map_or(Value::Null, number),
-                    "bytes_in": st.bytes_in,
-                    "bytes_out": st.bytes_out,
-                    "pipe": st.fill.map(|f| json!({"queued": f.queued, "capacity": f.capacity})),
-                    "time_shares": st.time.map(|t| time_shares(&t)),
-                    "bottleneck": st.bottleneck,
-                    "job": st.job,
-                    "group": st.group,
-                    "advice": st.advice,
-                })),
-            ),
-            None => ("stage", None),
-        },
-    };
+        (Role::Stage, _) => ("stage", m.stage.as_deref().map(stage_fields)),
+    }
+}
+
+/// What a stage of the pipeline view adds to its figures.
+fn stage_fields(st: &crate::pipeline::model::StageView) -> Value {
+    json!({
+        "pid": st.pid,
+        "command": st.command,
+        "state": st.activity.label(),
+        "cpu": st.cpu.map_or(Value::Null, number),
+        "rate_in": st.rate_in.map_or(Value::Null, number),
+        "rate_out": st.rate_out.map_or(Value::Null, number),
+        "bytes_in": st.bytes_in,
+        "bytes_out": st.bytes_out,
+        "pipe": st.fill.map(|f| json!({"queued": f.queued, "capacity": f.capacity})),
+        "time_shares": st.time.map(|t| time_shares(&t)),
+        "bottleneck": st.bottleneck,
+        "job": st.job,
+        "group": st.group,
+        "advice": st.advice,
+    })
+}
+
+/// The figures of one meter, as in `progress` objects; `names` gives the name as given of
+/// an input or output meter.
+fn figures(
+    r: &Reading<'_>,
+    config: &DisplayConfig,
+    names: impl Fn(Role) -> Option<OsString>,
+) -> Map<String, Value> {
+    let m = r.meter;
+    let mut o = Map::new();
+    let (role, extra) = role_fields(m);
     o.insert("meter".into(), json!(role));
     if let Some(Value::Object(extra)) = extra {
         o.extend(extra);
@@ -548,25 +552,7 @@ impl Json {
             _ if config.quiet => return None,
             Event::InputOpened {
                 input, name, size, ..
-            } => {
-                let mut o = Map::new();
-                o.insert("type".into(), json!("input"));
-                o.insert("event".into(), json!("opened"));
-                o.insert("index".into(), json!(input));
-                match self.input_name(*input) {
-                    Some(raw) => put_name(&mut o, "name", raw),
-                    None => {
-                        o.insert("name".into(), json!(name));
-                    }
-                }
-                let size = if *size == 0 && self.known_empty(Role::Input(*input)) {
-                    json!(0)
-                } else {
-                    known(*size)
-                };
-                o.insert("size".into(), size);
-                Value::Object(o)
-            }
+            } => self.opened(*input, name, *size),
             Event::PathChosen { input, path, .. } => {
                 json!({"type": "input", "event": "path", "index": input, "path": path})
             }
@@ -588,29 +574,58 @@ impl Json {
             Event::OutputGone => json!({"type": "output", "event": "reader_gone"}),
             Event::Trace(text) if config.trace => json!({"type": "trace", "text": text}),
             Event::Trace(_) => return None,
-            Event::Summary {
-                text,
-                job,
-                shares,
-                stages,
-                advice,
-            } => {
-                let shares: Vec<Value> = shares
-                    .iter()
-                    .map(|(command, share)| json!({"command": command, "share": number(*share)}))
-                    .collect();
-                let stages: Vec<Value> = stages
-                    .iter()
-                    .map(|(command, time)| {
-                        json!({"command": command, "time_shares": time.map(|t| time_shares(&t))})
-                    })
-                    .collect();
-                json!({"type": "summary", "text": text, "job": job, "bottleneck": shares,
-                       "stages": stages, "advice": advice})
-            }
+            Event::Summary { .. } => summary(event)?,
         };
         Some(value)
     }
+
+    /// The `input` object of an input opened: its index, name as given and size (`0` only
+    /// when it is known to be empty, else `null` for unknown).
+    fn opened(&self, input: usize, name: &str, size: u64) -> Value {
+        let mut o = Map::new();
+        o.insert("type".into(), json!("input"));
+        o.insert("event".into(), json!("opened"));
+        o.insert("index".into(), json!(input));
+        match self.input_name(input) {
+            Some(raw) => put_name(&mut o, "name", raw),
+            None => {
+                o.insert("name".into(), json!(name));
+            }
+        }
+        let size = if size == 0 && self.known_empty(Role::Input(input)) {
+            json!(0)
+        } else {
+            known(size)
+        };
+        o.insert("size".into(), size);
+        Value::Object(o)
+    }
+}
+
+/// The `summary` object of the pipeline view's end summary.
+fn summary(event: &Event) -> Option<Value> {
+    let Event::Summary {
+        text,
+        job,
+        shares,
+        stages,
+        advice,
+    } = event
+    else {
+        return None;
+    };
+    let shares: Vec<Value> = (shares.iter())
+        .map(|(command, share)| json!({"command": command, "share": number(*share)}))
+        .collect();
+    let stages: Vec<Value> = (stages.iter())
+        .map(|(command, time)| {
+            json!({"command": command, "time_shares": time.map(|t| time_shares(&t))})
+        })
+        .collect();
+    Some(
+        json!({"type": "summary", "text": text, "job": job, "bottleneck": shares,
+                "stages": stages, "advice": advice}),
+    )
 }
 
 fn is_input(role: Role) -> bool {

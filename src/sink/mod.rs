@@ -1,14 +1,17 @@
 //! Sinks of progress: every form of output, each fed the same snapshots and events.
 //!
 //! Owns: the [`Sink`] trait, the [`Snapshot`] sinks receive (one [`Reading`] per meter:
-//! its state, elapsed time and rates), the display settings ([`DisplayConfig`], which `-R`
-//! may change during a run), and the choice of format per meter. The sinks: [`messages`]
-//! (`rpv: …` lines), [`line`](mod@line) (the `\r` line, and `-c` cursor rows), [`numeric`] (`-n`),
-//! [`multi`] (the rows of `-d` and `--each`), [`stages`] (`--pipeline`),
-//! [`json`] (`--json`), [`log`](mod@log) (`--log`), [`title`] (`-x`), [`stats`] (`--stats`),
-//! and the integrations: [`term_progress`] (`--term-progress`, the terminal's own progress
-//! indicator), [`notify`] (systemd's service status) and [`metrics`] (`--metrics-file`,
-//! Prometheus).
+//! its state, elapsed time, rates and the one ETA, [`Reading::eta`]), the drawing settings
+//! ([`DisplayConfig`], which `-R` may change during a run), and the choice of format per
+//! meter. The sinks: [`messages`] (`rpv: …` lines), [`line`](mod@line) (the `\r` line, and
+//! `-c` cursor rows), [`numeric`] (`-n`), [`multi`] (the rows of `-d` and `--each`),
+//! [`stages`] (`--pipeline`), [`top`](mod@top) (`--top`'s view), [`json`] (`--json`),
+//! [`log`](mod@log) (`--log`), [`title`] (`-x`), [`stats`] (`--stats`), and the
+//! integrations: [`term_progress`] (`--term-progress`, the terminal's own progress
+//! indicator), [`notify`] (systemd's service status), [`metrics`] (`--metrics-file`,
+//! Prometheus) and [`top_metrics`] (`--top --metrics-file`). [`report`] is the run's voice
+//! outside the display loops, and hands sinks their way to warn in it
+//! ([`report::Warn`]). Which sinks a run has is the plan's choice (`plan::OutputKind`).
 //!
 //! Must not: know where progress comes from (sources), or move data. A new form of output
 //! is a new `Sink`; the sources and the other sinks do not change.

@@ -4,9 +4,10 @@
 //! Owns: the [`Source`] trait and its implementations — [`engine::EngineSource`] (a local
 //! transfer: the engine's counters and events), [`watch::WatchSource`] (`-d`: descriptors of
 //! other processes, from `/proc`), [`query::QuerySource`] (`-Q`: another rpv's progress
-//! through its control socket) and [`pipeline::PipelineSource`] (`--pipeline`: every stage
-//! of a shell pipeline). Must not: draw, print or know which sinks exist. A new kind
-//! of progress is a new `Source`; nothing else changes.
+//! through its control socket), [`pipeline::PipelineSource`] (`--pipeline`: every stage
+//! of a shell pipeline) and [`top::TopSource`] (`--top`: every data flow rpv may see, a
+//! meter per flow). Must not: draw, print or know which sinks exist. A new kind of progress
+//! is a new `Source`; nothing else changes.
 
 pub(crate) mod engine;
 pub(crate) mod pipeline;

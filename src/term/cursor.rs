@@ -42,7 +42,7 @@ const LOCK_RETRY_NS: u64 = 5_000_000;
 
 /// One running instance in the registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Process id.
     pub pid: u32,
     /// Start time of the process (`/proc/PID/stat` field 22), to tell a reused pid apart;
@@ -55,7 +55,7 @@ pub struct Entry {
 /// The shared state of the instances on one terminal (pure: parsed from and written to the
 /// registry file).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     /// Terminal row (1-based) of slot 0.
     pub top: usize,
     /// Rows handed out so far (slots and message rows); finished instances keep theirs.
@@ -76,7 +76,7 @@ pub struct Registry {
 
 impl Registry {
     /// Parses the file contents; anything malformed gives an empty registry.
-    pub fn parse(text: &str) -> Registry {
+    pub(crate) fn parse(text: &str) -> Registry {
         let mut lines = text.lines();
         let Some(head) = lines.next() else {
             return Registry::default();
@@ -120,7 +120,7 @@ impl Registry {
     }
 
     /// The file contents.
-    pub fn serialize(&self) -> String {
+    pub(crate) fn serialize(&self) -> String {
         let (cols, height) = self.size;
         let mut out = format!(
             "{} {} {} {cols} {height} {}\n",
@@ -133,19 +133,19 @@ impl Registry {
     }
 
     /// Drops the entries of processes that are gone.
-    pub fn prune(&mut self, alive: impl Fn(&Entry) -> bool) {
+    pub(crate) fn prune(&mut self, alive: impl Fn(&Entry) -> bool) {
         self.entries.retain(|e| alive(e));
     }
 
     /// The slot of `pid`, if it has joined (its first row).
     #[cfg(test)]
-    pub fn slot_of(&self, pid: u32) -> Option<usize> {
+    pub(crate) fn slot_of(&self, pid: u32) -> Option<usize> {
         self.entries.iter().find(|e| e.pid == pid).map(|e| e.slot)
     }
 
     /// The slots of `pid`, in the order it joined them (a process with several progress
     /// lines, like `-M both`, has a row for each).
-    pub fn slots_of(&self, pid: u32) -> Vec<usize> {
+    pub(crate) fn slots_of(&self, pid: u32) -> Vec<usize> {
         self.entries
             .iter()
             .filter(|e| e.pid == pid)
@@ -155,7 +155,7 @@ impl Registry {
 
     /// Adds an instance on the next free row and returns its slot. Rows of instances that
     /// already finished are never reused (their final line stays on screen).
-    pub fn join(&mut self, pid: u32, start: u64) -> usize {
+    pub(crate) fn join(&mut self, pid: u32, start: u64) -> usize {
         let slot = self.rows;
         self.rows += 1;
         self.entries.push(Entry { pid, start, slot });
@@ -163,14 +163,14 @@ impl Registry {
     }
 
     /// Removes `pid`; true if no instance is left.
-    pub fn leave(&mut self, pid: u32) -> bool {
+    pub(crate) fn leave(&mut self, pid: u32) -> bool {
         self.entries.retain(|e| e.pid != pid);
         self.entries.is_empty()
     }
 
     /// Makes all rows fit on a screen of `height` rows: returns how many lines the screen
     /// must scroll up (the top row moves up by as much; it never goes above row 1).
-    pub fn fit(&mut self, height: usize) -> usize {
+    pub(crate) fn fit(&mut self, height: usize) -> usize {
         let height = height.max(1);
         let bottom = self.top + self.rows.max(1) - 1;
         if bottom <= height {
@@ -182,13 +182,13 @@ impl Registry {
     }
 
     /// Terminal row of `slot`, if it is on a screen of `height` rows.
-    pub fn row(&self, slot: usize, height: usize) -> Option<usize> {
+    pub(crate) fn row(&self, slot: usize, height: usize) -> Option<usize> {
         let row = self.top + slot;
         (row <= height).then_some(row)
     }
 
     /// The last row in use, on a screen of `height` rows.
-    pub fn bottom(&self, height: usize) -> usize {
+    pub(crate) fn bottom(&self, height: usize) -> usize {
         (self.top + self.rows.max(1) - 1).min(height.max(1))
     }
 }
@@ -199,7 +199,7 @@ fn terminal_size(fd: BorrowedFd<'_>) -> (usize, usize) {
 }
 
 /// Finds a cursor position report `ESC [ row ; col R` in `bytes`: (row, col).
-pub fn parse_reply(bytes: &[u8]) -> Option<(usize, usize)> {
+pub(crate) fn parse_reply(bytes: &[u8]) -> Option<(usize, usize)> {
     let mut i = 0;
     while i + 1 < bytes.len() {
         if bytes[i] == 0x1b && bytes[i + 1] == b'[' {
@@ -221,7 +221,7 @@ pub fn parse_reply(bytes: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// The registry file name for the terminal at `tty` and user `euid`.
-pub fn registry_name(tty: &Path, euid: u32) -> String {
+pub(crate) fn registry_name(tty: &Path, euid: u32) -> String {
     let tty = tty.to_string_lossy();
     let tty: String = tty
         .trim_start_matches("/dev/")
@@ -290,7 +290,7 @@ impl Locked {
 
 /// Cursor-mode state of one instance.
 #[derive(Debug)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     path: PathBuf,
     tty: PathBuf,
     pid: u32,
@@ -307,7 +307,7 @@ pub struct Cursor {
 impl Cursor {
     /// Cursor mode on the terminal `stderr`, if it has a name and the registry path is not
     /// taken by something unusable.
-    pub fn new(stderr: BorrowedFd<'_>) -> Option<Cursor> {
+    pub(crate) fn new(stderr: BorrowedFd<'_>) -> Option<Cursor> {
         let tty = sys::ttyname(stderr)?;
         let path = registry_dir().join(registry_name(&tty, sys::geteuid()));
         // Someone else's file, a symlink or a FIFO there: no cursor mode (normal lines).
@@ -330,7 +330,7 @@ impl Cursor {
     }
 
     /// Notes a terminal resize: the rows are re-synchronised at the next line.
-    pub fn resized(&mut self) {
+    pub(crate) fn resized(&mut self) {
         self.requery = true;
     }
 
@@ -458,7 +458,7 @@ impl Cursor {
 
     /// Draws `lines` (each with its width in columns) on this instance's rows, one row per
     /// line, joining as many rows as there are lines.
-    pub fn draw(
+    pub(crate) fn draw(
         &mut self,
         out: BorrowedFd<'_>,
         lines: &[(String, usize)],
@@ -536,7 +536,7 @@ impl Cursor {
 
     /// Writes `text` (no trailing newline) on new rows below all others, if other instances
     /// are running; false if the caller should write it normally.
-    pub fn place(&mut self, out: BorrowedFd<'_>, text: &str, height: usize) -> bool {
+    pub(crate) fn place(&mut self, out: BorrowedFd<'_>, text: &str, height: usize) -> bool {
         let Some(mut lock) = self.lock() else {
             return false;
         };
@@ -567,7 +567,7 @@ impl Cursor {
 
     /// Leaves the registry at the end of the run; the last instance moves the cursor below
     /// all rows and removes the file.
-    pub fn finish(&mut self, out: BorrowedFd<'_>, height: usize) {
+    pub(crate) fn finish(&mut self, out: BorrowedFd<'_>, height: usize) {
         if !self.joined {
             return;
         }

@@ -7,8 +7,7 @@
 //! size detection. Only the display thread uses it, so a blocked
 //! terminal (Ctrl-S, a full pipe) stalls only the display.
 
-#[allow(unreachable_pub)] // another branch edits it this round: narrow after the merge
-pub mod cursor;
+pub(crate) mod cursor;
 #[cfg(test)]
 pub(crate) mod memory;
 pub(crate) mod progress;

@@ -360,17 +360,7 @@ impl Engine<'_> {
                 Direct::Nothing => {}
             }
         }
-        // An output that has room for at least half the round gets it straight (the round
-        // cut to its room); one with less room gets it through its private pipe this time.
-        for tee in self.tees.iter_mut().filter(|t| t.live && t.direct) {
-            let unread = sys::unread_bytes(tee.fd).unwrap_or(usize::MAX);
-            let room = tee.out_cap.saturating_sub(unread) / PAGE * PAGE;
-            if room >= want / 2 && room > 0 {
-                want = want.min(room);
-            } else {
-                tee.direct = false;
-            }
-        }
+        want = self.cut_to_room(want);
         // Private copies first: they decide how many bytes the round moves.
         for m in 0..=self.tees.len() {
             let member = match self.tees.get(m) {
@@ -420,13 +410,33 @@ impl Engine<'_> {
             self.throw_away_round();
             return Err(Step::Continue);
         }
-        // Each private pipe keeps `want` bytes; a longer copy throws the rest away.
+        self.keep_round(want);
+        Ok(want)
+    }
+
+    /// The round cut to the room of the outputs that take it straight: one that has room
+    /// for at least half of `want` gets it straight (the round cut to its room); one with
+    /// less room gets it through its private pipe this time.
+    fn cut_to_room(&mut self, mut want: usize) -> usize {
+        for tee in self.tees.iter_mut().filter(|t| t.live && t.direct) {
+            let unread = sys::unread_bytes(tee.fd).unwrap_or(usize::MAX);
+            let room = tee.out_cap.saturating_sub(unread) / PAGE * PAGE;
+            if room >= want / 2 && room > 0 {
+                want = want.min(room);
+            } else {
+                tee.direct = false;
+            }
+        }
+        want
+    }
+
+    /// Each private pipe keeps the round's `want` bytes; a longer copy throws the rest away.
+    fn keep_round(&mut self, want: usize) {
         for tee in self.tees.iter_mut().filter(|t| t.live && t.teed > 0) {
             tee.pending += want.min(tee.teed);
             tee.discard = tee.teed.saturating_sub(want);
             tee.teed = 0;
         }
-        Ok(want)
     }
 
     /// The one live `--tee` output, if there is just one, it takes tees straight, and no

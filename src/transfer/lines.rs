@@ -109,44 +109,7 @@ impl Engine<'_> {
                 }
             }
         };
-        // Move exactly the n duplicated bytes to the output.
-        let mut moved = 0;
-        let mut end = None;
-        let mut interrupted = false;
-        while moved < n {
-            let result = if self.injected_failure() {
-                Err(io::Error::from_raw_os_error(libc::EINVAL))
-            } else {
-                sys::splice(fd, self.out, n - moved)
-            };
-            match result {
-                Ok(0) => {
-                    end = Some(Step::Fallback);
-                    break;
-                }
-                Ok(k) => moved += k,
-                Err(e) => match e.raw_os_error() {
-                    // Interrupted by the user (the display loop kicks this thread): what
-                    // moved is counted, and the run ends.
-                    Some(libc::EINTR | libc::EAGAIN) if self.stopping() => {
-                        interrupted = true;
-                        break;
-                    }
-                    Some(libc::EINTR) => {}
-                    Some(libc::EAGAIN) => {
-                        let _ = sys::poll_one(self.out, libc::POLLOUT, 100);
-                    }
-                    Some(libc::EPIPE) => {
-                        end = Some(Step::End);
-                        break;
-                    }
-                    _ => {
-                        end = Some(Step::Fallback);
-                        break;
-                    }
-                },
-            }
-        }
+        let (moved, mut end, interrupted) = self.splice_teed(fd, n);
         let (lines, failure) = self.drain_side(n, moved);
         self.read += moved as u64;
         self.account(moved, lines);
@@ -170,6 +133,36 @@ impl Engine<'_> {
             Some(Step::End) => self.output_gone(),
             Some(step) => step,
         }
+    }
+
+    /// Moves exactly the `n` bytes just duplicated from `fd` to the output: how many moved,
+    /// the step that ended it early (the output gone, a failure), and whether the user
+    /// interrupted it (the display loop kicks this thread; what moved is counted).
+    fn splice_teed(&mut self, fd: BorrowedFd<'_>, n: usize) -> (usize, Option<Step>, bool) {
+        let mut moved = 0;
+        while moved < n {
+            let result = if self.injected_failure() {
+                Err(io::Error::from_raw_os_error(libc::EINVAL))
+            } else {
+                sys::splice(fd, self.out, n - moved)
+            };
+            match result {
+                Ok(0) => return (moved, Some(Step::Fallback), false),
+                Ok(k) => moved += k,
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR | libc::EAGAIN) if self.stopping() => {
+                        return (moved, None, true);
+                    }
+                    Some(libc::EINTR) => {}
+                    Some(libc::EAGAIN) => {
+                        let _ = sys::poll_one(self.out, libc::POLLOUT, 100);
+                    }
+                    Some(libc::EPIPE) => return (moved, Some(Step::End), false),
+                    _ => return (moved, Some(Step::Fallback), false),
+                },
+            }
+        }
+        (moved, None, false)
     }
 
     /// One splice (or copy_file_range) from a regular file, then a count of the same range.

@@ -643,48 +643,12 @@ impl<'a> Engine<'a> {
     }
 
     fn rw_step(&mut self, fd: BorrowedFd<'_>, name: &str) -> Step {
-        let size = self.buffer_size.max(1);
-        // O_DIRECT needs whole blocks.
-        let size = if self.settings.modifiers.direct {
-            size.next_multiple_of(output::BLOCK)
-        } else {
-            size
-        };
-        if self.buf.len() != size && self.pending.0 == self.pending.1 {
-            match AlignedBuf::new(size) {
-                Ok(buf) => self.buf = buf,
-                Err(e) => return self.buffer_failed(&e),
-            }
-            self.progress
-                .counters
-                .buffer_capacity
-                .store(self.buf.len() as u64, Ordering::Relaxed);
-        }
         if self.pending.0 == self.pending.1 {
-            let mut max = self.buf.len();
-            if !self.settings.line_mode {
-                let Some(len) = self.next_len(max) else {
-                    return Step::End;
-                };
-                max = len;
+            if let Err(step) = self.size_buffer() {
+                return step;
             }
-            let max = self.injected_read_limit(fd, max);
-            let result = match max {
-                Ok(max) => sys::read(fd, &mut self.buf[..max]),
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok(0) => return Step::NextInput,
-                Ok(n) => {
-                    self.read += n as u64;
-                    self.errors_in_a_row = 0;
-                    self.pending = (0, n);
-                    self.progress
-                        .counters
-                        .buffered
-                        .store(n as u64, Ordering::Relaxed);
-                }
-                Err(e) => return self.read_failed(fd, name, &e),
+            if let Err(step) = self.read_chunk(fd, name) {
+                return step;
             }
         }
         let (start, end) = self.pending;
@@ -722,6 +686,59 @@ impl<'a> Engine<'a> {
             .store((end - start - len) as u64, Ordering::Relaxed);
         self.account_moved(len, to_main, lines);
         Step::Continue
+    }
+
+    /// The empty read/write buffer at `-B`'s size now (`-R` may change it; whole blocks for
+    /// `O_DIRECT`): a new one only when the size changed.
+    fn size_buffer(&mut self) -> Result<(), Step> {
+        let size = self.buffer_size.max(1);
+        let size = if self.settings.modifiers.direct {
+            size.next_multiple_of(output::BLOCK)
+        } else {
+            size
+        };
+        if self.buf.len() != size {
+            match AlignedBuf::new(size) {
+                Ok(buf) => self.buf = buf,
+                Err(e) => return Err(self.buffer_failed(&e)),
+            }
+            self.progress
+                .counters
+                .buffer_capacity
+                .store(self.buf.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Reads the next chunk into the empty buffer (at most what `-L` and `-S` allow now):
+    /// the step to take instead at the input's end, at `-S`'s stop, or on a read error.
+    fn read_chunk(&mut self, fd: BorrowedFd<'_>, name: &str) -> Result<(), Step> {
+        let mut max = self.buf.len();
+        if !self.settings.line_mode {
+            let Some(len) = self.next_len(max) else {
+                return Err(Step::End);
+            };
+            max = len;
+        }
+        let max = self.injected_read_limit(fd, max);
+        let result = match max {
+            Ok(max) => sys::read(fd, &mut self.buf[..max]),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(0) => Err(Step::NextInput),
+            Ok(n) => {
+                self.read += n as u64;
+                self.errors_in_a_row = 0;
+                self.pending = (0, n);
+                self.progress
+                    .counters
+                    .buffered
+                    .store(n as u64, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => Err(self.read_failed(fd, name, &e)),
+        }
     }
 
     /// How much of the pending bytes to write now, and how many lines that is. In line mode

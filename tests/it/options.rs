@@ -54,7 +54,7 @@ fn rate_limit_is_accurate_and_never_bursts() {
     // 10 MiB/s for 6 s: check the amount at 5 s after the first byte (within 2 %), and that
     // the cumulative amount never runs ahead of rate × t + one interval's worth.
     let rate = 10u64 << 20;
-    let mut child = crate::util::rpv_urgent(&["-q", "-L", "10M", "-S", "-s", "60M", "/dev/zero"])
+    let mut child = crate::util::rpv_on_time(&["-q", "-L", "10M", "-S", "-s", "60M", "/dev/zero"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
