@@ -154,6 +154,11 @@ pub(crate) trait Proc {
     fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>>;
     /// The target of `/proc/PID/fd/FD`.
     fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String>;
+    /// The exact bytes of the target of `/proc/PID/fd/FD`, for a path that is not UTF-8
+    /// (which [`Proc::fd_link`] gives with U+FFFD in place of what does not decode).
+    fn fd_link_bytes(&mut self, pid: u32, fd: u32) -> Option<Vec<u8>> {
+        self.fd_link(pid, fd).ok().map(String::into_bytes)
+    }
     /// The open descriptors of `pid`, sorted, with their links' targets (a descriptor
     /// closed while they are listed is left out).
     fn fds(&mut self, pid: u32) -> io::Result<Vec<(u32, String)>>;

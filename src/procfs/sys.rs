@@ -388,6 +388,11 @@ impl Proc for SysProc {
         Ok(target.to_string_lossy().into_owned())
     }
 
+    fn fd_link_bytes(&mut self, pid: u32, fd: u32) -> Option<Vec<u8>> {
+        use std::os::unix::ffi::OsStringExt as _;
+        Some(fd_link(pid, fd as i32).ok()?.into_os_string().into_vec())
+    }
+
     fn fds(&mut self, pid: u32) -> io::Result<Vec<(u32, String)>> {
         Ok(fds(pid)?
             .into_iter()

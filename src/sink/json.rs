@@ -378,8 +378,16 @@ fn flow_fields(f: &crate::top::FlowView) -> Value {
         "in_kernel": f.in_kernel,
         "bottleneck_stage": f.bottleneck.as_ref().map(|b| json!({"command": b.command, "why": b.why})),
     });
-    if let (Some(fd), Value::Object(map)) = (f.fd, &mut o) {
-        map.insert("fd".into(), json!(fd));
+    if let Value::Object(map) = &mut o {
+        if let Some(fd) = f.fd {
+            map.insert("fd".into(), json!(fd));
+        }
+        // A path that is not UTF-8: its exact bytes beside it, as for names.
+        for (field, bytes) in [("file", &f.file_bytes), ("to", &f.to_bytes)] {
+            if let Some(bytes) = bytes {
+                put_name(map, field, std::ffi::OsStr::from_bytes(bytes));
+            }
+        }
     }
     o
 }

@@ -101,8 +101,12 @@ pub struct FlowView {
     /// The file or device, for file and device flows (and pv reading a file); of a copy,
     /// the file read.
     pub file: Option<String>,
+    /// The exact bytes of `file`, when they are not UTF-8 (`--json`'s `file_base64`).
+    pub file_bytes: Option<Vec<u8>>,
     /// Of a copy (a process reading one file and writing another), the file written.
     pub to: Option<String>,
+    /// The exact bytes of `to`, when they are not UTF-8.
+    pub to_bytes: Option<Vec<u8>>,
     /// The descriptor, for file and device flows.
     pub fd: Option<i32>,
     /// The process writes (rather than reads) the file.

@@ -41,10 +41,14 @@ pub struct Line {
     pub pid: u32,
     /// Its command line (of a pipeline, the stages' joined by ` | `).
     pub command: String,
-    /// The file or device it reads or writes, if any.
+    /// The file or device it reads or writes, if any (of a copy, the file read).
     pub file: Option<String>,
+    /// Of a copy, the file written.
+    pub to: Option<String>,
     /// It writes (rather than reads) the file.
     pub writes: bool,
+    /// It copies inside the kernel.
+    pub in_kernel: bool,
     /// What it counts: bytes, or lines (an `rpv -l`).
     pub unit: Unit,
     /// Bytes (or lines) so far.
@@ -310,30 +314,64 @@ impl Line {
     /// What the `/` filter looks in: the kind, the PID, the command and the file.
     pub fn text(&self) -> String {
         let file = self.file.as_deref().unwrap_or("");
-        format!("{} {} {} {file}", self.kind.name(), self.pid, self.command)
+        let to = self.to.as_deref().unwrap_or("");
+        format!(
+            "{} {} {} {file} {to}",
+            self.kind.name(),
+            self.pid,
+            self.command
+        )
     }
 }
 
 /// The FLOW cell of `line` in `width` columns: `command → file` or `command ← file` when
 /// that fits, else the file first (its end when it takes over half the cell, its last
-/// name whole where that leaves a quarter of the cell to the command); a pipeline's bottleneck after its name. Escaped for the terminal.
+/// name whole where that leaves a quarter of the cell to the command); a copy reads
+/// `command: from → to`, else `to ← from command` (the file written first, each file
+/// its end); a copy inside the kernel says so; a pipeline's bottleneck after its name. Escaped for the terminal.
 pub fn flow_text(line: &Line, width: usize, utf8: bool) -> String {
     let command = printable(&line.command);
-    let text = match &line.file {
-        None => command.into_owned(),
-        Some(file) => {
+    let (right, left) = if utf8 { ("→", "←") } else { ("->", "<-") };
+    let room = |file: &str, share: usize| {
+        let base = file.rsplit('/').next().map_or(0, display_width);
+        (width / share).max(base + 1).min(width * 3 / 4).max(1)
+    };
+    let text = match (&line.file, &line.to) {
+        (None, _) => command.into_owned(),
+        (Some(from), Some(to)) => {
+            let (from, to) = (printable(from), printable(to));
+            let whole = format!("{command}: {from} {right} {to}");
+            if display_width(&whole) <= width {
+                whole
+            } else {
+                let to = cut_start(&to, room(&to, 2), utf8);
+                let rest = width.saturating_sub(display_width(&to) + 3).max(1);
+                let from = cut_start(&from, rest.min(room(&from, 2)), utf8);
+                format!("{to} {left} {from} {command}")
+            }
+        }
+        (Some(file), None) => {
             let file = printable(file);
-            let (to, from) = if utf8 { ("→", "←") } else { ("->", "<-") };
-            let (along, back) = if line.writes { (to, from) } else { (from, to) };
+            let (along, back) = if line.writes {
+                (right, left)
+            } else {
+                (left, right)
+            };
             let whole = format!("{command} {along} {file}");
             if display_width(&whole) <= width {
                 whole
             } else {
-                let base = file.rsplit('/').next().map_or(0, display_width);
-                let room = (width / 2).max(base + 1).min(width * 3 / 4).max(1);
-                format!("{} {back} {command}", cut_start(&file, room, utf8))
+                format!(
+                    "{} {back} {command}",
+                    cut_start(&file, room(&file, 2), utf8)
+                )
             }
         }
+    };
+    let text = if line.in_kernel {
+        format!("{text} (in kernel)")
+    } else {
+        text
     };
     let note = note(line);
     let text = if note.is_empty() {
@@ -518,7 +556,9 @@ mod tests {
             pid: 100 + id as u32,
             command: name.into(),
             file: None,
+            to: None,
             writes: false,
+            in_kernel: false,
             unit: Unit::Bytes,
             amount: id * 1000,
             rate,
@@ -836,5 +876,35 @@ mod tests {
         assert!(dd.contains("MiB/s"), "bytes stay bytes: {dd}");
         assert_eq!(figure(0.0, CountKind::BinaryBytes, false), "0.00 B");
         assert_eq!(figure(1536.0, CountKind::BinaryBytes, true), "1.50KiB/s");
+    }
+
+    #[test]
+    fn a_copy_shows_both_files_at_any_width() {
+        let history = HashMap::new();
+        let mut cp = line(9, 2e8, "cp /srv/backup/vm/debian.img /mnt/usb/debian.img");
+        cp.pid = 6060;
+        cp.file = Some("/srv/backup/vm/debian.img".into());
+        cp.to = Some("/mnt/usb/debian.img".into());
+        cp.writes = true;
+        cp.in_kernel = true;
+        let flows = vec![cp];
+        let wide = lines(&screen(&flows, &history, false), 200, 24).join("\n");
+        assert!(
+            wide.contains(
+                "cp /srv/backup/vm/debian.img /mnt/usb/debian.img: /srv/backup/vm/debian.img → \
+                 /mnt/usb/debian.img (in kernel)"
+            ),
+            "{wide}"
+        );
+        // Short of room: the file written first, then the file read.
+        let narrow = lines(&screen(&flows, &history, true), 80, 24);
+        let row = narrow.iter().find(|r| r.contains("6060")).unwrap();
+        assert!(row.contains("/debian.img ← …"), "{row}");
+        let rows = lines(&screen(&flows, &history, true), 120, 24);
+        let row = rows.iter().find(|r| r.contains("6060")).unwrap();
+        assert!(
+            row.contains("/mnt/usb/debian.img ← /srv/backup/vm/debian.img cp"),
+            "{row}"
+        );
     }
 }

@@ -442,6 +442,71 @@ fn once_prints_one_frame_and_ends() {
     assert!(json >= 3, "{json}");
 }
 
+/// A flow whose file name is not UTF-8 (and holds control characters): `--top --json`
+/// gives its exact bytes in `file_base64` (valid against the schema), and the screen's
+/// frame shows no control character raw.
+#[test]
+fn a_file_name_that_is_not_utf8_is_exact_in_json() {
+    use base64::Engine as _;
+    let mut flows = Flows::new();
+    let dir = s(flows.dir.dir.path()).to_string();
+    // f3_ \xff\xfe ESC[31m: invalid UTF-8 and an escape sequence.
+    let reader = flows.start(
+        "exec python3 -c 'import os, sys, time\n\
+         name = os.fsencode(sys.argv[1]) + b\"/f3_\\xff\\xfe\\x1b[31m\"\n\
+         open(name, \"wb\").write(os.urandom(32 << 20))\n\
+         f = open(name, \"rb\", buffering=0)\n\
+         while f.read(4096): time.sleep(0.05)\n\
+         time.sleep(3600)' \"$PWD\"",
+    );
+    let mut exact = dir.as_bytes().to_vec();
+    exact.extend_from_slice(b"/f3_\xff\xfe\x1b[31m");
+    let found = crate::util::wait_showing("the reader's object", DEADLINE.as_secs_f64(), || {
+        let out = rpv(&["--top", "--once", "--json", "-i", "0.3"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        let objects = crate::json::parse_ndjson(&out.stderr);
+        let ours = |o: &serde_json::Value| {
+            o["pid"] == reader
+                && o["type"] == "progress"
+                && o["file"].as_str().is_some_and(|f| f.contains("/f3_"))
+        };
+        match objects.into_iter().find(ours) {
+            Some(o) => Ok((o, text)),
+            None => Err(text),
+        }
+    });
+    let (object, text) = found;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(
+            object["file_base64"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{object}")),
+        )
+        .unwrap();
+    assert_eq!(bytes, exact, "{object}");
+    assert!(
+        crate::json::schema_errors(&text).is_empty(),
+        "{:?}",
+        crate::json::schema_errors(&text)
+    );
+    let frame = crate::util::wait_showing("the reader's row", DEADLINE.as_secs_f64(), || {
+        let out = rpv(&["--top", "--once", "-i", "0.3", "-w", "250"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        match text.lines().find(|l| l.contains(&format!(" {reader} "))) {
+            Some(row) => Ok(row.to_string()),
+            None => Err(text),
+        }
+    });
+    assert!(!frame.contains('\x1b'), "{frame:?}");
+    assert!(frame.contains("f3_\u{fffd}\u{fffd}\\e[31m"), "{frame:?}");
+}
+
 /// `--top --metrics-file` read back through a real node_exporter: the flows with bounded
 /// labels (no PID unless asked), totals per kind, the flows left out counted (all of them
 /// with `--metrics-flows 0`), byte counts as counters, and an ended flow's series gone

@@ -30,6 +30,9 @@ pub(super) struct FileFlow {
     pub(super) ino: u64,
     pub(super) device: bool,
     pub(super) path: String,
+    /// The path's exact bytes, when they are not UTF-8 (`path` then has U+FFFD in place of
+    /// what does not decode).
+    pub(super) raw: Option<Vec<u8>>,
     /// Its open flags (`fdinfo`).
     pub(super) flags: u32,
     pub(super) writes: bool,
@@ -151,6 +154,10 @@ impl Scanner {
             return;
         }
         let (size, growing) = self.file_size(pid, fd, device, dev);
+        let raw = (path.contains('\u{FFFD}'))
+            .then(|| self.proc.fd_link_bytes(pid, fd as u32))
+            .flatten()
+            .filter(|bytes| std::str::from_utf8(bytes).is_err());
         let id = self.new_id();
         self.files.push(FileFlow {
             id,
@@ -162,6 +169,7 @@ impl Scanner {
             ino,
             device,
             path,
+            raw,
             flags,
             writes: write_only(flags),
             append: flags & libc::O_APPEND as u32 != 0,
@@ -298,7 +306,9 @@ impl Scanner {
                 pid: f.pid,
                 command,
                 file: Some(f.path.clone()),
+                file_bytes: f.raw.clone(),
                 to: None,
+                to_bytes: None,
                 fd: Some(f.fd),
                 writes: f.writes,
                 in_kernel: f.in_kernel,
@@ -320,7 +330,9 @@ impl Scanner {
     fn copy_flow(&self, r: &FileFlow, w: &FileFlow, ended: bool) -> Flow {
         let mut flow = self.file_flow(w, ended);
         flow.view.file = Some(r.path.clone());
+        flow.view.file_bytes = r.raw.clone();
         flow.view.to = Some(w.path.clone());
+        flow.view.to_bytes = w.raw.clone();
         flow.view.writes = false;
         flow.amount = r.pos.max(w.pos);
         flow.moved = r.moved.max(w.moved);
