@@ -8,7 +8,6 @@
 
 use std::ffi::OsString;
 use std::process::{Child, Command, Stdio};
-use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cli::{self, MonitorSide, Options};
@@ -23,7 +22,7 @@ use crate::sink::{self, json, DisplayConfig, Sink};
 use crate::source::engine::EngineSource;
 use crate::source::pipeline::PipelineSource;
 use crate::source::query::QuerySource;
-use crate::source::top::{SharedBoard, TopSource};
+use crate::source::top::TopSource;
 use crate::source::watch::WatchSource;
 use crate::source::Source;
 use crate::sys;
@@ -175,22 +174,11 @@ fn session<'a>(
     start: json::Start,
     report: &Report,
 ) -> (End, u8) {
-    session_with(sources, show, start, report, None)
-}
-
-/// [`session`], with `--top`'s board for its view and metrics.
-fn session_with<'a>(
-    sources: Vec<Box<dyn Source + 'a>>,
-    show: Show,
-    start: json::Start,
-    report: &Report,
-    board: Option<&SharedBoard>,
-) -> (End, u8) {
     let mut term = Term::new(report.prog());
     let cursor_rows = show.session.cursor
         && !show.display.voice.records()
         && term.enable_cursor(show.display.height);
-    let sinks = sinks(&show, cursor_rows, start, report, board);
+    let sinks = sinks(&show, cursor_rows, start, report);
     Session::new(sources, sinks, (show.display, show.session), term).run()
 }
 
@@ -201,53 +189,45 @@ fn sinks<'a>(
     cursor_rows: bool,
     start: json::Start,
     report: &Report,
-    board: Option<&SharedBoard>,
 ) -> Vec<Box<dyn Sink + 'a>> {
     let mut start = Some(start);
     let mut sinks: Vec<Box<dyn Sink + 'a>> = Vec::new();
     for output in &show.outputs {
-        let sink: Box<dyn Sink + 'a> = match output {
-            OutputKind::Messages => Box::new(sink::messages::Messages),
-            OutputKind::Line => Box::new(sink::line::Line::default()),
-            OutputKind::Numeric => Box::new(sink::numeric::Numeric::default()),
-            OutputKind::Multi => Box::new(sink::multi::Multi::default()),
-            // In cursor mode (`-c` on a terminal) each rpv keeps one row: --each shows the
-            // total there.
-            OutputKind::Each if cursor_rows => Box::new(sink::line::Line::default()),
-            OutputKind::Each => Box::new(sink::multi::Multi::default()),
-            OutputKind::Stages => Box::new(sink::stages::Stages::default()),
-            OutputKind::TopView => match board {
-                Some(board) => Box::new(sink::top::Top::new(Rc::clone(board), &show.display)),
-                None => continue,
-            },
-            OutputKind::Json => match start.take() {
-                Some(start) => Box::new(json::Json::new(start, report.ledger())),
-                None => continue,
-            },
-            OutputKind::Log => Box::new(sink::log::Log::new(report.prog())),
-            OutputKind::Title => Box::new(sink::title::Title::new(report.prog())),
-            OutputKind::Stats => Box::new(sink::stats::Stats),
-            OutputKind::TermProgress => {
-                Box::new(sink::term_progress::TermProgress::new(report.finals()))
-            }
-            OutputKind::Notify(notifier) => Box::new(sink::notify::Notify::new(
-                Arc::clone(notifier),
-                report.finals(),
-            )),
-            OutputKind::Metrics(path) => Box::new(sink::metrics::Metrics::new(
-                path.clone(),
-                report.warner(),
-                report.finals(),
-            )),
-            OutputKind::TopMetrics(path, settings) => match board {
-                Some(board) => Box::new(sink::top_metrics::TopMetrics::new(
-                    path.clone(),
-                    *settings,
-                    Rc::clone(board),
+        let sink: Box<dyn Sink + 'a> =
+            match output {
+                OutputKind::Messages => Box::new(sink::messages::Messages),
+                OutputKind::Line => Box::new(sink::line::Line::default()),
+                OutputKind::Numeric => Box::new(sink::numeric::Numeric::default()),
+                OutputKind::Multi => Box::new(sink::multi::Multi::default()),
+                // In cursor mode (`-c` on a terminal) each rpv keeps one row: --each shows the
+                // total there.
+                OutputKind::Each if cursor_rows => Box::new(sink::line::Line::default()),
+                OutputKind::Each => Box::new(sink::multi::Multi::default()),
+                OutputKind::Stages => Box::new(sink::stages::Stages::default()),
+                OutputKind::TopView(once) => Box::new(sink::top::Top::new(&show.display, *once)),
+                OutputKind::Json => match start.take() {
+                    Some(start) => Box::new(json::Json::new(start, report.ledger())),
+                    None => continue,
+                },
+                OutputKind::Log => Box::new(sink::log::Log::new(report.prog())),
+                OutputKind::Title => Box::new(sink::title::Title::new(report.prog())),
+                OutputKind::Stats => Box::new(sink::stats::Stats),
+                OutputKind::TermProgress => {
+                    Box::new(sink::term_progress::TermProgress::new(report.finals()))
+                }
+                OutputKind::Notify(notifier) => Box::new(sink::notify::Notify::new(
+                    Arc::clone(notifier),
+                    report.finals(),
                 )),
-                None => continue,
-            },
-        };
+                OutputKind::Metrics(path) => Box::new(sink::metrics::Metrics::new(
+                    path.clone(),
+                    report.warner(),
+                    report.finals(),
+                )),
+                OutputKind::TopMetrics(path, settings) => Box::new(
+                    sink::top_metrics::TopMetrics::new(path.clone(), *settings, report.warner()),
+                ),
+            };
         sinks.push(sink);
     }
     sinks
@@ -256,15 +236,14 @@ fn sinks<'a>(
 /// `--top`: the flows, in the view (or `--json`, `--log`) and the metrics file, until the
 /// view quits or a signal ends the run.
 fn top(o: &Options, show: Show, report: &Report) -> u8 {
-    let board = SharedBoard::default();
-    let source = TopSource::new(o.interval, Rc::clone(&board));
+    let source = TopSource::new(o.interval, o.once);
     let sources: Vec<Box<dyn Source>> = vec![Box::new(source)];
     let start = json::Start {
         mode: "top",
         ..json::Start::default()
     };
     signals::leave_stops_to_loop();
-    session_with(sources, show, start, report, Some(&board)).1
+    session(sources, show, start, report).1
 }
 
 /// The `start` object of `--json` for these transfers: the inputs of all of them (the two
@@ -486,7 +465,9 @@ fn copy_here(failed: NotStarted, last: bool, shown: bool, progress: &Progress) -
         progress.finish();
         return false;
     }
-    if shown {
+    // Said once per run (`-U` has two phases).
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if shown && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
         let text = format!("cannot start a thread ({why}): copying without a progress display");
         progress.emit(crate::meter::Event::Error(Error::other(0, text)));
     }

@@ -16,6 +16,7 @@ mod ownfile;
 mod pipeline;
 mod plan;
 mod procfs;
+mod prometheus;
 #[cfg(test)]
 mod proptest_cases;
 mod screen;

@@ -15,8 +15,13 @@ fn main() {
 static RECORD_CLOSED_STDIO: extern "C" fn() = record_closed_stdio;
 
 extern "C" fn record_closed_stdio() {
-    // SAFETY: fcntl(F_GETFD) only asks whether the descriptor exists (EBADF if not); it
-    // takes no pointers and changes nothing.
-    let closed = |fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
+    // Only EBADF means closed: any other failure of the call says nothing about the
+    // descriptor, which is then taken as open (as it almost surely is).
+    let closed = |fd| {
+        // SAFETY: fcntl(F_GETFD) only asks whether the descriptor exists (EBADF if not); it
+        // takes no pointers and changes nothing.
+        let failed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
+        failed && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
+    };
     rpv::stdio::record_closed(closed(0), closed(1), closed(2));
 }

@@ -3,8 +3,8 @@
 //! Owns: [`MeterState`] (one measured quantity: an amount, its size if known, when its clock
 //! started, what it is called, its unit, how full its buffer is and its phase), [`Event`]
 //! (the typed things that happen during a run: an input opened, a path chosen, a fallback,
-//! a read error skipped, an output gone, an error, the end) and [`Tail`] (the end of the
-//! data, for `%A`/`%L`).
+//! a read error skipped, an output gone, an error, the end), [`Request`] (what a sink asks
+//! of the sources: `--top`'s keys) and [`Tail`] (the end of the data, for `%A`/`%L`).
 //!
 //! Must not: read clocks, files or counters, or format anything for a terminal. Sources
 //! (the engine's, `-d`'s, `-Q`'s, `--pipeline`'s and `--top`'s) fill these values; sinks
@@ -237,6 +237,18 @@ pub(crate) enum Event {
         /// Exit bits.
         status: u8,
     },
+    /// `--top`: the processes rpv may not read, at its last look at the machine.
+    Unreadable(crate::top::Hidden),
+}
+
+/// What a sink asks of the sources, handed over by the display loop (as `-R`'s changes
+/// reach them): the `--top` view's keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// End the run (`q`).
+    Quit,
+    /// Leave this process out (the view Enter opened), or none.
+    Exclude(Option<u32>),
 }
 
 impl Event {

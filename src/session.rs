@@ -278,10 +278,10 @@ impl<'a> Session<'a> {
                 // the time to listen has passed.)
                 wait_ns = wait_ns.min(self.listen_at.saturating_sub(now));
             }
-            for source in &self.sources {
-                if let Some(period) = source.poll_period_ns() {
-                    wait_ns = wait_ns.min(period);
-                }
+            let periods = (self.sources.iter().map(|s| s.poll_period_ns()))
+                .chain(self.sinks.iter().map(|s| s.poll_period_ns()));
+            for period in periods.flatten() {
+                wait_ns = wait_ns.min(period);
             }
             let timeout_ms = (wait_ns / 1_000_000 + 1).min(i32::MAX as u64) as i32;
             signals::wait(timeout_ms);
@@ -296,9 +296,7 @@ impl<'a> Session<'a> {
             for source in &mut self.sources {
                 source.tick(now);
             }
-            for sink in &mut self.sinks {
-                sink.tick(&self.config, &mut self.term);
-            }
+            self.tick_sinks();
             self.serve_control(&mut next_due);
             self.pass_events();
             if signals::exit_requested() {
@@ -485,6 +483,19 @@ impl<'a> Session<'a> {
             let warning = Event::Error(Error::other(0, text));
             for sink in &mut self.sinks {
                 sink.event(&warning, &self.config, &mut self.term);
+            }
+        }
+    }
+
+    /// Lets every sink look at its input, and hands what they ask to every source.
+    fn tick_sinks(&mut self) {
+        let mut requests = Vec::new();
+        for sink in &mut self.sinks {
+            sink.tick(&self.config, &mut self.term, &mut requests);
+        }
+        for request in requests {
+            for source in &mut self.sources {
+                source.request(request);
             }
         }
     }

@@ -187,9 +187,9 @@ extern "C" fn on_foreign(sig: libc::c_int) {
 pub(crate) fn install() -> bool {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        if let Ok((read, write)) = sys::pipe() {
-            let _ = sys::set_nonblocking(read.as_fd(), true);
-            let _ = sys::set_nonblocking(write.as_fd(), true);
+        // Non-blocking from its creation: a handler's write never waits, and the loop's
+        // read never blocks (with no pipe at all, the loop polls on its interval).
+        if let Ok((read, write)) = sys::pipe_nonblocking() {
             let _ = WAKE.set((read, write));
         }
         sys::ignore_signal(libc::SIGPIPE);

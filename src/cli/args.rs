@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 pub(crate) use super::flags::DEFAULT_METRICS_FLOWS;
 use super::flags::{
-    long_only, Opt, COMPLETIONS, EACH, JSON, LOG, METRICS_FILE, METRICS_FLOWS, METRICS_PID,
+    long_only, Opt, COMPLETIONS, EACH, JSON, LOG, METRICS_FILE, METRICS_FLOWS, METRICS_PID, ONCE,
     OPTIONS, PIPELINE, STALL_TIMEOUT, TEE, TEE_ERROR, TERM_PROGRESS, TOP,
 };
 use super::number::{
@@ -285,6 +285,7 @@ impl<'a> State<'a> {
             LOG => o.voice = super::Voice::Log,
             EACH => o.each = true,
             METRICS_PID => o.metrics_pid = true,
+            ONCE => o.once = true,
             TOP => self.mode = Mode::Top,
             letter => {
                 o.switches.set(letter);
@@ -652,7 +653,7 @@ impl<'a> State<'a> {
     /// `--json`, `--log` and the metrics file apply. The first other option given is
     /// refused.
     fn check_top(&self, operands: &[OsString]) -> Result<(), String> {
-        const APPLIES: [char; 14] = [
+        const APPLIES: [char; 15] = [
             'i',
             'w',
             'H',
@@ -667,6 +668,7 @@ impl<'a> State<'a> {
             METRICS_FILE,
             METRICS_FLOWS,
             METRICS_PID,
+            ONCE,
         ];
         if !operands.is_empty() {
             return Err(self.fail("--top: files cannot be specified with --top"));

@@ -1415,6 +1415,9 @@ fn top_and_its_metrics_options() {
     ]);
     assert_eq!(o.metrics_flows, Some(3));
     assert!(o.metrics_pid);
+    assert!(!o.once);
+    let o = run(&["--top", "--once", "--json", "-i", "0.2"]);
+    assert!(o.once && o.voice == crate::cli::Voice::Json);
     assert_eq!(
         run(&["--metrics-flows", "0", "--top"]).metrics_flows,
         Some(0)

@@ -164,6 +164,8 @@ pub(crate) const TOP: char = '\u{E013}';
 pub(crate) const METRICS_FLOWS: char = '\u{E014}';
 /// The identity of `--metrics-pid`.
 pub(crate) const METRICS_PID: char = '\u{E015}';
+/// The identity of `--once`.
+pub(crate) const ONCE: char = '\u{E020}';
 
 /// `--metrics-flows` when not given: the busiest flows with series of their own.
 pub(crate) const DEFAULT_METRICS_FLOWS: usize = 10;
@@ -558,7 +560,7 @@ pub(crate) const OPTIONS: &[Opt] = &[
         TOP,
         "top",
         "show every data flow rpv may see (pipelines, files and devices being read or \
-         written, rpv and pv, sockets), busiest first; keys: arrows, Enter, Esc, s, q",
+         written, rpv and pv, sockets), busiest first; keys: arrows, Enter, Esc, s, p, /, q",
     ),
     valued(
         Own,
@@ -574,6 +576,13 @@ pub(crate) const OPTIONS: &[Opt] = &[
         METRICS_PID,
         "metrics-pid",
         "with --top --metrics-file: label each flow's series with its PID",
+    ),
+    switch(
+        Own,
+        ONCE,
+        "once",
+        "with --top: print one frame (with --json, one object per flow and an end) one \
+         interval after the first look, and exit",
     ),
     valued(
         Own,

@@ -293,6 +293,8 @@ pub(crate) struct Options {
     pub metrics_flows: Option<usize>,
     /// `--metrics-pid`: with `--top --metrics-file`, a `pid` label on each flow's series.
     pub metrics_pid: bool,
+    /// `--once`: with `--top`, one frame, then the end.
+    pub once: bool,
     /// The mode; last mode option wins.
     pub action: Action,
     /// Number of display switches given; 0 turns on `-p -t -e -r -b`.

@@ -21,13 +21,11 @@ use crate::sys;
 /// the form `PID.sock` that are sockets are looked at; a live process keeps its socket
 /// whatever it is (a reused PID's socket is replaced by its new owner when it listens).
 fn remove_stale(dir: &std::path::Path) {
-    use std::os::unix::fs::FileTypeExt;
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(entries) = sys::dir_entries(dir) else {
         return;
     };
     let me = std::process::id();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
+    for (name, kind) in entries {
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.strip_suffix(".sock"))
@@ -36,10 +34,22 @@ fn remove_stale(dir: &std::path::Path) {
         else {
             continue;
         };
-        let socket = entry.file_type().is_ok_and(|t| t.is_socket());
+        let path = dir.join(&name);
+        let kind = kind.or_else(|| std::fs::symlink_metadata(&path).ok().map(|m| kind_of(&m)));
+        let socket = kind == Some(sys::FileKind::Socket);
         if socket && pid != me && pid != 0 && !sys::process_exists(pid) {
-            let _ = std::fs::remove_file(entry.path());
+            let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+/// The kind of a file from its metadata (a socket is all that matters here).
+fn kind_of(meta: &std::fs::Metadata) -> sys::FileKind {
+    use std::os::unix::fs::FileTypeExt;
+    if meta.file_type().is_socket() {
+        sys::FileKind::Socket
+    } else {
+        sys::FileKind::Other
     }
 }
 

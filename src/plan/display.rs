@@ -34,8 +34,8 @@ pub(crate) enum OutputKind {
     Each,
     /// `--pipeline`: the view of the pipeline's stages.
     Stages,
-    /// `--top`: the view of the flows.
-    TopView,
+    /// `--top`: the view of the flows; `--once`: one plain frame.
+    TopView(bool),
     /// `--json`: NDJSON objects (they carry the messages).
     Json,
     /// `--log`: time-stamped lines (they carry the messages).
@@ -66,7 +66,7 @@ pub(super) fn outputs(o: &Options, display: &DisplayConfig, job: &Job) -> Vec<Ou
         Voice::Log => vec![OutputKind::Log],
         Voice::Display => {
             let view = match job {
-                Job::Top => OutputKind::TopView,
+                Job::Top => OutputKind::TopView(o.once),
                 _ if matches!(o.action, Action::Pipeline(_)) => OutputKind::Stages,
                 Job::Watch(_) if !display.style.numeric => OutputKind::Multi,
                 _ => line_view(display),
@@ -273,7 +273,7 @@ mod tests {
         };
         assert_eq!(
             outputs_of(&["--top", "--metrics-file", "m.prom"], &Job::Top),
-            names(&[Messages, TopView, TopMetrics(path, top)])
+            names(&[Messages, TopView(false), TopMetrics(path, top)])
         );
         assert_eq!(outputs_of(&["--top", "--log"], &Job::Top), names(&[Log]));
     }

@@ -111,8 +111,10 @@ pub(crate) fn fdinfo(pid: u32, fd: i32) -> io::Result<String> {
 
 /// The open descriptors of `pid`, sorted by number.
 pub(crate) fn fds(pid: u32) -> io::Result<Vec<i32>> {
-    let mut fds: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/fd"))?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+    // (sys::dir_entries, not std's read_dir, whose failed close aborts.)
+    let mut fds: Vec<i32> = crate::sys::dir_entries(format!("/proc/{pid}/fd").as_ref())?
+        .into_iter()
+        .filter_map(|(name, _)| name.to_str()?.parse().ok())
         .collect();
     fds.sort_unstable();
     Ok(fds)
@@ -120,13 +122,11 @@ pub(crate) fn fds(pid: u32) -> io::Result<Vec<i32>> {
 
 /// The thread IDs of `pid`, in the order `/proc` lists them.
 pub(crate) fn tasks(pid: u32) -> io::Result<Vec<u32>> {
-    let mut tids = Vec::new();
-    for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        if let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
-            tids.push(tid);
-        }
-    }
-    Ok(tids)
+    let entries = crate::sys::dir_entries(format!("/proc/{pid}/task").as_ref())?;
+    Ok(entries
+        .into_iter()
+        .filter_map(|(name, _)| name.to_str()?.parse().ok())
+        .collect())
 }
 
 /// The user that owns process `pid` (its `/proc/PID` directory's owner).
@@ -285,14 +285,11 @@ impl Drop for SysProc {
 
 impl Proc for SysProc {
     fn pids(&mut self) -> io::Result<Vec<u32>> {
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc")? {
-            let entry = entry?;
-            if let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) {
-                pids.push(pid);
-            }
-        }
-        Ok(pids)
+        let entries = crate::sys::dir_entries("/proc".as_ref())?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|(name, _)| name.to_str()?.parse().ok())
+            .collect())
     }
 
     fn read(&mut self, pid: u32, file: ProcFile, keep: bool) -> io::Result<Vec<u8>> {

@@ -540,6 +540,7 @@ impl Json {
                 self.status = *status;
                 return None;
             }
+            Event::Unreadable(_) => return None,
             _ if config.quiet => return None,
             Event::InputOpened {
                 input, name, size, ..

@@ -6,16 +6,18 @@
 //! and without `\r` or escape sequences); nothing for a meter that did not move during an
 //! update, except a heartbeat once a minute; always a final line; messages as timestamped
 //! `rpv: ...` lines (control characters in them, from a file name, escaped: one line each;
-//! names in progress lines, `-N` and file names, escaped the same way).
+//! names in progress lines, `-N` and file names, escaped the same way). A flow of
+//! `--top` is a line of its own words (its bytes since rpv saw it, next to the time since
+//! then; no bar).
 //! The stages of `--pipeline` are a table written at every update (a header, then a row
 //! per stage), and the pipeline's summary comes last. Must not: write carriage returns or
 //! escape sequences.
 
 use std::collections::HashMap;
 
-use super::{render_row, DisplayConfig, Formats, Sink, Snapshot};
+use super::{render_row, DisplayConfig, Formats, Reading, Sink, Snapshot};
 use crate::display::printable;
-use crate::meter::{Event, MeterId, Role};
+use crate::meter::{Event, MeterId, Phase, Role};
 use crate::sys;
 use crate::term::Term;
 
@@ -90,13 +92,7 @@ impl Log {
                     let name = config.label(r.meter).unwrap_or_default();
                     printable(&format!("{name}: {note}")).into_owned()
                 }
-                // A flow of `--top`: its whole name first (a command and a file are often
-                // wider than the line), then its figures.
-                None if r.meter.role == Role::Flow => format!(
-                    "{}: {}",
-                    printable(&config.label(r.meter).unwrap_or_default()),
-                    render_row(&mut self.formats, &config, r, snapshot, config.width)
-                ),
+                None if r.meter.role == Role::Flow => flow_line(r, &config),
                 None => render_row(&mut self.formats, &config, r, snapshot, config.width),
             };
             out.push_str(&stamp);
@@ -117,6 +113,48 @@ impl Log {
         table.push_str(&out);
         term.raw(&table);
     }
+}
+
+/// A flow of `--top`: its whole name first (a command and a file are often wider than a
+/// line), then what it moved since rpv first saw it and in how long (its own bytes and its
+/// own time: the view's amount may count from the process's start, before rpv looked),
+/// its rate, where it stands (of its size, when known) and its end: `gzip > x.tgz: 12.0MiB
+/// in 0:00:02 [6.12MiB/s], 1.53GiB in all`. In the unit the meter counts (lines for an
+/// `rpv -l`); no bar.
+fn flow_line(r: &Reading<'_>, config: &DisplayConfig) -> String {
+    use crate::top::view::figure;
+    use crate::units::{format_elapsed, format_eta};
+    let m = r.meter;
+    let kind = config.style.kind(m.unit);
+    let name = printable(&config.label(m).unwrap_or_default()).into_owned();
+    let mut line = format!(
+        "{name}: {} in {} [{}]",
+        figure(m.moved as f64, kind, false),
+        format_elapsed(r.elapsed),
+        figure(r.rates.rate, kind, true)
+    );
+    if m.size > 0 {
+        let at = figure(m.amount as f64, kind, false);
+        let size = figure(m.size as f64, kind, false);
+        line.push_str(&format!(", {at} of {size} ({:.0}%)", r.rates.percentage));
+        let avg = r.rates.avg_rate;
+        if m.phase != Phase::Ended && r.stalled_for.is_none() && avg > 0.001 {
+            let eta = m.size.saturating_sub(m.amount) as f64 / avg;
+            line.push_str(&format!(", ETA {}", format_eta(eta.round() as u64)));
+        }
+    } else {
+        line.push_str(&format!(
+            ", {} in all",
+            figure(m.amount as f64, kind, false)
+        ));
+    }
+    if let Some(s) = r.stalled_for {
+        line.push_str(&format!(", stalled {}", format_elapsed(s)));
+    }
+    if m.phase == Phase::Ended {
+        line.push_str(", ended");
+    }
+    line
 }
 
 /// Local time in ISO 8601 with its UTC offset, `YYYY-MM-DDTHH:MM:SS+HH:MM`, from (seconds

@@ -3,7 +3,7 @@
 //! batch jobs on many machines export metrics).
 //!
 //! Owns: the series ([`render`]: `rpv_…`, labelled with the `-N` name and rpv's PID, each
-//! with its HELP and TYPE lines). Each version replaces the file whole through
+//! with its HELP and TYPE lines, written by [`crate::prometheus`]). Each version replaces the file whole through
 //! [`crate::ownfile::replace`] (a temporary file in PATH's directory, named `.NAME.RANDOM.tmp`
 //! so the collector's `*.prom` pattern never matches it, renamed over PATH), so a scrape
 //! never reads half a file. The plan checks the path (a regular file or nothing, none of the
@@ -12,24 +12,16 @@
 //! the run with its final values (`rpv_done 1`, `rpv_exit_status`). Must not: write PATH in
 //! place.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::line::is_line;
 use super::report::{SharedFinals, Warn};
 use super::{DisplayConfig, Reading, Sink, Snapshot};
 use crate::meter::{Label, MeterState, Role, Unit};
+use crate::prometheus::{header, label, number, sample};
 use crate::stats::Rates;
 use crate::sys;
 use crate::term::Term;
-
-/// A label value with `\`, `"` and newlines escaped.
-fn label(value: &str) -> String {
-    value
-        .replace('\\', r"\\")
-        .replace('"', r#"\""#)
-        .replace('\n', r"\n")
-}
 
 /// The text of the metrics file.
 #[derive(Debug, Default)]
@@ -43,7 +35,7 @@ impl Text {
     /// out (the series is absent while it is unknown).
     fn series(&mut self, name: &str, kind: &str, help: &str, value: f64) {
         if value.is_finite() {
-            self.line(name, kind, help, &value.to_string());
+            self.line(name, kind, help, &number(value));
         }
     }
 
@@ -53,9 +45,8 @@ impl Text {
     }
 
     fn line(&mut self, name: &str, kind: &str, help: &str, value: &str) {
-        let _ = writeln!(self.out, "# HELP {name} {help}");
-        let _ = writeln!(self.out, "# TYPE {name} {kind}");
-        let _ = writeln!(self.out, "{name}{{{}}} {value}", self.labels);
+        header(&mut self.out, name, kind, help);
+        sample(&mut self.out, name, &self.labels, value);
     }
 }
 

@@ -37,7 +37,7 @@ pub(crate) mod tests;
 
 use crate::cli::Voice;
 use crate::display::{self, BarStyle, DisplaySwitches, Format, Frame, Segment};
-use crate::meter::{Event, Label, MeterId, MeterState, Role, Unit};
+use crate::meter::{Event, Label, MeterId, MeterState, Request, Role, Unit};
 use crate::stats::{RateTracker, Rates};
 use crate::sys;
 use crate::term::{self, Term};
@@ -129,8 +129,15 @@ pub(crate) trait Sink {
     fn reconfigure(&mut self, _config: &DisplayConfig) {}
 
     /// Called at every wake-up of the display loop between updates (at least as often as
-    /// a source's `poll_period_ns` asks): for a view that takes keys (`--top`).
-    fn tick(&mut self, _config: &DisplayConfig, _term: &mut Term) {}
+    /// [`Sink::poll_period_ns`] or a source's asks): for a view that takes keys (`--top`),
+    /// which puts what they ask of the sources in `requests` (the loop hands them over).
+    fn tick(&mut self, _config: &DisplayConfig, _term: &mut Term, _requests: &mut Vec<Request>) {}
+
+    /// How often the display loop should call [`Sink::tick`] (nanoseconds) while it waits
+    /// for its next update; `None`: only at updates and wake-ups.
+    fn poll_period_ns(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// How numbers and bars look, fixed for the run.

@@ -1,11 +1,12 @@
 //! The `--top` view: a row per flow, busiest first, redrawn in place through the screen
 //! layer; on a terminal it takes keys (↑/↓ select, Home/End the first and the last row,
 //! Enter opens the selected flow in the `--pipeline` or `-d` view, Esc comes back, `s`
-//! changes the order, `q` quits). Without a terminal it prints each update as a plain
+//! changes the order, `p` freezes it, `/` filters, `q` quits; what each key changes is
+//! [`Browse`]'s). Without a terminal, or with `--once`, it prints each update as a plain
 //! frame (a title, the rows, a blank line).
 //!
 //! Owns: the rows of the last update (so keys redraw at once, without a new sample), each
-//! flow's rate history (its sparkline), the selection, the terminal's input mode (no echo,
+//! flow's rate history (its sparkline), the view's [`Browse`] state, the terminal's input mode (no echo,
 //! no line editing, signals kept: Ctrl-C and Ctrl-Z work as everywhere; put back at the
 //! end and set again after `fg`), and the opened view: another rpv, on the alternate
 //! screen, ended (SIGTERM) when Esc comes back or the run ends.
@@ -15,12 +16,15 @@ use std::collections::{HashMap, VecDeque};
 use std::process::{Child, Command, Stdio};
 
 use super::{DisplayConfig, Sink, Snapshot};
-use crate::meter::{Phase, Role, Unit};
-use crate::source::top::SharedBoard;
+use crate::meter::{Event, Phase, Request, Role, Unit};
 use crate::sys;
 use crate::term::Term;
-use crate::top::view::{self, Key, Line, Screenful, Sort, HISTORY};
-use crate::top::Zoom;
+use crate::top::browse::{Action, Browse};
+use crate::top::view::{self, Key, Line, Screenful, HISTORY};
+use crate::top::{Hidden, Zoom};
+
+/// How often the display loop wakes while the view takes keys (nanoseconds).
+const KEYS_POLL_NS: u64 = 50_000_000;
 
 /// Switch to the alternate screen (the cursor saved), and back.
 const ALT_SCREEN: &str = "\x1b[?1049h\x1b[H\x1b[2J";
@@ -28,11 +32,19 @@ const MAIN_SCREEN: &str = "\x1b[?1049l";
 
 /// `--top`'s view.
 pub(crate) struct Top {
-    board: SharedBoard,
+    /// The processes rpv may not read (the source's last word on them).
+    hidden: Hidden,
+    /// What the keys asked of the source since the last tick.
+    asked: Vec<Request>,
+    /// Every flow of the last update.
     lines: Vec<Line>,
+    /// The rows shown: filtered and in order.
+    shown: Vec<Line>,
     history: HashMap<u64, VecDeque<f64>>,
-    selected: Option<u64>,
-    sort: Sort,
+    /// The selection, the order, the filter.
+    browse: Browse,
+    /// `--once`: one plain frame, on a terminal too.
+    once: bool,
     /// The terminal's attributes before the view took its keys.
     tty: Option<sys::TtyMode>,
     /// The view Enter opened.
@@ -41,19 +53,21 @@ pub(crate) struct Top {
 
 impl Top {
     /// The view; it takes keys when standard input and standard error are the terminal
-    /// (and not `-q`).
-    pub(crate) fn new(board: SharedBoard, config: &DisplayConfig) -> Top {
-        let interactive = config.stderr_tty && config.enabled && sys::isatty(sys::stdin_fd());
+    /// (and not `-q` or `--once`).
+    pub(crate) fn new(config: &DisplayConfig, once: bool) -> Top {
+        let interactive =
+            config.stderr_tty && config.enabled && !once && sys::isatty(sys::stdin_fd());
         let tty = interactive
             .then(|| sys::tty_mode_for_reply(sys::stdin_fd()).ok())
             .flatten();
-        board.borrow_mut().keys = tty.is_some();
         Top {
-            board,
+            hidden: Hidden::default(),
+            asked: Vec::new(),
             lines: Vec::new(),
+            shown: Vec::new(),
             history: HashMap::new(),
-            selected: None,
-            sort: Sort::default(),
+            browse: Browse::default(),
+            once,
             tty,
             zoom: None,
         }
@@ -67,31 +81,27 @@ impl Top {
         if self.zoom.is_some() || !config.visible() {
             return;
         }
-        self.sort.apply(&mut self.lines);
-        if self.interactive() {
-            self.selected = self
-                .selected
-                .filter(|id| self.lines.iter().any(|l| l.id == *id))
-                .or_else(|| self.lines.first().map(|l| l.id));
-        }
-        let hidden = self.board.borrow().hidden.line();
+        self.shown = self.browse.arrange(&self.lines, self.interactive());
+        let hidden = self.hidden.line();
         let screen = Screenful {
-            lines: &self.lines,
+            lines: &self.shown,
             history: &self.history,
-            selected: self.selected,
-            sort: self.sort,
+            selected: self.browse.selected,
+            sort: self.browse.sort,
             interactive: self.interactive(),
+            frozen: self.browse.frozen,
+            filter: &self.browse.filter,
+            typing: self.browse.typing,
             hidden,
             kind: config.style.kind(Unit::Bytes),
             utf8: config.style.utf8,
         };
-        let view = view::view(&screen);
-        if config.stderr_tty {
-            let rows = view.lines(config.width, config.height);
+        if config.stderr_tty && !self.once {
+            let rows = view::lines(&screen, config.width, config.height);
             term.draw_screen(&rows, config.width);
         } else {
             // A plain frame: every row, for a file or a pipe.
-            let rows = view.lines(config.width, self.lines.len() + 8);
+            let rows = view::lines(&screen, config.width, self.shown.len() + 8);
             let mut text = rows.join("\n");
             text.push_str("\n\n");
             term.raw(&text);
@@ -100,7 +110,11 @@ impl Top {
 
     /// Enter: the selected flow in its own view (another rpv on the alternate screen).
     fn open(&mut self, config: &DisplayConfig, term: &mut Term) {
-        let Some(line) = self.lines.iter().find(|l| Some(l.id) == self.selected) else {
+        let Some(line) = self
+            .shown
+            .iter()
+            .find(|l| Some(l.id) == self.browse.selected)
+        else {
             return;
         };
         let Ok(exe) = std::env::current_exe() else {
@@ -120,7 +134,7 @@ impl Top {
         term.raw(ALT_SCREEN);
         match cmd.spawn() {
             Ok(child) => {
-                self.board.borrow_mut().zoomed = Some(child.id());
+                self.asked.push(Request::Exclude(Some(child.id())));
                 self.zoom = Some(child);
             }
             Err(_) => term.raw(MAIN_SCREEN),
@@ -136,32 +150,55 @@ impl Top {
             sys::terminate(child.id());
         }
         let _ = child.wait();
-        self.board.borrow_mut().zoomed = None;
+        self.asked.push(Request::Exclude(None));
         term.raw(MAIN_SCREEN);
     }
 
     fn key(&mut self, key: Key, config: &DisplayConfig, term: &mut Term) {
-        match key {
-            Key::Quit => {
+        match self.browse.press(key, &self.shown, self.zoom.is_some()) {
+            Action::Nothing => {}
+            Action::Redraw => self.draw(config, term),
+            Action::Open => self.open(config, term),
+            Action::Back => {
                 self.close(term);
-                self.board.borrow_mut().quit = true;
-            }
-            Key::Escape => {
-                if self.zoom.is_some() {
-                    self.close(term);
-                    self.draw(config, term);
-                }
-            }
-            _ if self.zoom.is_some() => {}
-            Key::Up | Key::Down | Key::First | Key::Last => {
-                self.selected = view::move_selection(&self.lines, self.selected, key);
                 self.draw(config, term);
             }
-            Key::Sort => {
-                self.sort = self.sort.next();
+            Action::Quit => {
+                self.close(term);
+                self.asked.push(Request::Quit);
+            }
+        }
+    }
+
+    /// The keys typed since the last look (and the opened view's end), each done at once.
+    fn read_keys(&mut self, config: &DisplayConfig, term: &mut Term) {
+        if self.tty.is_none() {
+            return;
+        }
+        if let Some(child) = &mut self.zoom {
+            if child.try_wait().ok().flatten().is_some() {
+                self.close(term);
                 self.draw(config, term);
             }
-            Key::Enter => self.open(config, term),
+        }
+        // After `fg` the terminal may be back in line mode, where a read would wait for
+        // a whole line: the keys' mode again, and a read only of what is there.
+        self.keep_keys_mode();
+        if !sys::poll_one(sys::stdin_fd(), libc::POLLIN, 0).is_ok_and(|r| r != 0) {
+            return;
+        }
+        let mut buf = [0u8; 64];
+        let Ok(n) = sys::read(sys::stdin_fd(), &mut buf) else {
+            return;
+        };
+        // Key by key: `/` makes the next ones the filter's text.
+        let mut i = 0;
+        while i < n {
+            let (key, used) = view::next_key(&buf[i..n], self.browse.typing);
+            if let Some(key) = key {
+                self.key(key, config, term);
+            }
+            i += used.max(1);
         }
     }
 
@@ -175,6 +212,12 @@ impl Top {
 }
 
 impl Sink for Top {
+    fn event(&mut self, event: &Event, _config: &DisplayConfig, _term: &mut Term) {
+        if let Event::Unreadable(hidden) = event {
+            self.hidden = *hidden;
+        }
+    }
+
     fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
         self.keep_keys_mode();
         self.lines.clear();
@@ -196,7 +239,10 @@ impl Sink for Top {
                 id: m.id,
                 kind: flow.kind,
                 pid: flow.pid,
-                name: flow.name(),
+                command: flow.command.clone(),
+                file: flow.file.clone(),
+                writes: flow.writes,
+                unit: m.unit,
                 amount: m.amount,
                 rate: if ended { 0.0 } else { r.rates.rate },
                 percent: (m.size > 0).then_some(r.rates.percentage),
@@ -212,29 +258,13 @@ impl Sink for Top {
         self.draw(config, term);
     }
 
-    fn tick(&mut self, config: &DisplayConfig, term: &mut Term) {
-        if self.tty.is_none() {
-            return;
-        }
-        if let Some(child) = &mut self.zoom {
-            if child.try_wait().ok().flatten().is_some() {
-                self.close(term);
-                self.draw(config, term);
-            }
-        }
-        // After `fg` the terminal may be back in line mode, where a read would wait for
-        // a whole line: the keys' mode again, and a read only of what is there.
-        self.keep_keys_mode();
-        if !sys::poll_one(sys::stdin_fd(), libc::POLLIN, 0).is_ok_and(|r| r != 0) {
-            return;
-        }
-        let mut buf = [0u8; 64];
-        let Ok(n) = sys::read(sys::stdin_fd(), &mut buf) else {
-            return;
-        };
-        for key in view::keys(&buf[..n]) {
-            self.key(key, config, term);
-        }
+    fn poll_period_ns(&self) -> Option<u64> {
+        self.interactive().then_some(KEYS_POLL_NS)
+    }
+
+    fn tick(&mut self, config: &DisplayConfig, term: &mut Term, requests: &mut Vec<Request>) {
+        self.read_keys(config, term);
+        requests.append(&mut self.asked);
     }
 
     fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, term: &mut Term) {
@@ -245,3 +275,7 @@ impl Sink for Top {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "top_tests.rs"]
+mod tests;

@@ -3,16 +3,21 @@
 //! ([`crate::ownfile::replace`]).
 //!
 //! Owns: the totals that outlive flows (bytes moved and flows ended per kind since rpv
-//! started), turning readings into [`Series`], and reporting a failed write once. The
-//! series and their labels are [`crate::top::metrics`]'s. At the end the file keeps the
-//! totals and no flow (rpv no longer follows any). Must not: write PATH in place.
+//! started), turning readings into [`Series`], reporting a failed write once, in the run's
+//! voice ([`Warn`]: a time-stamped line with `--log`), and the file's end. The series
+//! and their labels are [`crate::top::metrics`]'s. At the end rpv removes the file (when
+//! it is still the one rpv wrote last): rpv no longer follows any flow, and a file left
+//! behind would say either that the flows still move at their last rates or, rewritten
+//! empty, that a busy machine is idle; without the file its series go stale at the next
+//! scrape. Must not: write PATH in place, or remove what another process put there.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use super::report::Warn;
 use super::{DisplayConfig, Sink, Snapshot};
-use crate::meter::{Phase, Role};
-use crate::source::top::SharedBoard;
+use crate::meter::{Event, Phase, Role, Unit};
+use crate::ownfile::Identity;
 use crate::sys;
 use crate::term::Term;
 use crate::top::metrics::{render, Series, Totals};
@@ -22,28 +27,32 @@ use crate::top::{Kind, TopConfig};
 pub(crate) struct TopMetrics {
     path: PathBuf,
     settings: TopConfig,
-    board: SharedBoard,
     totals: Totals,
     /// Each flow's forward progress at the last update, and its kind.
     last: HashMap<u64, (u64, Kind)>,
+    /// How a failed write is reported (in the run's voice: a time-stamped line with
+    /// `--log`).
+    warner: Warn,
     warned: bool,
+    /// The file rpv wrote last, which the end may remove.
+    written: Option<Identity>,
 }
 
 impl TopMetrics {
-    /// A sink writing `path`.
-    pub(crate) fn new(path: PathBuf, settings: TopConfig, board: SharedBoard) -> TopMetrics {
+    /// A sink writing `path`, warning through `warner`.
+    pub(crate) fn new(path: PathBuf, settings: TopConfig, warner: Warn) -> TopMetrics {
         TopMetrics {
             path,
             settings,
-            board,
             totals: Totals::default(),
             last: HashMap::new(),
+            warner,
             warned: false,
+            written: None,
         }
     }
 
-    fn write(&mut self, flows: &[Series], config: &DisplayConfig, term: &mut Term) {
-        self.totals.unreadable = self.board.borrow().hidden.count;
+    fn write(&mut self, flows: &[Series], term: &mut Term) {
         let (secs, millis) = sys::unix_time_ms();
         self.totals.now = secs as f64 + f64::from(millis) / 1000.0;
         let text = render(
@@ -52,26 +61,33 @@ impl TopMetrics {
             self.settings.metrics_pid,
             &self.totals,
         );
-        if let Err(e) = crate::ownfile::replace(&self.path, text.as_bytes()) {
-            if !std::mem::replace(&mut self.warned, true) {
-                let text = format!(
-                    "--metrics-file: {}: {}",
-                    self.path.display(),
-                    sys::strerror(&e)
-                );
-                let error = crate::error::Error::other(0, text);
-                if config.voice == crate::cli::Voice::Json {
-                    super::json::write(term, super::json::message(&error, None));
-                } else {
-                    term.message(&error.to_string());
+        match crate::ownfile::replace_identified(&self.path, text.as_bytes()) {
+            Ok(identity) => self.written = Some(identity),
+            Err(e) => {
+                if !std::mem::replace(&mut self.warned, true) {
+                    let subject = format!("--metrics-file: {}", self.path.display());
+                    self.warner.warn(term, &subject, &e);
                 }
             }
+        }
+    }
+
+    /// Removes the file if it is still the one rpv wrote last.
+    fn remove(&mut self) {
+        if let Some(written) = self.written.take() {
+            let _ = crate::ownfile::remove_if_ours(&self.path, &written);
         }
     }
 }
 
 impl Sink for TopMetrics {
-    fn update(&mut self, snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
+    fn event(&mut self, event: &Event, _config: &DisplayConfig, _term: &mut Term) {
+        if let Event::Unreadable(hidden) = event {
+            self.totals.unreadable = hidden.count;
+        }
+    }
+
+    fn update(&mut self, snapshot: &Snapshot<'_>, _config: &DisplayConfig, term: &mut Term) {
         let mut flows = Vec::new();
         let mut seen = HashMap::new();
         for r in &snapshot.readings {
@@ -80,7 +96,9 @@ impl Sink for TopMetrics {
             };
             let m = r.meter;
             let before = self.last.get(&m.id).map_or(0, |&(moved, _)| moved);
-            *self.totals.bytes.entry(flow.kind).or_default() += m.moved.saturating_sub(before);
+            if m.unit == Unit::Bytes {
+                *self.totals.bytes.entry(flow.kind).or_default() += m.moved.saturating_sub(before);
+            }
             if m.phase == Phase::Ended {
                 *self.totals.completed.entry(flow.kind).or_default() += 1;
                 continue;
@@ -89,6 +107,7 @@ impl Sink for TopMetrics {
             let eta = r.eta();
             flows.push(Series {
                 kind: flow.kind,
+                unit: m.unit,
                 command: flow.command.clone(),
                 file: flow.file.clone(),
                 pid: flow.pid,
@@ -100,10 +119,10 @@ impl Sink for TopMetrics {
             });
         }
         self.last = seen;
-        self.write(&flows, config, term);
+        self.write(&flows, term);
     }
 
-    fn finish(&mut self, _snapshot: &Snapshot<'_>, config: &DisplayConfig, term: &mut Term) {
-        self.write(&[], config, term);
+    fn finish(&mut self, _snapshot: &Snapshot<'_>, _config: &DisplayConfig, _term: &mut Term) {
+        self.remove();
     }
 }

@@ -15,7 +15,7 @@ pub(crate) mod query;
 pub(crate) mod top;
 pub(crate) mod watch;
 
-use crate::meter::{Blocked, Event, MeterState};
+use crate::meter::{Blocked, Event, MeterState, Request};
 
 /// A producer of progress, polled by the display loop on its own thread.
 pub(crate) trait Source {
@@ -55,6 +55,9 @@ pub(crate) trait Source {
 
     /// `-R`: a new rate limit and/or buffer size.
     fn retune(&mut self, _rate_limit: Option<u64>, _buffer_size: Option<u64>) {}
+
+    /// What a sink asked (`--top`'s keys: quit, leave a process out).
+    fn request(&mut self, _request: Request) {}
 
     /// How often the display loop should call [`Source::tick`] and [`Source::finished`]
     /// (nanoseconds) while it waits for its next update; `None` means only at updates and

@@ -4,55 +4,49 @@
 //! the first update already compares two looks), turning each flow into a meter (its
 //! amount, forward progress and size, so rates, ETA and stalls are the display's usual
 //! ones; what the flow is rides along in [`MeterState::flow`]), sampling the pipelines'
-//! wait states between updates, and the [`Board`] it shares with the `--top` view (the
-//! processes rpv may not read, the view's keys asking to quit, the process of the view
-//! Enter opened). The run lasts until the view quits or a signal ends it.
-//! Must not: draw.
-
-use std::cell::RefCell;
-use std::rc::Rc;
+//! wait states between updates, telling the sinks which processes rpv may not read (an
+//! [`Event::Unreadable`] after each look), and what the view asks through the display
+//! loop ([`Request`]: quit; leave out the process of the view Enter opened). The run lasts
+//! until the view quits or a signal ends it; with `--once`, until the first update (one
+//! interval after the first look, so it has rates).
+//! Must not: draw, or know the sinks.
 
 use super::Source;
-use crate::meter::{Event, Label, MeterState, Phase, Role, Unit};
+use crate::meter::{Event, Label, MeterState, Phase, Request, Role, Unit};
 use crate::top::scan::Scanner;
-use crate::top::{Flow, Hidden};
-
-/// How often the display loop wakes while the view takes keys (nanoseconds).
-const KEYS_POLL_NS: u64 = 50_000_000;
-
-/// What the `--top` source and its view share.
-#[derive(Debug, Default)]
-pub(crate) struct Board {
-    /// The processes rpv may not read, at the last scan.
-    pub hidden: Hidden,
-    /// The view takes keys (the display loop then wakes often enough for them).
-    pub keys: bool,
-    /// The view asked to quit (`q`).
-    pub quit: bool,
-    /// The process of the view Enter opened: not shown as a flow.
-    pub zoomed: Option<u32>,
-}
-
-/// A shared [`Board`].
-pub(crate) type SharedBoard = Rc<RefCell<Board>>;
+use crate::top::Flow;
 
 /// `--top`.
 pub(crate) struct TopSource {
     scanner: Scanner,
-    board: SharedBoard,
     flows: Vec<Flow>,
+    /// `--once`: the run ends after the first update.
+    once: bool,
+    /// An update has sampled the flows.
+    sampled: bool,
+    /// The view asked to quit.
+    quit: bool,
+    /// The process of the view Enter opened: not a flow.
+    excluded: Option<u32>,
+    /// The processes rpv may not read changed at the last look: an event to pass on.
+    unreadable: Option<crate::top::Hidden>,
 }
 
 impl TopSource {
     /// Looks at every process once (so the first update sees what moved since);
-    /// `interval` is `-i` in seconds.
-    pub(crate) fn new(interval: f64, board: SharedBoard) -> TopSource {
+    /// `interval` is `-i` in seconds; `once`: finished after the first update.
+    pub(crate) fn new(interval: f64, once: bool) -> TopSource {
         let mut scanner = Scanner::new(interval);
         scanner.scan(crate::sys::monotonic_ns());
+        let unreadable = Some(scanner.hidden());
         TopSource {
             scanner,
-            board,
             flows: Vec::new(),
+            once,
+            sampled: false,
+            quit: false,
+            excluded: None,
+            unreadable,
         }
     }
 }
@@ -85,31 +79,40 @@ impl Source for TopSource {
     }
 
     fn sample(&mut self, now_ns: u64, out: &mut Vec<MeterState>) {
-        let zoomed = self.board.borrow().zoomed;
-        self.scanner.exclude(zoomed);
+        self.scanner.exclude(self.excluded);
         self.scanner.scan(now_ns);
-        self.board.borrow_mut().hidden = self.scanner.hidden();
+        self.unreadable = Some(self.scanner.hidden());
         self.flows.clear();
         self.scanner.flows(&mut self.flows);
         out.extend(self.flows.iter().map(|f| meter(f, now_ns)));
+        self.sampled = true;
     }
 
-    fn events(&mut self, _out: &mut Vec<Event>) {}
+    fn events(&mut self, out: &mut Vec<Event>) {
+        out.extend(self.unreadable.take().map(Event::Unreadable));
+    }
 
     fn finished(&mut self) -> bool {
-        self.board.borrow().quit
+        self.quit || (self.once && self.sampled)
     }
 
     fn status(&self) -> u8 {
         0
     }
 
-    fn poll_period_ns(&self) -> Option<u64> {
-        let keys = self.board.borrow().keys.then_some(KEYS_POLL_NS);
-        match (keys, self.scanner.tick_period_ns()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    fn request(&mut self, request: Request) {
+        match request {
+            Request::Quit => self.quit = true,
+            Request::Exclude(pid) => self.excluded = pid,
         }
+    }
+
+    fn poll_period_ns(&self) -> Option<u64> {
+        if self.once && self.sampled {
+            // Done: the loop looks again at once.
+            return Some(0);
+        }
+        self.scanner.tick_period_ns()
     }
 
     fn tick(&mut self, now_ns: u64) {

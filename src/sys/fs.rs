@@ -77,11 +77,8 @@ impl FileInfo {
     }
 }
 
-// The field types of `struct stat` differ between architectures (u32 or u64, i32 or i64);
-// these conversions are lossless everywhere rpv builds.
-#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
-fn info_from_stat(st: &rustix::fs::Stat) -> FileInfo {
-    let kind = match FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode) {
+fn kind_of(file_type: FileType) -> FileKind {
+    match file_type {
         FileType::Fifo => FileKind::Pipe,
         FileType::RegularFile => FileKind::Regular,
         FileType::BlockDevice => FileKind::Block,
@@ -89,7 +86,39 @@ fn info_from_stat(st: &rustix::fs::Stat) -> FileInfo {
         FileType::Socket => FileKind::Socket,
         FileType::Directory => FileKind::Directory,
         _ => FileKind::Other,
-    };
+    }
+}
+
+/// The entries of the directory `path` (without `.` and `..`): each name, and its kind as
+/// the directory says (None where the filesystem does not; `stat` it then). Unlike std's
+/// `read_dir`, whose close asserts that `closedir` succeeded (an EIO there, on a network
+/// filesystem or a failing disk, aborted rpv), a failed close is ignored: the entries were
+/// read.
+pub(crate) fn dir_entries(path: &Path) -> io::Result<Vec<(std::ffi::OsString, Option<FileKind>)>> {
+    use std::os::unix::ffi::OsStrExt;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, rustix::fs::Mode::empty())?;
+    let mut entries = Vec::new();
+    for entry in rustix::fs::Dir::new(fd)? {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            FileType::Unknown => None,
+            known => Some(kind_of(known)),
+        };
+        entries.push((std::ffi::OsStr::from_bytes(name).to_os_string(), kind));
+    }
+    Ok(entries)
+}
+
+// The field types of `struct stat` differ between architectures (u32 or u64, i32 or i64);
+// these conversions are lossless everywhere rpv builds.
+#[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+fn info_from_stat(st: &rustix::fs::Stat) -> FileInfo {
+    let kind = kind_of(FileType::from_raw_mode(st.st_mode as rustix::fs::RawMode));
     let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
     FileInfo {
         kind,
@@ -250,6 +279,32 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::fd::AsFd;
+
+    #[test]
+    fn a_directory_lists_its_entries_with_their_kinds() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), b"x").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink("file", dir.path().join("link")).unwrap();
+        let mut entries = dir_entries(dir.path()).unwrap();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let names: Vec<_> = entries.iter().map(|(n, _)| n.to_str().unwrap()).collect();
+        assert_eq!(names, ["file", "link", "sub"]);
+        // (A filesystem may not tell the kind: then None, never a wrong one.)
+        let kinds: Vec<_> = entries.iter().map(|(_, k)| *k).collect();
+        for (kind, want) in
+            kinds
+                .iter()
+                .zip([FileKind::Regular, FileKind::Other, FileKind::Directory])
+        {
+            assert!(kind.is_none() || *kind == Some(want), "{entries:?}");
+        }
+        assert!(dir_entries(&dir.path().join("missing")).is_err());
+        assert!(
+            dir_entries(&dir.path().join("file")).is_err(),
+            "not a directory"
+        );
+    }
 
     #[test]
     fn try_flock_is_held_by_one_open_file_at_a_time() {

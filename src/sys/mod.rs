@@ -41,16 +41,17 @@ pub(crate) use clock::{strerror, unix_time_ms, wall_clock};
 pub(crate) use diag::{tcp_bytes, unix_peer};
 pub(crate) use filemap::FileMap;
 pub(crate) use fs::{
-    advise_sequential, fdatasync, file_version, fstat, ftruncate, is_dev_zero, lseek, pipe_id,
-    pread, readable, set_status_flag, stat, status_flags, try_flock, unlock, FileInfo, FileKind,
-    FileVersion, PipeId,
+    advise_sequential, dir_entries, fdatasync, file_version, fstat, ftruncate, is_dev_zero, lseek,
+    pipe_id, pread, readable, set_status_flag, stat, status_flags, try_flock, unlock, FileInfo,
+    FileKind, FileVersion, PipeId,
 };
 pub use fs::{read, set_nonblocking, write};
 pub use pipe::{
     constant_buffer, pipe_size, poll_one, set_pipe_size, splice, tee, vmsplice, ConstBuf,
 };
 pub(crate) use pipe::{
-    copy_file_range, pipe, pipe_fill, unread_bytes, vmsplice_zeros, zeros, ZERO_CHUNK,
+    copy_file_range, pipe, pipe_fill, pipe_nonblocking, unread_bytes, vmsplice_zeros, zeros,
+    ZERO_CHUNK,
 };
 pub(crate) use process::{
     child_ended, continue_pending, geteuid, peer_cred, process_check, process_exists, send_signal,

@@ -100,6 +100,15 @@ pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
 }
 
+/// [`pipe`] with both ends non-blocking from the start (`pipe2` with `O_NONBLOCK`): no
+/// separate `fcntl` that could fail and leave a blocking end behind.
+pub(crate) fn pipe_nonblocking() -> io::Result<(OwnedFd, OwnedFd)> {
+    use rustix::pipe::PipeFlags;
+    Ok(rustix::pipe::pipe_with(
+        PipeFlags::CLOEXEC | PipeFlags::NONBLOCK,
+    )?)
+}
+
 /// Bytes in the constant zero buffer used by [`vmsplice_zeros`] and [`zeros`].
 pub(crate) const ZERO_CHUNK: usize = 1 << 20;
 

@@ -14,6 +14,8 @@
 //! details only for pipelines found moving.
 
 #[allow(unreachable_pub)]
+pub(crate) mod browse;
+#[allow(unreachable_pub)]
 pub(crate) mod metrics;
 pub mod scan;
 #[allow(unreachable_pub)]

@@ -238,15 +238,29 @@ pub(crate) fn size_of_path(path: &Path) -> Result<u64, Error> {
 
 fn dir_size(dir: &Path) -> io::Result<u64> {
     let mut total = 0;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let ft = entry.file_type()?;
-        if ft.is_dir() {
+    for (name, kind) in sys::dir_entries(dir)? {
+        let path = dir.join(name);
+        let kind = match kind {
+            Some(kind) => kind,
+            None => std::fs::symlink_metadata(&path).map(|m| sys_kind(&m))?,
+        };
+        if kind == FileKind::Directory {
             // Unreadable subdirectories are skipped, like pv's nftw walk.
-            total += dir_size(&entry.path()).unwrap_or(0);
-        } else if ft.is_file() {
-            total += entry.metadata().map(|m| m.len()).unwrap_or(0);
+            total += dir_size(&path).unwrap_or(0);
+        } else if kind == FileKind::Regular {
+            total += std::fs::symlink_metadata(&path).map_or(0, |m| m.len());
         }
     }
     Ok(total)
+}
+
+/// Directory, regular file or other, from metadata not followed through a symlink.
+fn sys_kind(meta: &std::fs::Metadata) -> FileKind {
+    if meta.is_dir() {
+        FileKind::Directory
+    } else if meta.is_file() {
+        FileKind::Regular
+    } else {
+        FileKind::Other
+    }
 }

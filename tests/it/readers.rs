@@ -43,14 +43,24 @@ fn into_head(mut watch: Command, what: &str) -> std::process::ExitStatus {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // (The pipe's ends now live only in the two children.)
-    let mut lines = String::new();
-    head.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut lines)
-        .unwrap();
-    let head_status = wait_within(&mut head, 60.0, "head -n 3");
+    // (The pipe's ends now live only in the two children.) What head prints is read as it
+    // comes (a --top object can be long).
+    let mut printed = head.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut lines = String::new();
+        let _ = printed.read_to_string(&mut lines);
+        lines
+    });
+    let head_status = match crate::util::exit_within(&mut head, 60.0) {
+        Some(status) => status,
+        None => {
+            let _ = head.kill();
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: head -n 3 had no three lines after 60 s");
+        }
+    };
+    let lines = reader.join().unwrap();
     assert!(head_status.success(), "{what}: head: {head_status:?}");
     assert_eq!(lines.lines().count(), 3, "{what}: {lines}");
     for line in lines.lines() {
@@ -67,14 +77,15 @@ fn ended(child: &mut Child, what: &str) -> std::process::ExitStatus {
     wait_within(child, 15.0, &format!("{what} after its reader went"))
 }
 
-#[test]
-fn a_descriptor_watch_ends_when_its_reader_goes() {
-    let dir = Dir::new();
+/// A process holding a file of `dir` open on its descriptor 3 (it runs `sleep`); the
+/// `-d` target `PID:3`.
+fn holding(dir: &Dir) -> (Killed, String) {
     let file = dir.file("held", b"held open");
     let holder = Killed(
         Command::new("sh")
             .args(["-c", "exec 3< \"$1\"; exec sleep 120", "sh"])
             .arg(&file)
+            .stdin(Stdio::null())
             .spawn()
             .unwrap(),
     );
@@ -84,7 +95,13 @@ fn a_descriptor_watch_ends_when_its_reader_goes() {
         std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep"))
             && std::fs::read_link(&fd3).is_ok()
     });
-    let target = format!("{pid}:3");
+    (holder, format!("{pid}:3"))
+}
+
+#[test]
+fn a_descriptor_watch_ends_when_its_reader_goes() {
+    let dir = Dir::new();
+    let (holder, target) = holding(&dir);
     let status = into_head(rpv(&["--json", "-i", "0.1", "-d", &target]), "-d");
     drop(holder);
     assert_eq!(status.code(), Some(0), "-d");
@@ -147,4 +164,38 @@ fn a_transfer_copies_on_when_its_display_has_no_reader() {
     let status = wait_within(&mut child, 30.0, "a transfer with no reader of its display");
     assert_eq!(status.code(), Some(0));
     assert_same(&std::fs::read(&output).unwrap(), &bytes, "the copy");
+}
+
+/// `--top` and `-d` read directories of /proc at every look: with every `close` failing
+/// (EIO, by strace), std's directory stream aborted them at their first look (it asserts
+/// that `closedir` succeeded; reliability-4 F12). They now go on: three JSON lines into
+/// `head -n 3`, then the end as above, status 0.
+#[test]
+fn watches_survive_a_failing_close() {
+    if !crate::reliability::strace_available() {
+        return;
+    }
+    let dir = Dir::new();
+    let trace = dir.path("trace");
+    let traced = |args: &[&str]| {
+        let mut cmd = Command::new("strace");
+        cmd.args(["-f", "-qq", "-o", s(&trace), "-e", "trace=close"])
+            .args(["-e", "inject=close:error=EIO:when=1+"])
+            .arg(env!("CARGO_BIN_EXE_rpv"))
+            .args(args)
+            .env("LC_ALL", "C");
+        cmd
+    };
+    let (holder, target) = holding(&dir);
+    let status = into_head(
+        traced(&["--json", "-i", "0.1", "-d", &target]),
+        "-d, close failing",
+    );
+    drop(holder);
+    assert_eq!(status.code(), Some(0), "-d");
+    let status = into_head(
+        traced(&["--top", "--json", "-i", "0.2"]),
+        "--top, close failing",
+    );
+    assert_eq!(status.code(), Some(0), "--top");
 }

@@ -1088,6 +1088,11 @@ fn at_a_process_limit_a_transfer_copies_without_its_display_thread() {
         1,
         "{err}"
     );
+    // -U's two phases: both copy, the warning is given once.
+    let (code, out, err) = as_nobody_limited(1, "-f -U -", &input).unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert_same(&out, &bytes, "the copy through -U - at a process limit");
+    assert_eq!(err.matches("cannot start a thread").count(), 1, "{err}");
     let (code, out, err) = as_nobody_limited(1, "--json", &input).unwrap();
     assert_eq!(code, 0, "{err}");
     assert_same(&out, &bytes, "the copy with --json at a process limit");
@@ -1122,4 +1127,44 @@ fn at_a_process_limit_a_transfer_copies_without_its_display_thread() {
         (Some("end"), Some(1)),
         "{err}"
     );
+}
+
+/// Failures only an injected fault reaches (reliability-4 F12): every `close` failing with
+/// EIO (std's directory stream asserted that `closedir` succeeded: the control socket's
+/// directory, read 20 ms into a run, aborted it) and every `fcntl` failing with EIO (the
+/// wake pipe was made non-blocking by an `fcntl` whose failure was ignored, and the start-up
+/// probe took any failure for a closed standard descriptor: status 2). A run copies
+/// everything with status 0 under either, plain and with `-C`, within a deadline.
+#[test]
+fn a_failing_close_or_fcntl_neither_aborts_nor_hangs_a_run() {
+    if !strace_available() {
+        return;
+    }
+    let dir = Dir::new();
+    let bytes = data(300_000, 65);
+    let input = dir.file("in", &bytes);
+    let output = dir.path("out");
+    let trace = dir.path("trace");
+    for fault in ["close:error=EIO:when=1+", "fcntl:error=EIO:when=1+"] {
+        for extra in [&[][..], &["-C"][..]] {
+            // 0.15 s at 2 MB/s: long enough for the control socket's directory to be read.
+            let mut args = vec!["-q", "-L", "2M", "-o", s(&output)];
+            args.extend_from_slice(extra);
+            args.push(s(&input));
+            let mut cmd = std::process::Command::new("strace");
+            cmd.args(["-f", "-qq", "-o", s(&trace), "-e", "trace=close,fcntl"])
+                .args(["-e", &format!("inject={fault}")])
+                .arg(env!("CARGO_BIN_EXE_rpv"))
+                .args(&args)
+                .env("LC_ALL", "C")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            let mut child = cmd.spawn().unwrap();
+            let status = wait_within(&mut child, 30.0, &format!("rpv with {fault} {extra:?}"));
+            let stderr = crate::util::stderr_of(&mut child);
+            assert_eq!(status.code(), Some(0), "{fault} {extra:?}: {stderr}");
+            assert_same(&std::fs::read(&output).unwrap(), &bytes, fault);
+        }
+    }
 }

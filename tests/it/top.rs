@@ -248,10 +248,10 @@ fn frames_show_every_kind_of_flow() {
     flows.sockets();
     let watcher = Watcher::start(rpv(&["--top", "-i", "0.5", "-w", "250"]));
     let dir = s(flows.dir.dir.path()).to_string();
-    let reader_parts = ["reader.py", ": reads ", &dir, "%"];
+    let reader_parts = ["reader.py", "<- ", &dir, "%"];
     let frame = watcher.wait_frame("every flow", |f| {
         row(f, "file", &reader_parts).is_some()
-            && row(f, "file", &["dd of=out", ": writes "]).is_some()
+            && row(f, "file", &["dd of=out", "-> "]).is_some()
             && row(
                 f,
                 "pipeline",
@@ -358,6 +358,73 @@ fn json_objects_per_flow_match_the_schema() {
         "{pipeline}"
     );
     assert_eq!(objects.last().unwrap()["type"], "end");
+}
+
+/// `--top --once`: one plain frame, taken one interval after the first look (so the flows
+/// have rates), then status 0; with `--json`, a `start`, a `progress` object per flow
+/// (one update) and an `end`. Run again until this test's reader is in the frame (the
+/// reader starts moving at its own pace).
+#[test]
+fn once_prints_one_frame_and_ends() {
+    let mut flows = Flows::new();
+    let big = flows.file("big", 32 << 20);
+    let reader = flows.reader(&big, 16384);
+    let ours = |frame: &str| {
+        frame.lines().any(|l| {
+            l.starts_with("file") && l.contains(&format!(" {reader} ")) && l.contains("B/s")
+        })
+    };
+    let frame =
+        crate::util::wait_showing("a frame with the reader", DEADLINE.as_secs_f64(), || {
+            let out = rpv(&["--top", "--once", "-i", "0.3", "-w", "200"])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+            let text = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(text.matches("rpv --top: ").count(), 1, "one frame: {text}");
+            assert!(text.ends_with("\n\n"), "{text:?}");
+            if ours(&text) {
+                Ok(text)
+            } else {
+                Err(text)
+            }
+        });
+    assert!(frame.starts_with("rpv --top: "), "{frame}");
+    let json =
+        crate::util::wait_showing("an object for the reader", DEADLINE.as_secs_f64(), || {
+            let out = rpv(&["--top", "--once", "--json", "-i", "0.3"])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+            let objects = crate::json::parse_ndjson(&out.stderr);
+            let types: Vec<&str> = objects
+                .iter()
+                .map(|o| o["type"].as_str().unwrap())
+                .collect();
+            assert_eq!(types.first(), Some(&"start"), "{types:?}");
+            assert_eq!(types.last(), Some(&"end"), "{types:?}");
+            assert!(
+                types[1..types.len() - 1].iter().all(|t| *t == "progress"),
+                "{types:?}"
+            );
+            // One update: each flow once.
+            let progress: Vec<_> = objects.iter().filter(|o| o["type"] == "progress").collect();
+            let flows: std::collections::HashSet<String> = (progress.iter())
+                .map(|o| format!("{} {} {} {}", o["kind"], o["pid"], o["fd"], o["file"]))
+                .collect();
+            assert_eq!(flows.len(), progress.len(), "one update: {progress:#?}");
+            let found = objects.iter().any(|o| {
+                o["type"] == "progress" && o["pid"] == reader && o["file"] == big.as_str()
+            });
+            if found {
+                Ok(objects.len())
+            } else {
+                Err(String::from_utf8_lossy(&out.stderr).into_owned())
+            }
+        });
+    assert!(json >= 3, "{json}");
 }
 
 /// `--top --metrics-file` read back through a real node_exporter: the flows with bounded
@@ -485,7 +552,9 @@ fn view_at(dir: &Dir, width: usize, height: usize) {
     };
     tmux.keys("r --top -i 0.3; echo rc=$?");
     let title = |l: &String| l.starts_with("rpv --top: ");
-    let readers = |rows: &[String]| rows.iter().filter(|l| l.contains("reader")).count();
+    // A reader's row: its command, or where that is cut, its file first (`…/big → python3…`).
+    let reader = |l: &str| l.contains("reader") || l.contains("/big ");
+    let readers = |rows: &[String]| rows.iter().filter(|l| reader(l)).count();
     let shown = tmux.wait_for("the flows", |rows| {
         rows.iter().any(title)
             && (readers(rows) >= 4 || rows.iter().any(|l| crate::screens::is_more(l.trim())))
@@ -525,13 +594,33 @@ fn view_at(dir: &Dir, width: usize, height: usize) {
     });
     // Select a reader (other flows of the machine may be listed too), then Enter: it
     // opens in the -d view; Esc: back.
-    select(&tmux, |row| row.contains("reader"));
+    select(&tmux, reader);
     tmux.press("Enter");
     tmux.wait_for("the -d view", |rows| {
         !rows.iter().any(title) && rows.iter().any(|l| l.contains("B/s]") && l.contains('%'))
     });
     tmux.press("Escape");
     tmux.wait_for("the list again", |rows| rows.iter().any(title));
+    // `/` and a text: only the rows that contain it (the title says so, where it is wide
+    // enough); `p`: frozen.
+    tmux.press("/");
+    tmux.keys("reader.py");
+    tmux.press("p");
+    tmux.wait_for("the filter and the freeze", |rows| {
+        rows.iter().any(|l| {
+            l.starts_with("rpv --top: ")
+                && (width < 60
+                    || l.contains("matching \"reader.py\", by ") && l.contains(", frozen"))
+        }) && rows.iter().any(|l| l.starts_with('>'))
+            && (rows.iter())
+                .filter(|l| l.starts_with(['>', ' ']) && l.contains("B/s"))
+                .all(|l| reader(l))
+    });
+    tmux.press("Escape");
+    tmux.wait_for("the filter cleared", |rows| {
+        rows.iter()
+            .any(|l| l.starts_with("rpv --top: ") && !l.contains("matching"))
+    });
     let (w2, h2) = (width.max(60) - 20, height + 3);
     tmux.resize(w2, h2);
     tmux.wait_for("a frame at the new size", |rows| {
@@ -738,8 +827,13 @@ fn the_example_service_runs() {
             Err(text)
         }
     });
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(!text.contains(" -0\n"), "never -0: {text}");
     signal(child.id(), "TERM");
     crate::util::wait_within(&mut child, 30.0, "rpv --top");
+    // Not rewritten with every flow at 0 (a running machine made to look idle): gone, so
+    // its series go stale.
+    assert!(!prom.exists(), "{:?}", std::fs::read_to_string(&prom));
     let mut stderr = String::new();
     child
         .stderr
@@ -1017,7 +1111,7 @@ fn a_block_device_being_read() {
         row(
             f,
             "device",
-            &["dd if=disk", &format!(": reads {}", s(&node)), "%"],
+            &["dd if=disk", &format!("<- {}", s(&node)), "%"],
         )
         .is_some()
     });
