@@ -130,8 +130,10 @@ fn colours_follow_term_and_no_color() {
 
 #[test]
 fn stats_line_follows_the_display() {
-    // Too short for a measurement (stdout not a pipe, so no wait for a reader).
-    let out = rpv(&["-f", "-v", "-b", "-"])
+    // Too short for a measurement (stdout not a pipe, so no wait for a reader): its end
+    // comes within 10 ms of its start. Under the real-time policy (as root), so that busy
+    // loops and tests beside it cannot stretch that past 10 ms (a measured 0 B/s then).
+    let out = crate::util::rpv_on_time(&["-f", "-v", "-b", "-"])
         .stdin(std::fs::File::open("/dev/null").unwrap())
         .stdout(std::process::Stdio::null())
         .output()
