@@ -108,8 +108,11 @@ struct Process {
     fds: Vec<Fd>,
     /// Its name (`stat`), as last read.
     comm: String,
-    /// Of an interpreter, the script its command line names, once read.
-    script: Option<Option<String>>,
+    /// Of an interpreter, the scripts its command line named at the walks of its
+    /// descriptors (read just before and just after each, so a script it `exec`s between
+    /// two walks, as a chain of wrapper scripts does, is known with the descriptor it
+    /// keeps it open on).
+    scripts: Vec<String>,
     command: Option<String>,
     instance: Option<Instance>,
     /// An rpv that said it counts lines (`-l`, `-0`).
@@ -530,7 +533,6 @@ impl Scanner {
         p.unsure = unsure;
         if p.comm != stat.comm {
             p.comm = stat.comm;
-            p.script = None;
         }
         if instance.is_none() {
             return;
@@ -577,9 +579,11 @@ impl Scanner {
             return;
         };
         let known = std::mem::take(&mut p.fds);
+        self.note_script(pid);
         let Ok(links) = self.proc.fds(pid) else {
             return;
         };
+        self.note_script(pid);
         let mut fds = Vec::with_capacity(known.len());
         for (fd, link) in links.into_iter().take(MAX_FDS) {
             let fd = fd as i32;
@@ -768,7 +772,7 @@ impl Process {
             tcp: 0,
             fds: Vec::new(),
             comm: String::new(),
-            script: None,
+            scripts: Vec::new(),
             command: None,
             instance: None,
             lines: false,

@@ -408,7 +408,7 @@ fn once_prints_one_frame_and_ends() {
     assert!(frame.starts_with("rpv --top: "), "{frame}");
     let json =
         crate::util::wait_showing("an object for the reader", DEADLINE.as_secs_f64(), || {
-            let out = rpv(&["--top", "--once", "--json", "-i", "0.3"])
+            let out = rpv(&[&flows.top(), "--once", "--json", "-i", "0.3"])
                 .stdin(Stdio::null())
                 .output()
                 .unwrap();
@@ -451,18 +451,21 @@ fn a_file_name_that_is_not_utf8_is_exact_in_json() {
     let mut flows = Flows::new();
     let dir = s(flows.dir.dir.path()).to_string();
     // f3_ \xff\xfe ESC[31m: invalid UTF-8 and an escape sequence.
-    let reader = flows.start(
-        "exec python3 -c 'import os, sys, time\n\
-         name = os.fsencode(sys.argv[1]) + b\"/f3_\\xff\\xfe\\x1b[31m\"\n\
-         open(name, \"wb\").write(os.urandom(32 << 20))\n\
-         f = open(name, \"rb\", buffering=0)\n\
-         while f.read(4096): time.sleep(0.05)\n\
-         time.sleep(3600)' \"$PWD\"",
+    flows.dir.file(
+        "odd.py",
+        b"import os, sys, time\n\
+name = os.fsencode(sys.argv[1]) + b\"/f3_\\xff\\xfe\\x1b[31m\"\n\
+open(name, \"wb\").write(os.urandom(32 << 20))\n\
+f = open(name, \"rb\", buffering=0)\n\
+while f.read(4096): time.sleep(0.05)\n\
+time.sleep(3600)\n",
     );
+    let reader = flows.start("exec python3 odd.py \"$PWD\"");
+    let top = flows.top();
     let mut exact = dir.as_bytes().to_vec();
     exact.extend_from_slice(b"/f3_\xff\xfe\x1b[31m");
     let found = crate::util::wait_showing("the reader's object", DEADLINE.as_secs_f64(), || {
-        let out = rpv(&["--top", "--once", "--json", "-i", "0.3"])
+        let out = rpv(&[&top, "--once", "--json", "-i", "0.3"])
             .stdin(Stdio::null())
             .output()
             .unwrap();

@@ -379,8 +379,8 @@ impl Scanner {
     pub(super) fn not_flows(&mut self, files: &[FileFlow]) -> HashSet<(u32, i32)> {
         let mut out = HashSet::new();
         for f in files.iter().filter(|f| !f.writes && !f.device) {
-            let script = self.script(f.pid);
-            if script.is_some_and(|arg| names(&arg, &f.path)) {
+            let scripts = self.procs.get(&f.pid).map_or(&[][..], |p| &p.scripts[..]);
+            if scripts.iter().any(|arg| names(arg, &f.path)) {
                 out.insert((f.pid, f.fd));
                 continue;
             }
@@ -394,19 +394,22 @@ impl Scanner {
         out
     }
 
-    /// The script `pid` runs, if it is an interpreter (its command line read once).
-    fn script(&mut self, pid: u32) -> Option<String> {
-        let p = self.procs.get(&pid)?;
-        if !interpreter(&p.comm) {
-            return None;
+    /// Notes the script `pid` runs now, if it is an interpreter (see
+    /// `Process::scripts`).
+    pub(super) fn note_script(&mut self, pid: u32) {
+        if !self.procs.get(&pid).is_some_and(|p| interpreter(&p.comm)) {
+            return;
         }
-        if let Some(known) = &p.script {
-            return known.clone();
+        let Some(script) = (self.proc.read(pid, ProcFile::Cmdline, false).ok())
+            .and_then(|cmdline| script_of(&cmdline))
+        else {
+            return;
+        };
+        if let Some(p) = self.procs.get_mut(&pid) {
+            if !p.scripts.contains(&script) {
+                p.scripts.push(script);
+            }
         }
-        let cmdline = self.proc.read(pid, ProcFile::Cmdline, false).ok()?;
-        let script = script_of(&cmdline);
-        self.procs.get_mut(&pid)?.script = Some(script.clone());
-        script
     }
 }
 

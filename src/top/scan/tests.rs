@@ -573,6 +573,37 @@ fn a_shell_reading_its_own_script_is_not_a_flow_nor_a_copy() {
 }
 
 #[test]
+fn a_chain_of_wrapper_scripts_is_not_a_flow() {
+    // pyenv's python3: bash runs one script of the chain, then execs the next (still
+    // bash), which it keeps open on descriptor 255 like the first; found between two
+    // walks, the new script is not a flow either.
+    let mut rig = Rig::new();
+    rig.process(100, "bash /p/libexec/pyenv exec python3");
+    rig.fake
+        .open(100, 255, file("/p/libexec/pyenv", 60, 4_000), RD);
+    rig.scan();
+    rig.advance(100, 255, 1_000, false);
+    assert!(rig.scan().is_empty());
+    rig.fake.with(100, |p| {
+        p.cmdline = "bash /p/libexec/pyenv-exec python3".into()
+    });
+    rig.fake.close(100, 255);
+    rig.fake
+        .open(100, 255, file("/p/libexec/pyenv-exec", 61, 1_300), RD);
+    rig.advance(100, 255, 1_282, false);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        seen.extend(rig.scan_after(1_500_000_000));
+        rig.advance(100, 255, 1, false);
+    }
+    assert!(
+        seen.is_empty(),
+        "{:?}",
+        seen.iter().map(row).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn a_pipeline_stages_reads_of_files_it_does_not_name_are_the_pipelines() {
     // tar c dir | gzip: tar's files one after another are the pipeline's bytes.
     let mut rig = Rig::new();
