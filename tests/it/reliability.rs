@@ -1015,11 +1015,13 @@ fn the_pid_file_is_removed_only_if_it_is_still_rpvs() {
     );
 }
 
-/// `rpv ARGS` as the unprivileged user nobody at a process limit of `limit` (`ulimit -u`:
-/// no thread can be made beyond it), its standard input from `input`: (status, stdout,
-/// stderr). None where `runuser`, bash (for `ulimit -u`) or the user nobody is missing, or
-/// the test does not run as root (CI runs as root).
-fn as_nobody_limited(
+/// `rpv ARGS` as an unprivileged user of its own at a process limit of `limit` (`ulimit
+/// -u`: no thread can be made beyond it), its standard input from `input`: (status,
+/// stdout, stderr). The limit counts every process of the user, so the user is one no
+/// other process has (a user ID with no name, chosen from this test run's PID), not
+/// nobody, whose processes other tests start at the same time. None where `setpriv` or
+/// bash (for `ulimit -u`) is missing, or the test does not run as root (CI runs as root).
+fn as_a_user_limited(
     limit: u32,
     args: &str,
     input: &std::path::Path,
@@ -1030,20 +1032,16 @@ fn as_nobody_limited(
             .iter()
             .any(|d| std::path::Path::new(d).join(name).exists())
     };
-    if !root || !found("runuser") || !found("bash") {
-        eprintln!("skipped: needs root, runuser and bash");
+    if !root || !found("setpriv") || !found("bash") {
+        eprintln!("skipped: needs root, setpriv and bash");
         return None;
     }
-    let check = std::process::Command::new("runuser")
-        .args(["-u", "nobody", "--", "true"])
-        .status();
-    if !check.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: runuser -u nobody does not work here");
-        return None;
-    }
+    let uid = (200_000 + std::process::id() % 100_000).to_string();
     let script = format!("ulimit -u {limit} && exec \"$RPV\" {args}");
-    let mut cmd = std::process::Command::new("runuser");
-    cmd.args(["-u", "nobody", "--", "bash", "-c", &script])
+    let mut cmd = std::process::Command::new("setpriv");
+    let user = ["--reuid", &uid, "--regid", &uid, "--clear-groups", "--"];
+    cmd.args(user)
+        .args(["bash", "-c", &script])
         .env("RPV", env!("CARGO_BIN_EXE_rpv"))
         .env("LC_ALL", "C")
         .env_remove("RUST_BACKTRACE")
@@ -1077,7 +1075,7 @@ fn at_a_process_limit_a_transfer_copies_without_its_display_thread() {
     // cannot read the test's directory).
     let bytes = data(300_000, 64);
     let input = dir.file("in", &bytes);
-    let Some((code, out, err)) = as_nobody_limited(1, "-f -i 0.1", &input) else {
+    let Some((code, out, err)) = as_a_user_limited(1, "-f -i 0.1", &input) else {
         return;
     };
     assert_eq!(code, 0, "{err}");
@@ -1089,11 +1087,11 @@ fn at_a_process_limit_a_transfer_copies_without_its_display_thread() {
         "{err}"
     );
     // -U's two phases: both copy, the warning is given once.
-    let (code, out, err) = as_nobody_limited(1, "-f -U -", &input).unwrap();
+    let (code, out, err) = as_a_user_limited(1, "-f -U -", &input).unwrap();
     assert_eq!(code, 0, "{err}");
     assert_same(&out, &bytes, "the copy through -U - at a process limit");
     assert_eq!(err.matches("cannot start a thread").count(), 1, "{err}");
-    let (code, out, err) = as_nobody_limited(1, "--json", &input).unwrap();
+    let (code, out, err) = as_a_user_limited(1, "--json", &input).unwrap();
     assert_eq!(code, 0, "{err}");
     assert_same(&out, &bytes, "the copy with --json at a process limit");
     let objects = crate::json::parse_ndjson(err.as_bytes());
@@ -1110,7 +1108,7 @@ fn at_a_process_limit_a_transfer_copies_without_its_display_thread() {
         "{err}"
     );
     // -M both: rpv and cat fit under a limit of 2, a thread does not.
-    let (code, out, err) = as_nobody_limited(2, "--json -M both -- cat", &input).unwrap();
+    let (code, out, err) = as_a_user_limited(2, "--json -M both -- cat", &input).unwrap();
     assert_eq!(code, 1, "{err}");
     assert!(out.is_empty());
     let objects = crate::json::parse_ndjson(err.as_bytes());

@@ -1369,6 +1369,16 @@ fn a_null_device_writer_with_a_socket_is_not_a_flow() {
         "exec python3 -c \"import os, socket; s = socket.socket(); b = bytes(65536); \
          [os.write(1, b) for _ in iter(int, 1)]\"",
     );
+    // Past its start (python reads locale files then, each a file read of its own while
+    // it lasts): it holds its socket.
+    crate::util::wait_until("the writer's socket", DEADLINE.as_secs_f64(), || {
+        std::fs::read_dir(format!("/proc/{writer}/fd")).is_ok_and(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+            })
+        })
+    });
     let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.3"]));
     wait_rows(&watcher, reader, 6);
     let text = watcher.text.lock().unwrap().clone();
