@@ -6,7 +6,7 @@
 //! flows built from them: file and device flows (`files`), socket flows and rpv and pv
 //! instances (`counts`), pipelines (`pipes`, through the pipeline view's `Watcher`, which
 //! names the bottleneck; `sweep`: the look at every process they share within a scan).
-//! It reads `/proc` only through the [`Proc`] boundary (the real one, or a test's
+//! It reads `/proc` only through the `procfs::Proc` boundary (the real one, or a test's
 //! table). Must not: draw or sleep.
 //!
 //! A flow shows once it has moved. It ends when its process exits or closes the file, or
