@@ -709,13 +709,13 @@ mod tests {
 
     /// dd's two sides, a long compiler line, a pipeline with its bottleneck.
     fn machine() -> Vec<Line> {
-        let dd = "dd if=/tmp/tmp.Xq3hV9wZ2k/big.bin of=/tmp/tmp.Xq3hV9wZ2k/dd.out bs=1M";
+        let dd = "dd if=/data/run/big.bin of=/data/run/dd.out bs=1M";
         let mut read = line(1, 5e6, dd);
         read.pid = 41388;
-        read.file = Some("/tmp/tmp.Xq3hV9wZ2k/big.bin".into());
+        read.file = Some("/data/run/big.bin".into());
         let mut write = line(2, 5e6, dd);
         write.pid = 41388;
-        write.file = Some("/tmp/tmp.Xq3hV9wZ2k/dd.out".into());
+        write.file = Some("/data/run/dd.out".into());
         write.writes = true;
         let mut cc = line(
             3,
@@ -793,8 +793,8 @@ mod tests {
         let s = screen(&flows, &history, false);
         let wide = lines(&s, 200, 24).join("\n");
         assert!(
-            wide.contains("bs=1M ← /tmp/tmp.Xq3hV9wZ2k/big.bin")
-                && wide.contains("bs=1M → /tmp/tmp.Xq3hV9wZ2k/dd.out"),
+            wide.contains("bs=1M ← /data/run/big.bin")
+                && wide.contains("bs=1M → /data/run/dd.out"),
             "{wide}"
         );
     }

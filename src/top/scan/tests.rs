@@ -321,7 +321,7 @@ fn flow_names_say_the_direction_in_words() {
         kind: Kind::File,
         pid: 1,
         command: "dd of=x".into(),
-        file: Some("/tmp/x".into()),
+        file: Some("/d/x".into()),
         file_bytes: None,
         to: None,
         to_bytes: None,
@@ -331,13 +331,13 @@ fn flow_names_say_the_direction_in_words() {
         bottleneck: None,
         zoom: Zoom::Watch(1, Some(1)),
     };
-    assert_eq!(view.name(), "dd of=x: writes /tmp/x");
+    assert_eq!(view.name(), "dd of=x: writes /d/x");
     view.writes = false;
-    assert_eq!(view.name(), "dd of=x: reads /tmp/x");
-    view.to = Some("/tmp/y".into());
-    assert_eq!(view.name(), "dd of=x: /tmp/x -> /tmp/y");
+    assert_eq!(view.name(), "dd of=x: reads /d/x");
+    view.to = Some("/d/y".into());
+    assert_eq!(view.name(), "dd of=x: /d/x -> /d/y");
     view.in_kernel = true;
-    assert_eq!(view.name(), "dd of=x: /tmp/x -> /tmp/y (in kernel)");
+    assert_eq!(view.name(), "dd of=x: /d/x -> /d/y (in kernel)");
     view.file = None;
     assert_eq!(view.name(), "dd of=x");
 }
