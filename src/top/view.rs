@@ -793,8 +793,7 @@ mod tests {
         let s = screen(&flows, &history, false);
         let wide = lines(&s, 200, 24).join("\n");
         assert!(
-            wide.contains("bs=1M ← /data/run/big.bin")
-                && wide.contains("bs=1M → /data/run/dd.out"),
+            wide.contains("bs=1M ← /data/run/big.bin") && wide.contains("bs=1M → /data/run/dd.out"),
             "{wide}"
         );
     }
