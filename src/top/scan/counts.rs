@@ -38,9 +38,23 @@ fn holds_socket(p: &Process) -> bool {
     p.fds.iter().any(|f| matches!(f.target, Target::Socket(_)))
 }
 
-/// Whether `p`'s descriptors beyond 0 to 2 are all sockets and pipes.
+/// Whether `p`'s descriptors are all sockets and pipes, but for a terminal on 0 to 2 (the
+/// few bytes typed and shown there): its I/O counters then count its sockets' and pipes'
+/// bytes only. The null device or a file on its standard output is not (its counters
+/// would count what it writes there).
 fn only_sockets_and_pipes(p: &Process) -> bool {
-    (p.fds.iter()).all(|f| f.fd <= 2 || matches!(f.target, Target::Socket(_) | Target::Pipe(_)))
+    (p.fds.iter()).all(|f| match f.target {
+        Target::Socket(_) | Target::Pipe(_) => true,
+        Target::Other => f.fd <= 2 && is_terminal(&f.link),
+        Target::File { .. } => false,
+    })
+}
+
+/// Whether a descriptor's link names a terminal.
+fn is_terminal(link: &str) -> bool {
+    ["/dev/pts/", "/dev/tty", "/dev/console"]
+        .iter()
+        .any(|t| link.starts_with(t))
 }
 
 impl Scanner {

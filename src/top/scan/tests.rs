@@ -664,6 +664,40 @@ fn a_process_that_closed_its_socket_is_no_socket_flow_whatever_it_writes() {
 }
 
 #[test]
+fn a_socket_user_writing_to_the_null_device_on_its_standard_output_is_no_flow() {
+    // A process holding a socket whose standard output is the null device (CI, stop 38):
+    // its counters are the null device's bytes, not its socket's.
+    let mut rig = Rig::new();
+    rig.process(100, "python3 -c writes");
+    rig.fake
+        .open(100, 1, FakeTarget::CharDevice("/dev/null".into()), WR);
+    rig.fake
+        .open(100, 3, FakeTarget::Socket(901), libc::O_RDWR as u32);
+    rig.scan();
+    for _ in 0..3 {
+        rig.fake.work(100, 1, 0, 1 << 34);
+        let flows = rig.scan_after(1_000_000_000);
+        assert!(flows.is_empty(), "{flows:?}");
+    }
+    // One whose standard streams are a terminal (the rig's processes') is a socket flow of
+    // its counters' bytes.
+    // (Followed from its first move, counted from its second.)
+    rig.process(200, "socat - UNIX-CONNECT:s");
+    rig.fake
+        .open(200, 3, FakeTarget::Socket(902), libc::O_RDWR as u32);
+    rig.scan();
+    rig.fake.work(200, 1, 0, 1 << 10);
+    rig.scan_after(1_000_000_000);
+    rig.fake.work(200, 1, 0, 1 << 20);
+    let flows = rig.scan_after(1_000_000_000);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(
+        (flows[0].view.kind, flows[0].moved),
+        (Kind::Socket, 1 << 20)
+    );
+}
+
+#[test]
 fn only_one_process_and_its_descendants_are_looked_at() {
     let mut rig = Rig::new();
     rig.process(100, "sh backup.sh");
