@@ -45,6 +45,9 @@ pub(crate) struct FakeProcess {
     pub stdin_flags: u32,
     /// CPU ticks of its children it has reaped (`cutime` in `stat`).
     pub reaped_ticks: u64,
+    /// Its system time (`stime` in `stat`), in clock ticks, apart from its tasks' ticks
+    /// (which `stat` shows as user time).
+    pub system_ticks: u64,
     /// Its own I/O counts (`task/TID/io`), when they differ from `io` (which counts the
     /// children it has reaped too).
     pub own_io: Option<Io>,
@@ -170,6 +173,7 @@ impl FakeProc {
                     ..RpvFigures::default()
                 },
                 stdin_flags: 0,
+                system_ticks: 0,
                 fds: BTreeMap::new(),
                 uid: 0,
                 reaped_ticks: 0,
@@ -239,6 +243,11 @@ impl FakeProc {
         });
     }
 
+    /// Adds system time (work inside the kernel, such as a copy by `copy_file_range`).
+    pub(crate) fn kernel_work(&self, pid: u32, ticks: u64) {
+        self.with(pid, |p| p.system_ticks += ticks);
+    }
+
     /// Adds time waiting for a CPU to a process's first thread.
     pub(crate) fn starve(&self, pid: u32, ns: u64) {
         self.with(pid, |p| p.tasks[0].delay_ns += ns);
@@ -298,12 +307,13 @@ impl FakeProc {
             None => (p.tasks[0].state, p.tasks.iter().map(|t| t.ticks).sum()),
         };
         format!(
-            "{pid} ({}) {state} {} {} {} 0 -1 {} 0 0 0 0 {ticks} 0 {} 0 20 0 {} 0 {} 0 0",
+            "{pid} ({}) {state} {} {} {} 0 -1 {} 0 0 0 0 {ticks} {} {} 0 20 0 {} 0 {} 0 0",
             p.comm,
             p.ppid,
             p.session,
             p.session,
             if p.kernel { 0x0020_0040 } else { 0x0040_0000 },
+            p.system_ticks,
             p.reaped_ticks,
             p.tasks.len(),
             p.start

@@ -376,6 +376,7 @@ fn flow_fields(f: &crate::top::FlowView) -> Value {
         "to": f.to,
         "writes": f.writes,
         "in_kernel": f.in_kernel,
+        "progress_visible": !f.unseen,
         "bottleneck_stage": f.bottleneck.as_ref().map(|b| json!({"command": b.command, "why": b.why})),
     });
     if let Value::Object(map) = &mut o {
@@ -486,6 +487,13 @@ fn figures(
         r.stalled_for.map_or(Value::Null, number),
     );
     o.insert("done".into(), json!(m.phase == Phase::Ended));
+    if m.flow.as_ref().is_some_and(|f| f.unseen) {
+        // A copy whose progress cannot be seen: no rate, no ETA, and not stalled (it works).
+        for field in ["rate", "eta", "stalled_for"] {
+            o.insert(field.into(), Value::Null);
+        }
+        o.insert("stalled".into(), json!(false));
+    }
     if let Some(note) = &m.note {
         o.insert("error".into(), json!(note));
     }

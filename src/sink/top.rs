@@ -234,7 +234,8 @@ impl Sink for Top {
                 }
                 history.push_back(r.rates.rate);
             }
-            let eta = r.eta();
+            let unseen = flow.unseen && !ended;
+            let eta = r.eta().filter(|_| !unseen);
             self.lines.push(Line {
                 id: m.id,
                 kind: flow.kind,
@@ -244,6 +245,7 @@ impl Sink for Top {
                 to: flow.to.clone(),
                 writes: flow.writes,
                 in_kernel: flow.in_kernel,
+                unseen,
                 unit: m.unit,
                 amount: m.amount,
                 rate: if ended { 0.0 } else { r.rates.rate },

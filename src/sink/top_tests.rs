@@ -21,6 +21,7 @@ pub(crate) fn flow(id: u64, pid: u32, file: &str) -> MeterState {
         fd: Some(3),
         writes: false,
         in_kernel: false,
+        unseen: false,
         bottleneck: None,
         zoom: Zoom::Watch(pid, Some(3)),
     };

@@ -147,6 +147,7 @@ mod tests {
             to: None,
             writes: false,
             in_kernel: false,
+            unseen: false,
             unit: crate::units::Unit::Bytes,
             amount: (rate * 1000.0) as u64,
             rate,

@@ -114,6 +114,9 @@ pub struct FlowView {
     /// The process copies inside the kernel (`copy_file_range`, `sendfile`, `splice`):
     /// its progress is the written file's growth, not its counters.
     pub in_kernel: bool,
+    /// It copies inside the kernel and its progress cannot be seen now: neither side
+    /// moves nor grows while it works (into a file made to its size first, a device).
+    pub unseen: bool,
     /// A pipeline's bottleneck, once one is known.
     pub bottleneck: Option<Bottleneck>,
     /// The view Enter opens.
@@ -125,7 +128,11 @@ impl FlowView {
     /// (in words: a `<` or `>` would read like a redirection the user did not type), or
     /// the two files it copies between; a copy made inside the kernel says so.
     pub fn name(&self) -> String {
-        let kernel = if self.in_kernel { " (in kernel)" } else { "" };
+        let kernel = match (self.in_kernel, self.unseen) {
+            (_, true) => " (in kernel, progress not visible)",
+            (true, false) => " (in kernel)",
+            (false, false) => "",
+        };
         match (&self.file, &self.to) {
             (Some(from), Some(to)) => format!("{}: {from} -> {to}{kernel}", self.command),
             (Some(file), None) if self.writes => {

@@ -724,7 +724,8 @@ impl Scanner {
         let ended = std::mem::take(&mut self.files_ended);
         let not_flows = self.not_flows(&ended);
         self.file_flows(&ended, true, &not_flows, out);
-        let pids: Vec<u32> = (self.files.iter().filter(|f| f.moved > 0).map(|f| f.pid))
+        let pids: Vec<u32> = (self.files.iter().filter(|f| f.moved > 0 || f.unseen))
+            .map(|f| f.pid)
             .chain(self.counts.keys().copied())
             .collect();
         self.commands.clear();

@@ -49,6 +49,8 @@ pub struct Line {
     pub writes: bool,
     /// It copies inside the kernel.
     pub in_kernel: bool,
+    /// Its progress cannot be seen now (a copy inside the kernel): no rate, no ETA.
+    pub unseen: bool,
     /// What it counts: bytes, or lines (an `rpv -l`).
     pub unit: Unit,
     /// Bytes (or lines) so far.
@@ -277,10 +279,13 @@ pub fn figure(value: f64, kind: CountKind, rate: bool) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// What the state column says: the ETA, `stalled 12s`, `ended`, or nothing.
+/// What the state column says: the ETA, `stalled 12s`, `ended`, `unseen` (a copy whose
+/// progress cannot be seen), or nothing.
 pub fn state(line: &Line) -> String {
     if line.ended {
         "ended".into()
+    } else if line.unseen {
+        "unseen".into()
     } else if let Some(s) = line.stalled_for {
         format!("stalled {}", short_time(s))
     } else if let Some(eta) = line.eta {
@@ -368,7 +373,9 @@ pub fn flow_text(line: &Line, width: usize, utf8: bool) -> String {
             }
         }
     };
-    let text = if line.in_kernel {
+    let text = if line.unseen {
+        format!("{text} (in kernel, progress not visible)")
+    } else if line.in_kernel {
         format!("{text} (in kernel)")
     } else {
         text
@@ -464,6 +471,11 @@ fn table<'a>(s: &Screenful<'a>) -> Table<'a> {
         let utf8 = s.utf8;
         let line = l.clone();
         let (rate, amount) = match l.unit {
+            // A copy whose progress cannot be seen has no rate to show (not 0 B/s).
+            Unit::Bytes if l.unseen => (
+                "?".to_string(),
+                describe_amount(l.amount as f64, s.kind, "B"),
+            ),
             Unit::Lines => (
                 figure(l.rate, CountKind::Lines, true),
                 figure(l.amount as f64, CountKind::Lines, false),
@@ -559,6 +571,7 @@ mod tests {
             to: None,
             writes: false,
             in_kernel: false,
+            unseen: false,
             unit: Unit::Bytes,
             amount: id * 1000,
             rate,
@@ -652,6 +665,27 @@ mod tests {
         assert_eq!(state(&l), "stalled 1m15s");
         l.ended = true;
         assert_eq!(state(&l), "ended");
+    }
+
+    #[test]
+    fn a_copy_whose_progress_cannot_be_seen_says_so_and_shows_no_rate() {
+        let mut l = line(1, 0.0, "cp");
+        l.file = Some("/d/big".into());
+        l.to = Some("/d/copy".into());
+        l.in_kernel = true;
+        l.unseen = true;
+        l.stalled_for = Some(12.0);
+        assert_eq!(state(&l), "unseen");
+        let text = flow_text(&l, 120, true);
+        assert!(text.contains("(in kernel, progress not visible)"), "{text}");
+        let (lines, history) = (vec![l], HashMap::new());
+        let shown = super::lines(&screen(&lines, &history, false), 120, 5).join("\n");
+        let row = shown
+            .lines()
+            .find(|r| r.contains("/d/big"))
+            .unwrap_or_default();
+        assert!(row.contains(" ? ") && !row.contains("B/s"), "{shown}");
+        assert!(row.contains("unseen"), "{shown}");
     }
 
     #[test]

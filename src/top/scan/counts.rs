@@ -311,6 +311,7 @@ impl Scanner {
                 fd: None,
                 writes: false,
                 in_kernel: false,
+                unseen: false,
                 bottleneck: None,
                 zoom: Zoom::Watch(pid, None),
             },

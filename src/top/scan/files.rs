@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use super::{Instance, Scanner, Target};
 use crate::procfs::ProcFile;
-use crate::procfs::{fdinfo_flags, fdinfo_pos, FdStat};
+use crate::procfs::{fdinfo_flags, fdinfo_pos, stat_fields, FdStat};
 use crate::top::{Flow, FlowView, Kind, Zoom};
 
 /// A file or device flow's state.
@@ -45,6 +45,16 @@ pub(super) struct FileFlow {
     /// Its progress was seen as the written file's growth ahead of its position: it
     /// copies inside the kernel.
     pub(super) in_kernel: bool,
+    /// Of the written side of a copy: at this scan its process worked inside the kernel
+    /// while neither side moved nor the written file grew (a copy whose progress cannot
+    /// be seen: into a file made to its size first, or a device); and its user and
+    /// system time at the last look.
+    pub(super) unseen: bool,
+    pub(super) ticks: Option<(u64, u64)>,
+    /// Of a file written: what it held when first seen (its growth beyond that is what
+    /// a copy inside the kernel moved; a file made to its full size first, or written in
+    /// place, holds its size from the start).
+    pub(super) held_at_start: u64,
     pub(super) since_ns: u64,
     pub(super) last_move_ns: u64,
 }
@@ -59,6 +69,10 @@ pub(super) fn write_only(flags: u32) -> bool {
 fn written(m: &FdStat) -> u64 {
     m.size.min(m.blocks.saturating_mul(512))
 }
+
+/// A copy is looked at for work inside the kernel while its process's counters have not
+/// moved for at most this many looks (see [`Scanner::busy_in_kernel`]).
+const UNSEEN_QUIET: u32 = 20;
 
 /// A candidate: (pid, start, fd, dev, ino, device, path).
 type Candidate = (u32, u64, i32, u64, u64, bool, String);
@@ -102,6 +116,35 @@ impl Scanner {
                 self.grown(&mut f, now_ns);
             }
             kept.push(f);
+        }
+        // A copy nothing of which moved at this scan, while its process works inside the
+        // kernel: its progress cannot be seen.
+        let moved: HashSet<u32> = (kept.iter())
+            .filter(|f| f.last_move_ns == now_ns)
+            .map(|f| f.pid)
+            .collect();
+        let none = HashSet::new();
+        // (Only of processes whose counters moved not long ago, or unseen at the last
+        // scan: a copy starts as its program starts or as its last call returns, and an
+        // idle process holding two files costs no look at every scan.)
+        let recent = |f: &FileFlow| {
+            f.unseen
+                || self
+                    .procs
+                    .get(&f.pid)
+                    .is_some_and(|p| p.quiet <= UNSEEN_QUIET)
+        };
+        let sides: Vec<bool> = (kept.iter())
+            .map(|f| recent(f) && copy_source(&kept, f, &none).is_some())
+            .collect();
+        for (f, side) in kept.iter_mut().zip(sides) {
+            // (Its times are looked at whether it moved or not: the next look compares
+            // with this one.)
+            f.unseen = side && self.busy_in_kernel(f) && !moved.contains(&f.pid);
+            if f.unseen {
+                // Working: not an idle flow to drop.
+                f.last_move_ns = now_ns;
+            }
         }
         self.files = kept;
     }
@@ -154,6 +197,11 @@ impl Scanner {
             return;
         }
         let (size, growing) = self.file_size(pid, fd, device, dev);
+        let held_at_start = if write_only(flags) && !device {
+            (self.proc.fd_stat(pid, fd as u32)).map_or(0, |m| written(&m))
+        } else {
+            0
+        };
         let raw = (path.contains('\u{FFFD}'))
             .then(|| self.proc.fd_link_bytes(pid, fd as u32))
             .flatten()
@@ -178,6 +226,9 @@ impl Scanner {
             size,
             growing,
             in_kernel: false,
+            unseen: false,
+            ticks: None,
+            held_at_start,
             since_ns: now_ns,
             last_move_ns: now_ns,
         });
@@ -215,12 +266,43 @@ impl Scanner {
             return;
         };
         let now = written(&m);
-        if now > f.pos {
-            f.moved += now - f.pos;
+        // Only growth counts: what the file held when first seen was not copied since.
+        let from = f.pos.max(f.held_at_start);
+        if now > from {
+            f.moved += now - from;
             f.pos = now;
             f.size = m.size;
             f.in_kernel = true;
             f.last_move_ns = now_ns;
+        }
+    }
+
+    /// Whether the process of `f` (the written side of a copy, nothing of which moved at
+    /// this scan) works inside the kernel: running with its system time grown more than
+    /// its user time since the last look (a program starting or computing spends its time
+    /// in user space), or waiting for a disk.
+    fn busy_in_kernel(&mut self, f: &mut FileFlow) -> bool {
+        let Ok(text) = self.proc.read(f.pid, ProcFile::Stat, false) else {
+            return false;
+        };
+        let text = String::from_utf8_lossy(&text);
+        let Some(fields) = stat_fields(&text) else {
+            return false;
+        };
+        // Field 3 is the state, fields 14 and 15 the user and system time.
+        let state = fields.first().and_then(|s| s.chars().next());
+        let tick = |n: usize| fields.get(n - 3).and_then(|t| t.parse::<u64>().ok());
+        let (Some(user), Some(system)) = (tick(14), tick(15)) else {
+            return false;
+        };
+        let before = f.ticks.replace((user, system));
+        match state {
+            Some('D') => true,
+            Some('R') => before.is_some_and(|(u, s)| {
+                let (user, system) = (user.saturating_sub(u), system.saturating_sub(s));
+                system > 0 && system >= user
+            }),
+            _ => false,
         }
     }
 
@@ -273,7 +355,9 @@ impl Scanner {
             let Some(r) = copy_source(files, w, not_flows) else {
                 continue;
             };
-            if w.moved > 0 || files[r].moved > 0 {
+            // (A copy whose progress was never seen ends without a row: what it copied
+            // cannot be told.)
+            if w.moved > 0 || files[r].moved > 0 || (w.unseen && !ended) {
                 paired.extend([i, r]);
                 out.push(self.copy_flow(&files[r], w, ended));
             }
@@ -312,6 +396,7 @@ impl Scanner {
                 fd: Some(f.fd),
                 writes: f.writes,
                 in_kernel: f.in_kernel,
+                unseen: false,
                 bottleneck: None,
                 zoom: Zoom::Watch(f.pid, Some(f.fd)),
             },
@@ -338,6 +423,8 @@ impl Scanner {
         flow.moved = r.moved.max(w.moved);
         flow.size = if r.growing { 0 } else { r.size };
         flow.since_ns = r.since_ns.min(w.since_ns);
+        flow.view.in_kernel |= w.unseen;
+        flow.view.unseen = w.unseen && !ended;
         flow
     }
 }

@@ -60,6 +60,7 @@ pub(super) fn pipeline_view(view: &crate::pipeline::View) -> FlowView {
         fd: None,
         writes: false,
         in_kernel: false,
+        unseen: false,
         bottleneck,
         zoom: Zoom::Pipeline(pid),
     }

@@ -398,6 +398,7 @@ fn flow_names_say_the_direction_in_words() {
         fd: Some(1),
         writes: true,
         in_kernel: false,
+        unseen: false,
         bottleneck: None,
         zoom: Zoom::Watch(1, Some(1)),
     };
@@ -512,6 +513,55 @@ fn a_copy_inside_the_kernel_is_followed_by_the_written_files_growth_to_its_end()
     );
     assert_eq!(f.moved, 4 * GIB);
     assert!(seen.iter().all(|&id| id == f.id));
+}
+
+#[test]
+fn a_copy_whose_progress_cannot_be_seen_says_so() {
+    // A copy inside the kernel into a file made to its full size first: the written file
+    // does not grow, and nothing moves until the call returns; its process works in the
+    // kernel (system time) all along.
+    let mut rig = Rig::new();
+    rig.process(100, "copier /d/big /d/copy");
+    rig.fake.open(100, 3, file("/d/big", 20, 4 * GIB), RD);
+    rig.fake.open(100, 4, file("/d/copy", 21, 4 * GIB), WR);
+    // Beside it, the same files held by a process that does nothing.
+    rig.process(200, "idle /d/big /d/copy");
+    rig.fake.open(200, 3, file("/d/big", 20, 4 * GIB), RD);
+    rig.fake.open(200, 4, file("/d/copy", 21, 4 * GIB), WR);
+    rig.fake.state(200, 'S', "do_select");
+    rig.scan();
+    let mut shown = Vec::new();
+    for _ in 0..3 {
+        rig.fake.kernel_work(100, 90);
+        shown = rig.scan();
+    }
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    let f = &shown[0];
+    assert_eq!(f.view.pid, 100);
+    assert!(f.view.unseen && f.view.in_kernel, "{f:?}");
+    assert_eq!(
+        f.view.name(),
+        "copier /d/big /d/copy: /d/big -> /d/copy (in kernel, progress not visible)"
+    );
+    assert_eq!((f.amount, f.size, f.ended), (0, 4 * GIB, false));
+    // Its call returns: it moved, and its progress shows again.
+    rig.fake.fd(100, 3, |f| f.pos = 2 * GIB);
+    rig.fake.fd(100, 4, |f| f.pos = 2 * GIB);
+    rig.fake.work(100, 1, 2 * GIB, 2 * GIB);
+    rig.fake.kernel_work(100, 90);
+    let f = &rig.scan()[0];
+    assert!(!f.view.unseen, "{f:?}");
+    assert_eq!(f.amount, 2 * GIB);
+    // Computing in user space (its user time grows more than its system time): not
+    // working inside the kernel.
+    rig.fake.work(100, 90, 0, 0);
+    rig.fake.kernel_work(100, 10);
+    let flows = rig.scan();
+    assert!(flows.iter().all(|f| !f.view.unseen), "{flows:?}");
+    // It waits for nothing in the kernel any more (asleep): not working, not unseen.
+    rig.fake.state(100, 'S', "do_select");
+    let flows = rig.scan();
+    assert!(flows.iter().all(|f| !f.view.unseen), "{flows:?}");
 }
 
 #[test]
