@@ -322,6 +322,9 @@ pub(crate) struct Watcher {
     advice: Option<String>,
     /// Other processes' CPU times while the stages are short of CPU, and the busiest.
     others: thief::Others,
+    /// The busiest other process is looked for (a look at every process's CPU time);
+    /// not for a caller that shows no advice (`--top`).
+    names_thief: bool,
     /// The process running the watch, when it is a stage (`--pipeline` inside a
     /// transfer): it moves data by splice, so it holds the pipeline back only by its rate
     /// limit; the rest of its own time is the machine's load or its own start and end.
@@ -482,6 +485,7 @@ impl Watcher {
             short_of_cpu: false,
             advice: None,
             others: thief::Others::default(),
+            names_thief: true,
             own: None,
         };
         watcher.merge(table, segments, false);
@@ -511,6 +515,13 @@ impl Watcher {
     /// the bottleneck only when its rate limit holds the others back.
     pub(crate) fn set_own(&mut self, pid: u32) {
         self.own = Some(pid);
+    }
+
+    /// For a caller that shows the bottleneck and why but no advice (`--top`, which opens
+    /// the pipeline view for the advice): the busiest process outside the pipeline is not
+    /// looked for, which would read every process's CPU time once per window.
+    pub(crate) fn without_thief(&mut self) {
+        self.names_thief = false;
     }
 
     /// Sets the display interval: figures are averaged over it (at least one second).

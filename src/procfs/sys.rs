@@ -159,6 +159,12 @@ pub(crate) fn pipe_max_size() -> io::Result<usize> {
         .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
+/// The TCP segments rpv's network namespace has received and sent so far (`InSegs` and
+/// `OutSegs` of `/proc/net/snmp`, IPv4 and IPv6 alike; see [`super::tcp_segments_of`]).
+pub(crate) fn tcp_segments() -> Option<u64> {
+    super::tcp_segments_of(&std::fs::read_to_string("/proc/net/snmp").ok()?)
+}
+
 /// Whether the descriptors of `pid` (links and `fdinfo` flags) include files or sockets
 /// open for reading, and for writing, leaving out 0 to 2, pipes, and devices (`/dev/…`).
 fn open_files_of(proc: &mut SysProc, pid: u32) -> Option<(bool, bool)> {

@@ -212,6 +212,7 @@ pub(crate) fn unix_peer(inode: u64) -> io::Result<Option<u64>> {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     #[test]

@@ -153,8 +153,28 @@ pub struct Cost {
 
 /// Makes the `/proc` reader of each pipeline followed.
 pub(crate) type MakeProc = Box<dyn FnMut() -> Box<dyn Proc>>;
-/// Reads every TCP socket's bytes, by inode (see [`crate::sys::tcp_bytes`]).
-pub(crate) type TcpBytes = Box<dyn FnMut(&mut HashMap<u64, u64>) -> io::Result<()>>;
+/// Reads every TCP socket's bytes, by inode (see [`crate::sys::tcp_bytes`]); `Ok(false)`
+/// when it did not, no socket having moved since the last read (see [`gated`]).
+pub(crate) type TcpBytes = Box<dyn FnMut(&mut HashMap<u64, u64>) -> io::Result<bool>>;
+
+/// The TCP sockets' bytes read by `bytes` only when the namespace's TCP segments
+/// (`segments`, see [`crate::procfs::tcp_segments_of`]) moved since the last read, or cannot be
+/// told: an idle machine's TCP table is not dumped at every scan.
+fn gated(
+    mut segments: impl FnMut() -> Option<u64> + 'static,
+    mut bytes: impl FnMut(&mut HashMap<u64, u64>) -> io::Result<()> + 'static,
+) -> TcpBytes {
+    let mut last = None;
+    Box::new(move |out| {
+        let now = segments();
+        if now.is_some() && now == last {
+            return Ok(false);
+        }
+        bytes(out)?;
+        last = now;
+        Ok(true)
+    })
+}
 
 /// Finds and follows the flows.
 pub struct Scanner {
@@ -213,7 +233,7 @@ impl Scanner {
             // The real reader, with other rpvs' figures over their control channels.
             Box::new(crate::control::client::sys_proc()),
             Box::new(|| Box::new(crate::control::client::sys_proc())),
-            Box::new(crate::sys::tcp_bytes),
+            gated(crate::procfs::tcp_segments, crate::sys::tcp_bytes),
             interval,
         )
     }

@@ -1244,7 +1244,15 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     flows.start(&format!(
         "exec taskset -c {cpu} sh -c 'while :; do :; done'"
     ));
-    let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.5"]));
+    // The rows are timed against the clock: as root, rpv and this thread (and the thread
+    // reading rpv's output, which it starts) run under the real-time round-robin policy,
+    // so no load beside them delays a row (`util::rpv_on_time`).
+    let watcher = Watcher::start(crate::util::rpv_on_time(&[
+        &flows.top(),
+        "--json",
+        "-i",
+        "0.5",
+    ]));
     crate::util::wait_until("rpv --top to start", DEADLINE.as_secs_f64(), || {
         watcher.text.lock().unwrap().contains("\"type\":\"start\"")
     });

@@ -30,7 +30,7 @@ impl Watcher {
     /// While the stages are short of CPU, looks at every process's CPU time (once per
     /// window at most) and keeps the busiest outside the pipeline as the thief.
     pub(super) fn find_thief(&mut self, now_ns: u64) {
-        if !self.short_of_cpu {
+        if !self.short_of_cpu || !self.names_thief {
             // (Looked at afresh when it is short again: old counts would span the gap.)
             self.others = Others::default();
             return;

@@ -65,7 +65,8 @@ impl Scanner {
     /// namespace's) is not looked for again.
     pub(super) fn follow_tcp(&mut self, now_ns: u64) -> Vec<u32> {
         let mut now = HashMap::new();
-        if (self.tcp)(&mut now).is_err() {
+        if !(self.tcp)(&mut now).unwrap_or(false) {
+            // Not read (no TCP segment since the last read, or an error): nothing moved.
             return Vec::new();
         }
         let first = self.tcp_last.is_empty();

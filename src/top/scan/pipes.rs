@@ -104,6 +104,7 @@ impl Scanner {
             match Watcher::with_proc(proc, pid) {
                 Ok(mut watcher) if !self.holds_own(&watcher) && !self.followed(&watcher) => {
                     watcher.set_interval(self.interval);
+                    watcher.without_thief();
                     let view = watcher.sample(now_ns);
                     if view.stages.len() < 2 {
                         self.not_pipeline.insert(key, now_ns + PIPELINE_RETRY_NS);

@@ -32,7 +32,7 @@ impl Rig {
             Box::new(move || Box::new(watchers.clone())),
             Box::new(move |out| {
                 out.clone_from(&counts.borrow());
-                Ok(())
+                Ok(true)
             }),
             1.0,
         );
@@ -313,6 +313,76 @@ fn a_pipeline_is_one_flow_through_the_pipeline_view() {
     let kinds: Vec<(Kind, u32)> = flows.iter().map(|f| (f.view.kind, f.view.pid)).collect();
     assert_eq!(kinds, [(Kind::Pipeline, 101)], "{flows:?}");
     assert_eq!(flows[0].view.command, "yes | gzip");
+}
+
+#[test]
+fn a_pipeline_short_of_cpu_costs_no_look_at_every_other_process() {
+    // `yes | gzip` waiting for a CPU on a machine of 300 other processes: the pipeline view
+    // would look at every process's CPU time once a window to name the busiest; --top shows
+    // no advice (its zoom opens the pipeline view for that), so it reads none of theirs.
+    let mut rig = Rig::new();
+    rig.fake.add(100, 1, "bash", End::Other, End::Other);
+    rig.fake.add(101, 100, "yes", End::Other, End::Pipe(77));
+    rig.fake.add(102, 100, "gzip", End::Pipe(77), End::Other);
+    for pid in 1000..1300 {
+        rig.process(pid, "sleep 3600");
+    }
+    rig.fake
+        .add(2000, 1, "python3 spin.py", End::Other, End::Other);
+    rig.fake.fill(77, 65_536, 65_536);
+    rig.scan();
+    let mut flows = Vec::new();
+    let mut reads = Vec::new();
+    for _ in 0..6 {
+        rig.fake.work(101, 5, 0, 1 << 20);
+        rig.fake.starve(101, 150_000_000);
+        rig.fake.state(102, 'R', "0");
+        rig.fake.work(102, 40, 1 << 20, 1 << 18);
+        rig.fake.starve(102, 550_000_000);
+        rig.fake.work(2000, 90, 0, 0);
+        let before = rig.fake.reads().0;
+        flows = rig.scan();
+        reads.push(rig.fake.reads().0 - before);
+    }
+    let kinds: Vec<Kind> = flows.iter().map(|f| f.view.kind).collect();
+    assert_eq!(kinds, [Kind::Pipeline], "{flows:?}");
+    // After the scan that found the pipeline (the discovery looks at every process once),
+    // the stages' own figures only: a few reads a scan, not 300 processes' a window.
+    assert!(
+        reads[1..].iter().all(|&n| n < 50),
+        "stat reads per scan: {reads:?}"
+    );
+}
+
+#[test]
+fn the_tcp_table_is_read_only_when_tcp_segments_moved() {
+    // The segments counted at each read (None: the table cannot be read), and the dumps.
+    let segments = Rc::new(RefCell::new(vec![
+        Some(5),
+        Some(5),
+        Some(7),
+        Some(7),
+        None,
+        None,
+    ]));
+    let dumps = Rc::new(RefCell::new(0));
+    let (s, d) = (segments.clone(), dumps.clone());
+    let mut tcp = super::gated(
+        move || s.borrow_mut().remove(0),
+        move |out| {
+            *d.borrow_mut() += 1;
+            out.insert(1, 100);
+            Ok(())
+        },
+    );
+    let mut read = Vec::new();
+    for _ in 0..6 {
+        let mut out = HashMap::new();
+        read.push(tcp(&mut out).unwrap());
+        assert_eq!(out.is_empty(), !read[read.len() - 1]);
+    }
+    assert_eq!(read, [true, false, true, false, true, true]);
+    assert_eq!(*dumps.borrow(), 4);
 }
 
 #[test]
