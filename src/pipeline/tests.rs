@@ -1045,42 +1045,6 @@ fn a_loops_bytes_are_its_pipes_not_its_childrens_files() {
     assert!(view.stages[0].bytes_out.is_some_and(|b| b <= 16 * 30));
 }
 
-/// `cat big | while read p; do python3 -c …; done | cat` on a loaded machine: each python3
-/// takes over a second to start and run, so no three start within 3 s. The shell starting
-/// one after the other is a loop all the same once the third has started (it never was).
-#[test]
-fn a_loop_whose_children_start_slowly_is_a_loop_at_its_third() {
-    let fake = forked_middle_stage();
-    let mut w = watch(&fake, 101);
-    w.sample(0);
-    let mut child = 200;
-    let mut named = None;
-    // A sample every 0.4 s; a new python3 every 1.6 s (the last one has ended by then).
-    for k in 1..=16u64 {
-        if k % 4 == 0 {
-            fake.remove(child);
-            child += 1;
-            fake.add(child, 102, "python3 -c x", pipe(1), pipe(2));
-        }
-        if child > 200 {
-            fake.work(child, 30, 2_000_000, 0);
-        }
-        fake.work(102, 0, 30, 0);
-        let view = w.sample(k * 2 * SEC / 5);
-        if view.stages[1].command == "(loop) python3" {
-            named.get_or_insert(k);
-        }
-    }
-    assert_eq!(
-        named,
-        Some(12),
-        "a loop at its third python3 (4.8 s), not before"
-    );
-    let view = w.sample(7 * SEC);
-    assert_eq!(commands(&view), ["cat big", "(loop) python3", "cat"]);
-    assert_eq!(view.stages[1].pid, 102);
-}
-
 /// `head -c 8G /dev/zero | sha256sum` beside two busy loops of another session (their own
 /// shell, 300, started them): sha256sum waits for a CPU more than it runs, and the advice
 /// names the busiest of the loops, with what to do about it; never a stage, the stages'
@@ -1215,40 +1179,4 @@ fn a_socket_senders_output_is_what_its_socket_sent() {
         (2_900_000.0..=3_100_000.0).contains(&rate),
         "its socket sent 3 MB/s: {sender:?}"
     );
-}
-
-/// `cat big | python3 send.py` to a peer that keeps up: the sender is on a CPU or asleep
-/// between its sends, never seen waiting on its socket. Its output is still what its
-/// socket sent (`sock_diag`'s count), from the first sample on, not 0.
-#[test]
-fn a_socket_sender_never_seen_waiting_is_counted_from_the_first_sample() {
-    use crate::procfs::fake::FakeTarget;
-    let fake = FakeProc::default();
-    fake.add(100, 1, "sh", TTY, TTY);
-    fake.add(101, 100, "cat big", TTY, pipe(1));
-    fake.add(102, 100, "python3 send.py", pipe(1), TTY);
-    fake.open(102, 3, FakeTarget::Socket(77), 2);
-    fake.0.borrow_mut().tcp.insert(77, 1_000);
-    let mut w = watch(&fake, 102);
-    let mut view = w.sample(0);
-    let mut sent = 1_000;
-    for k in 1..=4 {
-        fake.state(101, 'S', "anon_pipe_write");
-        fake.work(101, 2, 1_500_000, 1_500_000);
-        fake.state(102, if k % 2 == 0 { 'R' } else { 'S' }, "hrtimer_nanosleep");
-        fake.work(102, 20, 1_500_000, 0);
-        sent += 1_500_000;
-        fake.0.borrow_mut().tcp.insert(77, sent);
-        for tenth in 1..=5 {
-            w.tick((k - 1) * SEC / 2 + tenth * SEC / 10);
-        }
-        view = w.sample(k * SEC / 2);
-    }
-    let sender = &view.stages[1];
-    let rate = sender.rate_out.unwrap_or(0.0);
-    assert!(
-        (2_900_000.0..=3_100_000.0).contains(&rate),
-        "its socket sent 3 MB/s: {sender:?}"
-    );
-    assert_eq!(sender.bytes_out, Some(6_000_000), "{sender:?}");
 }

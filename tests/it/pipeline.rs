@@ -3,119 +3,15 @@
 //! watcher must end by itself once every stage has ended.
 
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::shell::{comm, parent, Pipeline};
-use crate::util::{ahead_of_the_load, err, on_time, rpv, wait_showing, wait_within};
+use crate::shell::{comm, descendants, parent, Pipeline};
+use crate::util::{err, rpv, wait_within};
 
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-/// `sh -c SCRIPT` (with `$RPV` set) in a session and process group of its own, ahead of the
-/// machine's load ([`ahead_of_the_load`]), as is every process these tests start: each
-/// test judges what its own pipeline does, which the load beside the suite (builds, other
-/// tests, busy loops and pipelines in other sessions) must not decide. A test about a
-/// loaded machine starts its own load the same way ([`BusyLoops`]). (The test's own
-/// thread may still wait for a CPU: what it does is cheap, and no verdict depends on when
-/// it does it.)
-fn start(script: &str) -> Pipeline {
-    let mut sh = Command::new("sh");
-    spawn_shell(ahead_of_the_load(sh.args(["-c", script])))
-}
-
-/// [`start`] for a test whose bounds need the pipeline's processes on a CPU on time (rates
-/// within a fraction of a rate limit, and an rpv stage that answers its watcher's query
-/// within its time): as root they keep the test thread's real-time policy ([`on_time`]),
-/// which no other test's pipeline and no load of ordinary priority can delay. Only for a
-/// pipeline held back by a rate limit: it spends its time asleep, so it takes little of
-/// the CPU it is given first. (Otherwise it is [`start`].)
-fn start_on_time(script: &str) -> Pipeline {
-    if !on_time() {
-        return start(script);
-    }
-    use std::os::unix::process::CommandExt;
-    spawn_shell(Command::new("sh").args(["-c", script]).process_group(0))
-}
-
-/// Spawns `sh`, made ready by the caller, with `$RPV` set and its standard streams nowhere.
-fn spawn_shell(sh: &mut Command) -> Pipeline {
-    let shell = sh
-        .env("RPV", env!("CARGO_BIN_EXE_rpv"))
-        .env_remove("RPV_TEST_PATH")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sh");
-    Pipeline { shell }
-}
-
-/// Every process below `root`, through each one's list of children: a read per process of
-/// the tree, not of every process on the machine (a test polling for its stages on a
-/// loaded machine must not spend its own share of the CPU doing it).
-fn tree(root: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    let mut next = vec![root];
-    while let Some(pid) = next.pop() {
-        let children =
-            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
-            found.push(child);
-            next.push(child);
-        }
-    }
-    found
-}
-
-/// How long a stage may take to start.
-const START_SECS: f64 = 10.0;
-
-/// The PID of `pipeline`'s process running `comm` (waits for it to start).
-#[track_caller]
-fn find(pipeline: &Pipeline, comm: &str) -> u32 {
-    let shell = pipeline.shell.id();
-    wait_showing(&format!("{comm} to start"), START_SECS, || {
-        let below = tree(shell);
-        let found = below
-            .iter()
-            .copied()
-            .find(|&p| crate::shell::comm(p).as_deref() == Some(comm));
-        found.ok_or_else(|| format!("the shell's processes: {:?}", commands_of(&below)))
-    })
-}
-
-/// The PID of `pipeline`'s process whose command line is `cmdline` (arguments joined by
-/// spaces; waits for it to start).
-#[track_caller]
-fn find_command(pipeline: &Pipeline, cmdline: &str) -> u32 {
-    let shell = pipeline.shell.id();
-    wait_showing(&format!("{cmdline} to start"), START_SECS, || {
-        let below = tree(shell);
-        let found = below.iter().copied().find(|&p| {
-            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| {
-                c.split(|&b| b == 0)
-                    .filter(|a| !a.is_empty())
-                    .eq(cmdline.split(' ').map(str::as_bytes))
-            })
-        });
-        found.ok_or_else(|| format!("the shell's processes: {:?}", commands_of(&below)))
-    })
-}
-
-/// Each of `pids` and its command name (for a failure's message).
-fn commands_of(pids: &[u32]) -> Vec<(u32, Option<String>)> {
-    pids.iter().map(|&p| (p, crate::shell::comm(p))).collect()
-}
-
-/// Sends `signal` (`-TERM`, …) to process `pid`.
-fn kill(pid: u32, signal: &str) {
-    let status = Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill {signal} {pid}");
 }
 
 /// A row of the view, read back from the screen.
@@ -217,126 +113,26 @@ fn last_live_frame(frames: &[Vec<Row>]) -> Vec<Row> {
         .unwrap_or_else(|| panic!("no live frame in {frames:?}"))
 }
 
-/// A watcher (`rpv --pipeline=PID …`, or another command) whose standard error goes to a
-/// file, never to a pipe the test must keep drained: on a loaded machine the test's own
-/// threads may wait for a CPU far longer than the watcher, which would then block on a
-/// full pipe and answer no signal until the test read it.
-struct Watch {
-    child: Child,
-    log: std::fs::File,
-}
-
-impl Watch {
-    /// `rpv --pipeline=PID ARGS…` (ahead of the machine's load, as the pipelines are).
-    fn of_pid(pid: u32, args: &[&str]) -> Watch {
-        let target = format!("--pipeline={pid}");
-        let mut line = vec![target.as_str()];
-        line.extend_from_slice(args);
-        Watch::spawn(ahead_of_the_load(&mut rpv(&line)))
-    }
-
-    /// [`Watch::of_pid`] for a pipeline started [`start_on_time`]: the watcher too keeps
-    /// the test thread's real-time policy (as root), so it samples and asks an rpv stage for
-    /// its count on time.
-    fn of_pid_on_time(pid: u32, args: &[&str]) -> Watch {
-        if !on_time() {
-            return Watch::of_pid(pid, args);
-        }
-        let target = format!("--pipeline={pid}");
-        let mut line = vec![target.as_str()];
-        line.extend_from_slice(args);
-        Watch::spawn(&mut rpv(&line))
-    }
-
-    /// Spawns `cmd`, its standard error to a temporary file.
-    fn spawn(cmd: &mut Command) -> Watch {
-        let log = tempfile::tempfile().expect("a temporary file");
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log.try_clone().expect("dup"))
-            .spawn()
-            .expect("spawn the watcher");
-        Watch { child, log }
-    }
-
-    /// What it has written so far.
-    fn so_far(&self) -> String {
-        use std::os::unix::fs::FileExt;
-        let len = self.log.metadata().map_or(0, |m| m.len());
-        let mut bytes = vec![0; len as usize];
-        let read = self.log.read_at(&mut bytes, 0).unwrap_or(0);
-        bytes.truncate(read);
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-
-    /// Waits for it to end by itself (at most `secs`, else it is killed and the test
-    /// fails); its status and all it wrote.
-    #[track_caller]
-    fn finish(mut self, secs: f64, what: &str) -> (std::process::ExitStatus, String) {
-        let status = wait_within(&mut self.child, secs, what);
-        (status, self.so_far())
-    }
-
-    /// Ctrl-C: it ends with status 32; all it wrote.
-    #[track_caller]
-    fn interrupt(mut self) -> String {
-        Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        let status = wait_within(&mut self.child, 10.0, "the watcher after Ctrl-C");
-        let text = self.so_far();
-        assert_eq!(status.code(), Some(32), "{text}");
-        text
-    }
-
-    /// Waits until it has written something (its first update): a watch of a given length
-    /// starts then, not when the watcher was spawned (on a loaded machine, a while before).
-    #[track_caller]
-    fn started(&self) {
-        let what = "the watcher's first output";
-        crate::util::wait_until(what, 15.0, || !self.so_far().is_empty());
-    }
-
-    /// Once what it wrote holds `done`, or `secs` after its first output, Ctrl-C; all it
-    /// wrote. (`done` is asked again only when more was written, looked at every 50 ms: on
-    /// a loaded machine the test's thread has little CPU to spare for it.)
-    #[track_caller]
-    fn interrupt_when(self, secs: f64, done: impl Fn(&str) -> bool) -> String {
-        let every = Duration::from_millis(50);
-        self.started();
-        let start = Instant::now();
-        let mut looked = 0;
-        while start.elapsed() < Duration::from_secs_f64(secs) {
-            let length = self.log.metadata().map_or(0, |m| m.len());
-            if length != looked {
-                looked = length;
-                if done(&self.so_far()) {
-                    break;
-                }
-            }
-            crate::util::pause(every);
-        }
-        self.interrupt()
-    }
-}
-
-/// The watcher of the frames tests: `-f -i 0.2 -w 100` and `extra`.
-fn watcher(pid: u32, extra: &[&str]) -> Watch {
-    let mut args = vec!["-f", "-i", "0.2", "-w", "100"];
+fn watcher(pid: u32, extra: &[&str]) -> Child {
+    let target = format!("--pipeline={pid}");
+    let mut args = vec![target.as_str(), "-f", "-i", "0.2", "-w", "100"];
     args.extend_from_slice(extra);
-    Watch::of_pid(pid, &args)
+    rpv(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rpv")
 }
 
 /// Watches `pipeline` from its process `start` for `secs` seconds, stops the pipeline, and
 /// returns the watcher's stderr once it has ended by itself (with status 0).
 fn watch_to_the_end(pipeline: &mut Pipeline, start: u32, secs: f64) -> String {
-    let watch = watcher(start, &[]);
-    watch.started();
+    let mut child = watcher(start, &[]);
     crate::util::pause(Duration::from_secs_f64(secs));
     pipeline.stop();
-    let (status, text) = watch.finish(10.0, "the watcher after the pipeline ended");
+    let status = wait_within(&mut child, 10.0, "the watcher after the pipeline ended");
+    let text = crate::util::stderr_of(&mut child);
     assert_eq!(status.code(), Some(0), "{text}");
     text
 }
@@ -350,13 +146,73 @@ fn watch_for(start: u32, secs: f64) -> String {
 /// Watches from `start` until what the watcher has written holds `done` (the state the
 /// test expects, seen long enough), or for `secs` at most, and interrupts it (status 32).
 fn watch_until(start: u32, secs: f64, done: impl Fn(&str) -> bool) -> String {
-    watcher(start, &[]).interrupt_when(secs, done)
+    interrupt_when(watcher(start, &[]), secs, done)
 }
 
 /// `rpv --pipeline=PID ARGS…` until its output holds `done`, or for `secs` at most, then
 /// interrupted (status 32): its standard error.
 fn watch_with_until(pid: u32, args: &[&str], secs: f64, done: impl Fn(&str) -> bool) -> String {
-    Watch::of_pid(pid, args).interrupt_when(secs, done)
+    interrupt_when(spawn_watch(pid, args), secs, done)
+}
+
+/// A watcher's standard error, read as it comes (a watcher blocked on a full pipe would
+/// never end: a long `--json` watch writes more than a pipe holds).
+struct Collected {
+    seen: std::sync::Arc<Mutex<Vec<u8>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Collected {
+    fn of(child: &mut Child) -> Collected {
+        use std::io::Read;
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let mut stderr = child.stderr.take().expect("stderr piped");
+        let sink = std::sync::Arc::clone(&seen);
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 16384];
+            while let Ok(n @ 1..) = stderr.read(&mut buf) {
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Collected { seen, reader }
+    }
+
+    fn so_far(&self) -> String {
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+
+    /// Everything, once the writer has ended.
+    fn all(self) -> String {
+        self.reader.join().unwrap();
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+}
+
+/// Ctrl-C to a watcher whose standard error is `out`: it ends with status 32; returns
+/// its standard error.
+fn interrupt_collected(child: &mut Child, out: Collected) -> String {
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = wait_within(child, 10.0, "the watcher after Ctrl-C");
+    let text = out.all();
+    assert_eq!(status.code(), Some(32), "{text}");
+    text
+}
+
+/// Reads `child`'s standard error as it comes; once it holds `done` (looked at every 50
+/// ms), or after `secs`, interrupts it (status 32) and returns all of it.
+fn interrupt_when(mut child: Child, secs: f64, done: impl Fn(&str) -> bool) -> String {
+    let out = Collected::of(&mut child);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs_f64(secs) {
+        if done(&out.so_far()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    interrupt_collected(&mut child, out)
 }
 
 /// The live frames drawn so far: the last `n` of them (at least) each mark one row, a
@@ -421,8 +277,8 @@ fn bottleneck_is(script: &str, comm: &str, command: &str) -> String {
 /// [`bottleneck_is`], the advice under the table too when `advised`.
 #[track_caller]
 fn bottleneck_and_advice(script: &str, comm: &str, command: &str, advised: bool) -> String {
-    let pipeline = start(script);
-    let pid = find(&pipeline, comm);
+    let pipeline = Pipeline::start(script);
+    let pid = pipeline.find(comm);
     let text = watch_until(pid, 4.0, |t| {
         settled_on(t, command, 8) && (!advised || t.contains("\nadvice: "))
     });
@@ -546,13 +402,12 @@ fn splice_users_rates_come_from_rpv_itself_and_from_neighbours() {
     // the busy loops of the other tests here, nor beside the suite's heaviest tests. (In a
     // full run it once sat beside them, and rpv itself moved 0.7 MiB/s, every row agreeing.)
     let _cores = crate::util::cores_free();
-    let pipeline = start_on_time(
+    let pipeline = Pipeline::start(
         "cat /dev/zero | /usr/bin/pv -q | RPV_TEST_PATH=splice \"$RPV\" -q -L 1M | \
          /usr/bin/pv -q | cat > /dev/null",
     );
-    let pid = find(&pipeline, "cat");
-    let watch = Watch::of_pid_on_time(pid, &["-f", "-i", "0.2", "-w", "100"]);
-    let text = watch.interrupt_when(3.0, |_| false);
+    let pid = pipeline.find("cat");
+    let text = watch_for(pid, 3.0);
     let frame = last_live_frame(&frames(&text));
     let commands: Vec<&str> = frame.iter().map(|r| r.command.as_str()).collect();
     assert_eq!(
@@ -569,12 +424,12 @@ fn splice_users_rates_come_from_rpv_itself_and_from_neighbours() {
 
 #[test]
 fn found_from_any_stage_and_from_the_shell() {
-    let mut pipeline = start("cat /dev/zero | \"$RPV\" -q -L 5M | cat > /dev/null");
-    let first = find(&pipeline, "cat");
-    let rpv_pid = find(&pipeline, "rpv");
+    let mut pipeline = Pipeline::start("cat /dev/zero | \"$RPV\" -q -L 5M | cat > /dev/null");
+    let first = pipeline.find("cat");
+    let rpv_pid = pipeline.find("rpv");
     let shell = pipeline.shell.id();
     let last = crate::util::wait_for("a second cat", 10.0, || {
-        tree(shell)
+        descendants(shell)
             .into_iter()
             .find(|&p| comm(p).as_deref() == Some("cat") && p != first)
     });
@@ -592,31 +447,21 @@ fn found_from_any_stage_and_from_the_shell() {
 
 #[test]
 fn stages_end_one_by_one_and_the_watch_ends_with_them() {
-    // Each stage is ended by the test once the watch has shown the one before it ended
-    // (not after a given time: on a loaded machine the watcher may take a while to show
-    // it).
-    let mut pipeline = start("sleep 1001 | sleep 1002 | sleep 1003");
-    let stages: Vec<u32> = ["sleep 1001", "sleep 1002", "sleep 1003"]
-        .iter()
-        .map(|c| find_command(&pipeline, c))
-        .collect();
-    let watch = watcher(stages[2], &[]);
-    let states = |f: &Vec<Row>| f.iter().map(|r| r.state == "ended").collect::<Vec<_>>();
-    let ended = |n: usize| -> Vec<bool> { (0..3).map(|i| i < n).collect() };
-    for (n, &pid) in stages.iter().enumerate() {
-        crate::util::wait_showing(&format!("a frame with {n} stages ended"), 15.0, || {
-            let text = watch.so_far();
-            let frames = frames(&text);
-            match frames.iter().rev().skip(1).any(|f| states(f) == ended(n)) {
-                true => Ok(()),
-                false => Err(text),
-            }
-        });
-        kill(pid, "-TERM");
-    }
-    let (status, text) = watch.finish(15.0, "the watcher");
+    // (2 s for the first: on a loaded machine the watcher may take more than a second to
+    // read the stages.)
+    let mut pipeline = Pipeline::start("sleep 2 | sleep 3 | sleep 4");
+    // Once every stage has started (the shell forks them one after the other), from the
+    // stage that lasts longest (on a loaded machine the first may end before the watcher
+    // has read it).
+    pipeline.find_command("sleep 2");
+    pipeline.find_command("sleep 3");
+    let pid = pipeline.find_command("sleep 4");
+    let mut child = watcher(pid, &[]);
+    let status = wait_within(&mut child, 15.0, "the watcher");
+    let text = crate::util::stderr_of(&mut child);
     assert_eq!(status.code(), Some(0), "{text}");
     let frames = frames(&text);
+    let states = |f: &Vec<Row>| f.iter().map(|r| r.state == "ended").collect::<Vec<_>>();
     let seen: Vec<Vec<bool>> = frames.iter().map(states).collect();
     // Ended stages keep their rows, in place, until the last one ends.
     assert!(frames.iter().all(|f| f.len() == 3), "{frames:?}");
@@ -624,7 +469,7 @@ fn stages_end_one_by_one_and_the_watch_ends_with_them() {
     assert!(seen.contains(&vec![true, true, false]), "{seen:?}");
     assert_eq!(seen.last(), Some(&vec![true, true, true]));
     let commands: Vec<&str> = frames[0].iter().map(|r| r.command.as_str()).collect();
-    assert_eq!(commands, ["sleep 1001", "sleep 1002", "sleep 1003"]);
+    assert_eq!(commands, ["sleep 2", "sleep 3", "sleep 4"]);
     pipeline.stop();
 }
 
@@ -632,8 +477,9 @@ fn stages_end_one_by_one_and_the_watch_ends_with_them() {
 fn a_subshell_is_not_a_stage() {
     // The subshell forks gzip (it has a command after it) and waits for it, holding both
     // pipes all the while.
-    let mut pipeline = start("cat /dev/zero | (gzip -1; true) | \"$RPV\" -q -L 2M > /dev/null");
-    let gzip = find(&pipeline, "gzip");
+    let mut pipeline =
+        Pipeline::start("cat /dev/zero | (gzip -1; true) | \"$RPV\" -q -L 2M > /dev/null");
+    let gzip = pipeline.find("gzip");
     let subshell = parent(gzip).unwrap();
     assert_eq!(comm(subshell).as_deref(), Some("sh"));
     let text = watch_to_the_end(&mut pipeline, subshell, 2.0);
@@ -645,44 +491,23 @@ fn a_subshell_is_not_a_stage() {
 
 #[test]
 fn a_compound_stage_shows_the_process_moving_data() {
-    // `{ a; b; }` runs one command after the other: the row follows them. (The first is
-    // ended by the test once the watch shows it: a loaded machine may take a while to
-    // start the watcher.)
-    let pipeline =
-        start("{ sleep 1000; head -c 50M /dev/zero; sleep 30; } | \"$RPV\" -q -L 10M > /dev/null");
-    let sleep_pid = find_command(&pipeline, "sleep 1000");
-    let rpv_pid = find(&pipeline, "rpv");
-    let firsts = |text: &str| -> Vec<String> {
-        frames(text)
-            .iter()
-            .filter_map(|f| f.first().map(|r| r.command.clone()))
-            .collect()
-    };
-    let watch = watcher(rpv_pid, &[]);
-    let shown = |command: &str| {
-        wait_showing(&format!("a frame of {command}"), 15.0, || {
-            let text = watch.so_far();
-            let firsts = firsts(&text);
-            // (The last frame may be cut short by the read.)
-            let complete = &firsts[..firsts.len().saturating_sub(1)];
-            match complete.iter().any(|f| f == command) {
-                true => Ok(()),
-                false => Err(format!("{firsts:?}")),
-            }
-        });
-    };
-    shown("sleep 1000");
-    kill(sleep_pid, "-TERM");
-    shown("head -c 50M /dev/zero");
-    let text = watch.interrupt();
-    let firsts = firsts(&text);
+    // `{ a; b; }` runs one command after the other: the row follows them.
+    let pipeline = Pipeline::start(
+        "{ sleep 1; head -c 50M /dev/zero; sleep 30; } | \"$RPV\" -q -L 10M > /dev/null",
+    );
+    let rpv_pid = pipeline.find("rpv");
+    let text = watch_for(rpv_pid, 3.0);
+    let firsts: Vec<String> = frames(&text)
+        .iter()
+        .filter_map(|f| f.first().map(|r| r.command.clone()))
+        .collect();
     let at = |c: &str| firsts.iter().position(|f| f == c);
-    let (sleep, head) = (at("sleep 1000"), at("head -c 50M /dev/zero"));
+    let (sleep, head) = (at("sleep 1"), at("head -c 50M /dev/zero"));
     assert!(
         sleep.is_some() && head.is_some() && sleep < head,
         "{firsts:?}"
     );
-    assert!(frames(&text).iter().all(|f| f.len() == 2), "{text}");
+    assert!(frames(&text).iter().all(|f| f.len() == 2));
 }
 
 #[test]
@@ -691,29 +516,31 @@ fn another_users_stage() {
         return;
     }
     let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"].join(" ");
-    let mut pipeline = start(&format!(
+    let mut pipeline = Pipeline::start(&format!(
         "cat /dev/zero | setpriv {nobody} \"$RPV\" -q -L 4M | cat > /dev/null"
     ));
-    let theirs = find(&pipeline, "rpv");
+    let theirs = pipeline.find("rpv");
     // Watched by root: every stage is readable.
-    let as_root = watcher(theirs, &[]);
-    as_root.started();
+    let mut child = watcher(theirs, &[]);
     crate::util::pause(Duration::from_millis(1500));
     // Watched by nobody: its own stage is readable, root's are not permitted, shown in
     // their places, and nothing fails or hangs.
     let target = format!("--pipeline={theirs}");
-    let as_nobody = Watch::spawn(
-        ahead_of_the_load(&mut Command::new("setpriv"))
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_rpv"))
-            .args([target.as_str(), "-f", "-i", "0.2", "-w", "100"])
-            .env("LC_ALL", "C"),
-    );
-    as_nobody.started();
+    let mut as_nobody = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_rpv"))
+        .args([target.as_str(), "-f", "-i", "0.2", "-w", "100"])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     crate::util::pause(Duration::from_millis(1500));
     pipeline.stop();
-    for (who, watch) in [("root", as_root), ("nobody", as_nobody)] {
-        let (status, text) = watch.finish(10.0, who);
+    for (who, child) in [("root", &mut child), ("nobody", &mut as_nobody)] {
+        let status = wait_within(child, 10.0, who);
+        let text = crate::util::stderr_of(child);
         assert_eq!(status.code(), Some(0), "{who}: {text}");
         let frame = last_live_frame(&frames(&text));
         let rows: Vec<(&str, &str)> = frame
@@ -733,15 +560,16 @@ fn another_users_stage() {
 
 #[test]
 fn quiet_shows_only_the_summary_with_stats() {
-    let mut pipeline = start("cat /dev/zero | \"$RPV\" -q -L 2M > /dev/null");
-    let pid = find(&pipeline, "rpv");
-    let quiet = watcher(pid, &["-q"]);
-    let stats = watcher(pid, &["-q", "-v"]);
+    let mut pipeline = Pipeline::start("cat /dev/zero | \"$RPV\" -q -L 2M > /dev/null");
+    let pid = pipeline.find("rpv");
+    let mut quiet = watcher(pid, &["-q"]);
+    let mut stats = watcher(pid, &["-q", "-v"]);
     crate::util::pause(Duration::from_millis(2500));
     pipeline.stop();
-    let (_, quiet) = quiet.finish(10.0, "-q");
-    let (_, text) = stats.finish(10.0, "-q -v");
-    assert_eq!(quiet, "");
+    wait_within(&mut quiet, 10.0, "-q");
+    wait_within(&mut stats, 10.0, "-q -v");
+    assert_eq!(crate::util::stderr_of(&mut quiet), "");
+    let text = crate::util::stderr_of(&mut stats);
     // The bottleneck, each stage's time over the watch, and the advice.
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text:?}");
@@ -826,7 +654,7 @@ fn inline_view_moves_the_data_and_shows_its_own_pipeline() {
         crate::util::s(&log),
         crate::util::s(&out)
     );
-    let status = ahead_of_the_load(&mut Command::new("sh"))
+    let status = Command::new("sh")
         .arg("-c")
         .arg(&script)
         .env("RPV", env!("CARGO_BIN_EXE_rpv"))
@@ -876,7 +704,7 @@ fn inline_view_moves_the_data_and_shows_its_own_pipeline() {
 #[test]
 fn bottleneck_sequence_names_the_side_an_rpv_waits_on() {
     let run = |script: &str| -> Vec<String> {
-        let out = ahead_of_the_load(&mut Command::new("sh"))
+        let out = Command::new("sh")
             .arg("-c")
             .arg(script)
             .env("RPV", env!("CARGO_BIN_EXE_rpv"))
@@ -972,6 +800,19 @@ fn watch_with(pid: u32, args: &[&str], secs: f64) -> String {
     watch_with_until(pid, args, secs, |_| false)
 }
 
+/// `rpv --pipeline=PID ARGS…`, its standard error piped.
+fn spawn_watch(pid: u32, args: &[&str]) -> Child {
+    let target = format!("--pipeline={pid}");
+    let mut line = vec![target.as_str()];
+    line.extend_from_slice(args);
+    rpv(&line)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rpv")
+}
+
 /// `--json` with `--pipeline=PID`: the stage meters carry real amounts, rates and stall
 /// state (issue 18 item 6: they said `bytes: 0, rate: 0, stalled: true` while data
 /// flowed), and their shares of the time; every object follows the schema.
@@ -979,10 +820,9 @@ fn watch_with(pid: u32, args: &[&str], secs: f64) -> String {
 fn json_stage_meters_count_what_goes_through() {
     // The rates are checked against the limit: rpv must get a CPU on time.
     let _cores = crate::util::cores_free();
-    let pipeline = start_on_time("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
-    let pid = find(&pipeline, "rpv");
-    let watch = Watch::of_pid_on_time(pid, &["--json", "-i", "0.5"]);
-    let text = watch.interrupt_when(3.2, |_| false);
+    let pipeline = Pipeline::start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pid = pipeline.find("rpv");
+    let text = watch_with(pid, &["--json", "-i", "0.5"], 3.2);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages: Vec<&serde_json::Value> = crate::json::of_type(&objects, "progress")
         .into_iter()
@@ -1043,49 +883,31 @@ fn json_stage_meters_count_what_goes_through() {
 /// The `end` elapsed is the watch's own, not that of the first stage (which ended first).
 #[test]
 fn json_end_elapsed_is_the_watchs_own() {
-    // The first stage is ended once the watch shows both, the second 1.5 s after the
-    // watch shows the first ended (the test ends them: a loaded machine may take seconds to
-    // start a watcher).
-    let pipeline = start("sleep 1001 | sleep 1002");
-    let first = find_command(&pipeline, "sleep 1001");
-    let second = find_command(&pipeline, "sleep 1002");
-    let watch = Watch::of_pid(second, &["--json", "-i", "0.2"]);
-    let shown = |state: &str| {
-        let what = format!("the first stage {state}");
-        crate::util::wait_showing(&what, 15.0, || {
-            let text = watch.so_far();
-            let objects = objects_so_far(&text);
-            let stages = stage_objects(&objects);
-            let first = stages.iter().any(|s| {
-                s["command"] == "sleep 1001" && (state == "ended") == (s["state"] == "ended")
-            });
-            match first && stages.iter().any(|s| s["command"] == "sleep 1002") {
-                true => Ok(()),
-                false => Err(text),
-            }
-        });
-    };
-    shown("running");
-    kill(first, "-TERM");
-    shown("ended");
-    crate::util::pause(Duration::from_millis(1500));
-    kill(second, "-TERM");
-    let (status, text) = watch.finish(15.0, "the watcher");
+    let pipeline = Pipeline::start("sleep 1 | sleep 3");
+    let pid = pipeline.find_command("sleep 3");
+    let mut child = rpv(&[&format!("--pipeline={pid}"), "--json", "-i", "0.2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rpv");
+    let status = wait_within(&mut child, 15.0, "the watcher");
+    let text = crate::util::stderr_of(&mut child);
     assert_eq!(status.code(), Some(0), "{text}");
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let end = objects.last().unwrap();
     let elapsed = end["elapsed"].as_f64().unwrap();
-    assert!(elapsed > 1.5, "{end}");
+    assert!(elapsed > 1.8, "{end}");
     let first = &end["meters"][0];
-    assert!(first["elapsed"].as_f64().unwrap() < elapsed - 1.0, "{end}");
+    assert!(first["elapsed"].as_f64().unwrap() < elapsed - 0.5, "{end}");
 }
 
 /// `--log` with `--pipeline=PID`: a header and a row per stage at every update (a stage
 /// that waits is news too), the summary last.
 #[test]
 fn log_writes_the_table_at_every_update_and_the_summary_last() {
-    let pipeline = start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
-    let pid = find(&pipeline, "rpv");
+    let pipeline = Pipeline::start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pid = pipeline.find("rpv");
     let text = watch_with(pid, &["--log", "-i", "0.5", "-w", "100"], 3.2);
     let lines: Vec<&str> = text.lines().collect();
     let headers: Vec<usize> = lines
@@ -1122,11 +944,11 @@ fn log_writes_the_table_at_every_update_and_the_summary_last() {
 /// its own bottleneck and its own summary — never one merged table.
 #[test]
 fn a_shells_pipelines_are_tables_of_their_own() {
-    let pipeline = start(
+    let pipeline = Pipeline::start(
         "(head -c 2G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null) & \
          (cat /dev/zero | gzip -1 | \"$RPV\" -q -L 3M > /dev/null) & wait",
     );
-    find(&pipeline, "gzip");
+    pipeline.find("gzip");
     let shell = pipeline.shell.id();
     let text = watch_with(shell, &["--json", "-i", "0.5"], 3.0);
     let objects = crate::json::parse_ndjson(text.as_bytes());
@@ -1190,17 +1012,17 @@ fn a_pipeline_the_shell_starts_later_joins_the_watch() {
          (head -c 2G /dev/zero | \"$RPV\" -q -L 3M | tr a b > /dev/null) & wait",
         go.display()
     );
-    let pipeline = start(&script);
-    find(&pipeline, "cat");
-    let watch = Watch::of_pid(pipeline.shell.id(), &["--json", "-i", "0.5"]);
+    let pipeline = Pipeline::start(&script);
+    pipeline.find("cat");
+    let mut child = spawn_watch(pipeline.shell.id(), &["--json", "-i", "0.5"]);
+    let out = Collected::of(&mut child);
     // The second pipeline starts once the watch is under way; it is looked for every
     // second, and shown for a few intervals after.
-    watch.started();
     crate::util::pause(Duration::from_secs(1));
     std::fs::write(&go, b"").unwrap();
-    find(&pipeline, "tr");
+    pipeline.find("tr");
     crate::util::pause(Duration::from_secs(3));
-    let text = watch.interrupt();
+    let text = interrupt_collected(&mut child, out);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
     assert_eq!(
@@ -1226,45 +1048,23 @@ fn a_script_is_followed_for_its_whole_life() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     std::fs::write(&a, b"data").unwrap();
-    // The script waits on a FIFO (its `read`, a builtin) until the watch has said it runs
-    // no pipeline yet: watched from its start however long the watcher takes to start.
-    let gate = dir.path().join("gate");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &gate,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
-    let mut pipeline = start(&format!(
-        "read _ < '{}'; sleep 1; head -c 12M /dev/zero | \"$RPV\" -q -L 8M | cat > /dev/null; \
-         sleep 2; cp '{}' '{}'; head -c 16M /dev/zero | \"$RPV\" -q -L 8M | tr a b > /dev/null; \
-         sleep 1",
-        gate.display(),
+    let mut pipeline = Pipeline::start(&format!(
+        "sleep 1; head -c 12M /dev/zero | \"$RPV\" -q -L 8M | cat > /dev/null; sleep 2; \
+         cp '{}' '{}'; head -c 16M /dev/zero | \"$RPV\" -q -L 8M | tr a b > /dev/null; sleep 1",
         a.display(),
         b.display()
     ));
     let shell = pipeline.shell.id();
-    let mut watch = Watch::of_pid(shell, &["--json", "-i", "0.5"]);
-    let waiting = format!("pid {shell} (sh) runs no pipeline now: waiting for one");
-    wait_showing("the watch to wait for a pipeline", 15.0, || {
-        let text = watch.so_far();
-        text.contains(&waiting).then_some(()).ok_or(text)
-    });
-    // (Open for writing once the shell has it open for reading: it is waiting in `open`.)
-    let opened = crate::util::wait_for("the script to open its FIFO", 15.0, || {
-        let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::NONBLOCK;
-        rustix::fs::open(&gate, flags, rustix::fs::Mode::empty()).ok()
-    });
-    rustix::io::write(&opened, b"go\n").unwrap();
-    drop(opened);
+    // (The shell is started through `nice`: watched once it is the shell.)
+    crate::util::wait_until("sh to start", 10.0, || comm(shell).as_deref() == Some("sh"));
+    let mut child = spawn_watch(shell, &["--json", "-i", "0.5"]);
+    let out = Collected::of(&mut child);
     // The script is reaped as soon as it ends, as the shell that started it would: the
     // watch's summaries are written once it is gone.
     let (status, script_ended) = std::thread::scope(|scope| {
         let script = &mut pipeline.shell;
         scope.spawn(move || script.wait().unwrap());
-        let status = crate::util::exit_within(&mut watch.child, 30.0);
+        let status = crate::util::exit_within(&mut child, 30.0);
         let ended = std::fs::read_to_string(format!("/proc/{shell}/stat"))
             .map_or(true, |stat| stat.contains(") Z "));
         if status.is_none() {
@@ -1275,10 +1075,10 @@ fn a_script_is_followed_for_its_whole_life() {
         (status, ended)
     });
     let Some(status) = status else {
-        let text = watch.interrupt();
+        let text = interrupt_collected(&mut child, out);
         panic!("the watch of the script still runs after 30 s:\n{text}");
     };
-    let text = watch.so_far();
+    let text = out.all();
     assert!(status.success(), "{text}");
     assert!(
         script_ended,
@@ -1337,9 +1137,8 @@ fn a_script_is_followed_for_its_whole_life() {
     pipeline.stop();
 }
 
-/// Busy loops beside the pipeline, as many as the cores, each in a session of its own
-/// started as the pipelines are ([`start`]: ahead of the machine's load), so they load the
-/// test's pipeline whatever else runs on the machine; stopped on drop.
+/// Busy loops beside the pipeline, as many as the cores (each in its own process group,
+/// niced as the pipelines are), stopped on drop.
 struct BusyLoops {
     /// Held for their drop, which stops them.
     _loops: Vec<Pipeline>,
@@ -1349,7 +1148,9 @@ impl BusyLoops {
     fn start() -> BusyLoops {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         BusyLoops {
-            _loops: (0..cores).map(|_| start("while :; do :; done")).collect(),
+            _loops: (0..cores)
+                .map(|_| Pipeline::start("while :; do :; done"))
+                .collect(),
         }
     }
 }
@@ -1371,8 +1172,8 @@ fn on_a_loaded_machine_the_bottleneck_is_still_found() {
             "gzip -6",
         ),
     ] {
-        let pipeline = start(script);
-        let pid = find(&pipeline, comm);
+        let pipeline = Pipeline::start(script);
+        let pid = pipeline.find(comm);
         // Done once 4 samples all name it (the bottleneck every time).
         let text = watch_with_until(pid, &["--json", "-i", "1"], 5.5, |t| {
             let objects = objects_so_far(t);
@@ -1414,8 +1215,8 @@ fn watch_loop(
     secs: f64,
     done: impl Fn(&str) -> bool,
 ) -> (Vec<serde_json::Value>, String) {
-    let pipeline = start(script);
-    find(&pipeline, "gzip");
+    let pipeline = Pipeline::start(script);
+    pipeline.find("gzip");
     let text = watch_with_until(pipeline.shell.id(), &["--json", "-i", "0.5"], secs, done);
     drop(pipeline);
     (crate::json::parse_ndjson(text.as_bytes()), text)
@@ -1536,8 +1337,9 @@ fn a_loop_producing_data_is_one_stage_and_the_slow_producer() {
 #[test]
 fn a_loop_of_builtins_is_named_a_loop() {
     let _busy = crate::util::busy_loops();
-    let pipeline = start("seq 1 100000000 | gzip -1 | gzip -d | while read l; do :; done");
-    find(&pipeline, "gzip");
+    let pipeline =
+        Pipeline::start("seq 1 100000000 | gzip -1 | gzip -d | while read l; do :; done");
+    pipeline.find("gzip");
     let text = watch_with_until(pipeline.shell.id(), &["--json", "-i", "0.5"], 3.5, |t| {
         stage_objects(&objects_so_far(t))
             .last()
@@ -1564,9 +1366,10 @@ fn a_loop_of_builtins_is_named_a_loop() {
 fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
     let _busy = crate::util::busy_loops_alone();
     let _loops = BusyLoops::start();
-    let _one_more = start("while :; do :; done");
-    let pipeline = start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | gzip -1 > /dev/null");
-    let pid = find(&pipeline, "rpv");
+    let _one_more = Pipeline::start("while :; do :; done");
+    let pipeline =
+        Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | gzip -1 > /dev/null");
+    let pid = pipeline.find("rpv");
     // Done once 6 updates all give the rate limit's advice.
     let text = watch_with_until(pid, &["--json", "-i", "0.5"], 4.5, |t| {
         let objects = objects_so_far(t);
@@ -1614,9 +1417,10 @@ fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
 /// and keeps the advice about the time it ran.
 #[test]
 fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
-    let pipeline = start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
-    let pid = find(&pipeline, "rpv");
-    let watch = Watch::of_pid(pid, &["--json", "-i", "0.5"]);
+    let pipeline = Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pid = pipeline.find("rpv");
+    // (At -i 0.5: the output is read once the watch has ended, so it must fit a pipe.)
+    let mut child = spawn_watch(pid, &["--json", "-i", "0.5"]);
     let group = format!("-{}", pipeline.shell.id());
     let signal = |sig: &str| {
         Command::new("kill")
@@ -1624,13 +1428,13 @@ fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
             .status()
             .unwrap();
     };
-    watch.started();
+    let out = Collected::of(&mut child);
     crate::util::pause(Duration::from_millis(1500));
     signal("-STOP");
     crate::util::pause(Duration::from_secs(3));
     signal("-CONT");
     crate::util::pause(Duration::from_millis(1500));
-    let text = watch.interrupt();
+    let text = interrupt_collected(&mut child, out);
     drop(pipeline);
     let objects = crate::json::parse_ndjson(text.as_bytes());
     let stages = stage_objects(&objects);
@@ -1681,7 +1485,7 @@ impl SlowPeer {
             ),
         )
         .unwrap();
-        let mut server = ahead_of_the_load(&mut Command::new("python3"))
+        let mut server = Command::new("python3")
             .arg(&script)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -1730,12 +1534,12 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
          shutil.copyfileobj(sys.stdin.buffer, s.makefile('wb'))\n",
     )
     .unwrap();
-    let pipeline = start(&format!(
+    let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | cat | python3 '{}' {}",
         send.display(),
         peer.port
     ));
-    let pid = find(&pipeline, "python3");
+    let pid = pipeline.find("python3");
     let prefix = format!(
         "advice: the network or the peer (127.0.0.1:{}) is the limit: python3 ",
         peer.port
@@ -1783,18 +1587,18 @@ fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
          \x20   time.sleep(0.05)\n",
     )
     .unwrap();
-    let pipeline = start(&format!(
+    let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | cat | python3 '{}' '{}'",
         serve.display(),
         sock.display()
     ));
-    let mut reader = ahead_of_the_load(&mut Command::new("python3"))
+    let mut reader = Command::new("python3")
         .arg(&read)
         .arg(&sock)
         .stdin(Stdio::null())
         .spawn()
         .expect("python3");
-    let pid = find(&pipeline, "python3");
+    let pid = pipeline.find("python3");
     let named = format!(
         ", PID {}, Unix socket {}) is the limit: python3 ",
         reader.id(),
@@ -1858,7 +1662,7 @@ impl Sshd {
         )
         .unwrap();
         std::fs::write(path("ssh_config"), "").unwrap();
-        let daemon = ahead_of_the_load(&mut Command::new("unshare"))
+        let daemon = Command::new("unshare")
             .args(["-m", "sh", "-c"])
             .arg(format!(
                 "mount -t tmpfs tmpfs /run && mkdir /run/sshd && \
@@ -1915,11 +1719,11 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
     // A slow remote end (256 KiB/s): ssh wakes up seldom, so even starved of CPU by a busy
     // machine it spends most of its time waiting on its connection.
     let remote = format!("{} -q -L 256K > /dev/null", env!("CARGO_BIN_EXE_rpv"));
-    let pipeline = start(&format!(
+    let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | cat | {}",
         sshd.ssh(&remote)
     ));
-    let pid = find(&pipeline, "ssh");
+    let pid = pipeline.find("ssh");
     let prefix = "advice: the network or the remote end (ssh root@127.0.0.1) is the limit";
     let text = watch_until(pid, 5.0, |t| {
         settled_on(t, "ssh ", 6) && last_advice(t).starts_with(prefix)
@@ -1962,8 +1766,8 @@ fn the_live_advice_is_wrapped_whole_at_60_and_80_columns() {
 
 #[track_caller]
 fn advice_wrapped_whole_at(columns: usize) {
-    let pipeline = start("head -c 20G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null");
-    let pid = find(&pipeline, "rpv");
+    let pipeline = Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null");
+    let pid = pipeline.find("rpv");
     let width = columns.to_string();
     let text = watch_with(pid, &["-f", "-i", "0.25", "-w", &width], 3.0);
     drop(pipeline);
@@ -2016,7 +1820,7 @@ fn a_short_inline_run_never_blames_rpv_itself() {
         crate::util::s(&log)
     );
     for _ in 0..3 {
-        let status = ahead_of_the_load(&mut Command::new("sh"))
+        let status = Command::new("sh")
             .arg("-c")
             .arg(&script)
             .env("RPV", env!("CARGO_BIN_EXE_rpv"))
@@ -2042,12 +1846,12 @@ fn a_short_inline_run_never_blames_rpv_itself() {
 fn sort_spilling_to_temporary_files_is_not_pipe_traffic() {
     let _busy = crate::util::busy_loops();
     let dir = tempfile::tempdir().unwrap();
-    let pipeline = start(&format!(
+    let pipeline = Pipeline::start(&format!(
         "yes 'hello world foo bar baz' | head -c 2G | tr -s ' ' '\\n' | sort -S 1M -T '{}' | \
          uniq -c > /dev/null",
         dir.path().display()
     ));
-    let pid = find(&pipeline, "uniq");
+    let pid = pipeline.find("uniq");
     // (At -i 0.5: the test reads the watcher's output once it has ended, so it must fit
     // a pipe.)
     let sort_command = format!("sort -S 1M -T {}", dir.path().display());
@@ -2106,10 +1910,10 @@ fn xargs_is_one_stage_with_its_childrens_time() {
         std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 256 * 1024]).unwrap();
     }
     let d = dir.path().display();
-    let pipeline = start(&format!(
+    let pipeline = Pipeline::start(&format!(
         "while :; do printf '%s\\n' '{d}'/f*; done | xargs -n 50 md5sum | sort > '{d}/sums'"
     ));
-    let xargs = find(&pipeline, "xargs");
+    let xargs = pipeline.find("xargs");
     let rows = |t: &str| -> Vec<serde_json::Value> {
         stage_objects(&objects_so_far(t))
             .into_iter()
@@ -2163,66 +1967,6 @@ fn xargs_is_one_stage_with_its_childrens_time() {
     );
 }
 
-/// Issue 36 point 2, GNU parallel: `… | parallel -n 50 md5sum | sort` is one stage, as
-/// xargs is: one row for parallel (its PID, its command line), never `ended` while it
-/// runs, no row of its own for an md5sum, never called a shell loop. Skipped where GNU
-/// parallel is not installed (CI installs it).
-#[test]
-fn gnu_parallel_is_one_stage() {
-    let gnu = Command::new("parallel")
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("GNU parallel"));
-    if !gnu {
-        eprintln!("skipped: needs GNU parallel (Debian's package parallel)");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    for i in 0..20 {
-        std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 256 * 1024]).unwrap();
-    }
-    let d = dir.path().display();
-    let pipeline = start(&format!(
-        "while :; do printf '%s\\n' '{d}'/f*; done | parallel -n 50 md5sum | sort > '{d}/sums'"
-    ));
-    let launcher = find(&pipeline, "parallel");
-    let rows = |t: &str| -> Vec<serde_json::Value> {
-        stage_objects(&objects_so_far(t))
-            .into_iter()
-            .filter(|s| s["pid"] == launcher)
-            .cloned()
-            .collect()
-    };
-    let text = watch_with_until(launcher, &["--json", "-i", "0.5"], 8.0, |t| {
-        rows(t).len() >= 6
-    });
-    drop(pipeline);
-    let objects = crate::json::parse_ndjson(text.as_bytes());
-    assert!(rows(&text).len() >= 6, "{text}");
-    for s in stage_objects(&objects) {
-        let command = s["command"].as_str().unwrap_or_default();
-        if s["pid"] == launcher {
-            assert!(command.ends_with("parallel -n 50 md5sum"), "{s}\n{text}");
-            assert_ne!(s["state"], "ended", "{text}");
-        } else {
-            // (The first stage's subshell shows the script until it is seen to loop.)
-            assert!(
-                !command.starts_with("md5sum") && !command.contains(") md5sum"),
-                "a row of its own: {s}\n{text}"
-            );
-        }
-    }
-    let advice = crate::json::of_type(&objects, "summary")[0]["advice"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    assert!(
-        !advice.contains("shell loop (loop) md5sum"),
-        "{advice:?}\n{text}"
-    );
-}
-
 /// Issue 36 point 3: beside busy loops outside it (one per core and one more), a hash
 /// waits for a CPU longer than it runs; the advice names the busiest program outside the
 /// pipeline (its command and PID: one of the loops, unless other work on the machine is
@@ -2231,9 +1975,9 @@ fn gnu_parallel_is_one_stage() {
 fn short_of_cpu_names_the_busiest_program_outside_the_pipeline() {
     let _busy = crate::util::busy_loops_alone();
     let _loops = BusyLoops::start();
-    let _one_more = start("while :; do :; done");
-    let pipeline = start("yes | head -c 1000G | sha256sum");
-    let pid = find(&pipeline, "sha256sum");
+    let _one_more = Pipeline::start("while :; do :; done");
+    let pipeline = Pipeline::start("yes | head -c 1000G | sha256sum");
+    let pid = pipeline.find("sha256sum");
     let named = |t: &str| -> Option<u32> {
         let objects = objects_so_far(t);
         let advice = stage_objects(&objects)
@@ -2244,7 +1988,7 @@ fn short_of_cpu_names_the_busiest_program_outside_the_pipeline() {
         advice[at..].split(' ').next()?.parse().ok()
     };
     let text = watch_with_until(pid, &["--json", "-i", "0.5"], 10.0, |t| named(t).is_some());
-    let ours = tree(pipeline.shell.id());
+    let ours = descendants(pipeline.shell.id());
     drop(pipeline);
     let thief = named(&text).unwrap_or_else(|| {
         panic!("waited 10 s for advice naming a program outside the pipeline; saw:\n{text}")
@@ -2275,11 +2019,11 @@ fn short_of_cpu_names_the_busiest_program_outside_the_pipeline() {
 #[test]
 fn sort_spilling_to_temporary_files_credits_uniq_with_nothing() {
     let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
-    let pipeline = start(&format!(
+    let pipeline = Pipeline::start(&format!(
         "seq 1 400000000 | sort -S 8M -T '{}' | uniq | wc -l",
         dir.path().display()
     ));
-    let uniq = find(&pipeline, "uniq");
+    let uniq = pipeline.find("uniq");
     let rows = |t: &str| -> Vec<serde_json::Value> {
         stage_objects(&objects_so_far(t))
             .into_iter()
@@ -2319,12 +2063,12 @@ fn a_socket_senders_output_is_what_it_sent() {
          while True:\n    b = sys.stdin.buffer.read(65536)\n    if not b: break\n    s.sendall(b)\n",
     )
     .unwrap();
-    let pipeline = start(&format!(
+    let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | python3 '{}' {}",
         send.display(),
         peer.port
     ));
-    let pid = find(&pipeline, "python3");
+    let pid = pipeline.find("python3");
     let rows = |t: &str| -> Vec<serde_json::Value> {
         stage_objects(&objects_so_far(t))
             .into_iter()

@@ -74,51 +74,12 @@ pub fn rpv_on_time(args: &[&str]) -> Command {
     rpv_urgent(args)
 }
 
-/// Starts `cmd` in a session of its own, ahead of the machine's ordinary load: as root its
-/// scheduler autogroup (one per session, when the kernel groups by session, as here and on
-/// most desktops) and its processes get nice -20, under the ordinary policy (a test thread
-/// on [`on_time`] hands its real-time one to nothing it starts this way). CPU time is
-/// shared between autogroups first, so busy loops, builds and pipelines of other sessions
-/// (the standard load, a parallel build, other tests) cannot hold what runs in it back by
-/// more than a scheduler tick; what a test itself starts in other sessions this way
-/// competes with it as on a quiet machine (a test's own busy loops still load its
-/// pipeline). For a test whose verdict needs its processes to get a CPU when they want one:
-/// the condition is made, not hoped for. Not root: a session of its own at its ordinary
-/// priority (the writes are refused), which a loaded machine may still starve. What the
-/// processes do is the same.
-pub fn ahead_of_the_load(cmd: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: `boost` runs in the child between fork and exec and makes only system calls,
-    // with no allocation and no lock: nothing that is not async-signal-safe.
-    unsafe { cmd.pre_exec(boost) }
-}
-
-/// [`ahead_of_the_load`]'s part in the child: a session of its own, its autogroup and
-/// itself at nice -20, the ordinary scheduling policy. Failures are ignored.
-fn boost() -> std::io::Result<()> {
-    let _ = rustix::process::setsid();
-    if let Ok(fd) = rustix::fs::open(
-        c"/proc/self/autogroup",
-        rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    ) {
-        let _ = rustix::io::write(&fd, b"-20");
-    }
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler reads `param` during the call only; pid 0 is the calling
-    // thread (the child's only one).
-    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
-    let _ = rustix::process::setpriority_process(None, -20);
-    Ok(())
-}
-
-/// As root, puts the calling test thread under the real-time round-robin policy at its
-/// lowest priority, so that no load of ordinary priority delays it: what it starts and
-/// when it looks at what it started happen on time (a starved test thread took seconds to
-/// start a watcher after the pipeline it was to watch, which had ended by then). It spends
-/// its time asleep, waiting or polling, so it takes little of the CPU it is given first.
-/// Processes it spawns inherit the policy: start the long-lived ones through
-/// [`ahead_of_the_load`], which hands them the ordinary one. True if it was set.
+/// Puts the calling test thread, and so every process and thread it starts from then on,
+/// under the real-time round-robin policy at its lowest priority (see [`rpv_on_time`]), for
+/// a test that times a pipeline of its own against the clock. Nice values cannot do this on
+/// a machine where every session is a scheduling group of its own (autogroup): a group of
+/// busy loops started elsewhere gets its share whatever the nice value inside ours. False
+/// when not root or the policy was refused (the test then runs as it is, and says nothing).
 pub fn on_time() -> bool {
     if !rustix::process::geteuid().is_root() {
         return false;
