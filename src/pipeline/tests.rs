@@ -1045,6 +1045,42 @@ fn a_loops_bytes_are_its_pipes_not_its_childrens_files() {
     assert!(view.stages[0].bytes_out.is_some_and(|b| b <= 16 * 30));
 }
 
+/// `cat big | while read p; do python3 -c …; done | cat` on a loaded machine: each python3
+/// takes over a second to start and run, so no three start within 3 s. The shell starting
+/// one after the other is a loop all the same once the third has started (it never was).
+#[test]
+fn a_loop_whose_children_start_slowly_is_a_loop_at_its_third() {
+    let fake = forked_middle_stage();
+    let mut w = watch(&fake, 101);
+    w.sample(0);
+    let mut child = 200;
+    let mut named = None;
+    // A sample every 0.4 s; a new python3 every 1.6 s (the last one has ended by then).
+    for k in 1..=16u64 {
+        if k % 4 == 0 {
+            fake.remove(child);
+            child += 1;
+            fake.add(child, 102, "python3 -c x", pipe(1), pipe(2));
+        }
+        if child > 200 {
+            fake.work(child, 30, 2_000_000, 0);
+        }
+        fake.work(102, 0, 30, 0);
+        let view = w.sample(k * 2 * SEC / 5);
+        if view.stages[1].command == "(loop) python3" {
+            named.get_or_insert(k);
+        }
+    }
+    assert_eq!(
+        named,
+        Some(12),
+        "a loop at its third python3 (4.8 s), not before"
+    );
+    let view = w.sample(7 * SEC);
+    assert_eq!(commands(&view), ["cat big", "(loop) python3", "cat"]);
+    assert_eq!(view.stages[1].pid, 102);
+}
+
 /// `head -c 8G /dev/zero | sha256sum` beside two busy loops of another session (their own
 /// shell, 300, started them): sha256sum waits for a CPU more than it runs, and the advice
 /// names the busiest of the loops, with what to do about it; never a stage, the stages'

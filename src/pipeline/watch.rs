@@ -224,6 +224,12 @@ struct Shell {
     children: Vec<u32>,
     /// When each new child was seen, over the last [`LOOP_WINDOW_NS`].
     births: VecDeque<u64>,
+    /// Its children whose program is known (they have run one since their fork), and how
+    /// many of its children ran each program over the whole watch: a shell that starts the
+    /// same program [`LOOP_BIRTHS`] times is a loop however slowly its children start (a
+    /// `python3` per line on a loaded machine takes seconds to start).
+    named: Vec<u32>,
+    programs: Vec<(String, usize)>,
     /// Readings in a row at which it had no child while it was the stage's only process
     /// (a loop of builtins: `while read l; do :; done`).
     childless: u32,
@@ -232,7 +238,8 @@ struct Shell {
     childless_since: Option<u64>,
 }
 
-/// A shell that starts [`LOOP_BIRTHS`] children within this long is a loop.
+/// A shell that starts [`LOOP_BIRTHS`] children within this long is a loop (as is one that
+/// has started one program that many times, however long it took: [`Shell::programs`]).
 const LOOP_WINDOW_NS: u64 = 3_000_000_000;
 const LOOP_BIRTHS: usize = 3;
 /// A subshell that is a stage's only process, with no child, for this many readings in a
@@ -709,7 +716,7 @@ impl Watcher {
             }
             if let Some(shell) = &mut stage.shell {
                 shell.look(self.proc.as_mut(), now_ns);
-                if shell.births.len() >= LOOP_BIRTHS {
+                if shell.looped() {
                     self.find_loop(i, now_ns);
                 }
             }

@@ -50,7 +50,7 @@ impl Watcher {
             && shell
                 .childless_since
                 .is_some_and(|since| now_ns.saturating_sub(since) >= LOOP_CHILDLESS_NS);
-        if shell.births.len() < LOOP_BIRTHS && !builtins {
+        if !shell.looped() && !builtins {
             return;
         }
         let pid = shell.pid;
@@ -364,17 +364,42 @@ impl Shell {
         }
     }
 
-    /// Looks at the shell's children at `now_ns`, noting new ones.
+    /// True once it is seen to run a loop: [`LOOP_BIRTHS`] children within
+    /// [`LOOP_WINDOW_NS`], or as many running the same program over the whole watch.
+    pub(super) fn looped(&self) -> bool {
+        self.births.len() >= LOOP_BIRTHS || self.programs.iter().any(|(_, n)| *n >= LOOP_BIRTHS)
+    }
+
+    /// Looks at the shell's children at `now_ns`, noting new ones and the program each runs
+    /// once it has run one (a child between its fork and its exec has the shell's name).
     pub(super) fn look(&mut self, proc: &mut dyn Proc, now_ns: u64) {
         let now: Vec<u32> = proc
             .read(self.pid, ProcFile::Children(self.pid), false)
             .map(|t| procfs::parse_pids(&text(&t)))
             .unwrap_or_default();
-        for pid in &now {
-            if !self.children.contains(pid) {
+        for &pid in &now {
+            if !self.children.contains(&pid) {
                 self.births.push_back(now_ns);
             }
+            if self.named.contains(&pid) {
+                continue;
+            }
+            let Some(stat) = proc
+                .read(pid, ProcFile::Stat, false)
+                .ok()
+                .and_then(|t| Stat::parse(&text(&t)))
+            else {
+                continue;
+            };
+            if stat.comm != self.comm && !matches!(stat.state, 'Z' | 'X') {
+                self.named.push(pid);
+                match self.programs.iter_mut().find(|(p, _)| *p == stat.comm) {
+                    Some((_, n)) => *n += 1,
+                    None => self.programs.push((stat.comm, 1)),
+                }
+            }
         }
+        self.named.retain(|p| now.contains(p));
         while self
             .births
             .front()
