@@ -117,7 +117,8 @@ pub(crate) struct Member {
     /// For a shell that is a stage of its own (a loop), its children, whose time and
     /// bytes count as its own.
     pub kids: Option<Kids>,
-    /// The socket (by inode) it was last seen blocked on.
+    /// The socket (by inode) it was last seen blocked on, or for a member of a stage
+    /// writing no pipe, its first socket ([`Member::find_socket`]).
     pub socket: Option<u64>,
     /// That socket's bytes (sent and received) at the last reading, by inode.
     sent: Option<(u64, u64)>,
@@ -418,6 +419,12 @@ impl Member {
         if !polling {
             return None;
         }
+        self.first_socket(proc, now_ns)
+    }
+
+    /// The first socket among its first descriptors, looked for again at most every
+    /// [`SOCKETS_EVERY_NS`].
+    fn first_socket(&mut self, proc: &mut dyn Proc, now_ns: u64) -> Option<u64> {
         let stale = self
             .sockets
             .is_none_or(|(at, _)| now_ns >= at + SOCKETS_EVERY_NS);
@@ -430,6 +437,15 @@ impl Member {
             self.sockets = Some((now_ns, found));
         }
         self.sockets.and_then(|(_, s)| s)
+    }
+
+    /// For a member of a stage writing no pipe: its socket, whatever it is doing, so that
+    /// what a sender sends is counted from the first sample on, not only once it is seen
+    /// waiting on its socket (a sender the network keeps up with may never be).
+    pub(crate) fn find_socket(&mut self, proc: &mut dyn Proc, now_ns: u64) {
+        if self.socket.is_none() {
+            self.socket = self.first_socket(proc, now_ns);
+        }
     }
 
     /// This member is a shell doing a stage's work with short-lived children (a loop):

@@ -1216,3 +1216,39 @@ fn a_socket_senders_output_is_what_its_socket_sent() {
         "its socket sent 3 MB/s: {sender:?}"
     );
 }
+
+/// `cat big | python3 send.py` to a peer that keeps up: the sender is on a CPU or asleep
+/// between its sends, never seen waiting on its socket. Its output is still what its
+/// socket sent (`sock_diag`'s count), from the first sample on, not 0.
+#[test]
+fn a_socket_sender_never_seen_waiting_is_counted_from_the_first_sample() {
+    use crate::procfs::fake::FakeTarget;
+    let fake = FakeProc::default();
+    fake.add(100, 1, "sh", TTY, TTY);
+    fake.add(101, 100, "cat big", TTY, pipe(1));
+    fake.add(102, 100, "python3 send.py", pipe(1), TTY);
+    fake.open(102, 3, FakeTarget::Socket(77), 2);
+    fake.0.borrow_mut().tcp.insert(77, 1_000);
+    let mut w = watch(&fake, 102);
+    let mut view = w.sample(0);
+    let mut sent = 1_000;
+    for k in 1..=4 {
+        fake.state(101, 'S', "anon_pipe_write");
+        fake.work(101, 2, 1_500_000, 1_500_000);
+        fake.state(102, if k % 2 == 0 { 'R' } else { 'S' }, "hrtimer_nanosleep");
+        fake.work(102, 20, 1_500_000, 0);
+        sent += 1_500_000;
+        fake.0.borrow_mut().tcp.insert(77, sent);
+        for tenth in 1..=5 {
+            w.tick((k - 1) * SEC / 2 + tenth * SEC / 10);
+        }
+        view = w.sample(k * SEC / 2);
+    }
+    let sender = &view.stages[1];
+    let rate = sender.rate_out.unwrap_or(0.0);
+    assert!(
+        (2_900_000.0..=3_100_000.0).contains(&rate),
+        "its socket sent 3 MB/s: {sender:?}"
+    );
+    assert_eq!(sender.bytes_out, Some(6_000_000), "{sender:?}");
+}

@@ -640,8 +640,15 @@ impl Watcher {
             .ticked_ns
             .is_none_or(|t| now_ns >= t + self.tick_period_ns() / 2);
         let mut rescan = false;
-        // A stage writing no pipe that waits on a TCP socket: its sends are counted
-        // through `sock_diag` (`/proc/PID/io` does not count `send`).
+        // A stage writing no pipe that has a TCP socket: its sends are counted through
+        // `sock_diag` (`/proc/PID/io` does not count `send`), from the first sample on.
+        for stage in &mut self.stages {
+            if !stage.ended && stage.spec.permitted && stage.spec.output.is_none() {
+                for m in &mut stage.members {
+                    m.find_socket(self.proc.as_mut(), now_ns);
+                }
+            }
+        }
         let senders = self.stages.iter().any(|s| {
             !s.ended && s.spec.output.is_none() && s.members.iter().any(|m| m.socket.is_some())
         });
