@@ -1967,6 +1967,66 @@ fn xargs_is_one_stage_with_its_childrens_time() {
     );
 }
 
+/// Issue 36 point 2, GNU parallel: `… | parallel -n 50 md5sum | sort` is one stage, as
+/// xargs is: one row for parallel (its PID, its command line), never `ended` while it
+/// runs, no row of its own for an md5sum, never called a shell loop. Skipped where GNU
+/// parallel is not installed (CI installs it).
+#[test]
+fn gnu_parallel_is_one_stage() {
+    let gnu = Command::new("parallel")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("GNU parallel"));
+    if !gnu {
+        eprintln!("skipped: needs GNU parallel (Debian's package parallel)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..20 {
+        std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 256 * 1024]).unwrap();
+    }
+    let d = dir.path().display();
+    let pipeline = start(&format!(
+        "while :; do printf '%s\\n' '{d}'/f*; done | parallel -n 50 md5sum | sort > '{d}/sums'"
+    ));
+    let launcher = find(&pipeline, "parallel");
+    let rows = |t: &str| -> Vec<serde_json::Value> {
+        stage_objects(&objects_so_far(t))
+            .into_iter()
+            .filter(|s| s["pid"] == launcher)
+            .cloned()
+            .collect()
+    };
+    let text = watch_with_until(launcher, &["--json", "-i", "0.5"], 8.0, |t| {
+        rows(t).len() >= 6
+    });
+    drop(pipeline);
+    let objects = crate::json::parse_ndjson(text.as_bytes());
+    assert!(rows(&text).len() >= 6, "{text}");
+    for s in stage_objects(&objects) {
+        let command = s["command"].as_str().unwrap_or_default();
+        if s["pid"] == launcher {
+            assert!(command.ends_with("parallel -n 50 md5sum"), "{s}\n{text}");
+            assert_ne!(s["state"], "ended", "{text}");
+        } else {
+            // (The first stage's subshell shows the script until it is seen to loop.)
+            assert!(
+                !command.starts_with("md5sum") && !command.contains(") md5sum"),
+                "a row of its own: {s}\n{text}"
+            );
+        }
+    }
+    let advice = crate::json::of_type(&objects, "summary")[0]["advice"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !advice.contains("shell loop (loop) md5sum"),
+        "{advice:?}\n{text}"
+    );
+}
+
 /// Issue 36 point 3: beside busy loops outside it (one per core and one more), a hash
 /// waits for a CPU longer than it runs; the advice names the busiest program outside the
 /// pipeline (its command and PID: one of the loops, unless other work on the machine is
