@@ -28,6 +28,9 @@ pub(crate) struct RateTracker {
     capacity: usize,
     /// (elapsed, transferred) samples, oldest first.
     samples: std::collections::VecDeque<(f64, u64)>,
+    /// The ring was emptied by [`RateTracker::restart_average`] and holds one sample since:
+    /// until the next sample, the average is the one since that sample, update by update.
+    restarted: bool,
     prev_elapsed: f64,
     prev_transferred: u64,
     carried: u64,
@@ -56,6 +59,7 @@ impl RateTracker {
             sample_every,
             capacity,
             samples: std::collections::VecDeque::with_capacity(capacity),
+            restarted: false,
             prev_elapsed: 0.0,
             prev_transferred: 0,
             carried: 0,
@@ -138,6 +142,7 @@ impl RateTracker {
                 self.avg_rate = self.rate;
             }
             Some(&(last, _)) if elapsed - last >= self.sample_every => {
+                self.restarted = false;
                 if self.samples.len() == self.capacity {
                     self.samples.pop_front();
                 }
@@ -148,15 +153,22 @@ impl RateTracker {
                     self.avg_rate = x1.saturating_sub(x0) as f64 / (t1 - t0);
                 }
             }
+            Some(&(t0, x0)) if self.restarted && elapsed > t0 => {
+                self.avg_rate = transferred.saturating_sub(x0) as f64 / (elapsed - t0);
+            }
             Some(_) => {}
         }
     }
 
     /// Forgets the windowed average's samples: after a stall, the average (and the ETA
     /// built on it) starts again from the rate now, instead of carrying the stall for a
-    /// whole window.
+    /// whole window. The update that saw the data come back measured an interval that was
+    /// partly stall (the data may have come back at its very end), so its rate is not held
+    /// for the next sample's few seconds: until then the average is the rate since that
+    /// update, at every update.
     pub(crate) fn restart_average(&mut self) {
         self.samples.clear();
+        self.restarted = true;
     }
 
     /// Minimum, mean, maximum and mean deviation of the rates measured; None before any.
@@ -313,6 +325,25 @@ mod tests {
         assert_eq!(t.update(3.0, 1100, 0, false).avg_rate, 100.0);
         // 5 s later: (6100 - 100) / (6 - 1)
         assert_eq!(t.update(6.0, 6100, 0, false).avg_rate, 1200.0);
+    }
+
+    /// Data comes back near the end of an update interval after a stall: the first rate
+    /// measured is a small part of the real one, and the average after two more intervals
+    /// is the real rate, not that part held until the next sample.
+    #[test]
+    fn after_a_restart_the_average_follows_the_rate_until_the_next_sample() {
+        let mut t = RateTracker::new(30);
+        t.update(0.25, 500_000, 0, false);
+        t.update(0.5, 1_000_000, 0, false);
+        t.update(4.5, 1_000_000, 0, false);
+        t.restart_average();
+        // 5,000 bytes in the last hundredth of the interval.
+        assert_eq!(t.update(4.75, 1_005_000, 0, false).avg_rate, 20_000.0);
+        assert_eq!(t.update(5.0, 1_505_000, 0, false).avg_rate, 2_000_000.0);
+        assert_eq!(t.update(5.5, 2_505_000, 0, false).avg_rate, 2_000_000.0);
+        // The next sample, 5 s after the restart: the ring's average again, and sticky.
+        assert_eq!(t.update(9.75, 3_505_000, 0, false).avg_rate, 500_000.0);
+        assert_eq!(t.update(10.0, 4_505_000, 0, false).avg_rate, 500_000.0);
     }
 
     #[test]
