@@ -1,22 +1,49 @@
 //! `--watchfd`: rpv watching helper processes that read files slowly.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
 
-use crate::util::{data, err, rpv, s, wait_until, Dir, Watched};
+use crate::util::{data, err, rpv, s, wait_until, Dir, Watched, PATIENCE};
 
 const CHUNK: usize = 64 * 1024;
 
-/// A shell that opens `files` on fds 3, 4, … and then reads each of them in 64 KiB steps
-/// (one `dd` per step, sharing the offset), sleeping `pause` seconds between steps, then
-/// idles `linger` seconds with the files still open and exits. Returns once the files are
-/// open.
-fn slow_reader(files: &[&Path], steps: usize, pause: &str, linger: &str) -> Child {
+/// A shell that opens files on fds 3, 4, … and reads each of them in 64 KiB steps, then
+/// holds them open until the test releases it (it has seen what it waited for), and exits.
+/// Killed if the test ends first.
+struct Reader {
+    child: Child,
+    release: std::path::PathBuf,
+}
+
+impl Reader {
+    fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Lets it close its files and exit.
+    fn release(&self) {
+        std::fs::write(&self.release, b"").unwrap();
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A [`Reader`] of `files` (one `dd` per 64 KiB step, sharing the offset), `steps` times,
+/// sleeping `pause` seconds between steps. Returns once the files are open. Its release
+/// file goes in `dir`.
+fn slow_reader(dir: &Dir, files: &[&Path], steps: usize, pause: &str) -> Reader {
+    static READERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = READERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let release = dir.path(&format!("release-{n}"));
     let mut script = String::new();
     for (i, _) in files.iter().enumerate() {
-        script.push_str(&format!("exec {}<\"${}\"; ", i + 3, i + 1));
+        script.push_str(&format!("exec {}<\"${}\"; ", i + 3, i + 2));
     }
     script.push_str(&format!("i=0; while [ $i -lt {steps} ]; do "));
     for (i, _) in files.iter().enumerate() {
@@ -25,49 +52,56 @@ fn slow_reader(files: &[&Path], steps: usize, pause: &str, linger: &str) -> Chil
             i + 3
         ));
     }
-    script.push_str(&format!("sleep {pause}; i=$((i+1)); done; sleep {linger}"));
+    script.push_str(&format!(
+        "sleep {pause}; i=$((i+1)); done; while [ ! -e \"$1\" ]; do sleep 0.05; done"
+    ));
     let child = Command::new("sh")
         .arg("-c")
         .arg(&script)
         .arg("sh")
+        .arg(&release)
         .args(files)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn sh");
-    wait_for_fd(child.id(), files.len() as i32 + 2);
-    child
+    let reader = Reader { child, release };
+    wait_for_fd(reader.id(), files.len() as i32 + 2);
+    reader
 }
 
 /// Waits until `/proc/PID/fd/FD` exists.
 fn wait_for_fd(pid: u32, fd: i32) {
     let path = format!("/proc/{pid}/fd/{fd}");
-    wait_until(&path, 10.0, || std::fs::read_link(&path).is_ok());
+    wait_until(&path, PATIENCE, || std::fs::read_link(&path).is_ok());
 }
 
-/// Runs rpv to completion with a time limit (it must end when the watched process does).
-fn run_limited(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn rpv");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output().expect("wait rpv"));
+/// Runs `cmd` (rpv watching `readers`) until its stderr so far satisfies `shown` (`what`
+/// names it), then releases the readers: rpv must end with them, with status 0. Returns
+/// its stdout and stderr.
+#[track_caller]
+fn watch_until(
+    mut cmd: Command,
+    readers: &[&Reader],
+    what: &str,
+    shown: impl Fn(&str) -> bool,
+) -> (Vec<u8>, String) {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped());
+    let mut watcher = Watched::spawn(cmd);
+    let mut stdout = watcher.child.stdout.take().unwrap();
+    let drain = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = stdout.read_to_end(&mut out);
+        out
     });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out,
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("rpv did not exit within {limit:?}");
-        }
+    watcher.wait_for(what, PATIENCE, shown);
+    for reader in readers {
+        reader.release();
     }
+    let (status, text) = watcher.finish(PATIENCE, "rpv -d once the watched processes ended");
+    assert_eq!(status.code(), Some(0), "{text}");
+    (drain.join().unwrap(), text)
 }
 
 /// The numbers at the end of numeric lines.
@@ -75,16 +109,6 @@ fn numbers(text: &str) -> Vec<f64> {
     text.lines()
         .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
         .collect()
-}
-
-/// Runs `cmd` (at most 20 s) while `helper` reads, waits for the helper, and asserts that
-/// rpv exited 0; returns the output and its stderr.
-fn watch_ok(cmd: Command, helper: &mut Child) -> (Output, String) {
-    let out = run_limited(cmd, Duration::from_secs(20));
-    let _ = helper.wait();
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
-    (out, text)
 }
 
 fn file_of(dir: &Dir, name: &str, chunks: usize, seed: u64) -> std::path::PathBuf {
@@ -95,13 +119,19 @@ fn file_of(dir: &Dir, name: &str, chunks: usize, seed: u64) -> std::path::PathBu
 fn single_fd_numeric_rises_to_the_file_size_and_ends_with_the_process() {
     let dir = Dir::new();
     let file = file_of(&dir, "in.bin", 12, 1);
-    let mut helper = slow_reader(&[&file], 12, "0.05", "0.6");
+    let helper = slow_reader(&dir, &[&file], 12, "0.05");
     let pid = helper.id().to_string();
-    let (out, text) = watch_ok(
+    let full = (12 * CHUNK) as f64;
+    let (stdout, text) = watch_until(
         rpv(&["-d", &format!("{pid}:3"), "-f", "-n", "-b", "-i", "0.1"]),
-        &mut helper,
+        &[&helper],
+        "three lines, the last at the file's size",
+        |text| {
+            let values = numbers(text);
+            values.len() >= 3 && values.last() == Some(&full)
+        },
     );
-    assert!(out.stdout.is_empty());
+    assert!(stdout.is_empty());
     let values = numbers(&text);
     assert!(values.len() >= 3, "{text}");
     assert!(values.windows(2).all(|w| w[0] <= w[1]), "{text}");
@@ -114,10 +144,10 @@ fn single_fd_numeric_rises_to_the_file_size_and_ends_with_the_process() {
 fn single_fd_percentages_and_size_override() {
     let dir = Dir::new();
     let file = file_of(&dir, "in.bin", 8, 2);
-    let mut helper = slow_reader(&[&file], 8, "0.05", "0.6");
+    let helper = slow_reader(&dir, &[&file], 8, "0.05");
     let pid = helper.id().to_string();
     // --size is honoured for a single PID:FD (pv ignores it): 512 KiB of 1 MiB = 50 %.
-    let (_, text) = watch_ok(
+    let (_, text) = watch_until(
         rpv(&[
             "-d",
             &format!("{pid}:3"),
@@ -128,7 +158,9 @@ fn single_fd_percentages_and_size_override() {
             "-s",
             "1M",
         ]),
-        &mut helper,
+        &[&helper],
+        "a line at 50",
+        |text| numbers(text).last() == Some(&50.0),
     );
     assert_eq!(*numbers(&text).last().unwrap(), 50.0, "{text}");
 }
@@ -137,11 +169,16 @@ fn single_fd_percentages_and_size_override() {
 fn single_fd_final_line_stays_visible() {
     let dir = Dir::new();
     let file = file_of(&dir, "in.bin", 4, 3);
-    let mut helper = slow_reader(&[&file], 4, "0.05", "0.5");
+    let helper = slow_reader(&dir, &[&file], 4, "0.05");
     let pid = helper.id().to_string();
-    let (_, text) = watch_ok(
+    let (_, text) = watch_until(
         rpv(&["-d", &format!("{pid}:3"), "-f", "-w", "60", "-i", "0.1"]),
-        &mut helper,
+        &[&helper],
+        "the line at 100%",
+        |text| {
+            let drawn = text.split('\r').rfind(|l| !l.is_empty());
+            drawn.is_some_and(|l| l.contains("100%"))
+        },
     );
     assert!(text.ends_with("\r\n"), "{text:?}");
     let last = text.trim_end().rsplit('\r').next().unwrap();
@@ -158,11 +195,17 @@ fn whole_process_shows_each_file_on_its_own_line() {
     let dir = Dir::new();
     let a = file_of(&dir, "first.bin", 4, 4);
     let b = file_of(&dir, "second.bin", 6, 5);
-    let mut helper = slow_reader(&[&a, &b], 6, "0.05", "0.6");
+    let helper = slow_reader(&dir, &[&a, &b], 6, "0.05");
     let pid = helper.id().to_string();
     let mut cmd = rpv(&["-d", &pid, "-f", "-w", "70", "-H", "10", "-i", "0.1"]);
     cmd.current_dir(dir.dir.path());
-    let (_, text) = watch_ok(cmd, &mut helper);
+    let both_done = |text: &str| {
+        let mut screen = vt100::Parser::new(10, 70, 0);
+        screen.process(text.replace('\n', "\r\n").as_bytes());
+        let rows: Vec<String> = screen.screen().rows(0, 70).collect();
+        text.contains("\x1b[A") && rows[0].contains("100%") && rows[1].contains("100%")
+    };
+    let (_, text) = watch_until(cmd, &[&helper], "a redraw of both lines at 100%", both_done);
     assert!(text.contains("\r\n"), "{text:?}");
     assert!(
         text.contains("\r\x1b[A"),
@@ -186,9 +229,14 @@ fn whole_process_shows_each_file_on_its_own_line() {
 fn whole_process_numeric_lines_carry_names() {
     let dir = Dir::new();
     let a = file_of(&dir, "only.bin", 4, 6);
-    let mut helper = slow_reader(&[&a], 4, "0.05", "0.5");
+    let helper = slow_reader(&dir, &[&a], 4, "0.05");
     let pid = helper.id().to_string();
-    let (_, text) = watch_ok(rpv(&["-d", &pid, "-f", "-n", "-i", "0.1"]), &mut helper);
+    let (_, text) = watch_until(
+        rpv(&["-d", &pid, "-f", "-n", "-i", "0.1"]),
+        &[&helper],
+        "a line at 100",
+        |text| numbers(text).last() == Some(&100.0),
+    );
     let last = text.lines().last().unwrap_or("");
     assert!(
         last.starts_with("   3:") && last.contains("only.bin: "),
@@ -202,10 +250,16 @@ fn several_processes_are_named_with_their_pids() {
     let dir = Dir::new();
     let a = file_of(&dir, "a.bin", 4, 7);
     let b = file_of(&dir, "b.bin", 4, 8);
-    let mut one = slow_reader(&[&a], 4, "0.05", "0.5");
-    let mut two = slow_reader(&[&b], 4, "0.05", "0.5");
+    let one = slow_reader(&dir, &[&a], 4, "0.05");
+    let two = slow_reader(&dir, &[&b], 4, "0.05");
     let (p1, p2) = (one.id(), two.id());
-    let out = run_limited(
+    let at_end = |text: &str, pid: u32| {
+        let prefix = format!("{pid:8}:   3:");
+        let end = format!(" {}", 4 * CHUNK);
+        text.lines()
+            .any(|l| l.starts_with(&prefix) && l.ends_with(&end))
+    };
+    let (_, text) = watch_until(
         rpv(&[
             "-d",
             &format!("{p1}:3"),
@@ -216,11 +270,10 @@ fn several_processes_are_named_with_their_pids() {
             "-i",
             "0.1",
         ]),
-        Duration::from_secs(20),
+        &[&one, &two],
+        "a line of each process at its file's size",
+        |text| at_end(text, p1) && at_end(text, p2),
     );
-    let _ = (one.wait(), two.wait());
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
     for (pid, name) in [(p1, "a.bin"), (p2, "b.bin")] {
         let prefix = format!("{pid:8}:   3:");
         let last = text
@@ -237,19 +290,23 @@ fn list_file_items() {
     let dir = Dir::new();
     let a = file_of(&dir, "a.bin", 3, 9);
     let b = file_of(&dir, "b.bin", 3, 10);
-    let mut one = slow_reader(&[&a], 3, "0.05", "0.5");
-    let mut two = slow_reader(&[&b], 3, "0.05", "0.5");
+    let one = slow_reader(&dir, &[&a], 3, "0.05");
+    let two = slow_reader(&dir, &[&b], 3, "0.05");
     let list = dir.file(
         "list",
         format!("# watched\n  {}:3\r\n\n\t{}\n", one.id(), two.id()).as_bytes(),
     );
-    let out = run_limited(
+    let named = |text: &str| {
+        [one.id(), two.id()]
+            .iter()
+            .all(|pid| text.contains(&format!("{pid:8}:   3:")))
+    };
+    let (_, text) = watch_until(
         rpv(&["-d", &format!("@{}", s(&list)), "-f", "-n", "-i", "0.1"]),
-        Duration::from_secs(20),
+        &[&one, &two],
+        "a line of each process",
+        named,
     );
-    let _ = (one.wait(), two.wait());
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains(&format!("{:8}:   3:", one.id())), "{text}");
     assert!(text.contains(&format!("{:8}:   3:", two.id())), "{text}");
 }
@@ -295,8 +352,9 @@ fn missing_process_and_descriptor() {
     assert_eq!(err(&out), "rpv: pid 999999: No such process\n");
     assert_eq!(out.status.code(), Some(2));
 
+    // Killed below: it only has to outlive rpv's look at it, however long that takes.
     let mut sleeper = Command::new("sleep")
-        .arg("5")
+        .arg("600")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -315,8 +373,9 @@ fn missing_process_and_descriptor() {
 
 #[test]
 fn a_character_device_is_refused() {
+    // Killed below: it only has to outlive rpv's look at it, however long that takes.
     let mut sleeper = Command::new("sleep")
-        .arg("5")
+        .arg("600")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -374,17 +433,17 @@ fn a_pipe_shows_the_process_read_counter() {
     // A sample before any data, then one after each chunk has been read, then the end.
     let read_at_least =
         |n: usize| move |text: &str| numbers(text).last().is_some_and(|&v| v >= n as f64);
-    watcher.wait_for("the first sample", 20.0, read_at_least(0));
+    watcher.wait_for("the first sample", PATIENCE, read_at_least(0));
     for i in 1..=8 {
         stdin.write_all(&[7u8; 32 * 1024]).unwrap();
         watcher.wait_for(
             "a sample of the chunk read",
-            20.0,
+            PATIENCE,
             read_at_least(i * 32 * 1024),
         );
     }
     drop(stdin);
-    let (status, text) = watcher.finish(20.0, "rpv -d on a pipe");
+    let (status, text) = watcher.finish(PATIENCE, "rpv -d on a pipe");
     let _ = reader.wait();
     assert_eq!(status.code(), Some(0), "{text}");
     let last = text.lines().last().unwrap_or("");
@@ -400,19 +459,19 @@ fn a_pipe_shows_the_process_read_counter() {
 fn interrupt_exits_with_32_and_keeps_the_line() {
     let dir = Dir::new();
     let file = file_of(&dir, "in.bin", 1, 11);
-    let mut helper = slow_reader(&[&file], 1, "0", "10");
+    // Never released: it holds its file until the test ends.
+    let helper = slow_reader(&dir, &[&file], 1, "0");
     let pid = helper.id();
     let mut cmd = rpv(&["-d", &format!("{pid}:3"), "-f", "-i", "0.1"]);
     cmd.stdin(Stdio::null()).stdout(Stdio::null());
     let watcher = Watched::spawn(cmd);
-    watcher.wait_for("a line", 10.0, |text| text.contains('\r'));
+    watcher.wait_for("a line", PATIENCE, |text| text.contains('\r'));
     Command::new("kill")
         .args(["-INT", &watcher.child.id().to_string()])
         .status()
         .unwrap();
-    let (status, text) = watcher.finish(10.0, "rpv -d after SIGINT");
-    let _ = helper.kill();
-    let _ = helper.wait();
+    let (status, text) = watcher.finish(PATIENCE, "rpv -d after SIGINT");
+    drop(helper);
     assert_eq!(status.code(), Some(32));
     assert!(text.ends_with("\r\n"), "{text:?}");
 }
@@ -441,18 +500,18 @@ fn a_pipe_watched_alone_shows_its_marker() {
     let pid = reader.id();
     wait_for_fd(pid, 0);
     let mut stdin = reader.stdin.take().unwrap();
-    let feeder = std::thread::spawn(move || {
-        stdin.write_all(&[7u8; 64 * 1024]).unwrap();
-        std::thread::sleep(Duration::from_millis(600));
+    let mut cmd = rpv(&["-d", &format!("{pid}:0"), "-f", "-i", "0.1"]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
+    let watcher = Watched::spawn(cmd);
+    stdin.write_all(&[7u8; 64 * 1024]).unwrap();
+    watcher.wait_for("the pipe's line", PATIENCE, |text| {
+        text.contains("] (process reads): ")
     });
-    let out = run_limited(
-        rpv(&["-d", &format!("{pid}:0"), "-f", "-i", "0.1"]),
-        Duration::from_secs(20),
-    );
-    feeder.join().unwrap();
+    // dd ends once its input does, and rpv with it.
+    drop(stdin);
+    let (status, text) = watcher.finish(PATIENCE, "rpv -d once the pipe's reader ended");
     let _ = reader.wait();
-    let text = err(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(status.code(), Some(0), "{text}");
     let last = text
         .split(['\r', '\n'])
         .rfind(|l| !l.trim().is_empty())
