@@ -240,7 +240,7 @@ fn a_watched_descriptors_path_survives_too() {
         .unwrap();
     // The holder has the file open on descriptor 3 once it runs sleep.
     let fd3 = format!("/proc/{}/fd/3", holder.id());
-    crate::util::wait_until("the holder to run sleep", 10.0, || {
+    crate::util::wait_until("the holder to run sleep", crate::util::PATIENCE, || {
         std::fs::read(format!("/proc/{}/cmdline", holder.id()))
             .is_ok_and(|c| c.starts_with(b"sleep"))
             && std::fs::read_link(&fd3).is_ok()
@@ -319,7 +319,7 @@ fn an_interrupted_run_ends_once() {
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
-    let status = crate::util::wait_within(&mut child, 10.0, "rpv after SIGINT");
+    let status = crate::util::wait_within(&mut child, crate::util::PATIENCE, "rpv after SIGINT");
     let objects = objects("SIGINT", text.as_bytes(), status.code());
     assert_eq!(status.code(), Some(32));
     assert_eq!(objects.last().unwrap()["interrupted"], true);
@@ -536,7 +536,7 @@ fn random_command_lines_with_json_speak_only_json() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            let status = crate::util::wait_within(&mut child, 20.0, &what);
+            let status = crate::util::wait_within(&mut child, crate::util::PATIENCE, &what);
             let text = crate::util::stderr_of(&mut child);
             prop_assert!(!text.contains("panicked"), "{what}: {text}");
             let _ = objects(&what, text.as_bytes(), status.code());

@@ -181,7 +181,7 @@ fn resizing_keeps_every_row_clean() {
     );
     let (rows, _, queries) = run(&dir, &script, 90, 20, true, |t| {
         // Resize once every instance has its row (a fixed sleep raced with slow starts).
-        wait_until("the three rows", 10.0, || {
+        wait_until("the three rows", crate::util::PATIENCE, || {
             ["one:", "two:", "three:"]
                 .iter()
                 .all(|n| t.contents().contains(n))
@@ -223,7 +223,9 @@ fn an_instance_started_after_a_resize_finds_the_rows_again() {
         go = s(&go),
     );
     let (rows, _, queries) = run(&dir, &script, 80, 24, true, |t| {
-        wait_until("`one` to draw", 20.0, || t.contents().contains("one:"));
+        wait_until("`one` to draw", crate::util::PATIENCE, || {
+            t.contents().contains("one:")
+        });
         // `one` is on row 21; the text scrolls up 3 rows to keep it on the new row 18.
         t.resize(80, 18);
         std::fs::write(&go, b"").unwrap();
@@ -576,7 +578,8 @@ fn a_registry_locked_by_a_stopped_instance_does_not_hold_rpv() {
         rustix::process::Signal::INT,
     )
     .unwrap();
-    let status = crate::util::wait_within(&mut child, 10.0, "rpv -c, registry locked");
+    let status =
+        crate::util::wait_within(&mut child, crate::util::PATIENCE, "rpv -c, registry locked");
     let took = sent.elapsed();
     drop(held);
     drop(terminal);

@@ -436,7 +436,7 @@ impl Processes {
             .expect("spawn sleep");
         // Until it has exec'd, the child's command name is still the test's.
         let comm = format!("/proc/{}/comm", rpv.id());
-        crate::util::wait_until("rpv to start", 10.0, || {
+        crate::util::wait_until("rpv to start", crate::util::PATIENCE, || {
             std::fs::read_to_string(&comm).ok().as_deref() == Some("rpv\n")
         });
         let hostile = Command::new("sh")
@@ -446,7 +446,7 @@ impl Processes {
             .spawn()
             .expect("spawn sh");
         let cmdline = format!("/proc/{}/cmdline", hostile.id());
-        crate::util::wait_until("sh to start", 10.0, || {
+        crate::util::wait_until("sh to start", crate::util::PATIENCE, || {
             std::fs::read(&cmdline).is_ok_and(|c| c.windows(4).any(|w| w == b"two\n"))
         });
         Processes {
@@ -769,7 +769,11 @@ fn zsh_types_pipeline_equals(dir: &Path) {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let wait_for = |what: &str| {
-        if crate::util::poll(20.0, || pane().contains(what).then_some(())).is_none() {
+        if crate::util::poll(crate::util::PATIENCE, || {
+            pane().contains(what).then_some(())
+        })
+        .is_none()
+        {
             let _ = tmux(&["kill-server"]);
             panic!("{what:?} never shown: {}", pane());
         }

@@ -73,7 +73,7 @@ fn reader_going_away_ends_quietly_with_status_0() {
         let mut one = [0u8; 1];
         child.stdout.as_mut().unwrap().read_exact(&mut one).unwrap();
         drop(child.stdout.take());
-        let status = wait_within(&mut child, 10.0, "rpv big | head -c1");
+        let status = wait_within(&mut child, crate::util::PATIENCE, "rpv big | head -c1");
         let stderr = crate::util::stderr_of(&mut child);
         assert_eq!(status.code(), Some(0), "{extra:?}: {stderr}");
         assert!(
@@ -97,9 +97,15 @@ fn reader_exiting_without_reading_does_not_hang() {
         child.stdin.take().unwrap().write_all(b"abc").unwrap();
         // The reader exits without reading once rpv has passed the data on.
         let stdout = child.stdout.take().unwrap();
-        wait_until("abc in the pipe", 10.0, || pipe_fill(stdout.as_fd()).0 == 3);
+        wait_until("abc in the pipe", crate::util::PATIENCE, || {
+            pipe_fill(stdout.as_fd()).0 == 3
+        });
         drop(stdout);
-        let status = wait_within(&mut child, 5.0, "printf abc | rpv | sleep 0.5");
+        let status = wait_within(
+            &mut child,
+            crate::util::PATIENCE,
+            "printf abc | rpv | sleep 0.5",
+        );
         assert_eq!(status.code(), Some(0));
     }
 }

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::json::parse_ndjson;
-use crate::util::{data, rpv, s, stderr_of, wait_within, Dir};
+use crate::util::{data, rpv, s, stderr_of, wait_within, Dir, PATIENCE};
 
 /// Waits until `cond` holds, at most `secs`.
 #[track_caller]
@@ -32,7 +32,7 @@ fn kill(pid: u32, sig: libc::c_int) {
 
 /// The PID a script wrote to `path` (once it has).
 fn pid_in(path: &Path) -> u32 {
-    wait_for(20.0, &format!("a PID in {path:?}"), || {
+    wait_for(PATIENCE, &format!("a PID in {path:?}"), || {
         std::fs::read_to_string(path).is_ok_and(|t| t.ends_with('\n'))
     });
     std::fs::read_to_string(path)
@@ -122,7 +122,7 @@ fn a_stall_with_m_names_the_command_and_ends_it_with_what_it_started() {
     let shell = process(pid_in(&shell_pid));
     let sleep = process(pid_in(&sleep_pid));
     let _leftovers = Leftovers(vec![shell, sleep]);
-    let status = wait_within(&mut child, 20.0, "-M out, stalled");
+    let status = wait_within(&mut child, PATIENCE, "-M out, stalled");
     let stderr = stderr_of(&mut child);
     assert_eq!(status.code(), Some(128), "{stderr}");
     assert_eq!(std::fs::read(dir.path("out")).unwrap(), vec![0u8; 1000]);
@@ -146,7 +146,7 @@ fn a_stall_with_m_names_the_command_and_ends_it_with_what_it_started() {
         format!("ended the command PID {} ({command}) with SIGTERM", shell.0)
     );
     gone_within(
-        5.0,
+        PATIENCE,
         &[shell, sleep],
         "the command and its sleep end with rpv",
     );
@@ -167,7 +167,7 @@ fn an_exit_signal_to_rpv_ends_the_m_command() {
             "exec 2>/dev/null; {ignore}echo $$ > {}; while :; do sleep 1; done",
             s(&pid_file)
         );
-        let mut child = rpv(&["-q", "-M", "in", "--", "sh", "-c", &script])
+        let mut child = crate::util::rpv_on_time(&["-q", "-M", "in", "--", "sh", "-c", &script])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -178,7 +178,7 @@ fn an_exit_signal_to_rpv_ends_the_m_command() {
         let _leftovers = Leftovers(vec![shell]);
         let sent = Instant::now();
         kill(child.id(), sig);
-        let status = wait_within(&mut child, 20.0, "-M in, signalled");
+        let status = wait_within(&mut child, PATIENCE, "-M in, signalled");
         let took = sent.elapsed();
         let stderr = stderr_of(&mut child);
         assert_eq!(status.code(), Some(32), "{stderr}");
@@ -193,7 +193,7 @@ fn an_exit_signal_to_rpv_ends_the_m_command() {
                 && stderr.contains(word),
             "{word}: {stderr}"
         );
-        gone_within(5.0, &[shell], "the command ends with rpv");
+        gone_within(PATIENCE, &[shell], "the command ends with rpv");
     }
 }
 
@@ -209,7 +209,7 @@ fn sigint_ends_the_wait_for_an_m_command_that_closed_its_output() {
         "exec >&- 2>/dev/null; echo $$ > {}; exec sleep 30",
         s(&pid_file)
     );
-    let mut child = rpv(&["-q", "-M", "out", "--", "sh", "-c", &script])
+    let mut child = crate::util::rpv_on_time(&["-q", "-M", "out", "--", "sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -217,12 +217,12 @@ fn sigint_ends_the_wait_for_an_m_command_that_closed_its_output() {
         .unwrap();
     let command = process(pid_in(&pid_file));
     let _leftovers = Leftovers(vec![command]);
-    wait_for(20.0, "the command runs sleep", || {
+    wait_for(PATIENCE, "the command runs sleep", || {
         std::fs::read(format!("/proc/{}/cmdline", command.0)).is_ok_and(|c| c.starts_with(b"sleep"))
     });
     let sent = Instant::now();
     kill(child.id(), libc::SIGINT);
-    let status = wait_within(&mut child, 20.0, "-M out, waiting for the command");
+    let status = wait_within(&mut child, PATIENCE, "-M out, waiting for the command");
     let took = sent.elapsed();
     let stderr = stderr_of(&mut child);
     assert!(
@@ -230,7 +230,7 @@ fn sigint_ends_the_wait_for_an_m_command_that_closed_its_output() {
         "exited {took:?} after SIGINT"
     );
     assert_eq!(status.code(), Some(32), "{stderr}");
-    gone_within(5.0, &[command], "the command ends with rpv");
+    gone_within(PATIENCE, &[command], "the command ends with rpv");
 }
 
 /// `-U -` whose input stalls: what was stored reaches the output before rpv fails (status
@@ -258,7 +258,7 @@ fn a_stall_in_the_store_phase_forwards_what_was_stored() {
         .unwrap();
         let mut feed = child.stdin.take().unwrap();
         feed.write_all(&bytes).unwrap();
-        let status = wait_within(&mut child, 20.0, "-U, stalled input");
+        let status = wait_within(&mut child, PATIENCE, "-U, stalled input");
         drop(feed);
         let stderr = stderr_of(&mut child);
         assert_eq!(status.code(), Some(128), "-U {store}: {stderr}");
@@ -283,7 +283,7 @@ fn a_stall_in_the_store_phase_forwards_what_was_stored() {
 #[test]
 fn the_watchdog_fires_within_one_interval_after_the_timeout() {
     let _cores = crate::util::cores_free();
-    let mut child = rpv(&["-q", "-i", "2", "--stall-timeout", "1"])
+    let mut child = crate::util::rpv_on_time(&["-q", "-i", "2", "--stall-timeout", "1"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -292,7 +292,7 @@ fn the_watchdog_fires_within_one_interval_after_the_timeout() {
     let mut feed = child.stdin.take().unwrap();
     feed.write_all(&data(100_000, 52)).unwrap();
     let last_byte = Instant::now();
-    let status = wait_within(&mut child, 20.0, "-i 2, stalled input");
+    let status = wait_within(&mut child, PATIENCE, "-i 2, stalled input");
     let took = last_byte.elapsed();
     drop(feed);
     assert_eq!(status.code(), Some(128));
@@ -332,7 +332,7 @@ fn a_stalled_tee_copy_is_named_with_its_reader() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let status = wait_within(&mut child, 20.0, "--tee FIFO, stalled");
+    let status = wait_within(&mut child, PATIENCE, "--tee FIFO, stalled");
     let stderr = stderr_of(&mut child);
     let reader_pid = reader.id();
     let _ = reader.kill();
@@ -377,7 +377,7 @@ fn the_rate_limit_lets_no_burst_through_after_a_stop() {
     let input = dir.file("in", &data(12 << 20, 54));
     for stop in [libc::SIGSTOP, libc::SIGTSTP] {
         let spawned = Instant::now();
-        let mut child = rpv(&["--json", "-i", "0.05", "-L", "1M", s(&input)])
+        let mut child = crate::util::rpv_on_time(&["--json", "-i", "0.05", "-L", "1M", s(&input)])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -397,15 +397,15 @@ fn the_rate_limit_lets_no_burst_through_after_a_stop() {
             }
         });
         let next = |what: &str| {
-            rx.recv_timeout(Duration::from_secs(20))
+            rx.recv_timeout(Duration::from_secs_f64(PATIENCE))
                 .unwrap_or_else(|_| panic!("{what}: no progress report"))
         };
         while next("before the stop").1 < 400_000 {}
         let stopped_at = Instant::now();
         kill(pid, stop);
-        wait_for(20.0, "rpv stops", || state(pid) == 'T');
+        wait_for(PATIENCE, "rpv stops", || state(pid) == 'T');
         // Stopped for long enough that a late-wakeup credit would be a full second's worth.
-        std::thread::sleep(Duration::from_secs(2));
+        crate::util::pause(Duration::from_secs(2));
         let continued_at = Instant::now();
         kill(pid, libc::SIGCONT);
         let stopped_for = continued_at - stopped_at;
@@ -428,7 +428,7 @@ fn the_rate_limit_lets_no_burst_through_after_a_stop() {
             }
         }
         kill(pid, libc::SIGINT);
-        wait_within(&mut child, 20.0, "-L, interrupted");
+        wait_within(&mut child, PATIENCE, "-L, interrupted");
         drop(rx);
         reader.join().unwrap();
     }
@@ -466,7 +466,7 @@ fn a_stall_with_m_in_names_the_command_that_does_not_read() {
     .unwrap();
     let command = process(pid_in(&pid_file));
     let _leftovers = Leftovers(vec![command]);
-    let status = wait_within(&mut child, 20.0, "-M in, stalled");
+    let status = wait_within(&mut child, PATIENCE, "-M in, stalled");
     let stderr = stderr_of(&mut child);
     assert_eq!(status.code(), Some(128), "{stderr}");
     let objects = parse_ndjson(stderr.as_bytes());
@@ -483,7 +483,7 @@ fn a_stall_with_m_in_names_the_command_that_does_not_read() {
             command.0
         )
     );
-    gone_within(5.0, &[command], "the command ends with rpv");
+    gone_within(PATIENCE, &[command], "the command ends with rpv");
 }
 
 /// `sh -c 'SCRIPT'` as rpv shows a command: cut to 80 characters.

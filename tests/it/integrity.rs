@@ -749,7 +749,11 @@ fn a_fifo_input_is_opened_once() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let status = crate::util::wait_within(&mut child, 20.0, &format!("rpv {args:?} fifo"));
+        let status = crate::util::wait_within(
+            &mut child,
+            crate::util::PATIENCE,
+            &format!("rpv {args:?} fifo"),
+        );
         assert!(status.success(), "{args:?}: {status:?}");
         writer
             .join()

@@ -225,7 +225,7 @@ fn pid_file_exists_while_running_and_is_removed_at_exit() {
     .stdout(std::process::Stdio::null())
     .spawn()
     .unwrap();
-    let content = crate::util::wait_for("the pid file", 5.0, || {
+    let content = crate::util::wait_for("the pid file", crate::util::PATIENCE, || {
         std::fs::read_to_string(&pidfile).ok()
     });
     assert_eq!(content, format!("{}\n", child.id()));

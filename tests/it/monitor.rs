@@ -158,7 +158,9 @@ fn monitor_answers_remote_queries() {
         .path()
         .join("rpv")
         .join(format!("{}.sock", child.id()));
-    crate::util::wait_until("the control socket", 10.0, || socket.exists());
+    crate::util::wait_until("the control socket", crate::util::PATIENCE, || {
+        socket.exists()
+    });
     let pid = child.id().to_string();
     let out = rpv(&["-Q", &pid, "-n", "-b", "-i", "0.2"])
         .env("XDG_RUNTIME_DIR", runtime.dir.path())

@@ -102,7 +102,11 @@ fn a_hostile_name_is_escaped_on_the_screen() {
         .stderr(Stdio::from(slave))
         .spawn()
         .unwrap();
-    let status = crate::util::wait_within(&mut child, 30.0, "rpv --each on a terminal");
+    let status = crate::util::wait_within(
+        &mut child,
+        crate::util::PATIENCE,
+        "rpv --each on a terminal",
+    );
     assert_eq!(status.code(), Some(2));
     drop(child);
     let (rows, bytes, _) = terminal.finish();

@@ -307,7 +307,7 @@ fn things_planted_at_the_metrics_temporary_name_are_left_alone() {
         }
         use std::io::Write;
         shell.stdin.take().unwrap().write_all(b"go\n").unwrap();
-        let status = wait_within(&mut shell, 20.0, planted);
+        let status = wait_within(&mut shell, crate::util::PATIENCE, planted);
         let stderr = crate::util::stderr_of(&mut shell);
         assert_eq!((stderr.as_str(), status.code()), ("", Some(0)), "{planted}");
         assert_eq!(std::fs::read(dir.path("out")).unwrap(), input, "{planted}");
@@ -427,7 +427,7 @@ fn an_output_that_is_rpvs_own_input_pipe_is_refused() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let status = wait_within(&mut child, 20.0, script);
+        let status = wait_within(&mut child, crate::util::PATIENCE, script);
         let stderr = crate::util::stderr_of(&mut child);
         assert_eq!(
             (stderr.as_str(), status.code()),

@@ -47,7 +47,7 @@ fn resizing_the_terminal_changes_the_line_width() {
         .stderr(Stdio::from(slave))
         .spawn()
         .unwrap();
-    wait_until("a line at the first width", 10.0, || {
+    wait_until("a line at the first width", crate::util::PATIENCE, || {
         terminal.contents().contains("ETA") && catches(child.id(), libc::SIGWINCH)
     });
     terminal.resize(50, 10);

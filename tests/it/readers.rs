@@ -70,11 +70,16 @@ fn into_head(mut watch: Command, what: &str) -> std::process::ExitStatus {
     ended(&mut child, what)
 }
 
-/// The status of `child` once it ends, at most 15 s after its reader went (it ends at its
-/// next update); fails the test, killing it, if it still runs.
+/// The status of `child` once it ends after its reader went (at its next update, which on
+/// a loaded machine may be seconds away); fails the test, killing it, if it still runs
+/// after [`crate::util::PATIENCE`].
 #[track_caller]
 fn ended(child: &mut Child, what: &str) -> std::process::ExitStatus {
-    wait_within(child, 15.0, &format!("{what} after its reader went"))
+    wait_within(
+        child,
+        crate::util::PATIENCE,
+        &format!("{what} after its reader went"),
+    )
 }
 
 /// A process holding a file of `dir` open on its descriptor 3 (it runs `sleep`); the
@@ -91,10 +96,14 @@ fn holding(dir: &Dir) -> (Killed, String) {
     );
     let pid = holder.0.id();
     let fd3 = format!("/proc/{pid}/fd/3");
-    wait_until("the holder to run sleep with its file open", 20.0, || {
-        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep"))
-            && std::fs::read_link(&fd3).is_ok()
-    });
+    wait_until(
+        "the holder to run sleep with its file open",
+        crate::util::PATIENCE,
+        || {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep"))
+                && std::fs::read_link(&fd3).is_ok()
+        },
+    );
     (holder, format!("{pid}:3"))
 }
 
@@ -122,7 +131,9 @@ fn a_query_ends_when_its_reader_goes() {
     );
     let pid = target.0.id();
     let socket = runtime.dir.path().join("rpv").join(format!("{pid}.sock"));
-    wait_until("the target's control socket", 20.0, || socket.exists());
+    wait_until("the target's control socket", crate::util::PATIENCE, || {
+        socket.exists()
+    });
     let mut query = rpv(&["--json", "-i", "0.1", "-Q", &pid.to_string()]);
     query.env("XDG_RUNTIME_DIR", runtime.dir.path());
     let status = into_head(query, "-Q");
@@ -161,7 +172,11 @@ fn a_transfer_copies_on_when_its_display_has_no_reader() {
         .stderr(Stdio::from(write))
         .spawn()
         .unwrap();
-    let status = wait_within(&mut child, 30.0, "a transfer with no reader of its display");
+    let status = wait_within(
+        &mut child,
+        crate::util::PATIENCE,
+        "a transfer with no reader of its display",
+    );
     assert_eq!(status.code(), Some(0));
     assert_same(&std::fs::read(&output).unwrap(), &bytes, "the copy");
 }

@@ -55,15 +55,19 @@ fn sigusr1_sigusr2_and_sigalrm_do_not_end_a_transfer() {
         spawn_draining(rpv(&["-q", "-L", "4M", "-P", s(&pidfile), s(&input)]));
     // The pid file is written once the handlers are in place (a signal before that, like
     // one before any program's start-up is done, takes its default action).
-    wait_until("the pid file", 10.0, || pidfile.exists());
+    wait_until("the pid file", crate::util::PATIENCE, || pidfile.exists());
     for signal in [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM, libc::SIGUSR1] {
         kill(&child, signal);
         // Delivered before the next one is sent (two of a kind pending would be one).
-        wait_until("the signal to be delivered", 10.0, || {
+        wait_until("the signal to be delivered", crate::util::PATIENCE, || {
             !pending(child.id(), signal)
         });
     }
-    let status = wait_within(&mut child, 10.0, "rpv after USR1/USR2/ALRM");
+    let status = wait_within(
+        &mut child,
+        crate::util::PATIENCE,
+        "rpv after USR1/USR2/ALRM",
+    );
     let copied = reader.join().unwrap();
     let stderr = stderr_of(&mut child);
     assert_eq!(status.code(), Some(0), "{stderr}");
@@ -125,11 +129,13 @@ fn an_interrupt_while_waiting_for_a_fifo_reader_exits_32_and_cleans_up() {
             .spawn()
             .unwrap();
         // The pid file is written first; then rpv blocks opening the FIFO.
-        wait_until("the pid file, then a blocked open", 10.0, || {
-            pidfile.exists() && process_state(child.id()) == 'S' && catches(child.id(), signal)
-        });
+        wait_until(
+            "the pid file, then a blocked open",
+            crate::util::PATIENCE,
+            || pidfile.exists() && process_state(child.id()) == 'S' && catches(child.id(), signal),
+        );
         kill(&child, signal);
-        let status = wait_within(&mut child, 3.0, "blocked open");
+        let status = wait_within(&mut child, crate::util::PATIENCE, "blocked open");
         assert_eq!(
             status.code(),
             Some(32),
@@ -213,7 +219,9 @@ fn the_line_after_ctrl_c_starts_at_the_first_column() {
         s(&input)
     );
     let (status, terminal) = bash_on_terminal(&script, 80, 24, false, &[], |t| {
-        wait_until("a progress line", 10.0, || t.contents().contains("ETA"));
+        wait_until("a progress line", crate::util::PATIENCE, || {
+            t.contents().contains("ETA")
+        });
         t.type_keys(b"\x03");
     });
     let (rows, bytes, _) = terminal.finish();
@@ -435,7 +443,7 @@ fn a_store_that_is_not_a_regular_file_is_refused() {
         let mut stdin = child.stdin.take().unwrap();
         let _ = std::io::Write::write_all(&mut stdin, b"abc\n");
         drop(stdin);
-        let status = wait_within(&mut child, 20.0, store);
+        let status = wait_within(&mut child, crate::util::PATIENCE, store);
         let mut out = Vec::new();
         std::io::Read::read_to_end(&mut child.stdout.take().unwrap(), &mut out).unwrap();
         assert_eq!(

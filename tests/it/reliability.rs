@@ -18,7 +18,7 @@ fn run_to_file(args: &[&str], env: &[(&str, &str)]) -> (Vec<u8>, String, Option<
         .stdout(File::create(&out_path).unwrap())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    let status = wait_within(&mut child, 20.0, &format!("{args:?}"));
+    let status = wait_within(&mut child, crate::util::PATIENCE, &format!("{args:?}"));
     let stderr = crate::util::stderr_of(&mut child);
     (std::fs::read(&out_path).unwrap(), stderr, status.code())
 }
@@ -322,7 +322,7 @@ fn direct_io_flags_are_restored_after_an_interrupt_too() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let status = wait_within(&mut child, 10.0, "interrupted -K");
+    let status = wait_within(&mut child, crate::util::PATIENCE, "interrupted -K");
     assert_eq!(status.code(), Some(32));
     assert_eq!(fd_flags(out.as_raw_fd()) & libc::O_DIRECT as u32, 0);
     drop(stdin);
@@ -675,11 +675,13 @@ fn signals_end_rpv_even_when_standard_error_is_a_full_pipe_nobody_reads() {
         );
         // The data does not wait for the display.
         let at = got.load(std::sync::atomic::Ordering::Relaxed);
-        wait_for(20.0, &format!("{what}: data flows meanwhile"), || {
-            got.load(std::sync::atomic::Ordering::Relaxed) >= at + (256 << 10)
-        });
+        wait_for(
+            crate::util::PATIENCE,
+            &format!("{what}: data flows meanwhile"),
+            || got.load(std::sync::atomic::Ordering::Relaxed) >= at + (256 << 10),
+        );
         signal(&child, sig);
-        let status = wait_within(&mut child, 20.0, &what);
+        let status = wait_within(&mut child, crate::util::PATIENCE, &what);
         assert_eq!(status.code(), Some(32), "{what}");
         // The output closed (the reader saw its end) and holds the input up to the interrupt.
         let out = reader.join().unwrap();
@@ -737,14 +739,18 @@ fn json_end_totals_after_an_interrupt_equal_what_reached_each_output() {
             .spawn()
             .unwrap();
         // (rpv grows its output pipe: wait until that pipe, whatever its size, is nearly full.)
-        wait_for(20.0, &format!("{name}: the output pipe fills"), || {
-            let cap = rustix::pipe::fcntl_getpipe_size(out_r.as_fd()).unwrap();
-            let unread = rustix::io::ioctl_fionread(out_r.as_fd()).unwrap() as usize;
-            cap >= 1 << 20 && unread + (128 << 10) >= cap
-        });
+        wait_for(
+            crate::util::PATIENCE,
+            &format!("{name}: the output pipe fills"),
+            || {
+                let cap = rustix::pipe::fcntl_getpipe_size(out_r.as_fd()).unwrap();
+                let unread = rustix::io::ioctl_fionread(out_r.as_fd()).unwrap() as usize;
+                cap >= 1 << 20 && unread + (128 << 10) >= cap
+            },
+        );
         signal(&child, libc::SIGTERM);
         let (_, reader) = counting_reader(File::from(out_r));
-        let status = wait_within(&mut child, 20.0, name);
+        let status = wait_within(&mut child, crate::util::PATIENCE, name);
         let stderr = crate::util::stderr_of(&mut child);
         assert_eq!(status.code(), Some(32), "{name}: {stderr}");
         let out = reader.join().unwrap();
@@ -793,11 +799,11 @@ fn json_end_totals_after_an_interrupt_equal_the_output_file() {
             .unwrap();
         // Some data has gone through, a different amount each time.
         let want = (1 << 20) * (i as u64 + 1);
-        wait_for(20.0, "data reaches the output", || {
+        wait_for(crate::util::PATIENCE, "data reaches the output", || {
             std::fs::metadata(&out_path).is_ok_and(|m| m.len() >= want)
         });
         signal(&child, libc::SIGINT);
-        let status = wait_within(&mut child, 20.0, "rpv");
+        let status = wait_within(&mut child, crate::util::PATIENCE, "rpv");
         let stderr = crate::util::stderr_of(&mut child);
         if status.code() == Some(0) {
             continue; // It ended before the signal (a fast machine).
@@ -831,7 +837,7 @@ fn remote_and_query_work_from_the_start_of_a_transfer() {
             .spawn()
             .unwrap();
         let (got, reader) = counting_reader(target.stdout.take().unwrap());
-        wait_for(20.0, "the transfer starts", || {
+        wait_for(crate::util::PATIENCE, "the transfer starts", || {
             got.load(std::sync::atomic::Ordering::Relaxed) > 0
         });
         let pid = target.id().to_string();
@@ -847,18 +853,25 @@ fn remote_and_query_work_from_the_start_of_a_transfer() {
         // -Q follows it (one numeric line per interval) ...
         let mut query = client(&["-Q", &pid, "-n", "-i", "0.1"]);
         let (shown, query_err) = counting_reader(query.stderr.take().unwrap());
-        wait_for(20.0, &format!("{mode:?}: -Q shows progress"), || {
-            shown.load(std::sync::atomic::Ordering::Relaxed) > 0
-                || query.try_wait().is_ok_and(|s| s.is_some())
-        });
+        wait_for(
+            crate::util::PATIENCE,
+            &format!("{mode:?}: -Q shows progress"),
+            || {
+                shown.load(std::sync::atomic::Ordering::Relaxed) > 0
+                    || query.try_wait().is_ok_and(|s| s.is_some())
+            },
+        );
         // ... and -R lifts the limit, so the rest takes a moment instead of ten seconds.
         let mut remote = client(&["-R", &pid, "-L", "100M"]);
-        let status = wait_within(&mut remote, 20.0, "-R");
+        let status = wait_within(&mut remote, crate::util::PATIENCE, "-R");
         let remote_err = crate::util::stderr_of(&mut remote);
         assert_eq!(status.code(), Some(0), "{mode:?}: -R: {remote_err}");
         assert_eq!(wait_within(&mut target, 8.0, "the target").code(), Some(0));
         assert!(reader.join().unwrap() == bytes, "{mode:?}: all the data");
-        assert_eq!(wait_within(&mut query, 20.0, "-Q").code(), Some(0));
+        assert_eq!(
+            wait_within(&mut query, crate::util::PATIENCE, "-Q").code(),
+            Some(0)
+        );
         let shown = String::from_utf8(query_err.join().unwrap()).unwrap();
         assert!(
             shown.lines().count() > 0 && !shown.contains("rpv:"),
@@ -951,7 +964,7 @@ fn stray_sigurg_changes_nothing() {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         feeder.join().unwrap();
-        let status = wait_within(&mut child, 20.0, "rpv");
+        let status = wait_within(&mut child, crate::util::PATIENCE, "rpv");
         let stderr = crate::util::stderr_of(&mut child);
         assert_eq!((status.code(), stderr.as_str()), (Some(0), ""), "{args:?}");
         assert_same(&reader.join().unwrap(), &bytes, &format!("{args:?}"));
@@ -979,14 +992,18 @@ fn the_pid_file_is_removed_only_if_it_is_still_rpvs() {
             .spawn()
             .unwrap();
         let pid = child.id();
-        crate::util::wait_until("rpv to write its pid file", 20.0, || {
+        crate::util::wait_until("rpv to write its pid file", crate::util::PATIENCE, || {
             std::fs::read_to_string(&pid_path).is_ok_and(|t| t == format!("{pid}\n"))
         });
         plant();
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(b"data").unwrap();
         drop(stdin);
-        let status = wait_within(&mut child, 20.0, "rpv -P after its input ended");
+        let status = wait_within(
+            &mut child,
+            crate::util::PATIENCE,
+            "rpv -P after its input ended",
+        );
         assert_eq!(status.code(), Some(0));
     };
     // Nothing planted: the pid file goes.

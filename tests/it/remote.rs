@@ -24,8 +24,9 @@ impl Target {
     /// control socket.
     fn start(args: &[&str]) -> Target {
         let runtime = Dir::new();
-        // The target answers -R and -Q within the client's timeout.
-        let mut cmd = crate::util::rpv_urgent(args);
+        // The target answers -R and -Q within the client's timeout, and draws its lines on
+        // time: it (and the test thread, and so every client it starts) gets the CPU first.
+        let mut cmd = crate::util::rpv_on_time(args);
         cmd.env("XDG_RUNTIME_DIR", runtime.dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -52,10 +53,14 @@ impl Target {
         // Listening: rpv makes the socket private (0600) after bind and listen. Its mere
         // existence is not enough: a target stopped between bind and listen (a test that
         // sends SIGSTOP at once, on a loaded machine) refuses every connection.
-        wait_until(&format!("the control socket at {socket:?}"), 10.0, || {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(&socket).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o600)
-        });
+        wait_until(
+            &format!("the control socket at {socket:?}"),
+            crate::util::PATIENCE,
+            || {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(&socket).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o600)
+            },
+        );
         target
     }
 
@@ -134,7 +139,7 @@ impl Target {
     fn lines_after(&self, args: &[&str], window: Duration) -> Vec<String> {
         self.remote(args);
         let applied = self.stderr_len();
-        wait_until("a line drawn after -R", 10.0, || {
+        wait_until("a line drawn after -R", crate::util::PATIENCE, || {
             self.stderr.lock().unwrap()[applied..].contains(&b'\r')
         });
         let mark = self.stderr_len();
@@ -252,7 +257,7 @@ fn remote_changes_only_the_options_given() {
         "50k",
         "/dev/zero",
     ]);
-    wait_until("the first name", 10.0, || {
+    wait_until("the first name", crate::util::PATIENCE, || {
         target.lines_since(0).iter().any(|l| l.contains("first:"))
     });
     let lines = target.lines_after(&["-N", "second"], Duration::from_millis(1000));

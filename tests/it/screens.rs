@@ -695,7 +695,7 @@ fn ctrl_c_of_each_with_a_limit_ends_honest() {
         .spawn()
         .unwrap();
     // Interrupted once 30 files have started (about 2 s at 1 MiB/s).
-    crate::util::wait_for("f30 on the screen", 30.0, || {
+    crate::util::wait_for("f30 on the screen", crate::util::PATIENCE, || {
         let text = std::fs::read(&err).unwrap_or_default();
         String::from_utf8_lossy(&text)
             .contains("f30:")
@@ -705,7 +705,8 @@ fn ctrl_c_of_each_with_a_limit_ends_honest() {
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    let status = crate::util::wait_within(&mut child, 10.0, "rpv --each after Ctrl-C");
+    let status =
+        crate::util::wait_within(&mut child, crate::util::PATIENCE, "rpv --each after Ctrl-C");
     assert_eq!(status.code(), Some(32));
     let mut parser = vt100::Parser::new(20, 100, 0);
     parser.process(&std::fs::read(&err).unwrap());

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use crate::util::wait_for;
 
 /// How long a stage may take to start (a loaded 2-core machine included).
-const START_SECS: f64 = 10.0;
+const START_SECS: f64 = crate::util::PATIENCE;
 
 /// A shell pipeline (`sh -c SCRIPT`, niced, with `$RPV` set) in its own process group.
 pub struct Pipeline {

@@ -21,11 +21,13 @@ fn interrupts_end_with_status_32_and_a_final_newline() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let (mut child, out) =
             spawn_counting(rpv(&["-f", "-b", "-i", "0.1", "-L", "100k", "/dev/zero"]));
-        wait_until("the data to flow with the handlers in place", 10.0, || {
-            out.bytes() > 0 && catches(child.id(), signal)
-        });
+        wait_until(
+            "the data to flow with the handlers in place",
+            crate::util::PATIENCE,
+            || out.bytes() > 0 && catches(child.id(), signal),
+        );
         kill(&child, signal);
-        let status = wait_within(&mut child, 3.0, "rpv");
+        let status = wait_within(&mut child, crate::util::PATIENCE, "rpv");
         assert_eq!(status.code(), Some(32), "signal {signal}");
         let stderr = stderr_of(&mut child);
         assert!(stderr.ends_with("B\r\n"), "signal {signal}: {stderr:?}");
@@ -41,13 +43,13 @@ fn interrupt_ends_even_while_blocked_on_a_full_output() {
         args.extend_from_slice(extra);
         let mut child = rpv(&args).stdout(Stdio::piped()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
-        wait_until("the output pipe to fill", 10.0, || {
+        wait_until("the output pipe to fill", crate::util::PATIENCE, || {
             let (queued, capacity) = pipe_fill(stdout.as_fd());
             queued + 4096 > capacity && catches(child.id(), libc::SIGINT)
         });
         kill(&child, libc::SIGINT);
         assert_eq!(
-            wait_within(&mut child, 3.0, "rpv").code(),
+            wait_within(&mut child, crate::util::PATIENCE, "rpv").code(),
             Some(32),
             "{extra:?}"
         );
@@ -59,7 +61,7 @@ fn stopped_time_is_not_counted_and_the_transfer_resumes() {
     let _cores = crate::util::cores_free();
     // 2 MiB at 1 MiB/s, stopped for 1.5 s in the middle.
     let start = Instant::now();
-    let (mut child, out) = spawn_counting(rpv(&[
+    let (mut child, out) = spawn_counting(crate::util::rpv_on_time(&[
         "-n",
         "-t",
         "-b",
@@ -73,15 +75,17 @@ fn stopped_time_is_not_counted_and_the_transfer_resumes() {
         "/dev/zero",
     ]));
     // Stopped in the middle: once a quarter of the data went through.
-    wait_until("512 KiB copied", 10.0, || out.bytes() >= 512 << 10);
+    wait_until("512 KiB copied", crate::util::PATIENCE, || {
+        out.bytes() >= 512 << 10
+    });
     kill(&child, libc::SIGTSTP);
-    wait_until("SIGTSTP to stop rpv", 10.0, || {
+    wait_until("SIGTSTP to stop rpv", crate::util::PATIENCE, || {
         process_state(child.id()) == 'T'
     });
     // The stop being measured: time passes while rpv is stopped.
     pause(Duration::from_millis(1500));
     kill(&child, libc::SIGCONT);
-    let status = wait_within(&mut child, 10.0, "rpv");
+    let status = wait_within(&mut child, crate::util::PATIENCE, "rpv");
     let wall = start.elapsed().as_secs_f64();
     assert!(status.success());
     assert_eq!(out.join(), 2 << 20);
@@ -139,7 +143,7 @@ fn data_keeps_flowing_while_stderr_is_blocked() {
         f.read_to_end(&mut sink).unwrap();
         sink
     });
-    assert!(wait_within(&mut child, 10.0, "rpv").success());
+    assert!(wait_within(&mut child, crate::util::PATIENCE, "rpv").success());
     let mut rest = Vec::new();
     stdout.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty(), "-S stops at exactly --size");
@@ -175,11 +179,11 @@ fn a_stop_continued_before_it_took_effect_is_dropped() {
         || main_thread_call(pid) == "1 0x2" && process_state(pid) == 'S',
     );
     kill(&child, libc::SIGTSTP);
-    wait_until("SIGTSTP handled", 10.0, || {
+    wait_until("SIGTSTP handled", crate::util::PATIENCE, || {
         !crate::util::pending(pid, libc::SIGTSTP)
     });
     kill(&child, libc::SIGCONT);
-    wait_until("SIGCONT handled", 10.0, || {
+    wait_until("SIGCONT handled", crate::util::PATIENCE, || {
         !crate::util::pending(pid, libc::SIGCONT)
     });
     kill(&child, libc::SIGINT);

@@ -777,13 +777,13 @@ fn interrupt_leaves_a_prefix_of_the_stream_in_every_output() {
             let _ = stdin.write_all(&input);
         });
         // Interrupted in the middle: once the copy has 1 MiB and rpv its handlers.
-        wait_until("1 MiB in the copy", 20.0, || {
+        wait_until("1 MiB in the copy", crate::util::PATIENCE, || {
             std::fs::metadata(&t).is_ok_and(|m| m.len() >= 1 << 20)
                 && catches(child.id(), libc::SIGINT)
         });
         let pid = rustix::process::Pid::from_child(&child);
         rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("kill");
-        let status = wait_within(&mut child, 5.0, "rpv");
+        let status = wait_within(&mut child, crate::util::PATIENCE, "rpv");
         assert_eq!(status.code(), Some(32), "{extra:?}");
         writer.join().unwrap();
         let main = main.join().unwrap();
@@ -822,14 +822,14 @@ fn interrupt_ends_a_run_blocked_on_a_full_lone_tee_pipe() {
     let (r, w) = pipe();
     let main = reader(r, None);
     let (mut child, tee_r, writer) = spawn_with_unread_tee(&bytes, w);
-    wait_until("the --tee pipe to fill", 20.0, || {
+    wait_until("the --tee pipe to fill", crate::util::PATIENCE, || {
         let (queued, capacity) = pipe_fill(tee_r.as_fd());
         queued + 4096 > capacity && catches(child.id(), libc::SIGINT)
     });
     assert!(child.try_wait().unwrap().is_none(), "rpv did not wait");
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("kill");
-    let status = wait_within(&mut child, 5.0, "rpv");
+    let status = wait_within(&mut child, crate::util::PATIENCE, "rpv");
     assert_eq!(status.code(), Some(32));
     writer.join().unwrap();
     let tee = reader(tee_r, None).join().unwrap();
@@ -940,7 +940,7 @@ fn a_paused_tee_reader_holds_the_main_output_back_by_a_bounded_amount_only() {
     assert!(ahead <= 8 << 20, "the main output ran {ahead} bytes ahead");
     assert!(child.try_wait().unwrap().is_none(), "rpv did not wait");
     let tee = reader(tee_r, None);
-    let status = wait_within(&mut child, 30.0, "rpv");
+    let status = wait_within(&mut child, crate::util::PATIENCE, "rpv");
     assert!(status.success());
     writer.join().unwrap();
     assert_same(&main.join().unwrap(), &bytes, "main");

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use crate::util::{poll, s, Dir};
 
 /// How long any awaited screen may take (a loaded 2-core machine included).
-pub const DEADLINE_SECS: f64 = 40.0;
+pub const DEADLINE_SECS: f64 = crate::util::PATIENCE;
 
 /// A tmux server of its own (unique socket, in the test's directory) running an
 /// interactive bash with `PS1='$ '`, a function `r` running rpv, in the test's directory.
