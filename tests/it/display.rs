@@ -3,8 +3,13 @@
 
 use crate::util::{err, rpv, run_with_input};
 
+/// rpv's stderr for `args` on `input`. The runs end at once on a quiet machine, so only
+/// the final update shows; a busy one can stretch them past the first interval, so the
+/// interval is 600 s (a test's own `-i` comes later and wins).
 fn stderr_of(args: &[&str], input: &[u8]) -> String {
-    let out = run_with_input(rpv(args), input);
+    let mut all = vec!["-i", "600"];
+    all.extend_from_slice(args);
+    let out = run_with_input(rpv(&all), input);
     assert!(out.status.success(), "{args:?}: {}", err(&out));
     err(&out)
 }

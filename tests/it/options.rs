@@ -121,7 +121,9 @@ fn numeric_mode_counts_bytes_lines_and_percent() {
         numeric_lines(&out.stderr).last().unwrap(),
         &input.len().to_string()
     );
-    let out = run_with_input(rpv(&["-n", "-s", &input.len().to_string()]), &input);
+    // Only the final update (a busy machine can stretch the run past a 1 s interval).
+    let size = input.len().to_string();
+    let out = run_with_input(rpv(&["-n", "-i", "600", "-s", &size]), &input);
     assert_eq!(numeric_lines(&out.stderr), vec!["100"]);
     let out = run_with_input(rpv(&["-n", "-t", "-b", "-r"]), &input);
     let last = numeric_lines(&out.stderr).pop().unwrap();
