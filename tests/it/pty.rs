@@ -1,6 +1,7 @@
 //! rpv with stderr on a real pseudo-terminal: what ends up on the screen (through the vt100
 //! terminal emulator), resizing, and background jobs under job control.
 
+use std::io::Write;
 use std::process::Stdio;
 
 use crate::terminal::{bash_on_terminal, openpty, Terminal};
@@ -38,15 +39,19 @@ fn progress_is_drawn_on_a_terminal_without_force() {
 
 #[test]
 fn resizing_the_terminal_changes_the_line_width() {
-    let dir = Dir::new();
-    let input = dir.file("in", &data(600_000, 2));
+    // 600,000 bytes from a pipe the test holds half way until the line was redrawn at the
+    // new width: a busy machine cannot end the run before the test looked.
+    let input = data(600_000, 2);
     let (master, slave) = openpty(70, 10);
     let terminal = Terminal::new(master, 70, 10, false);
-    let mut child = rpv(&["-i", "0.1", "-L", "1M", s(&input)])
+    let mut child = rpv(&["-i", "0.1", "-s", "600000"])
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::from(slave))
         .spawn()
         .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&input[..300_000]).unwrap();
     wait_until("a line at the first width", crate::util::PATIENCE, || {
         terminal.contents().contains("ETA") && catches(child.id(), libc::SIGWINCH)
     });
@@ -54,6 +59,13 @@ fn resizing_the_terminal_changes_the_line_width() {
     // The terminal is not rpv's controlling terminal, so deliver SIGWINCH by hand.
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGWINCH) };
+    wait_until("a line at the new width", crate::util::PATIENCE, || {
+        let text = String::from_utf8_lossy(&terminal.bytes()).into_owned();
+        let last = text.split(['\r', '\n']).rfind(|l| !l.is_empty());
+        last.is_some_and(|l| l.chars().count() == 50)
+    });
+    stdin.write_all(&input[300_000..]).unwrap();
+    drop(stdin);
     assert!(child.wait().unwrap().success());
     let (_, bytes, _) = terminal.finish();
     let text = String::from_utf8_lossy(&bytes);
