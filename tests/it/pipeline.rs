@@ -1987,10 +1987,10 @@ fn gnu_parallel_is_one_stage() {
         std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 256 * 1024]).unwrap();
     }
     let d = dir.path().display();
-    let pipeline = start(&format!(
+    let pipeline = Pipeline::start(&format!(
         "while :; do printf '%s\\n' '{d}'/f*; done | parallel -n 50 md5sum | sort > '{d}/sums'"
     ));
-    let launcher = find(&pipeline, "parallel");
+    let launcher = pipeline.find("parallel");
     let rows = |t: &str| -> Vec<serde_json::Value> {
         stage_objects(&objects_so_far(t))
             .into_iter()
