@@ -99,10 +99,14 @@ pub(crate) struct FakeTable {
     /// Reads of `stat` files (a process's or a thread's) and of `io` files so far.
     pub stat_reads: usize,
     pub io_reads: usize,
+    /// Reads of `cmdline` files so far.
+    pub cmdline_reads: usize,
     /// Files no process holds open any more, by path (what a `stat` of the path finds).
     pub disk: HashMap<String, FakeTarget>,
     /// Bytes of each TCP socket by inode (`sock_diag`); none read when empty.
     pub tcp: HashMap<u64, u64>,
+    /// The last PID given out (`/proc/loadavg`), when the test sets it.
+    pub last_pid: Option<u32>,
 }
 
 /// What a `stat` finds of `target`.
@@ -339,6 +343,7 @@ impl Proc for FakeProc {
             match file {
                 ProcFile::Stat | ProcFile::TaskStat(_) => table.stat_reads += 1,
                 ProcFile::Io | ProcFile::TaskIo(_) => table.io_reads += 1,
+                ProcFile::Cmdline => table.cmdline_reads += 1,
                 _ => {}
             }
         }
@@ -481,6 +486,10 @@ impl Proc for FakeProc {
 
     fn cores(&self) -> usize {
         self.0.borrow().cores.unwrap_or(2)
+    }
+
+    fn last_pid(&mut self) -> Option<u32> {
+        self.0.borrow().last_pid
     }
 
     fn fd_stat(&mut self, pid: u32, fd: u32) -> io::Result<FdStat> {

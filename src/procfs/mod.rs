@@ -246,6 +246,22 @@ pub(crate) trait Proc {
     fn kept(&self) -> usize {
         0
     }
+    /// The last process or thread ID the kernel gave out in this PID namespace (the last
+    /// field of `/proc/loadavg`): while it stands still, no process has started, and the
+    /// list of processes need not be read again. `None` when it cannot be told.
+    fn last_pid(&mut self) -> Option<u32> {
+        None
+    }
+}
+
+/// The last PID given out, from the text of `/proc/loadavg`
+/// (`0.52 0.58 0.59 3/466 12345`).
+pub(crate) fn last_pid_of(loadavg: &str) -> Option<u32> {
+    let fields: Vec<&str> = loadavg.split_whitespace().collect();
+    match fields.as_slice() {
+        [_, _, _, tasks, last] if tasks.contains('/') => last.parse().ok(),
+        _ => None,
+    }
 }
 
 /// The `pos:` field of an `fdinfo` file: the descriptor's offset.
@@ -693,6 +709,23 @@ mod tests {
             found.is_empty(),
             "/proc paths outside procfs/sys.rs: {found:#?}"
         );
+    }
+
+    #[test]
+    fn the_last_pid_is_the_last_field_of_loadavg() {
+        assert_eq!(last_pid_of("0.52 0.58 0.59 3/466 12345\n"), Some(12345));
+        assert_eq!(last_pid_of("0.00 0.00 0.00 1/1 1"), Some(1));
+        assert_eq!(last_pid_of("0.52 0.58 0.59 3/466"), None);
+        assert_eq!(last_pid_of("0.52 0.58 0.59 3 12345"), None);
+        assert_eq!(last_pid_of("0.52 0.58 0.59 3/466 x"), None);
+        assert_eq!(last_pid_of(""), None);
+        // The real file, read through the one reader.
+        let mut proc = SysProc::new();
+        let last = proc.last_pid().expect("the last PID given out");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let after = proc.last_pid().unwrap();
+        child.wait().unwrap();
+        assert_ne!(after, last, "a process ({}) started since", child.id());
     }
 
     #[test]

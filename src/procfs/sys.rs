@@ -210,6 +210,8 @@ pub(crate) type SocketBytes = fn(&mut HashMap<u64, u64>) -> io::Result<()>;
 pub(crate) struct SysProc {
     me: u32,
     open: HashMap<(u32, ProcFile), File>,
+    /// `fdinfo` files kept open, by process and descriptor.
+    fdinfo: HashMap<(u32, u32), File>,
     pipes: HashMap<u64, PipeRef>,
     rpv: HashMap<u32, Teller>,
     tellers: Option<Tellers>,
@@ -218,6 +220,8 @@ pub(crate) struct SysProc {
     sockets: Option<SocketBytes>,
     /// `/proc/stat`, kept open.
     stat: Option<File>,
+    /// `/proc/loadavg`, kept open.
+    loadavg: Option<File>,
     /// The cores this process may run on, once asked.
     cores: std::cell::OnceCell<usize>,
 }
@@ -243,12 +247,14 @@ impl SysProc {
         SysProc {
             me: std::process::id(),
             open: HashMap::new(),
+            fdinfo: HashMap::new(),
             pipes: HashMap::new(),
             rpv: HashMap::new(),
             tellers: None,
             own_bytes: None,
             sockets: None,
             stat: None,
+            loadavg: None,
             cores: std::cell::OnceCell::new(),
         }
     }
@@ -307,7 +313,7 @@ fn read_from_start_into(file: &File, to_end: bool, out: &mut Vec<u8>) -> io::Res
 
 impl Drop for SysProc {
     fn drop(&mut self) {
-        give_back(self.open.len());
+        give_back(self.open.len() + self.fdinfo.len());
     }
 }
 
@@ -369,8 +375,21 @@ impl Proc for SysProc {
     }
 
     fn fdinfo(&mut self, pid: u32, fd: u32, buf: &mut Vec<u8>) -> io::Result<()> {
+        // Kept open as `io` files are: a file followed is read at every scan. (Read again,
+        // the file shows the descriptor of that number as it is then.)
+        if let Some(open) = self.fdinfo.get(&(pid, fd)) {
+            if read_from_start_into(open, false, buf).is_ok() {
+                return Ok(());
+            }
+            self.fdinfo.remove(&(pid, fd));
+            give_back(1);
+        }
         let file = File::open(format!("/proc/{pid}/fdinfo/{fd}"))?;
-        read_from_start_into(&file, false, buf)
+        read_from_start_into(&file, false, buf)?;
+        if take_place() {
+            self.fdinfo.insert((pid, fd), file);
+        }
+        Ok(())
     }
 
     fn owner(&mut self, pid: u32) -> Option<u32> {
@@ -386,7 +405,7 @@ impl Proc for SysProc {
     }
 
     fn kept(&self) -> usize {
-        self.open.len()
+        self.open.len() + self.fdinfo.len()
     }
 
     fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String> {
@@ -434,9 +453,10 @@ impl Proc for SysProc {
     }
 
     fn release(&mut self, pid: u32) {
-        let before = self.open.len();
+        let before = self.open.len() + self.fdinfo.len();
         self.open.retain(|(p, _), _| *p != pid);
-        give_back(before - self.open.len());
+        self.fdinfo.retain(|(p, _), _| *p != pid);
+        give_back(before - self.open.len() - self.fdinfo.len());
         self.rpv.remove(&pid);
     }
 
@@ -480,6 +500,15 @@ impl Proc for SysProc {
         };
         let text = read_from_start(file, false).ok()?;
         CpuTimes::parse(&String::from_utf8_lossy(&text))
+    }
+
+    fn last_pid(&mut self) -> Option<u32> {
+        let file = match &self.loadavg {
+            Some(file) => file,
+            None => self.loadavg.insert(File::open("/proc/loadavg").ok()?),
+        };
+        let text = read_from_start(file, false).ok()?;
+        super::last_pid_of(&String::from_utf8_lossy(&text))
     }
 
     fn cores(&self) -> usize {
@@ -605,6 +634,31 @@ mod tests {
         // them back (other tests' readers come and go meanwhile: only ours is counted).
         let taken = KEPT.load(Ordering::Relaxed);
         assert!(taken >= 1, "{taken}");
+        proc.release(me);
+        assert_eq!(proc.kept(), 0);
+    }
+
+    #[test]
+    fn a_kept_fdinfo_shows_the_descriptor_as_it_is_now() {
+        let mut proc = SysProc::new();
+        let me = std::process::id();
+        let mut buf = Vec::new();
+        let mut file = tempfile::tempfile().unwrap();
+        let fd = file.as_raw_fd() as u32;
+        let pos = |proc: &mut SysProc, buf: &mut Vec<u8>| -> Option<u64> {
+            proc.fdinfo(me, fd, buf).ok()?;
+            crate::procfs::fdinfo_pos(&String::from_utf8_lossy(buf))
+        };
+        assert_eq!(pos(&mut proc, &mut buf), Some(0));
+        assert_eq!(proc.kept(), 1);
+        std::io::Write::write_all(&mut file, &[7u8; 5000]).unwrap();
+        assert_eq!(pos(&mut proc, &mut buf), Some(5000));
+        assert_eq!(proc.kept(), 1, "read again, not opened again");
+        drop(file);
+        // Closed: no position (another test may take the number meanwhile; then it is that
+        // file's, as a fresh open would show).
+        let again = pos(&mut proc, &mut buf);
+        assert!(again.is_none() || again != Some(5000), "{again:?}");
         proc.release(me);
         assert_eq!(proc.kept(), 0);
     }

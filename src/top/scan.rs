@@ -149,6 +149,9 @@ pub struct Cost {
     pub kept: usize,
     /// Processes looked at with the pipeline view's discovery (a walk of every process).
     pub pipelines_tried: usize,
+    /// Whether `/proc` was listed (not when no process had started since the last
+    /// listing).
+    pub listed: bool,
 }
 
 /// Makes the `/proc` reader of each pipeline followed.
@@ -221,6 +224,10 @@ pub struct Scanner {
     /// process).
     pids: Vec<u32>,
     buf: Vec<u8>,
+    /// The processes of the last listing of `/proc` still there, and the last PID given
+    /// out before it (see [`Proc::last_pid`]).
+    listed: Vec<u32>,
+    last_pid: Option<u32>,
     /// What the pipelines read of every process during a scan (read once for all).
     sweep: Rc<RefCell<Sweep>>,
 }
@@ -273,6 +280,8 @@ impl Scanner {
             tcp,
             stop: Box::new(crate::signals::exit_requested),
             pids: Vec::new(),
+            listed: Vec::new(),
+            last_pid: None,
             buf: Vec::with_capacity(4096),
             sweep: Rc::default(),
         }
@@ -369,12 +378,13 @@ impl Scanner {
         let mut buf = std::mem::take(&mut self.buf);
         let listed = match self.root {
             Some(root) => Ok(self.tree(root)),
-            None => self.proc.pids(),
+            None => self.list(),
         };
         let Ok(pids) = listed else {
             self.buf = buf;
             return;
         };
+        let mut gone = Vec::new();
         self.root_gone = self.root.is_some() && pids.is_empty();
         for &pid in &pids {
             if (self.stop)() {
@@ -389,8 +399,12 @@ impl Scanner {
             match self.look(pid, &mut buf) {
                 Look::Moved => movers.push(pid),
                 Look::New => fresh.push(pid),
+                Look::Gone => gone.push(pid),
                 Look::Same | Look::Skip => {}
             }
+        }
+        if !gone.is_empty() {
+            self.listed.retain(|pid| !gone.contains(pid));
         }
         let generation = self.generation;
         let proc = &mut self.proc;
@@ -430,6 +444,21 @@ impl Scanner {
         self.buf = buf;
     }
 
+    /// Every process: the last listing of `/proc` (less those found gone since) while no
+    /// process has started since it, else a new listing. Listing is most of what a scan of
+    /// an idle machine costs: the kernel looks up every process's directory entry.
+    fn list(&mut self) -> io::Result<Vec<u32>> {
+        let last = self.proc.last_pid();
+        if last.is_some() && last == self.last_pid {
+            return Ok(self.listed.clone());
+        }
+        // (Read before listing: a process started during the listing is listed next time.)
+        self.listed = self.proc.pids()?;
+        self.last_pid = last;
+        self.cost.listed = true;
+        Ok(self.listed.clone())
+    }
+
     /// Reads `pid`'s counters: whether it is new, moved or not.
     fn look(&mut self, pid: u32, buf: &mut Vec<u8>) -> Look {
         let generation = self.generation;
@@ -462,6 +491,9 @@ impl Scanner {
                     .insert(pid, Process::unreadable(other_user, generation));
                 return Look::Skip;
             }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => {
+                return Look::Gone;
+            }
             Err(_) => return Look::Skip,
         };
         let Some(io) = io else {
@@ -476,10 +508,9 @@ impl Scanner {
                     return Look::Same;
                 }
                 p.quiet = 0;
+                // (It may run another program since its command line was read, a
+                // wrapper's `exec`: its next walk, at most 2 s away, reads it again.)
                 p.walk_owed = true;
-                // It may run another program since its command line was read (a
-                // wrapper's `exec`): read again if it is shown.
-                p.command_stale = p.instance.is_none();
                 let delta = (io.rchar - p.io.rchar).max(io.wchar - p.io.wchar);
                 p.moved = p.moved.saturating_add(delta);
                 p.io = io;
@@ -754,8 +785,10 @@ enum Look {
     Moved,
     /// Its counters did not move.
     Same,
-    /// Not followed (unreadable, gone, a kernel thread).
+    /// Not followed (unreadable, a kernel thread).
     Skip,
+    /// Gone.
+    Gone,
 }
 
 impl Process {

@@ -116,10 +116,8 @@ impl Scanner {
             };
             if let Some(p) = self.procs.get_mut(&pid) {
                 p.tcp = p.tcp.saturating_add(delta);
-                if p.instance.is_none() {
-                    // As for a walk: it may run another program since.
-                    p.command_stale = true;
-                }
+                // (It may run another program since: its next walk reads its command.)
+                p.walk_owed = true;
                 if !movers.contains(&pid) {
                     movers.push(pid);
                 }

@@ -355,6 +355,99 @@ fn a_pipeline_short_of_cpu_costs_no_look_at_every_other_process() {
 }
 
 #[test]
+fn a_moving_process_has_its_command_read_at_its_walks_only() {
+    // A reader moving at every scan (-i 0.5) is walked every 2 s; its command line is read
+    // then, not at every scan. A wrapper that execs its program (same PID, new command)
+    // shows the new command within 2 s.
+    let mut rig = Rig::new();
+    rig.process(100, "hashwrap /data/big.iso");
+    rig.fake.open(100, 3, file("/data/big.iso", 7, 1 << 30), RD);
+    rig.advance(100, 3, 1_000, false);
+    rig.scan();
+    let before = rig.fake.0.borrow().cmdline_reads;
+    for _ in 0..8 {
+        rig.advance(100, 3, 1_000, false);
+        rig.scan_after(500_000_000);
+    }
+    let reads = rig.fake.0.borrow().cmdline_reads - before;
+    assert!(reads <= 3, "command lines read in 8 scans of 4 s: {reads}");
+    rig.fake.with(100, |p| {
+        p.cmdline = "sha256sum /data/big.iso".into();
+        p.comm = "sha256sum".into();
+    });
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        rig.advance(100, 3, 1_000, false);
+        let flows = rig.scan_after(500_000_000);
+        seen.push(flows[0].view.command.clone());
+    }
+    assert_eq!(seen.last().unwrap(), "sha256sum /data/big.iso", "{seen:?}");
+}
+
+#[test]
+fn proc_is_listed_again_only_when_a_process_has_started() {
+    // 300 idle processes and a reader: while the last PID given out stands still, no
+    // process has started, and the scan looks at the processes it knows without listing
+    // /proc (most of what a scan of an idle machine costs).
+    let mut rig = Rig::new();
+    rig.fake.0.borrow_mut().last_pid = Some(5000);
+    for pid in 1000..1300 {
+        rig.process(pid, "sleep 3600");
+    }
+    rig.process(100, "sha256sum big.iso");
+    rig.fake.open(100, 3, file("/data/big.iso", 7, 100_000), RD);
+    rig.scan();
+    assert_eq!(rig.fake.scans(), 1);
+    for _ in 0..5 {
+        rig.advance(100, 3, 1_000, false);
+        let flows = rig.scan();
+        assert_eq!(flows.len(), 1, "{flows:?}");
+        assert!(!rig.scanner.cost().listed);
+    }
+    assert_eq!(rig.fake.scans(), 1, "listed again with no process started");
+    // A process starts: the PID given out moves, and it is found at the next scan.
+    rig.process(5001, "cat /data/other.iso");
+    rig.fake
+        .open(5001, 3, file("/data/other.iso", 8, 100_000), RD);
+    rig.fake.0.borrow_mut().last_pid = Some(5001);
+    rig.scan();
+    assert!(rig.scanner.cost().listed);
+    rig.advance(5001, 3, 4_000, false);
+    rig.advance(100, 3, 1_000, false);
+    let flows = rig.scan();
+    assert_eq!(
+        flows
+            .iter()
+            .map(|f| (f.view.pid, f.amount))
+            .collect::<Vec<_>>(),
+        [(100, 6_000), (5001, 4_000)]
+    );
+    assert_eq!(rig.fake.scans(), 2);
+    // One ends: its flow ends, and it is not looked for again (no read of a gone process's
+    // files at every scan until the next listing).
+    rig.fake.remove(100);
+    let flows = rig.scan();
+    assert!(
+        flows.iter().any(|f| f.view.pid == 100 && f.ended),
+        "{flows:?}"
+    );
+    rig.scan();
+    let before = rig.fake.reads().1;
+    for _ in 0..3 {
+        rig.scan();
+    }
+    let io_reads = rig.fake.reads().1 - before;
+    // (The 300 idle ones are read every third scan: 300 in three scans, and the cat's 3.)
+    assert_eq!(io_reads, 303, "io reads in three scans");
+    assert_eq!(rig.fake.scans(), 2);
+    // Without the last PID (a /proc that does not tell it), every scan lists.
+    rig.fake.0.borrow_mut().last_pid = None;
+    rig.scan();
+    rig.scan();
+    assert_eq!(rig.fake.scans(), 4);
+}
+
+#[test]
 fn the_tcp_table_is_read_only_when_tcp_segments_moved() {
     // The segments counted at each read (None: the table cannot be read), and the dumps.
     let segments = Rc::new(RefCell::new(vec![
