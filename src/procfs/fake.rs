@@ -101,6 +101,8 @@ pub(crate) struct FakeTable {
     pub io_reads: usize,
     /// Reads of `cmdline` files so far.
     pub cmdline_reads: usize,
+    /// `stat`s of descriptors so far.
+    pub fd_stats: usize,
     /// Files no process holds open any more, by path (what a `stat` of the path finds).
     pub disk: HashMap<String, FakeTarget>,
     /// Bytes of each TCP socket by inode (`sock_diag`); none read when empty.
@@ -493,6 +495,7 @@ impl Proc for FakeProc {
     }
 
     fn fd_stat(&mut self, pid: u32, fd: u32) -> io::Result<FdStat> {
+        self.0.borrow_mut().fd_stats += 1;
         let table = self.0.borrow();
         let p = table.procs.get(&pid).ok_or_else(gone)?;
         if p.hidden {

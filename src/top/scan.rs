@@ -40,11 +40,11 @@ pub const IDLE_DROP_NS: u64 = 60_000_000_000;
 /// `stat` and a `wchan` per thread of every stage).
 const TICKS_PER_SECOND: u64 = 2;
 /// A process whose counters did not move for this many scans in a row is looked at only
-/// every [`QUIET_EVERY`] scans (by turns, so each scan reads a share of them): most
-/// processes sleep, and reading their counters is most of a scan's cost. One that starts
-/// moving is found within that many scans.
+/// about every [`QUIET_LOOK_S`] seconds (by turns, so each scan reads a share of them):
+/// most processes sleep, and reading their counters is most of a scan's cost. One that
+/// starts moving is found within that time (a new process at once).
 const QUIET_SCANS: u32 = 5;
-const QUIET_EVERY: u64 = 3;
+const QUIET_LOOK_S: f64 = 3.0;
 /// Least time between two walks of one process's descriptors, once it has been walked
 /// (nanoseconds): a process that keeps moving opens new files rarely, and one walk costs a
 /// `readlink` per descriptor.
@@ -129,6 +129,9 @@ struct Process {
     walk_owed: bool,
     /// It has been walked again since its first walk.
     rewalked: bool,
+    /// Its last walk found the descriptors the one before had found: it is walked half as
+    /// often (a reader of one file for an hour opens nothing new).
+    steady: bool,
     /// It moved since its command line was read: it may run another program now.
     command_stale: bool,
     /// An rpv or a pv by its name, found in the midst of its `exec` (no command line yet):
@@ -462,6 +465,8 @@ impl Scanner {
     /// Reads `pid`'s counters: whether it is new, moved or not.
     fn look(&mut self, pid: u32, buf: &mut Vec<u8>) -> Look {
         let generation = self.generation;
+        // (Every scan at -i 3 or slower, every 3rd at -i 1, every 6th at -i 0.5.)
+        let quiet_every = ((QUIET_LOOK_S / self.interval) as u64).max(1);
         if let Some(p) = self.procs.get_mut(&pid) {
             // An unreadable process is tried again now and then (its PID may have gone to
             // a process of the user's), spread over the scans.
@@ -473,7 +478,7 @@ impl Scanner {
             // A process quiet for a while is looked at every few scans only, by turns.
             if !p.unreadable
                 && p.quiet >= QUIET_SCANS
-                && (generation + u64::from(pid)) % QUIET_EVERY != 0
+                && (generation + u64::from(pid)) % quiet_every != 0
             {
                 p.seen = generation;
                 return Look::Same;
@@ -630,11 +635,17 @@ impl Scanner {
             return;
         };
         let known = std::mem::take(&mut p.fds);
-        self.note_script(pid);
+        let first = !p.rewalked;
+        // The script an interpreter runs, read before and after its descriptors (a
+        // wrapper's `exec` between the two: both scripts are known as scripts). Walked
+        // again, the scripts it ran are known already: after them only, with its command.
+        if first {
+            self.note_script(pid, false);
+        }
         let Ok(links) = self.proc.fds(pid) else {
             return;
         };
-        self.note_script(pid);
+        self.note_script(pid, true);
         let mut fds = Vec::with_capacity(known.len());
         for (fd, link) in links.into_iter().take(MAX_FDS) {
             let fd = fd as i32;
@@ -649,6 +660,9 @@ impl Scanner {
             return;
         };
         fds.sort_by_key(|f| f.fd);
+        p.steady = !first
+            && fds.len() == known.len()
+            && (fds.iter().zip(&known)).all(|(a, b)| a.fd == b.fd && a.link == b.link);
         p.fds = fds;
     }
 
@@ -792,7 +806,8 @@ enum Look {
 }
 
 impl Process {
-    /// Whether its descriptors may be walked again: [`WALK_EVERY_NS`] after the last walk,
+    /// Whether its descriptors may be walked again: [`WALK_EVERY_NS`] after the last walk
+    /// (twice that when it is steady),
     /// or at once the first time when that walk found nothing to follow (a shell's child
     /// before it runs `cp`: a copy moves no counter once it has started, so it must be
     /// found when the program's loader moves them).
@@ -802,7 +817,12 @@ impl Process {
         };
         let nothing =
             !(self.fds.iter()).any(|f| matches!(f.target, Target::File { .. } | Target::Socket(_)));
-        now_ns >= at + WALK_EVERY_NS || (nothing && !self.rewalked)
+        let every = if self.steady {
+            2 * WALK_EVERY_NS
+        } else {
+            WALK_EVERY_NS
+        };
+        now_ns >= at + every || (nothing && !self.rewalked)
     }
 
     /// A process whose `io` may not be read.
@@ -836,6 +856,7 @@ impl Process {
             quiet: 0,
             walk_owed: false,
             rewalked: false,
+            steady: false,
             command_stale: false,
             unsure: false,
         }

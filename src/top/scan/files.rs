@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use super::{Instance, Scanner, Target};
 use crate::procfs::ProcFile;
-use crate::procfs::{fdinfo_flags, fdinfo_pos, stat_fields, FdStat};
+use crate::procfs::{command_text, fdinfo_flags, fdinfo_pos, stat_fields, FdStat};
 use crate::top::{Flow, FlowView, Kind, Zoom};
 
 /// A file or device flow's state.
@@ -57,6 +57,8 @@ pub(super) struct FileFlow {
     pub(super) held_at_start: u64,
     pub(super) since_ns: u64,
     pub(super) last_move_ns: u64,
+    /// When its size was last read.
+    pub(super) sized_ns: u64,
 }
 
 /// True if the `flags` of an `fdinfo` file open the file for writing only.
@@ -69,6 +71,10 @@ pub(super) fn write_only(flags: u32) -> bool {
 fn written(m: &FdStat) -> u64 {
     m.size.min(m.blocks.saturating_mul(512))
 }
+
+/// How often the size of a file read within its size is read again (see
+/// [`Scanner::moved_to`]).
+const SIZE_EVERY_NS: u64 = 2_000_000_000;
 
 /// A copy is looked at for work inside the kernel while its process's counters have not
 /// moved for at most this many looks (see [`Scanner::busy_in_kernel`]).
@@ -231,6 +237,7 @@ impl Scanner {
             held_at_start,
             since_ns: now_ns,
             last_move_ns: now_ns,
+            sized_ns: now_ns,
         });
     }
 
@@ -248,6 +255,24 @@ impl Scanner {
 
     /// The descriptor of `f` is at `pos` now.
     fn moved_to(&mut self, f: &mut FileFlow, pos: u64, now_ns: u64) {
+        // A file read within its size is not looked at again at every move (a `stat` a
+        // scan per file): its size is read again every [`SIZE_EVERY_NS`], and whenever the
+        // position passes it. A device's size is read once.
+        let known = if f.device {
+            f.size > 0
+        } else {
+            !f.writes && pos <= f.size && now_ns < f.sized_ns + SIZE_EVERY_NS
+        };
+        if known {
+            // (A position past the end is a seek, not data moved, as below.)
+            if pos > f.pos && pos <= f.size {
+                f.moved += pos - f.pos;
+            }
+            f.pos = pos;
+            f.last_move_ns = now_ns;
+            return;
+        }
+        f.sized_ns = now_ns;
         let (size, growing) = self.file_size(f.pid, f.fd, f.device, f.dev);
         // A position past the end is a seek, not data moved.
         if pos > f.pos && pos <= size.max(f.size) {
@@ -482,17 +507,32 @@ impl Scanner {
     }
 
     /// Notes the script `pid` runs now, if it is an interpreter (see
-    /// `Process::scripts`).
-    pub(super) fn note_script(&mut self, pid: u32) {
-        if !self.procs.get(&pid).is_some_and(|p| interpreter(&p.comm)) {
-            return;
-        }
-        let Some(script) = (self.proc.read(pid, ProcFile::Cmdline, false).ok())
-            .and_then(|cmdline| script_of(&cmdline))
-        else {
+    /// `Process::scripts`); with `command`, its command too when it is due to be read
+    /// again (one read of the command line for both).
+    pub(super) fn note_script(&mut self, pid: u32, command: bool) {
+        let Some(p) = self.procs.get(&pid) else {
             return;
         };
-        if let Some(p) = self.procs.get_mut(&pid) {
+        let stale = command && p.command_stale;
+        if !interpreter(&p.comm) && !stale {
+            return;
+        }
+        let Ok(cmdline) = self.proc.read(pid, ProcFile::Cmdline, false) else {
+            return;
+        };
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        if stale {
+            if let Some(text) = command_text(&cmdline) {
+                p.command = Some(text);
+                p.command_stale = false;
+            }
+        }
+        if !interpreter(&p.comm) {
+            return;
+        }
+        if let Some(script) = script_of(&cmdline) {
             if !p.scripts.contains(&script) {
                 p.scripts.push(script);
             }

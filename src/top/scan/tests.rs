@@ -24,6 +24,11 @@ struct Rig {
 
 impl Rig {
     fn new() -> Rig {
+        Rig::every(1.0)
+    }
+
+    /// A rig whose scanner's interval is `interval` seconds.
+    fn every(interval: f64) -> Rig {
         let fake = FakeProc::default();
         let tcp: Rc<RefCell<HashMap<u64, u64>>> = Rc::default();
         let (watchers, counts) = (fake.clone(), tcp.clone());
@@ -34,7 +39,7 @@ impl Rig {
                 out.clone_from(&counts.borrow());
                 Ok(true)
             }),
-            1.0,
+            interval,
         );
         Rig {
             fake,
@@ -382,6 +387,139 @@ fn a_moving_process_has_its_command_read_at_its_walks_only() {
         seen.push(flows[0].view.command.clone());
     }
     assert_eq!(seen.last().unwrap(), "sha256sum /data/big.iso", "{seen:?}");
+    // An interpreter: its script and its command from one read a walk, once walked.
+    rig.process(200, "python3 /p/reader.py");
+    rig.fake
+        .open(200, 3, file("/data/other.iso", 8, 1 << 30), RD);
+    rig.advance(200, 3, 1_000, false);
+    rig.scan_after(500_000_000);
+    let before = rig.fake.0.borrow().cmdline_reads;
+    let mut flows = Vec::new();
+    for _ in 0..8 {
+        rig.advance(200, 3, 1_000, false);
+        flows = rig.scan_after(500_000_000);
+    }
+    let reads = rig.fake.0.borrow().cmdline_reads - before;
+    assert!(
+        reads <= 3,
+        "an interpreter's command lines in 8 scans of 4 s: {reads}"
+    );
+    let row = flows.iter().find(|f| f.view.pid == 200).expect("its flow");
+    assert_eq!(row.view.command, "python3 /p/reader.py");
+}
+
+#[test]
+fn a_file_read_within_its_size_is_not_looked_at_every_scan() {
+    // A reader moving at every scan (-i 0.5) of a file that does not grow: its size is
+    // read again every 2 s, not at every scan; a file that grows past what was known is
+    // seen at once, when the position passes the old size.
+    let mut rig = Rig::new();
+    rig.process(100, "sha256sum /data/big.iso");
+    rig.fake.open(100, 3, file("/data/big.iso", 7, 1 << 30), RD);
+    rig.advance(100, 3, 1_000, false);
+    rig.scan();
+    rig.advance(100, 3, 1_000, false);
+    rig.scan();
+    let before = rig.fake.0.borrow().fd_stats;
+    let mut flows = Vec::new();
+    for _ in 0..8 {
+        rig.advance(100, 3, 1 << 20, false);
+        flows = rig.scan_after(500_000_000);
+    }
+    let stats = rig.fake.0.borrow().fd_stats - before;
+    assert!(stats <= 3, "stats in 8 scans of 4 s: {stats}");
+    assert_eq!(flows[0].amount, 2_000 + (8 << 20));
+    assert_eq!(flows[0].size, 1 << 30);
+    // Appended to beyond its known size, and read past it: the new size at once.
+    rig.fake.fd(100, 3, |f| {
+        if let FakeTarget::File { size, .. } = &mut f.target {
+            *size = 2 << 30;
+        }
+    });
+    rig.fake.fd(100, 3, |f| f.pos = (1 << 30) + 4096);
+    rig.fake.work(100, 1, 1 << 30, 0);
+    let flows = rig.scan_after(500_000_000);
+    // (Counted: a position past the size known would be a seek. A file seen to grow has
+    // no total.)
+    assert_eq!(flows[0].amount, (1 << 30) + 4096, "{flows:?}");
+    assert_eq!(flows[0].size, 0, "{flows:?}");
+}
+
+#[test]
+fn a_quiet_process_is_looked_at_every_3_s_whatever_the_interval() {
+    // At -i 0.5, 300 idle processes: each read once in 6 scans (3 s), not once in 3; one
+    // that starts to read a file is found within 3 s.
+    let mut rig = Rig::every(0.5);
+    for pid in 1000..1300 {
+        rig.process(pid, "sleep 3600");
+    }
+    rig.fake
+        .open(1150, 3, file("/data/big.iso", 7, 1 << 30), RD);
+    for _ in 0..8 {
+        rig.scan_after(500_000_000);
+    }
+    let before = rig.fake.reads().1;
+    for _ in 0..6 {
+        rig.scan_after(500_000_000);
+    }
+    assert_eq!(rig.fake.reads().1 - before, 300, "io reads in 3 s");
+    rig.advance(1150, 3, 1 << 20, false);
+    let mut found = None;
+    for scan in 1..=6 {
+        rig.advance(1150, 3, 1 << 20, false);
+        if rig
+            .scan_after(500_000_000)
+            .iter()
+            .any(|f| f.view.pid == 1150)
+        {
+            found = Some(scan);
+            break;
+        }
+    }
+    assert!(found.is_some(), "not found within 6 scans (3 s)");
+}
+
+#[test]
+fn a_steady_mover_is_walked_every_4_s_and_its_new_file_found_within_them() {
+    let mut rig = Rig::new();
+    rig.process(100, "cat /data/a.iso /data/b.iso");
+    rig.fake.open(100, 3, file("/data/a.iso", 7, 1 << 30), RD);
+    let mut walks = Vec::new();
+    for _ in 0..12 {
+        rig.advance(100, 3, 1 << 20, false);
+        rig.scan();
+        walks.push(rig.scanner.cost().walked);
+    }
+    // Walked at its first scan, 2 s later (the same descriptors: steady), then every 4 s.
+    let walked: Vec<usize> = (walks.iter().enumerate())
+        .filter(|(_, &n)| n > 0)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(walked, [0, 2, 6, 10], "{walks:?}");
+    // It moves on to its next file: found at its next walk, within 4 s.
+    rig.fake.close(100, 3);
+    rig.fake.open(100, 3, file("/data/b.iso", 8, 1 << 30), RD);
+    let mut found = None;
+    for scan in 1..=4 {
+        rig.advance(100, 3, 1 << 20, false);
+        let flows = rig.scan();
+        if flows
+            .iter()
+            .any(|f| f.view.file.as_deref() == Some("/data/b.iso"))
+        {
+            found = Some(scan);
+            break;
+        }
+    }
+    assert!(found.is_some(), "b.iso not found within 4 s");
+    // Its descriptors changed: walked every 2 s again.
+    let mut walks = Vec::new();
+    for _ in 0..3 {
+        rig.advance(100, 3, 1 << 20, false);
+        rig.scan();
+        walks.push(rig.scanner.cost().walked);
+    }
+    assert!(walks.iter().sum::<usize>() >= 1, "{walks:?}");
 }
 
 #[test]
