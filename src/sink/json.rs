@@ -146,7 +146,12 @@ pub(crate) fn now() -> String {
 }
 
 /// Writes one object as a line (with its `time`, if it has none yet).
-pub(crate) fn write(term: &mut Term, mut value: Value) {
+pub(crate) fn write(term: &mut Term, value: Value) {
+    term.raw(&line(value));
+}
+
+/// One object as a line (with its `time`, if it has none yet).
+fn line(mut value: Value) -> String {
     if let Value::Object(o) = &mut value {
         if !o.contains_key("time") {
             o.insert("time".into(), json!(now()));
@@ -154,7 +159,7 @@ pub(crate) fn write(term: &mut Term, mut value: Value) {
     }
     let mut line = hidden_escaped(value.to_string());
     line.push('\n');
-    term.raw(&line);
+    line
 }
 
 /// A JSON text with every format character (bidirectional overrides, zero-width characters:
@@ -657,6 +662,9 @@ impl Sink for Json {
         if config.quiet {
             return;
         }
+        // An update's lines in one write (`--top` writes one per flow: fifty flows, one
+        // system call instead of fifty).
+        let mut lines = String::new();
         for r in &snapshot.readings {
             if matches!(r.meter.role, Role::Input(_) | Role::Output(_)) {
                 continue;
@@ -674,7 +682,10 @@ impl Sink for Json {
                     json!(self.part(config, snapshot, is_output)),
                 );
             }
-            write(term, Value::Object(o));
+            lines.push_str(&line(Value::Object(o)));
+        }
+        if !lines.is_empty() {
+            term.raw_lines(&lines);
         }
     }
 

@@ -298,6 +298,18 @@ impl Term {
         self.cursor.is_some()
     }
 
+    /// Several whole lines, as [`Term::raw`] writes each: in one write where nothing
+    /// places them (a full screen or the cursor mode places each line).
+    pub(crate) fn raw_lines(&mut self, text: &str) {
+        if self.screen.active() || self.cursor.is_some() {
+            for line in text.split_inclusive('\n') {
+                self.raw(line);
+            }
+            return;
+        }
+        self.write(text.as_bytes());
+    }
+
     /// Writes raw text (for `--stats`).
     pub(crate) fn raw(&mut self, text: &str) {
         if self.screen.active() {

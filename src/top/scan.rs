@@ -44,7 +44,7 @@ const TICKS_PER_SECOND: u64 = 2;
 /// most processes sleep, and reading their counters is most of a scan's cost. One that
 /// starts moving is found within that time (a new process at once).
 const QUIET_SCANS: u32 = 5;
-const QUIET_LOOK_S: f64 = 3.0;
+const QUIET_LOOK_S: f64 = 4.0;
 /// Least time between two walks of one process's descriptors, once it has been walked
 /// (nanoseconds): a process that keeps moving opens new files rarely, and one walk costs a
 /// `readlink` per descriptor.
@@ -465,7 +465,7 @@ impl Scanner {
     /// Reads `pid`'s counters: whether it is new, moved or not.
     fn look(&mut self, pid: u32, buf: &mut Vec<u8>) -> Look {
         let generation = self.generation;
-        // (Every scan at -i 3 or slower, every 3rd at -i 1, every 6th at -i 0.5.)
+        // (Every scan at -i 4 or slower, every 4th at -i 1, every 8th at -i 0.5.)
         let quiet_every = ((QUIET_LOOK_S / self.interval) as u64).max(1);
         if let Some(p) = self.procs.get_mut(&pid) {
             // An unreadable process is tried again now and then (its PID may have gone to

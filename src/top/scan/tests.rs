@@ -446,9 +446,9 @@ fn a_file_read_within_its_size_is_not_looked_at_every_scan() {
 }
 
 #[test]
-fn a_quiet_process_is_looked_at_every_3_s_whatever_the_interval() {
-    // At -i 0.5, 300 idle processes: each read once in 6 scans (3 s), not once in 3; one
-    // that starts to read a file is found within 3 s.
+fn a_quiet_process_is_looked_at_every_4_s_whatever_the_interval() {
+    // At -i 0.5, 300 idle processes: each read once in 8 scans (4 s), not once in 3; one
+    // that starts to read a file is found within 4 s.
     let mut rig = Rig::every(0.5);
     for pid in 1000..1300 {
         rig.process(pid, "sleep 3600");
@@ -459,13 +459,13 @@ fn a_quiet_process_is_looked_at_every_3_s_whatever_the_interval() {
         rig.scan_after(500_000_000);
     }
     let before = rig.fake.reads().1;
-    for _ in 0..6 {
+    for _ in 0..8 {
         rig.scan_after(500_000_000);
     }
-    assert_eq!(rig.fake.reads().1 - before, 300, "io reads in 3 s");
+    assert_eq!(rig.fake.reads().1 - before, 300, "io reads in 4 s");
     rig.advance(1150, 3, 1 << 20, false);
     let mut found = None;
-    for scan in 1..=6 {
+    for scan in 1..=8 {
         rig.advance(1150, 3, 1 << 20, false);
         if rig
             .scan_after(500_000_000)
@@ -476,7 +476,7 @@ fn a_quiet_process_is_looked_at_every_3_s_whatever_the_interval() {
             break;
         }
     }
-    assert!(found.is_some(), "not found within 6 scans (3 s)");
+    assert!(found.is_some(), "not found within 8 scans (4 s)");
 }
 
 #[test]
@@ -571,12 +571,13 @@ fn proc_is_listed_again_only_when_a_process_has_started() {
     );
     rig.scan();
     let before = rig.fake.reads().1;
-    for _ in 0..3 {
+    for _ in 0..4 {
         rig.scan();
     }
     let io_reads = rig.fake.reads().1 - before;
-    // (The 300 idle ones are read every third scan: 300 in three scans, and the cat's 3.)
-    assert_eq!(io_reads, 303, "io reads in three scans");
+    // (The 300 idle ones are read every fourth scan: 300 in four scans; the cat's 3, until
+    // it has been quiet for five scans.)
+    assert_eq!(io_reads, 303, "io reads in four scans");
     assert_eq!(rig.fake.scans(), 2);
     // Without the last PID (a /proc that does not tell it), every scan lists.
     rig.fake.0.borrow_mut().last_pid = None;
