@@ -469,6 +469,14 @@ fn interpreter(comm: &str) -> bool {
             .any(|p| comm.starts_with(p))
 }
 
+/// Whether the program of a command line (`cmdline`'s first argument, its directory left
+/// out) is an interpreter.
+fn runs_interpreter(cmdline: &[u8]) -> bool {
+    let program = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    let name = program.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    interpreter(&String::from_utf8_lossy(name))
+}
+
 /// The script a command line (`cmdline`'s NUL-separated arguments) names: its first
 /// argument after the program that is not an option.
 fn script_of(cmdline: &[u8]) -> Option<String> {
@@ -514,9 +522,8 @@ impl Scanner {
             return;
         };
         let stale = command && p.command_stale;
-        if !interpreter(&p.comm) && !stale {
-            return;
-        }
+        // (Read whatever its name: a script run through its `#!` line has the script's
+        // name, `pyenv-exec`, with `bash` only as its command line's program.)
         let Ok(cmdline) = self.proc.read(pid, ProcFile::Cmdline, false) else {
             return;
         };
@@ -529,7 +536,7 @@ impl Scanner {
                 p.command_stale = false;
             }
         }
-        if !interpreter(&p.comm) {
+        if !interpreter(&p.comm) && !runs_interpreter(&cmdline) {
             return;
         }
         if let Some(script) = script_of(&cmdline) {

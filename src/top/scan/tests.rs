@@ -925,6 +925,35 @@ fn a_shell_reading_its_own_script_is_not_a_flow_nor_a_copy() {
 }
 
 #[test]
+fn a_script_run_through_its_shebang_line_is_not_a_flow() {
+    // pyenv's python3 runs `pyenv-version-name -f` through its `#!/usr/bin/env bash`: the
+    // process is named after the script (`pyenv-version-n`), not bash, and reads its script
+    // (descriptor 255) with its errors to a log. Seen on a real machine as a file flow at
+    // 32 %, `pyenv-version-name -> stderr`.
+    let mut rig = Rig::new();
+    rig.process(100, "bash /p/libexec/pyenv-version-name -f");
+    rig.fake.with(100, |p| p.comm = "pyenv-version-n".into());
+    rig.fake.open(
+        100,
+        255,
+        file("/p/libexec/pyenv-version-name", 60, 1_862),
+        RD,
+    );
+    rig.fake.open(100, 2, file("/data/job.log", 61, 0), WR);
+    rig.scan();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        rig.advance(100, 255, 300, false);
+        seen.extend(rig.scan());
+    }
+    assert!(
+        seen.is_empty(),
+        "{:?}",
+        seen.iter().map(row).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn a_chain_of_wrapper_scripts_is_not_a_flow() {
     // pyenv's python3: bash runs one script of the chain, then execs the next (still
     // bash), which it keeps open on descriptor 255 like the first; found between two
