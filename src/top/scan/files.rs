@@ -99,11 +99,22 @@ impl Scanner {
             .filter(|f| !f.writes && !f.device)
             .map(|f| f.pid)
             .collect();
+        // Processes reading one file and writing another: a copy, perhaps inside the kernel.
+        let copiers: HashSet<u32> = (self.files.iter())
+            .filter(|w| copy_source(&self.files, w, &HashSet::new()).is_some())
+            .map(|w| w.pid)
+            .collect();
         let files = std::mem::take(&mut self.files);
         let mut kept = Vec::with_capacity(files.len());
         for mut f in files {
             let alive = self.alive(&f);
-            let pos = if alive && (movers.contains(&f.pid) || f.moved > 0) {
+            // (Both sides of a copy of a process that ran lately are read too: a copy inside
+            // the kernel moves no counter, only its descriptors' positions as each call
+            // returns. Not any file of an idle process: a descriptor it shares with a
+            // child, `cmd > log` in a shell, moves with the child's writes.)
+            let lately = copiers.contains(&f.pid)
+                && (self.procs.get(&f.pid)).is_some_and(|p| p.quiet <= UNSEEN_QUIET);
+            let pos = if alive && (movers.contains(&f.pid) || f.moved > 0 || lately) {
                 self.fdinfo(f.pid, f.fd, buf).map(|(pos, _)| pos)
             } else if alive {
                 Some(f.pos)

@@ -748,6 +748,32 @@ fn a_copy_inside_the_kernel_is_followed_by_the_written_files_growth_to_its_end()
 }
 
 #[test]
+fn a_copy_call_that_returns_shows_though_no_counter_moved() {
+    // `copy_file_range` into a file made to its full size first: the kernel counts none of
+    // it in the process's I/O counters, and the file does not grow; only the descriptors'
+    // positions move, as each 2 GiB call returns.
+    let mut rig = Rig::new();
+    rig.process(100, "copier /d/big /d/copy");
+    rig.fake.open(100, 3, file("/d/big", 20, 4 * GIB), RD);
+    rig.fake.open(100, 4, file("/d/copy", 21, 4 * GIB), WR);
+    rig.fake.work(100, 1, 4096, 0);
+    rig.scan();
+    rig.fake.kernel_work(100, 90);
+    rig.scan();
+    rig.fake.fd(100, 3, |f| f.pos = 2 * GIB);
+    rig.fake.fd(100, 4, |f| f.pos = 2 * GIB);
+    rig.fake.kernel_work(100, 90);
+    let flows = rig.scan();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(
+        (flows[0].amount, flows[0].size),
+        (2 * GIB, 4 * GIB),
+        "{flows:?}"
+    );
+    assert!(!flows[0].view.unseen, "{flows:?}");
+}
+
+#[test]
 fn a_copy_whose_progress_cannot_be_seen_says_so() {
     // A copy inside the kernel into a file made to its full size first: the written file
     // does not grow, and nothing moves until the call returns; its process works in the
