@@ -1,8 +1,9 @@
 //! Finding and following flows in `/proc`.
 //!
 //! Owns: the process table of the last scan (one `io` read per process per scan, a quiet
-//! one every third; `stat` and the command line once per process; kernel threads
-//! recognised once and skipped after), the descriptors of processes that moved, and the
+//! one about every 4 s; `/proc` listed again only when a process has started; `stat` and
+//! the command line at its walks; kernel threads recognised once and skipped after), the
+//! descriptors of processes that moved, and the
 //! flows built from them: file and device flows (`files`), socket flows and rpv and pv
 //! instances (`counts`), pipelines (`pipes`, through the pipeline view's `Watcher`, which
 //! names the bottleneck; `sweep`: the look at every process they share within a scan).
