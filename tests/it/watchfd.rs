@@ -46,9 +46,12 @@ fn slow_reader(dir: &Dir, files: &[&Path], steps: usize, pause: &str) -> Reader 
         script.push_str(&format!("exec {}<\"${}\"; ", i + 3, i + 2));
     }
     script.push_str(&format!("i=0; while [ $i -lt {steps} ]; do "));
+    // Each dd in a subshell: dash applies a simple command's redirections in the shell
+    // itself around the fork, so for a moment the shell's own descriptor 0 was the file,
+    // and `rpv -d` watching the shell showed a row `0:first.bin` (once in CI).
     for (i, _) in files.iter().enumerate() {
         script.push_str(&format!(
-            "dd bs={CHUNK} count=1 <&{} >/dev/null 2>&1; ",
+            "(dd bs={CHUNK} count=1 <&{} >/dev/null 2>&1); ",
             i + 3
         ));
     }
