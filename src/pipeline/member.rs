@@ -187,11 +187,7 @@ impl Kids {
         let mut states = Vec::with_capacity(pids.len());
         let mut delays = Vec::with_capacity(pids.len());
         for &pid in &pids {
-            let Some(stat) = proc
-                .read(pid, ProcFile::Stat, false)
-                .ok()
-                .and_then(|t| Stat::parse(&text(&t)))
-            else {
+            let Some(stat) = proc.stat(pid) else {
                 continue;
             };
             ticks += stat.cpu_ticks + stat.child_ticks;

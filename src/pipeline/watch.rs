@@ -380,11 +380,7 @@ fn text(bytes: &[u8]) -> String {
 /// The process `pid` and the pipelines found from it: its `stat`, the process table of its
 /// session, and the segments reachable from its start points.
 fn locate(proc: &mut dyn Proc, pid: u32) -> Result<(Stat, Table, Vec<Segment>), WatchError> {
-    let stat = proc
-        .read(pid, ProcFile::Stat, false)
-        .ok()
-        .and_then(|t| Stat::parse(&text(&t)))
-        .ok_or(WatchError::NoSuchProcess(pid))?;
+    let stat = proc.stat(pid).ok_or(WatchError::NoSuchProcess(pid))?;
     if stat.kernel_thread {
         return Err(WatchError::KernelThread(pid, stat.comm));
     }

@@ -246,6 +246,12 @@ pub(crate) trait Proc {
     fn kept(&self) -> usize {
         0
     }
+    /// `pid`'s `stat`, parsed; `None` if it cannot be read (gone, not permitted, or not in
+    /// the kernel's format).
+    fn stat(&mut self, pid: u32) -> Option<Stat> {
+        let text = self.read(pid, ProcFile::Stat, false).ok()?;
+        Stat::parse(&String::from_utf8_lossy(&text))
+    }
     /// The last process or thread ID the kernel gave out in this PID namespace (the last
     /// field of `/proc/loadavg`): while it stands still, no process has started, and the
     /// list of processes need not be read again. `None` when it cannot be told.

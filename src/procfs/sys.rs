@@ -311,6 +311,17 @@ fn read_from_start_into(file: &File, to_end: bool, out: &mut Vec<u8>) -> io::Res
     }
 }
 
+/// The text of the machine-wide file at `path`, opened once into `slot` and read again
+/// from its start at each call.
+fn kept_text(slot: &mut Option<File>, path: &str) -> Option<String> {
+    let file = match slot {
+        Some(file) => file,
+        None => slot.insert(File::open(path).ok()?),
+    };
+    let text = read_from_start(file, false).ok()?;
+    Some(String::from_utf8_lossy(&text).into_owned())
+}
+
 impl Drop for SysProc {
     fn drop(&mut self) {
         give_back(self.open.len() + self.fdinfo.len());
@@ -494,21 +505,11 @@ impl Proc for SysProc {
     }
 
     fn cpu_times(&mut self) -> Option<CpuTimes> {
-        let file = match &self.stat {
-            Some(file) => file,
-            None => self.stat.insert(File::open("/proc/stat").ok()?),
-        };
-        let text = read_from_start(file, false).ok()?;
-        CpuTimes::parse(&String::from_utf8_lossy(&text))
+        CpuTimes::parse(&kept_text(&mut self.stat, "/proc/stat")?)
     }
 
     fn last_pid(&mut self) -> Option<u32> {
-        let file = match &self.loadavg {
-            Some(file) => file,
-            None => self.loadavg.insert(File::open("/proc/loadavg").ok()?),
-        };
-        let text = read_from_start(file, false).ok()?;
-        super::last_pid_of(&String::from_utf8_lossy(&text))
+        super::last_pid_of(&kept_text(&mut self.loadavg, "/proc/loadavg")?)
     }
 
     fn cores(&self) -> usize {

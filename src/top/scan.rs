@@ -575,12 +575,7 @@ impl Scanner {
     /// last line). One that has become an rpv shows as that, with its own figures, from now
     /// on, not as its files.
     fn program_again(&mut self, pid: u32) {
-        let Some(stat) = self
-            .proc
-            .read(pid, ProcFile::Stat, false)
-            .ok()
-            .and_then(|text| Stat::parse(&String::from_utf8_lossy(&text)))
-        else {
+        let Some(stat) = self.proc.stat(pid) else {
             return;
         };
         let (command, instance, unsure) = self.program(pid, &stat.comm);

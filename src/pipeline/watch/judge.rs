@@ -341,13 +341,7 @@ impl Watcher {
         };
         let path = procfs::unix_path(unix, peer).or_else(|| procfs::unix_path(unix, inode));
         let holder = socket_holder(self.proc.as_mut(), peer, own).map(|pid| {
-            let comm = self
-                .proc
-                .read(pid, ProcFile::Stat, false)
-                .ok()
-                .and_then(|t| procfs::Stat::parse(&text(&t)))
-                .map(|s| s.comm)
-                .unwrap_or_default();
+            let comm = self.proc.stat(pid).map(|s| s.comm).unwrap_or_default();
             let command = member::command_of(self.proc.as_mut(), pid, &comm);
             format!(
                 "{}, PID {pid}",

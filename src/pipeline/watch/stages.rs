@@ -14,7 +14,7 @@ use super::{
 use crate::pipeline::discover::{self, Segment, StageSpec, Table};
 use crate::pipeline::member::Member;
 use crate::pipeline::model::Activity;
-use crate::procfs::{self, Proc, ProcFile, Stat};
+use crate::procfs::{self, Proc, ProcFile};
 
 impl Watcher {
     /// Whether stage `i`'s shell runs a loop (it starts child after child, or it is the
@@ -87,11 +87,7 @@ impl Watcher {
 
     /// A member for process `pid`, read from `/proc` (not from a scan).
     fn member_from_proc(&mut self, pid: u32) -> Option<Member> {
-        let stat = self
-            .proc
-            .read(pid, ProcFile::Stat, false)
-            .ok()
-            .and_then(|t| Stat::parse(&text(&t)))?;
+        let stat = self.proc.stat(pid)?;
         Some(Member::new(
             self.proc.as_mut(),
             pid,
@@ -384,11 +380,7 @@ impl Shell {
             if self.named.contains(&pid) {
                 continue;
             }
-            let Some(stat) = proc
-                .read(pid, ProcFile::Stat, false)
-                .ok()
-                .and_then(|t| Stat::parse(&text(&t)))
-            else {
+            let Some(stat) = proc.stat(pid) else {
                 continue;
             };
             if stat.comm != self.comm && !matches!(stat.state, 'Z' | 'X') {

@@ -8,10 +8,10 @@
 
 use std::collections::HashMap;
 
-use super::{text, Watcher};
+use super::Watcher;
 use crate::pipeline::advice::Thief;
 use crate::pipeline::member;
-use crate::procfs::{ProcFile, Stat};
+use crate::procfs::Stat;
 
 /// Each process's CPU ticks at the last look, by PID (with its start time, so a reused
 /// PID is not compared with another process), and when that was.
@@ -53,12 +53,7 @@ impl Watcher {
         let mut ticks = HashMap::with_capacity(pids.len());
         let mut best: Option<(u64, u32, Stat)> = None;
         for pid in pids {
-            let Some(stat) = self
-                .proc
-                .read(pid, ProcFile::Stat, false)
-                .ok()
-                .and_then(|t| Stat::parse(&text(&t)))
-            else {
+            let Some(stat) = self.proc.stat(pid) else {
                 continue;
             };
             ticks.insert(pid, (stat.start, stat.cpu_ticks));
