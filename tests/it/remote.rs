@@ -97,31 +97,66 @@ impl Target {
         );
     }
 
-    /// Bytes per second seen by `rpv -Q PID -n -b -i 0.2` over about `secs` seconds.
+    /// Bytes per second seen by `rpv -Q PID -n -b -t -i 0.2` over `secs` seconds of the
+    /// target's own clock: each sample carries the target's elapsed time beside its byte
+    /// count, so a query client that starts late or is held back between samples (a busy
+    /// machine) changes how long this waits, not the rate it finds.
     fn queried_rate(&self, secs: f64) -> f64 {
         let pid = self.pid();
         let mut q = self
-            .client(&["-Q", &pid, "-n", "-b", "-i", "0.2"])
+            .client(&["-Q", &pid, "-n", "-b", "-t", "-i", "0.2"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // The window the rate is measured over.
-        pause(Duration::from_secs_f64(secs));
+        let samples: Arc<Mutex<Vec<(f64, f64)>>> = Arc::default();
+        let mut pipe = q.stderr.take().unwrap();
+        let sink = Arc::clone(&samples);
+        let text = Arc::new(Mutex::new(String::new()));
+        let seen = Arc::clone(&text);
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            let mut line = Vec::new();
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                for &b in &buf[..n] {
+                    if b != b'\n' {
+                        line.push(b);
+                        continue;
+                    }
+                    let l = String::from_utf8_lossy(&line).into_owned();
+                    seen.lock().unwrap().push_str(&l);
+                    seen.lock().unwrap().push('\n');
+                    let mut fields = l.split_whitespace().map(str::parse::<f64>);
+                    if let (Some(Ok(t)), Some(Ok(b)), None) =
+                        (fields.next(), fields.next(), fields.next())
+                    {
+                        sink.lock().unwrap().push((t, b));
+                    }
+                    line.clear();
+                }
+            }
+        });
+        // The first sample is skipped (it may straddle a change made just before).
+        let spanned = || {
+            let s = samples.lock().unwrap();
+            s.len() >= 3 && s[s.len() - 1].0 - s[1].0 >= secs
+        };
+        let done = crate::util::poll(crate::util::PATIENCE, || spanned().then_some(()));
         let _ = q.kill();
-        let out = q.wait_with_output().unwrap();
-        let values: Vec<f64> = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
+        let _ = q.wait();
+        let _ = reader.join();
         assert!(
-            values.len() >= 4,
-            "too few query lines: {:?}",
-            String::from_utf8_lossy(&out.stderr)
+            done.is_some(),
+            "the query did not cover {secs} s of the target's clock: {:?}",
+            text.lock().unwrap()
         );
-        // Skip the first sample (it may straddle the change).
-        let (first, last) = (values[1], values[values.len() - 1]);
-        (last - first) / (0.2 * (values.len() - 2) as f64)
+        let s = samples.lock().unwrap();
+        // Only the samples drawn while it was being waited for: the first to span `secs`.
+        let end = (2..s.len()).find(|&i| s[i].0 - s[1].0 >= secs).unwrap();
+        (s[end].1 - s[1].1) / (s[end].0 - s[1].0)
     }
 
     /// The `\r`/`\n`-separated display lines written since `from` bytes.
