@@ -12,6 +12,16 @@ const START_SECS: f64 = crate::util::PATIENCE;
 /// A shell pipeline (`sh -c SCRIPT`, niced, with `$RPV` set) in its own process group.
 pub struct Pipeline {
     pub shell: Child,
+    /// Its share of the quiet CPU, for a pipeline started there.
+    _cpu: Option<std::sync::RwLockReadGuard<'static, ()>>,
+}
+
+/// The first CPU this process may run on, for a test that pins its own work to one CPU.
+pub fn one_cpu() -> usize {
+    let allowed = rustix::thread::sched_getaffinity(None).expect("sched_getaffinity");
+    (0..rustix::thread::CpuSet::MAX_CPU)
+        .find(|&cpu| allowed.is_set(cpu))
+        .unwrap_or(0)
 }
 
 impl Pipeline {
@@ -28,7 +38,36 @@ impl Pipeline {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn sh");
-        Pipeline { shell }
+        Pipeline { shell, _cpu: None }
+    }
+
+    /// [`Pipeline::start`] on a quiet CPU of its own ([`crate::util::on_a_quiet_cpu`]):
+    /// for a pipeline whose verdict must not depend on what else the machine runs. Its
+    /// stages share that one CPU, so it is for pipelines that mostly wait (a rate limit, a
+    /// slow peer, sleeps); a test whose pipeline loads it holds it alone first
+    /// ([`crate::util::quiet_cpu_alone`]). Until dropped, it holds a share of that CPU.
+    pub fn start_quiet(script: &str) -> Pipeline {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script])
+            .env("RPV", env!("CARGO_BIN_EXE_rpv"))
+            .env_remove("RPV_TEST_PATH")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let cpu = crate::util::quiet_cpu_shared();
+        crate::util::on_a_quiet_cpu(&mut cmd);
+        Pipeline {
+            shell: cmd.spawn().expect("spawn sh"),
+            _cpu: cpu,
+        }
+    }
+
+    /// A CPU thief that takes one CPU and leaves the others alone: a busy loop on the CPU
+    /// of [`Pipeline::start_quiet`], at that priority: what runs there beside it gets about
+    /// half of that CPU, and every process of ordinary priority there moves to another. The
+    /// test holds that CPU alone first ([`crate::util::quiet_cpu_alone`]).
+    pub fn thief() -> Pipeline {
+        Pipeline::start_quiet("while :; do :; done")
     }
 
     /// The PID of the pipeline's process running `comm` (waits for it to start).
