@@ -64,6 +64,23 @@ impl Target {
         target
     }
 
+    /// Back to the ordinary policy (from the real-time one of [`crate::util::rpv_on_time`]),
+    /// every thread of it, before the test lets it run without a limit: a real-time process
+    /// that moves data as fast as it can holds a CPU from every test beside it, the timing
+    /// tests of the suite included (one lost 7 % of its rate-limited transfer's 5 s).
+    fn ordinary(&self) {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.child.id())).unwrap();
+        for task in tasks {
+            let Some(tid) = task.ok().and_then(|t| t.file_name().to_str()?.parse().ok()) else {
+                continue;
+            };
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sched_setscheduler reads `param` during the call only; `tid` is a
+            // thread of our own child (refused harmlessly if it has just ended).
+            unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &param) };
+        }
+    }
+
     fn pid(&self) -> String {
         self.child.id().to_string()
     }
@@ -217,6 +234,7 @@ fn remote_changes_the_rate_limit_and_query_sees_it() {
         (15e3..100e3).contains(&lowered),
         "rate after -L 40k: {lowered}"
     );
+    target.ordinary();
     target.remote(&["-L", "0"]);
     let unlimited = target.queried_rate(1.6);
     assert!(unlimited > 5e6, "rate after -L 0: {unlimited}");
