@@ -91,6 +91,10 @@ fn frames(stderr: &str) -> Vec<Vec<Row>> {
             let mut columns = None;
             let mut rows = Vec::new();
             for line in lines {
+                if line.starts_with("advice: ") {
+                    // (Its wrapped lines are not rows, even one that starts with a PID.)
+                    break;
+                }
                 if let Some(at) = line.find("    PID ") {
                     // (After the escapes that start a redraw.)
                     columns = Columns::of(&line[at..]);
@@ -117,7 +121,7 @@ fn watcher(pid: u32, extra: &[&str]) -> Child {
     let target = format!("--pipeline={pid}");
     let mut args = vec![target.as_str(), "-f", "-i", "0.2", "-w", "100"];
     args.extend_from_slice(extra);
-    crate::util::on_a_quiet_cpu(&mut rpv(&args))
+    rpv(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -271,13 +275,13 @@ fn objects_so_far(text: &str) -> Vec<serde_json::Value> {
 /// first by the summary. Returns the watcher's stderr.
 #[track_caller]
 fn bottleneck_is(script: &str, comm: &str, command: &str) -> String {
-    bottleneck_and_advice(Pipeline::start(script), comm, command, false)
+    bottleneck_and_advice(script, comm, command, false)
 }
 
-/// [`bottleneck_is`] for a pipeline started, the advice under the table too when
-/// `advised`.
+/// [`bottleneck_is`], the advice under the table too when `advised`.
 #[track_caller]
-fn bottleneck_and_advice(pipeline: Pipeline, comm: &str, command: &str, advised: bool) -> String {
+fn bottleneck_and_advice(script: &str, comm: &str, command: &str, advised: bool) -> String {
+    let pipeline = Pipeline::start(script);
     let pid = pipeline.find(comm);
     // (Until it has settled: 20 s at most, for a machine busy enough to slow the start.)
     let text = watch_until(pid, 20.0, |t| {
@@ -339,7 +343,7 @@ fn cpu_bound_middle_stage() {
 fn rate_limited_rpv() {
     // A low limit, so that even a consumer starved of CPU by a busy machine keeps up.
     let text = bottleneck_and_advice(
-        Pipeline::start_quiet("head -c 1G /dev/zero | \"$RPV\" -q -L 2M | sha256sum > /dev/null"),
+        "head -c 1G /dev/zero | \"$RPV\" -q -L 2M | sha256sum > /dev/null",
         "sha256sum",
         "rpv -q -L 2M",
         true,
@@ -450,7 +454,7 @@ fn found_from_any_stage_and_from_the_shell() {
 fn stages_end_one_by_one_and_the_watch_ends_with_them() {
     // (2 s for the first: on a loaded machine the watcher may take more than a second to
     // read the stages.)
-    let mut pipeline = Pipeline::start_quiet("sleep 2 | sleep 3 | sleep 4");
+    let mut pipeline = Pipeline::start("sleep 2 | sleep 3 | sleep 4");
     // Once every stage has started (the shell forks them one after the other), from the
     // stage that lasts longest (on a loaded machine the first may end before the watcher
     // has read it).
@@ -476,12 +480,10 @@ fn stages_end_one_by_one_and_the_watch_ends_with_them() {
 
 #[test]
 fn a_subshell_is_not_a_stage() {
-    // gzip of zeros at 2 MB/s out reads tens of MB/s: it loads the quiet CPU.
-    let _cpu = crate::util::quiet_cpu_alone();
     // The subshell forks gzip (it has a command after it) and waits for it, holding both
     // pipes all the while.
     let mut pipeline =
-        Pipeline::start_quiet("cat /dev/zero | (gzip -1; true) | \"$RPV\" -q -L 2M > /dev/null");
+        Pipeline::start("cat /dev/zero | (gzip -1; true) | \"$RPV\" -q -L 2M > /dev/null");
     let gzip = pipeline.find("gzip");
     let subshell = parent(gzip).unwrap();
     assert_eq!(comm(subshell).as_deref(), Some("sh"));
@@ -499,7 +501,7 @@ fn a_subshell_is_not_a_stage() {
 #[test]
 fn a_compound_stage_shows_the_process_moving_data() {
     // `{ a; b; }` runs one command after the other: the row follows them.
-    let pipeline = Pipeline::start_quiet(
+    let pipeline = Pipeline::start(
         "{ sleep 1; head -c 50M /dev/zero; sleep 30; } | \"$RPV\" -q -L 10M > /dev/null",
     );
     let rpv_pid = pipeline.find("rpv");
@@ -567,7 +569,7 @@ fn another_users_stage() {
 
 #[test]
 fn quiet_shows_only_the_summary_with_stats() {
-    let mut pipeline = Pipeline::start_quiet("cat /dev/zero | \"$RPV\" -q -L 2M > /dev/null");
+    let mut pipeline = Pipeline::start("cat /dev/zero | \"$RPV\" -q -L 2M > /dev/null");
     let pid = pipeline.find("rpv");
     let mut quiet = watcher(pid, &["-q"]);
     let mut stats = watcher(pid, &["-q", "-v"]);
@@ -661,10 +663,9 @@ fn inline_view_moves_the_data_and_shows_its_own_pipeline() {
         crate::util::s(&log),
         crate::util::s(&out)
     );
-    // On the quiet CPU: what holds the pipeline back is then its rate limit, whatever else
-    // the machine runs.
-    let _cpu = crate::util::quiet_cpu_shared();
-    let status = crate::util::on_a_quiet_cpu(Command::new("sh").arg("-c").arg(&script))
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
         .env("RPV", env!("CARGO_BIN_EXE_rpv"))
         .status()
         .unwrap();
@@ -813,7 +814,7 @@ fn spawn_watch(pid: u32, args: &[&str]) -> Child {
     let target = format!("--pipeline={pid}");
     let mut line = vec![target.as_str()];
     line.extend_from_slice(args);
-    crate::util::on_a_quiet_cpu(&mut rpv(&line))
+    rpv(&line)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -828,8 +829,7 @@ fn spawn_watch(pid: u32, args: &[&str]) -> Child {
 fn json_stage_meters_count_what_goes_through() {
     // The rates are checked against the limit: rpv must get a CPU on time.
     let _cores = crate::util::cores_free();
-    let pipeline =
-        Pipeline::start_quiet("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pipeline = Pipeline::start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
     let pid = pipeline.find("rpv");
     let text = watch_with(pid, &["--json", "-i", "0.5"], 3.2);
     let objects = crate::json::parse_ndjson(text.as_bytes());
@@ -915,8 +915,7 @@ fn json_end_elapsed_is_the_watchs_own() {
 /// that waits is news too), the summary last.
 #[test]
 fn log_writes_the_table_at_every_update_and_the_summary_last() {
-    let pipeline =
-        Pipeline::start_quiet("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pipeline = Pipeline::start("head -c 2G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
     let pid = pipeline.find("rpv");
     let text = watch_with(pid, &["--log", "-i", "0.5", "-w", "100"], 3.2);
     let lines: Vec<&str> = text.lines().collect();
@@ -1225,7 +1224,7 @@ fn watch_loop(
     secs: f64,
     done: impl Fn(&str) -> bool,
 ) -> (Vec<serde_json::Value>, String) {
-    let pipeline = Pipeline::start_quiet(script);
+    let pipeline = Pipeline::start(script);
     pipeline.find("gzip");
     let text = watch_with_until(pipeline.shell.id(), &["--json", "-i", "0.5"], secs, done);
     drop(pipeline);
@@ -1367,19 +1366,18 @@ fn a_loop_of_builtins_is_named_a_loop() {
     assert_eq!(last[0], "(loop) sh", "{last:?}\n{text}");
 }
 
-/// D4: a rate limit on a loaded machine (two busy loops on the one CPU the pipeline runs
-/// on, at its priority: as a busy loop per core and one more): the live advice and the
-/// summary's are the rate limit's, never "short of CPU" (the limited stage waits on its
-/// timer far longer than for a CPU, or moves data at its limit). (4 MiB/s: at 10, with
-/// other work on the machine too, rpv and gzip waited for a CPU long enough to fall below
-/// it, and the CPU advice was then right.)
+/// D4: a rate limit on a loaded machine (a busy loop per core, and one more): the live
+/// advice and the summary's are the rate limit's, never "short of CPU" (the limited stage
+/// waits on its timer far longer than for a CPU, or moves data at its limit). (4 MiB/s: at
+/// 10, with other work on the machine too, rpv and gzip waited for a CPU long enough to
+/// fall below it, and the CPU advice was then right.)
 #[test]
 fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
     let _busy = crate::util::busy_loops_alone();
-    let _cpu = crate::util::quiet_cpu_alone();
-    let _loops = [Pipeline::thief(), Pipeline::thief()];
+    let _loops = BusyLoops::start();
+    let _one_more = Pipeline::start("while :; do :; done");
     let pipeline =
-        Pipeline::start_quiet("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | gzip -1 > /dev/null");
+        Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | gzip -1 > /dev/null");
     let pid = pipeline.find("rpv");
     // Done once 6 updates all give the rate limit's advice.
     let text = watch_with_until(pid, &["--json", "-i", "0.5"], 4.5, |t| {
@@ -1428,8 +1426,7 @@ fn a_rate_limit_beside_busy_loops_keeps_its_advice() {
 /// and keeps the advice about the time it ran.
 #[test]
 fn stopped_time_is_stopped_and_the_summary_keeps_its_advice() {
-    let pipeline =
-        Pipeline::start_quiet("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
+    let pipeline = Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 4M | cat > /dev/null");
     let pid = pipeline.find("rpv");
     // (At -i 0.5: the output is read once the watch has ended, so it must fit a pipe.)
     let mut child = spawn_watch(pid, &["--json", "-i", "0.5"]);
@@ -1497,7 +1494,8 @@ impl SlowPeer {
             ),
         )
         .unwrap();
-        let mut server = crate::util::on_a_quiet_cpu(Command::new("python3").arg(&script))
+        let mut server = Command::new("python3")
+            .arg(&script)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
@@ -1545,7 +1543,7 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
          shutil.copyfileobj(sys.stdin.buffer, s.makefile('wb'))\n",
     )
     .unwrap();
-    let pipeline = Pipeline::start_quiet(&format!(
+    let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | cat | python3 '{}' {}",
         send.display(),
         peer.port
@@ -1598,12 +1596,14 @@ fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
          \x20   time.sleep(0.05)\n",
     )
     .unwrap();
-    let pipeline = Pipeline::start_quiet(&format!(
+    let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | cat | python3 '{}' '{}'",
         serve.display(),
         sock.display()
     ));
-    let mut reader = crate::util::on_a_quiet_cpu(Command::new("python3").arg(&read).arg(&sock))
+    let mut reader = Command::new("python3")
+        .arg(&read)
+        .arg(&sock)
         .stdin(Stdio::null())
         .spawn()
         .expect("python3");
@@ -1671,7 +1671,8 @@ impl Sshd {
         )
         .unwrap();
         std::fs::write(path("ssh_config"), "").unwrap();
-        let daemon = crate::util::on_a_quiet_cpu(Command::new("unshare").args(["-m", "sh", "-c"]))
+        let daemon = Command::new("unshare")
+            .args(["-m", "sh", "-c"])
             .arg(format!(
                 "mount -t tmpfs tmpfs /run && mkdir /run/sshd && \
                  exec /usr/sbin/sshd -D -e -f '{}' -p {port}",
@@ -1727,7 +1728,7 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
     // A slow remote end (256 KiB/s): ssh wakes up seldom, so even starved of CPU by a busy
     // machine it spends most of its time waiting on its connection.
     let remote = format!("{} -q -L 256K > /dev/null", env!("CARGO_BIN_EXE_rpv"));
-    let pipeline = Pipeline::start_quiet(&format!(
+    let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | cat | {}",
         sshd.ssh(&remote)
     ));
@@ -1786,8 +1787,7 @@ fn the_live_advice_is_wrapped_whole_at_60_and_80_columns() {
 
 #[track_caller]
 fn advice_wrapped_whole_at(columns: usize) {
-    let pipeline =
-        Pipeline::start_quiet("head -c 20G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null");
+    let pipeline = Pipeline::start("head -c 20G /dev/zero | \"$RPV\" -q -L 2M | cat > /dev/null");
     let pid = pipeline.find("rpv");
     let width = columns.to_string();
     let text = watch_with(pid, &["-f", "-i", "0.25", "-w", &width], 3.0);
@@ -1926,14 +1926,12 @@ fn sort_spilling_to_temporary_files_is_not_pipe_traffic() {
 /// is the bottleneck, with advice that fits xargs.
 #[test]
 fn xargs_is_one_stage_with_its_childrens_time() {
-    // md5sum keeps the quiet CPU busy.
-    let _cpu = crate::util::quiet_cpu_alone();
     let dir = tempfile::tempdir().unwrap();
     for i in 0..20 {
         std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 256 * 1024]).unwrap();
     }
     let d = dir.path().display();
-    let pipeline = Pipeline::start_quiet(&format!(
+    let pipeline = Pipeline::start(&format!(
         "while :; do printf '%s\\n' '{d}'/f*; done | xargs -n 50 md5sum | sort > '{d}/sums'"
     ));
     let xargs = pipeline.find("xargs");
@@ -1996,8 +1994,6 @@ fn xargs_is_one_stage_with_its_childrens_time() {
 /// parallel is not installed (CI installs it).
 #[test]
 fn gnu_parallel_is_one_stage() {
-    // md5sum keeps the quiet CPU busy.
-    let _cpu = crate::util::quiet_cpu_alone();
     let gnu = Command::new("parallel")
         .arg("--version")
         .stdin(Stdio::null())
@@ -2012,7 +2008,7 @@ fn gnu_parallel_is_one_stage() {
         std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 256 * 1024]).unwrap();
     }
     let d = dir.path().display();
-    let pipeline = Pipeline::start_quiet(&format!(
+    let pipeline = Pipeline::start(&format!(
         "while :; do printf '%s\\n' '{d}'/f*; done | parallel -n 50 md5sum | sort > '{d}/sums'"
     ));
     let launcher = pipeline.find("parallel");
@@ -2059,14 +2055,10 @@ fn gnu_parallel_is_one_stage() {
 #[test]
 fn short_of_cpu_names_the_busiest_program_outside_the_pipeline() {
     let _busy = crate::util::busy_loops_alone();
-    let _cpu = crate::util::quiet_cpu_alone();
     // The condition is made, not hoped for: the pipeline shares one CPU with a thief that
     // takes it, whatever else the machine runs.
     let the_loop = Pipeline::thief();
-    let pipeline = Pipeline::start(&format!(
-        "exec taskset -c {} sh -c 'yes | head -c 1000G | sha256sum'",
-        crate::shell::one_cpu()
-    ));
+    let pipeline = Pipeline::start_behind("yes | head -c 1000G | sha256sum");
     let pid = pipeline.find("sha256sum");
     let named = |t: &str| -> Option<u32> {
         let objects = objects_so_far(t);
@@ -2156,7 +2148,7 @@ fn a_socket_senders_output_is_what_it_sent() {
          while True:\n    b = sys.stdin.buffer.read(65536)\n    if not b: break\n    s.sendall(b)\n",
     )
     .unwrap();
-    let pipeline = Pipeline::start_quiet(&format!(
+    let pipeline = Pipeline::start(&format!(
         "head -c 20G /dev/zero | python3 '{}' {}",
         send.display(),
         peer.port

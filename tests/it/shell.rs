@@ -12,8 +12,6 @@ const START_SECS: f64 = crate::util::PATIENCE;
 /// A shell pipeline (`sh -c SCRIPT`, niced, with `$RPV` set) in its own process group.
 pub struct Pipeline {
     pub shell: Child,
-    /// Its share of the quiet CPU, for a pipeline started there.
-    _cpu: Option<std::sync::RwLockReadGuard<'static, ()>>,
 }
 
 /// The first CPU this process may run on, for a test that pins its own work to one CPU.
@@ -28,6 +26,7 @@ impl Pipeline {
     /// Starts `script`; its output goes nowhere.
     pub fn start(script: &str) -> Pipeline {
         use std::os::unix::process::CommandExt;
+        crate::util::suite_ahead();
         let shell = Command::new("nice")
             .args(["-n", "5", "sh", "-c", script])
             .env("RPV", env!("CARGO_BIN_EXE_rpv"))
@@ -38,15 +37,24 @@ impl Pipeline {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn sh");
-        Pipeline { shell, _cpu: None }
+        Pipeline { shell }
     }
 
-    /// [`Pipeline::start`] on a quiet CPU of its own ([`crate::util::on_a_quiet_cpu`]):
-    /// for a pipeline whose verdict must not depend on what else the machine runs. Its
-    /// stages share that one CPU, so it is for pipelines that mostly wait (a rate limit, a
-    /// slow peer, sleeps); a test whose pipeline loads it holds it alone first
-    /// ([`crate::util::quiet_cpu_alone`]). Until dropped, it holds a share of that CPU.
-    pub fn start_quiet(script: &str) -> Pipeline {
+    /// A CPU thief that takes one CPU ([`one_cpu`]) and leaves the others alone: a busy
+    /// loop pinned there, in a session of its own whose scheduling group has nice -20 (as
+    /// the suite's: [`crate::util::suite_ahead`]), and itself at nice -20.
+    pub fn thief() -> Pipeline {
+        Pipeline::start_pinned("while :; do :; done", -20)
+    }
+
+    /// [`Pipeline::start`] on the thief's CPU, in a session of its own of ordinary priority
+    /// (nice 0): beside a [`Pipeline::thief`], it waits for that CPU most of the time,
+    /// whatever else the machine runs.
+    pub fn start_behind(script: &str) -> Pipeline {
+        Pipeline::start_pinned(script, 0)
+    }
+
+    fn start_pinned(script: &str, nice: i32) -> Pipeline {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", script])
             .env("RPV", env!("CARGO_BIN_EXE_rpv"))
@@ -54,20 +62,10 @@ impl Pipeline {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let cpu = crate::util::quiet_cpu_shared();
-        crate::util::on_a_quiet_cpu(&mut cmd);
+        crate::util::pinned_session(&mut cmd, nice);
         Pipeline {
             shell: cmd.spawn().expect("spawn sh"),
-            _cpu: cpu,
         }
-    }
-
-    /// A CPU thief that takes one CPU and leaves the others alone: a busy loop on the CPU
-    /// of [`Pipeline::start_quiet`], at that priority: what runs there beside it gets about
-    /// half of that CPU, and every process of ordinary priority there moves to another. The
-    /// test holds that CPU alone first ([`crate::util::quiet_cpu_alone`]).
-    pub fn thief() -> Pipeline {
-        Pipeline::start_quiet("while :; do :; done")
     }
 
     /// The PID of the pipeline's process running `comm` (waits for it to start).

@@ -18,8 +18,71 @@ pub const INTEGRATION_VARS: [&str; 8] = [
     "NOTIFY_SOCKET",
 ];
 
+/// Puts the suite ahead of other work on the machine, once, before it starts a process: as
+/// root, this test process leaves the session it was started in for one of its own, whose
+/// scheduling group (autogroup) it gives nice -20. CPU time is shared between sessions
+/// first, so busy loops and pipelines of other sessions no longer get a share each equal
+/// to the suite's (with nproc + 1 busy loops and ten pipelines beside it, the suite had a
+/// fourteenth of the CPU, and ran for over an hour); within the suite nothing changes. Not
+/// root, or already a session leader: nothing. As it is no longer in the terminal's
+/// foreground group, it ends by itself when the process that started it (cargo) has gone,
+/// as after a Ctrl-C.
+pub fn suite_ahead() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if !rustix::process::geteuid().is_root() {
+            return;
+        }
+        let parent = rustix::process::getppid();
+        if rustix::process::setsid().is_err() {
+            return;
+        }
+        std::thread::spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            if rustix::process::getppid() != parent {
+                std::process::exit(101);
+            }
+        });
+        // (Refused where autogroups are off: the suite then runs as it would have.)
+        let _ = std::fs::write("/proc/self/autogroup", "-20");
+    });
+}
+
+/// Starts `cmd`, and every process it starts, on one CPU only ([`crate::shell::one_cpu`]),
+/// in a session of its own, at the scheduling group's nice value `nice` (as root; else as
+/// it is). A session's scheduling group (autogroup) is made on the CPU it is pinned to.
+pub fn pinned_session(cmd: &mut Command, nice: i32) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    suite_ahead();
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(crate::shell::one_cpu());
+    let value = nice.to_string().into_bytes();
+    // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
+    // on the child itself (sched_setaffinity, setsid, setpriority, open, write, close),
+    // with data prepared before the fork; none allocates or takes a lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _ = rustix::thread::sched_setaffinity(None, &set);
+            // Its own session: its own process group (which a test ends) and autogroup.
+            let _ = rustix::process::setsid();
+            // Refused when not root: it then runs at its usual priority.
+            let _ = rustix::process::setpriority_process(None, nice);
+            if let Ok(fd) = rustix::fs::open(
+                c"/proc/self/autogroup",
+                rustix::fs::OFlags::WRONLY,
+                rustix::fs::Mode::empty(),
+            ) {
+                let _ = rustix::io::write(&fd, &value);
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// A command for the rpv binary with a neutral environment (C locale, no test hooks).
 pub fn rpv(args: &[&str]) -> Command {
+    suite_ahead();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rpv"));
     cmd.args(args);
     cmd.env("LANG", "C")
@@ -42,77 +105,6 @@ pub fn rpv(args: &[&str]) -> Command {
     }
     for var in INTEGRATION_VARS {
         cmd.env_remove(var);
-    }
-    cmd
-}
-
-/// The quiet CPU of [`on_a_quiet_cpu`]: shared by tests whose processes there mostly
-/// wait (a rate limit, a slow peer: they hardly load it), held alone by a test that loads
-/// it ([`quiet_cpu_alone`]: a busy loop, a hash). Taken after the locks above.
-static QUIET_CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-thread_local! {
-    /// Whether this test's thread holds [`QUIET_CPU`] alone.
-    static QUIET_CPU_ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Held by a test that loads the quiet CPU ([`on_a_quiet_cpu`]) with busy processes of its
-/// own, so that no test of the suite shares that CPU with them meanwhile.
-pub struct QuietCpuAlone {
-    _cpu: std::sync::RwLockWriteGuard<'static, ()>,
-}
-
-impl Drop for QuietCpuAlone {
-    fn drop(&mut self) {
-        QUIET_CPU_ALONE.with(|alone| alone.set(false));
-    }
-}
-
-/// Takes the quiet CPU alone (see [`QUIET_CPU`]).
-pub fn quiet_cpu_alone() -> QuietCpuAlone {
-    let cpu = QUIET_CPU.write().unwrap_or_else(|e| e.into_inner());
-    QUIET_CPU_ALONE.with(|alone| alone.set(true));
-    QuietCpuAlone { _cpu: cpu }
-}
-
-/// A share of the quiet CPU (see [`QUIET_CPU`]), or nothing when this test holds it alone.
-pub fn quiet_cpu_shared() -> Option<std::sync::RwLockReadGuard<'static, ()>> {
-    if QUIET_CPU_ALONE.with(std::cell::Cell::get) {
-        return None;
-    }
-    Some(QUIET_CPU.read().unwrap_or_else(|e| e.into_inner()))
-}
-
-/// Makes `cmd`, and every process it starts, run as on a quiet one-CPU machine, for a test
-/// whose verdict depends on its processes getting a CPU when they need one (a rate limit
-/// kept, a stage seen waiting on its peer rather than on a CPU): it runs on one CPU only
-/// ([`crate::shell::one_cpu`]), in a session of its own whose scheduling group (autogroup)
-/// has nice -20, and itself at nice -20, as root. CPU time is shared between sessions first,
-/// so busy loops and pipelines of other sessions cannot hold it back; and it can take at
-/// most that one CPU from the rest of the suite. Not root: only the session and the CPU.
-pub fn on_a_quiet_cpu(cmd: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    let mut set = rustix::thread::CpuSet::new();
-    set.set(crate::shell::one_cpu());
-    // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
-    // on the child itself (setsid, sched_setaffinity, setpriority, open, write, close), with
-    // data prepared before the fork; none allocates or takes a lock.
-    unsafe {
-        cmd.pre_exec(move || {
-            // Its own session: its own process group (which a test ends) and autogroup.
-            let _ = rustix::process::setsid();
-            let _ = rustix::thread::sched_setaffinity(None, &set);
-            // Both refused when not root: it then runs at its usual priority.
-            let _ = rustix::process::setpriority_process(None, -20);
-            if let Ok(fd) = rustix::fs::open(
-                c"/proc/self/autogroup",
-                rustix::fs::OFlags::WRONLY,
-                rustix::fs::Mode::empty(),
-            ) {
-                let _ = rustix::io::write(&fd, b"-20");
-            }
-            Ok(())
-        });
     }
     cmd
 }
@@ -237,6 +229,7 @@ pub struct Dir {
 
 impl Dir {
     pub fn new() -> Dir {
+        suite_ahead();
         Dir {
             dir: tempfile::tempdir().expect("tempdir"),
         }
