@@ -61,12 +61,8 @@ impl<'a> Tmux<'a> {
         args.extend(["bash", "--norc", "--noprofile"]);
         let started = tmux.cmd(&args);
         assert!(started.status.success(), "{started:?}");
-        // The pane's shell is a session of its own, so a scheduling group of its own: as
-        // root it puts itself as far ahead of other work as the suite is
-        // ([`crate::util::suite_ahead`]).
         tmux.keys(&format!(
-            "echo -20 2>/dev/null > /proc/self/autogroup; r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; \
-             cd {}; printf '\\033[H\\033[2J'",
+            "r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; cd {}; printf '\\033[H\\033[2J'",
             s(dir.dir.path())
         ));
         tmux.wait_for("a clear screen with the prompt", |rows| rows == ["$"]);
