@@ -138,10 +138,39 @@ pub(crate) struct MeterState {
     pub note: Option<String>,
     /// `%{bottleneck}`: which side a transfer waits on (from its pipes' fill).
     pub waiting: Option<Waiting>,
+    /// What the meter is a view of, besides its figures: a stage of a pipeline or a flow
+    /// of `--top` (one or the other, never both).
+    pub subject: Subject,
+}
+
+/// What a meter is a view of, besides its figures.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Subject {
+    /// rpv's own transfer, a watched descriptor, another rpv: nothing more to show.
+    #[default]
+    Figures,
     /// A stage of a pipeline: what the pipeline view shows of it.
-    pub stage: Option<Box<StageView>>,
+    Stage(Box<StageView>),
     /// A flow of `--top`: what it is.
-    pub flow: Option<Box<crate::top::FlowView>>,
+    Flow(Box<crate::top::FlowView>),
+}
+
+impl MeterState {
+    /// The stage of a pipeline this meter shows, if it shows one.
+    pub(crate) fn stage(&self) -> Option<&StageView> {
+        match &self.subject {
+            Subject::Stage(stage) => Some(stage),
+            _ => None,
+        }
+    }
+
+    /// The flow of `--top` this meter shows, if it shows one.
+    pub(crate) fn flow(&self) -> Option<&crate::top::FlowView> {
+        match &self.subject {
+            Subject::Flow(flow) => Some(flow),
+            _ => None,
+        }
+    }
 }
 
 /// Something that happened during a run. Sinks show errors and warnings; the other events

@@ -428,8 +428,8 @@ fn role_fields(m: &MeterState) -> (&'static str, Option<Value>) {
             ("descriptor", Some(Value::Object(d)))
         }
         (Role::Descriptor, _) => ("descriptor", None),
-        (Role::Flow, _) => ("flow", m.flow.as_deref().map(flow_fields)),
-        (Role::Stage, _) => ("stage", m.stage.as_deref().map(stage_fields)),
+        (Role::Flow, _) => ("flow", m.flow().map(flow_fields)),
+        (Role::Stage, _) => ("stage", m.stage().map(stage_fields)),
     }
 }
 
@@ -492,7 +492,7 @@ fn figures(
         r.stalled_for.map_or(Value::Null, number),
     );
     o.insert("done".into(), json!(m.phase == Phase::Ended));
-    if m.flow.as_ref().is_some_and(|f| f.unseen) {
+    if m.flow().is_some_and(|f| f.unseen) {
         // A copy whose progress cannot be seen: no rate, no ETA, and not stalled (it works).
         for field in ["rate", "eta", "stalled_for"] {
             o.insert(field.into(), Value::Null);

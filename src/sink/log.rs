@@ -77,9 +77,9 @@ impl Log {
                 .map_or(u64::MAX, |&(_, at)| now.saturating_sub(at));
             // The stages of a pipeline are written at every update, as a table (below): a
             // stage waiting for a neighbour is news too.
-            if let (None, Some(stage)) = (&r.meter.note, &r.meter.stage) {
+            if let (None, Some(stage)) = (&r.meter.note, r.meter.stage()) {
                 self.last.insert(id, (r.meter.amount, now));
-                stages.push(&**stage);
+                stages.push(stage);
                 continue;
             }
             if !all && !moved && quiet_for < HEARTBEAT * 1_000_000_000 {

@@ -39,7 +39,7 @@ impl Sink for Stages {
         let stages: Vec<_> = snapshot
             .readings
             .iter()
-            .filter_map(|r| r.meter.stage.as_deref())
+            .filter_map(|r| r.meter.stage())
             .collect();
         let mut blocks = Vec::new();
         let width = screen::usable_width(config.width);

@@ -222,7 +222,7 @@ impl Sink for Top {
         self.keep_keys_mode();
         self.lines.clear();
         for r in &snapshot.readings {
-            let (Role::Flow, Some(flow)) = (r.meter.role, r.meter.flow.as_deref()) else {
+            let (Role::Flow, Some(flow)) = (r.meter.role, r.meter.flow()) else {
                 continue;
             };
             let m = r.meter;

@@ -91,7 +91,7 @@ impl Sink for TopMetrics {
         let mut flows = Vec::new();
         let mut seen = HashMap::new();
         for r in &snapshot.readings {
-            let (Role::Flow, Some(flow)) = (r.meter.role, r.meter.flow.as_deref()) else {
+            let (Role::Flow, Some(flow)) = (r.meter.role, r.meter.flow()) else {
                 continue;
             };
             let m = r.meter;

@@ -26,7 +26,7 @@ pub(crate) fn flow(id: u64, pid: u32, file: &str) -> MeterState {
         zoom: Zoom::Watch(pid, Some(3)),
     };
     m.label = crate::meter::Label::Text(view.name());
-    m.flow = Some(Box::new(view));
+    m.subject = crate::meter::Subject::Flow(Box::new(view));
     m
 }
 

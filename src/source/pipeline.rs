@@ -299,7 +299,7 @@ impl Source for PipelineSource {
                     } else {
                         Phase::Running
                     },
-                    stage: Some(Box::new(stage)),
+                    subject: crate::meter::Subject::Stage(Box::new(stage)),
                     ..MeterState::default()
                 });
             }

@@ -70,7 +70,7 @@ pub(crate) fn meter(flow: &Flow, now_ns: u64) -> MeterState {
         } else {
             Phase::Running
         },
-        flow: Some(Box::new(flow.view.clone())),
+        subject: crate::meter::Subject::Flow(Box::new(flow.view.clone())),
         ..MeterState::default()
     }
 }
