@@ -22,18 +22,21 @@ pub fn one_cpu() -> usize {
         .unwrap_or(0)
 }
 
+/// What every pipeline's shell gets: `$RPV`, no test hooks, and nowhere for its output.
+fn shell_command(cmd: &mut Command) -> &mut Command {
+    cmd.env("RPV", env!("CARGO_BIN_EXE_rpv"))
+        .env_remove("RPV_TEST_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+}
+
 impl Pipeline {
     /// Starts `script`; its output goes nowhere.
     pub fn start(script: &str) -> Pipeline {
         use std::os::unix::process::CommandExt;
-        let shell = Command::new("nice")
-            .args(["-n", "5", "sh", "-c", script])
-            .env("RPV", env!("CARGO_BIN_EXE_rpv"))
-            .env_remove("RPV_TEST_PATH")
+        let shell = shell_command(Command::new("nice").args(["-n", "5", "sh", "-c", script]))
             .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
             .spawn()
             .expect("spawn sh");
         Pipeline { shell }
@@ -55,12 +58,7 @@ impl Pipeline {
 
     fn start_pinned(script: &str, nice: i32) -> Pipeline {
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", script])
-            .env("RPV", env!("CARGO_BIN_EXE_rpv"))
-            .env_remove("RPV_TEST_PATH")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        shell_command(cmd.args(["-c", script]));
         crate::util::pinned_session(&mut cmd, nice);
         Pipeline {
             shell: cmd.spawn().expect("spawn sh"),

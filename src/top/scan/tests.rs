@@ -747,15 +747,21 @@ fn a_copy_inside_the_kernel_is_followed_by_the_written_files_growth_to_its_end()
     assert!(seen.iter().all(|&id| id == f.id));
 }
 
+/// Process `pid` (`command`) with `/d/big` (4 GiB) open for reading on descriptor 3 and
+/// `/d/copy`, made to its full size first, open for writing on 4.
+fn copy_of_big(rig: &mut Rig, pid: u32, command: &str) {
+    rig.process(pid, command);
+    rig.fake.open(pid, 3, file("/d/big", 20, 4 * GIB), RD);
+    rig.fake.open(pid, 4, file("/d/copy", 21, 4 * GIB), WR);
+}
+
 #[test]
 fn a_copy_call_that_returns_shows_though_no_counter_moved() {
     // `copy_file_range` into a file made to its full size first: the kernel counts none of
     // it in the process's I/O counters, and the file does not grow; only the descriptors'
     // positions move, as each 2 GiB call returns.
     let mut rig = Rig::new();
-    rig.process(100, "copier /d/big /d/copy");
-    rig.fake.open(100, 3, file("/d/big", 20, 4 * GIB), RD);
-    rig.fake.open(100, 4, file("/d/copy", 21, 4 * GIB), WR);
+    copy_of_big(&mut rig, 100, "copier /d/big /d/copy");
     rig.fake.work(100, 1, 4096, 0);
     rig.scan();
     rig.fake.kernel_work(100, 90);
@@ -779,13 +785,9 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
     // does not grow, and nothing moves until the call returns; its process works in the
     // kernel (system time) all along.
     let mut rig = Rig::new();
-    rig.process(100, "copier /d/big /d/copy");
-    rig.fake.open(100, 3, file("/d/big", 20, 4 * GIB), RD);
-    rig.fake.open(100, 4, file("/d/copy", 21, 4 * GIB), WR);
+    copy_of_big(&mut rig, 100, "copier /d/big /d/copy");
     // Beside it, the same files held by a process that does nothing.
-    rig.process(200, "idle /d/big /d/copy");
-    rig.fake.open(200, 3, file("/d/big", 20, 4 * GIB), RD);
-    rig.fake.open(200, 4, file("/d/copy", 21, 4 * GIB), WR);
+    copy_of_big(&mut rig, 200, "idle /d/big /d/copy");
     rig.fake.state(200, 'S', "do_select");
     rig.scan();
     let mut shown = Vec::new();
