@@ -1365,9 +1365,15 @@ fn dd_copying_a_file_is_one_flow_with_both_names() {
     flows.file("big.bin", 64 << 20);
     // (Each block written to the disk before the next: slow enough to be seen moving.)
     let pid = flows.start("exec dd if=big.bin of=dd.out bs=4k oflag=dsync status=none");
+    let (big, out) = (flows.dir.path("big.bin"), flows.dir.path("dd.out"));
+    // Watched once dd has written: a look before it opened its output would rightly show a
+    // file it only reads, not yet this copy (and one while its output is still on
+    // descriptor 3, before it moves it to 1, is the scan tests' case).
+    crate::util::wait_until("dd's first block written", DEADLINE.as_secs_f64(), || {
+        std::fs::metadata(&out).is_ok_and(|m| m.len() > 0)
+    });
     let watcher = Watcher::start(rpv(&[&flows.top(), "--json", "-i", "0.3"]));
     let rows = wait_rows(&watcher, pid, 3);
-    let (big, out) = (flows.dir.path("big.bin"), flows.dir.path("dd.out"));
     for o in &rows {
         assert_eq!(o["file"], s(&big), "{o}");
         assert_eq!(o["to"], s(&out), "{o}");

@@ -80,6 +80,10 @@ const SIZE_EVERY_NS: u64 = 2_000_000_000;
 /// moved for at most this many looks (see [`Scanner::busy_in_kernel`]).
 const UNSEEN_QUIET: u32 = 20;
 
+/// A process with at most this many descriptors is walked again as soon as one of its
+/// followed ones closes ([`Scanner::walk_closed`]).
+const REWALK_FDS: usize = 64;
+
 /// A candidate: (pid, start, fd, dev, ino, device, path).
 type Candidate = (u32, u64, i32, u64, u64, bool, String);
 
@@ -106,6 +110,7 @@ impl Scanner {
             .collect();
         let files = std::mem::take(&mut self.files);
         let mut kept = Vec::with_capacity(files.len());
+        let mut closed = Vec::new();
         for mut f in files {
             let alive = self.alive(&f);
             // (Both sides of a copy of a process that ran lately are read too: a copy inside
@@ -122,6 +127,9 @@ impl Scanner {
                 None
             };
             let Some(pos) = pos else {
+                if alive && !closed.contains(&f.pid) {
+                    closed.push(f.pid);
+                }
                 self.end_file(f);
                 continue;
             };
@@ -134,6 +142,9 @@ impl Scanner {
             }
             kept.push(f);
         }
+        self.files = kept;
+        self.walk_closed(&closed, now_ns, buf);
+        let mut kept = std::mem::take(&mut self.files);
         // A copy nothing of which moved at this scan, while its process works inside the
         // kernel: its progress cannot be seen.
         let moved: HashSet<u32> = (kept.iter())
@@ -164,6 +175,31 @@ impl Scanner {
             }
         }
         self.files = kept;
+    }
+
+    /// Processes (`pids`) one of whose followed descriptors was found closed while they
+    /// live on: their descriptors changed (dd moving its output to descriptor 1, a checksum
+    /// program going on to its next file), so they are walked again at once and what they
+    /// opened instead is followed from this scan, not from their next walk, up to 4 s away.
+    /// (Not a process with many descriptors: a walk costs a `readlink` for each.)
+    fn walk_closed(&mut self, pids: &[u32], now_ns: u64, buf: &mut Vec<u8>) {
+        let mut walked = false;
+        for &pid in pids {
+            let due = (self.procs.get(&pid))
+                .is_some_and(|p| p.walked != self.generation && p.fds.len() <= REWALK_FDS);
+            if due && !(self.stop)() {
+                self.walk(pid, now_ns);
+                walked = true;
+            }
+        }
+        if walked {
+            for c in self.file_candidates() {
+                if (self.stop)() {
+                    return;
+                }
+                self.add_file(c, now_ns, buf);
+            }
+        }
     }
 
     /// Regular files and block devices of processes walked at this scan (they moved, or

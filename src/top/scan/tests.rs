@@ -865,6 +865,34 @@ fn dd_reading_one_file_and_writing_another_is_one_flow_with_both_names() {
     assert!(!f.view.in_kernel);
 }
 
+/// dd seen between its opens: its output still on descriptor 3, which it then moves to 1
+/// (`dup2`, `close`). The next scan finds it there: one copy with both names at once, not
+/// the read side alone until dd's next walk.
+#[test]
+fn a_descriptor_closed_makes_its_process_walked_again_at_once() {
+    let mut rig = Rig::every(0.3);
+    rig.process(100, "dd if=/d/big.bin of=/d/dd.out");
+    rig.fake.open(100, 0, file("/d/big.bin", 30, 1_000_000), RD);
+    rig.fake.open(100, 3, file("/d/dd.out", 31, 0), WR);
+    rig.scan_after(300_000_000);
+    rig.fake.close(100, 3);
+    rig.fake.open(100, 1, file("/d/dd.out", 31, 0), WR);
+    for _ in 0..3 {
+        rig.advance(100, 0, 4096, false);
+        rig.advance(100, 1, 4096, true);
+        let flows = rig.scan_after(300_000_000);
+        let shown: Vec<_> = (flows.iter())
+            .filter(|f| !f.ended)
+            .map(|f| (f.view.fd, f.view.file.as_deref(), f.view.to.as_deref()))
+            .collect();
+        assert_eq!(
+            shown,
+            [(Some(1), Some("/d/big.bin"), Some("/d/dd.out"))],
+            "{flows:?}"
+        );
+    }
+}
+
 #[test]
 fn a_reader_that_appends_to_a_log_is_not_a_copy() {
     let mut rig = Rig::new();
