@@ -91,6 +91,26 @@ fn run(
     (screen, bytes, queries)
 }
 
+/// A stage for a test's pipeline that passes its first `held` bytes on, then holds the
+/// rest until the shell condition `until` holds (a minute at most), then passes it all
+/// on. Instances share rows only while they run together: one that ended before another
+/// joined rightly leaves that one to ask the terminal again, so a test of shared rows
+/// holds its data until every instance has joined, rather than hoping they start in time.
+fn hold(held: usize, until: &str) -> String {
+    format!(
+        "{{ head -c {held}; i=0; until {until} || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); \
+         done; cat; }}"
+    )
+}
+
+/// The shell condition: `n` instances have joined the registry (one line each, after its
+/// first line).
+fn joined(n: usize) -> String {
+    format!(
+        "[ \"$(cat \"$XDG_RUNTIME_DIR\"/rpv-cursor-* 2>/dev/null | tail -n +2 | wc -l)\" -ge {n} ]"
+    )
+}
+
 fn registry_left(dir: &Dir) -> Vec<String> {
     std::fs::read_dir(dir.dir.path())
         .unwrap()
@@ -105,9 +125,10 @@ fn three_instances_in_a_pipeline_keep_their_rows() {
     let dir = Dir::new();
     let input = dir.file("in", &data(2 << 20, 21));
     let script = format!(
-        "printf 'prompt$ \\n'; \"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 \
+        "printf 'prompt$ \\n'; \"$RPV\" -c -N one -i 0.1 -L 4M {} | {} | \"$RPV\" -c -N two -i 0.1 \
          | \"$RPV\" -c -N three -i 0.1 > /dev/null; echo done",
-        s(&input)
+        s(&input),
+        hold(1 << 20, &joined(3))
     );
     let (rows, bytes, queries) = run(&dir, &script, 80, 24, true, |_| {});
     assert_eq!(rows[0].trim_end(), "prompt$");
@@ -159,8 +180,9 @@ fn rows_at_the_bottom_scroll_the_screen_up() {
     // 12 lines of earlier output on a 10-row screen: the cursor starts on the last row.
     let script = format!(
         "for i in $(seq 1 12); do echo line$i; done; \"$RPV\" -c -N one -i 0.1 -L 4M {} \
-         | \"$RPV\" -c -N two -i 0.1 | \"$RPV\" -c -N three -i 0.1 > /dev/null; echo done",
-        s(&input)
+         | {} | \"$RPV\" -c -N two -i 0.1 | \"$RPV\" -c -N three -i 0.1 > /dev/null; echo done",
+        s(&input),
+        hold(1 << 19, &joined(3))
     );
     let (rows, _, _) = run(&dir, &script, 80, 10, true, |_| {});
     assert_rows(
@@ -181,10 +203,13 @@ fn rows_at_the_bottom_scroll_the_screen_up() {
 fn resizing_keeps_every_row_clean() {
     let dir = Dir::new();
     let input = dir.file("in", &data(3 << 20, 25));
+    let go = dir.path("go");
+    // (The data is held half way until the terminal has been resized.)
     let script = format!(
-        "\"$RPV\" -c -N one -i 0.1 -L 2M {} | \"$RPV\" -c -N two -i 0.1 \
+        "\"$RPV\" -c -N one -i 0.1 -L 2M {} | {} | \"$RPV\" -c -N two -i 0.1 \
          | \"$RPV\" -c -N three -i 0.1 > /dev/null; echo done",
-        s(&input)
+        s(&input),
+        hold(3 << 19, &format!("[ -e {} ]", s(&go)))
     );
     let (rows, _, queries) = run(&dir, &script, 90, 20, true, |t| {
         // Resize once every instance has its row (a fixed sleep raced with slow starts).
@@ -194,6 +219,7 @@ fn resizing_keeps_every_row_clean() {
                 .all(|n| t.contents().contains(n))
         });
         t.resize(60, 12);
+        std::fs::write(&go, b"").unwrap();
     });
     assert_rows(
         &rows,
@@ -248,8 +274,10 @@ fn a_terminal_that_never_answers_does_not_hang() {
     // joins its registry (if `one` had already left, `two` would rightly ask again).
     let input = dir.file("in", &data(8 << 20, 26));
     let script = format!(
-        "\"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 > /dev/null; echo done",
-        s(&input)
+        "\"$RPV\" -c -N one -i 0.1 -L 4M {} | {} | \"$RPV\" -c -N two -i 0.1 > /dev/null; \
+         echo done",
+        s(&input),
+        hold(1 << 20, &joined(2))
     );
     let started = Instant::now();
     let (rows, _, queries) = run(&dir, &script, 80, 12, false, |_| {});
@@ -369,10 +397,13 @@ fn entries_of_killed_instances_are_ignored() {
     // "Killed" notice goes to /dev/null so it cannot land between the rows.)
     let script = format!(
         "exec 3>&2; ( \"$RPV\" -c -N dead -i 0.1 -L 1M {} 2>&3 > /dev/null & pid=$!; \
-         sleep 0.6; kill -9 $pid; wait $pid ) 2>/dev/null; echo; echo mid; \"$RPV\" -c -N one -i 0.1 -L 4M {} | \"$RPV\" -c -N two -i 0.1 \
-         > /dev/null; echo done",
+         i=0; until {} || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; \
+         kill -9 $pid; wait $pid ) 2>/dev/null; echo; echo mid; \
+         \"$RPV\" -c -N one -i 0.1 -L 4M {} | {} | \"$RPV\" -c -N two -i 0.1 > /dev/null; echo done",
         s(&big),
-        s(&input)
+        joined(1),
+        s(&input),
+        hold(1 << 19, &joined(2))
     );
     let (rows, _, queries) = run(&dir, &script, 80, 24, true, |_| {});
     assert_eq!(queries, 2, "the second run asked for the cursor again");
