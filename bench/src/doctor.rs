@@ -13,7 +13,7 @@
 //!
 //! Cost (`--cost`): a pipeline of 20 stages (a rate-limited rpv feeding 19 `cat`s) is
 //! watched at `-i 0.1` with the display drawn (`-f`, to /dev/null) for `--secs` seconds;
-//! the watcher's CPU time (its `/proc/PID/stat` user and system time) over its wall time
+//! the watcher's CPU time (its threads' time on a CPU, `schedstat`) over its wall time
 //! is the share of a core it used.
 
 use std::io::Read;
@@ -388,14 +388,6 @@ fn accuracy(rpv: &Path, o: &Options) -> i32 {
     0
 }
 
-/// The user and system time of `pid` so far, from `/proc/PID/stat` (clock ticks of 10 ms).
-fn cpu_time(pid: u32) -> Option<Duration> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
-}
-
 fn cost(rpv: &Path, secs: u64) -> i32 {
     let stages = 20;
     let cats = vec!["cat"; stages - 2].join(" | ");
@@ -429,7 +421,7 @@ fn cost(rpv: &Path, secs: u64) -> i32 {
         };
         let t0 = Instant::now();
         std::thread::sleep(Duration::from_secs(secs));
-        let used = cpu_time(watcher.id()).unwrap_or_default();
+        let used = crate::sysinfo::cpu_time(watcher.id()).unwrap_or_default();
         let wall = t0.elapsed();
         let _ = watcher.kill();
         let _ = watcher.wait();

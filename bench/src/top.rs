@@ -16,7 +16,7 @@
 //! a temporary directory), then runs
 //! `rpv --top -i S` (default 1) for `--secs` seconds (default 30) twice: drawing the
 //! screen (`-f`, to /dev/null) and writing `--json`. Reports the processes listed in
-//! `/proc` and the watcher's CPU time (`/proc/PID/stat` user + system, 10 ms ticks) over
+//! `/proc` and the watcher's CPU time (its threads' time on a CPU, `schedstat`, in ns) over
 //! its wall time after its first 5 s (its first look walks every process's descriptors
 //! once; that is printed apart): the share of one core it used. Then the flow scanner
 //! alone in this process, a look a second: the CPU time of one look. The goal: under 1 % of a core
@@ -29,14 +29,6 @@ use std::time::{Duration, Instant};
 
 /// Left out of the measure: the start (the first look at every process).
 const WARM_UP: Duration = Duration::from_secs(5);
-
-/// The user and system time of `pid` so far (clock ticks of 10 ms).
-fn cpu_time(pid: u32) -> Option<Duration> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
-}
 
 /// Processes listed in `/proc` now.
 fn processes() -> usize {
@@ -172,10 +164,10 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
         // The first look walks every process's descriptors once: a cost of starting, not
         // of watching, reported apart.
         std::thread::sleep(WARM_UP);
-        let start = cpu_time(watcher.id()).unwrap_or_default();
+        let start = crate::sysinfo::cpu_time(watcher.id()).unwrap_or_default();
         let t0 = Instant::now();
         std::thread::sleep(Duration::from_secs(secs));
-        let used = cpu_time(watcher.id())
+        let used = crate::sysinfo::cpu_time(watcher.id())
             .unwrap_or_default()
             .saturating_sub(start);
         let wall = t0.elapsed();
@@ -220,23 +212,15 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
     0
 }
 
-/// This thread's user and system time so far (clock ticks of 10 ms).
+/// This thread's time on a CPU so far (`/proc/thread-self/schedstat`, nanoseconds).
 fn thread_cpu() -> Duration {
-    let text = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    let fields: Vec<&str> = text
-        .rsplit_once(')')
-        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    Duration::from_millis((tick(11) + tick(12)) * 10)
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let ns = (text.split_whitespace().next()).and_then(|f| f.parse::<u64>().ok());
+    Duration::from_nanos(ns.unwrap_or(0))
 }
 
 /// The flow scanner alone, in this process: a look every second for `secs` seconds; the
-/// CPU time of a look on average (this thread's user and system time over the looks) and
+/// CPU time of a look on average (this thread's time on a CPU over the looks) and
 /// the last one's cost.
 fn scan_times(secs: u64) -> Option<(f64, rpv::top::scan::Cost)> {
     let mut scanner = rpv::top::scan::Scanner::new(1.0);
