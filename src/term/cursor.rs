@@ -37,6 +37,10 @@ const QUERY_TIMEOUT_MS: u64 = 1000;
 /// How long one round waits for the registry's lock (held by another instance while it
 /// draws, or for as long as that one is stopped in the middle of it).
 const LOCK_WAIT_NS: u64 = 200_000_000;
+/// How long the end of a run waits for the lock: its last line and its leaving must not
+/// be lost to another instance's cursor query (which holds the lock for up to
+/// [`QUERY_TIMEOUT_MS`]), as a line of the run may be.
+const FINISH_LOCK_WAIT_NS: u64 = QUERY_TIMEOUT_MS * 1_000_000 + 500_000_000;
 /// Time between two tries of the lock.
 const LOCK_RETRY_NS: u64 = 5_000_000;
 
@@ -302,6 +306,9 @@ pub(crate) struct Cursor {
     requery: bool,
     /// After an exit signal, a wait for the lock ran out: later ones try once.
     stuck: std::cell::Cell<bool>,
+    /// The last lines (and the width) that could not be drawn, the lock being held
+    /// elsewhere: drawn at the finish if no later line was.
+    undrawn: Option<(Vec<(String, usize)>, usize)>,
 }
 
 impl Cursor {
@@ -326,6 +333,7 @@ impl Cursor {
             width: 0,
             requery: false,
             stuck: std::cell::Cell::new(false),
+            undrawn: None,
         })
     }
 
@@ -335,13 +343,14 @@ impl Cursor {
     }
 
     /// Opens and locks the registry; reopens if the last instance removed it meanwhile.
-    /// Never waits long: the lock is tried for at most [`LOCK_WAIT_NS`], so another instance
+    /// Never waits long: the lock is tried for at most `wait_ns` (a line: [`LOCK_WAIT_NS`];
+    /// the end of the run: [`FINISH_LOCK_WAIT_NS`]), so another instance
     /// that holds it while stopped (Ctrl-Z, SIGSTOP) can neither hold this one's display
     /// loop nor keep a signal from ending it (instances interrupted together still take
     /// turns at their last rows; once a wait has run out after an exit signal, later ones
     /// try once). None then: this round draws no row (the next one tries again), quietly,
     /// as the terminal has no room for a message that is not coordinated either.
-    fn lock(&self) -> Option<Locked> {
+    fn lock(&self, wait_ns: u64) -> Option<Locked> {
         for _ in 0..8 {
             // O_NONBLOCK: a FIFO planted at the path never holds the open (it is then
             // refused as not a regular file).
@@ -358,7 +367,7 @@ impl Cursor {
             if !usable(&meta) {
                 return None;
             }
-            let deadline = sys::monotonic_ns() + LOCK_WAIT_NS;
+            let deadline = sys::monotonic_ns() + wait_ns;
             loop {
                 match sys::try_flock(file.as_fd()) {
                     Ok(true) => break,
@@ -465,9 +474,25 @@ impl Cursor {
         width: usize,
         height: usize,
     ) {
-        let Some(mut lock) = self.lock() else {
+        let Some(mut lock) = self.lock(LOCK_WAIT_NS) else {
+            // (Not drawn this round: the next line is. If this one was the last, the finish
+            // draws it.)
+            self.undrawn = Some((lines.to_vec(), width));
             return;
         };
+        self.undrawn = None;
+        self.draw_locked(&mut lock, out, lines, width, height);
+    }
+
+    /// [`Cursor::draw`] with the registry locked.
+    fn draw_locked(
+        &mut self,
+        lock: &mut Locked,
+        out: BorrowedFd<'_>,
+        lines: &[(String, usize)],
+        width: usize,
+        height: usize,
+    ) {
         let mut reg = lock.read();
         let mut slots = if self.joined {
             reg.slots_of(self.pid)
@@ -537,7 +562,7 @@ impl Cursor {
     /// Writes `text` (no trailing newline) on new rows below all others, if other instances
     /// are running; false if the caller should write it normally.
     pub(crate) fn place(&mut self, out: BorrowedFd<'_>, text: &str, height: usize) -> bool {
-        let Some(mut lock) = self.lock() else {
+        let Some(mut lock) = self.lock(LOCK_WAIT_NS) else {
             return false;
         };
         let mut reg = lock.read();
@@ -565,16 +590,28 @@ impl Cursor {
         true
     }
 
-    /// Leaves the registry at the end of the run; the last instance moves the cursor below
-    /// all rows and removes the file.
+    /// Leaves the registry at the end of the run, after drawing the last lines if they
+    /// could not be drawn then; the last instance moves the cursor below all rows and
+    /// removes the file.
     pub(crate) fn finish(&mut self, out: BorrowedFd<'_>, height: usize) {
-        if !self.joined {
+        let undrawn = self.undrawn.take();
+        if !self.joined && undrawn.is_none() {
             return;
         }
-        self.joined = false;
-        let Some(mut lock) = self.lock() else {
+        // (After an exit signal, no longer than a line: see [`Cursor::lock`].)
+        let wait = if crate::signals::exit_requested() {
+            LOCK_WAIT_NS
+        } else {
+            FINISH_LOCK_WAIT_NS
+        };
+        let Some(mut lock) = self.lock(wait) else {
+            self.joined = false;
             return;
         };
+        if let Some((lines, width)) = undrawn {
+            self.draw_locked(&mut lock, out, &lines, width, height);
+        }
+        self.joined = false;
         let mut reg = lock.read();
         reg.prune(alive);
         if reg.leave(self.pid) {
@@ -590,6 +627,42 @@ impl Cursor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_last_line_not_drawn_for_the_lock_is_drawn_at_the_finish() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registry");
+        let mut cursor = Cursor {
+            path: path.clone(),
+            tty: dir.path().join("no-terminal"),
+            pid: std::process::id(),
+            start: 0,
+            joined: false,
+            width: 0,
+            requery: false,
+            stuck: std::cell::Cell::new(false),
+            undrawn: None,
+        };
+        // Another instance holds the lock (asking the terminal where the cursor is).
+        let other = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .unwrap();
+        assert!(sys::try_flock(other.as_fd()).unwrap());
+        let (read, write) = rustix::pipe::pipe().unwrap();
+        cursor.draw(write.as_fd(), &[("last: 1.00MiB".into(), 13)], 80, 24);
+        drop(other);
+        cursor.finish(write.as_fd(), 24);
+        drop(write);
+        let mut shown = String::new();
+        File::from(read).read_to_string(&mut shown).unwrap();
+        assert!(shown.contains("last: 1.00MiB"), "{shown:?}");
+        assert!(!path.exists(), "the last instance removed the registry");
+    }
 
     #[test]
     fn registry_round_trips() {

@@ -97,10 +97,12 @@ fn run(
 /// joined rightly leaves that one to ask the terminal again, so a test of shared rows
 /// holds its data until every instance has joined, rather than hoping they start in time.
 fn hold(held: usize, until: &str) -> String {
-    format!(
-        "{{ head -c {held}; i=0; until {until} || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); \
-         done; cat; }}"
-    )
+    format!("{{ head -c {held}; {}; cat; }}", wait_in_shell(until))
+}
+
+/// Shell commands that wait until the shell condition `until` holds (a minute at most).
+fn wait_in_shell(until: &str) -> String {
+    format!("i=0; until {until} || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done")
 }
 
 /// The shell condition: `n` instances have joined the registry (one line each, after its
@@ -362,29 +364,30 @@ fn window_title_without_format_uses_the_f_format() {
 
 #[test]
 fn process_title_shows_progress() {
-    let dir = Dir::new();
-    let input = dir.file("in", &data(1 << 20, 31));
-    let mut child = rpv(&["-q", "-x", "proc:%b", "-i", "0.1", "-L", "1M", s(&input)])
+    // rpv reads from a pipe the test holds open until it has seen the title: a run that
+    // ended first cannot be looked at.
+    let mut child = rpv(&["-q", "-x", "proc:%b", "-i", "0.1"])
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut input, &data(100_000, 31)).unwrap();
     let path = format!("/proc/{}/cmdline", child.id());
     let read = || {
         std::fs::read(&path)
             .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
             .unwrap_or_default()
     };
-    let seen = poll(5.0, || {
-        Some(read()).filter(|seen| seen.contains("rpv -- ") && seen.contains("KiB"))
+    let seen = poll(crate::util::PATIENCE, || {
+        Some(read()).filter(|seen| seen.starts_with("rpv -- 97.7KiB"))
     })
     .unwrap_or_else(read);
     let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id())).unwrap_or_default();
+    drop(input);
     assert!(child.wait().unwrap().success());
-    assert!(
-        seen.starts_with("rpv -- ") && seen.contains("KiB"),
-        "{seen:?}"
-    );
+    assert_eq!(seen.trim_end(), "rpv -- 97.7KiB", "{seen:?}");
     assert_eq!(comm.trim(), "rpv", "the command name stays (pgrep/killall)");
 }
 
@@ -393,21 +396,31 @@ fn entries_of_killed_instances_are_ignored() {
     let dir = Dir::new();
     let big = dir.file("big", &data(4 << 20, 32));
     let input = dir.file("in", &data(1 << 20, 33));
-    // A killed instance cannot leave the registry; the next run must start afresh. (bash's
-    // "Killed" notice goes to /dev/null so it cannot land between the rows.)
+    let go = dir.path("go");
+    // A killed instance cannot leave the registry; the next run must start afresh. It is
+    // killed once its row is on the screen. (bash's "Killed" notice goes to /dev/null so it
+    // cannot land between the rows.)
     let script = format!(
         "exec 3>&2; ( \"$RPV\" -c -N dead -i 0.1 -L 1M {} 2>&3 > /dev/null & pid=$!; \
-         i=0; until {} || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; \
-         kill -9 $pid; wait $pid ) 2>/dev/null; echo; echo mid; \
+         {}; kill -9 $pid; wait $pid ) 2>/dev/null; echo; echo mid; \
          \"$RPV\" -c -N one -i 0.1 -L 4M {} | {} | \"$RPV\" -c -N two -i 0.1 > /dev/null; echo done",
         s(&big),
-        joined(1),
+        wait_in_shell(&format!("[ -e {} ]", s(&go))),
         s(&input),
         hold(1 << 19, &joined(2))
     );
-    let (rows, _, queries) = run(&dir, &script, 80, 24, true, |_| {});
-    assert_eq!(queries, 2, "the second run asked for the cursor again");
-    let mid = rows.iter().position(|r| r == "mid").expect("mid");
+    let (rows, _, queries) = run(&dir, &script, 80, 24, true, |t| {
+        wait_until("the row of `dead`", crate::util::PATIENCE, || {
+            t.contents().contains("dead:")
+        });
+        std::fs::write(&go, b"").unwrap();
+    });
+    assert_eq!(
+        queries, 2,
+        "the second run asked for the cursor again: {rows:#?}"
+    );
+    let mid =
+        (rows.iter().position(|r| r == "mid")).unwrap_or_else(|| panic!("no row `mid`: {rows:#?}"));
     assert_rows(&rows, &[("one", "1.00MiB"), ("two", "1.00MiB")], "done", 80);
     assert_eq!(
         rows.iter()
@@ -488,6 +501,8 @@ fn rows_stay_in_place_when_a_reflowing_terminal_narrows_and_widens() {
     // 300 MB at 30 MB/s: 10 seconds. (Written out, not sparse: the instances must be as
     // busy as with real data for the redraws to race with the resizes as they do for users.)
     dir.file("in", &vec![0u8; 300_000_000]);
+    // (Redraws racing with resizes: never beside a test that loads the cores, as `run`.)
+    let _cores = crate::util::cores_free();
     let Some(tmux) = tmux(&dir, "cursor-reflow") else {
         return;
     };
@@ -524,6 +539,7 @@ fn rows_stay_in_place_when_a_reflowing_terminal_narrows_and_widens() {
 #[test]
 fn after_ctrl_z_and_fg_the_rows_go_below_the_shells_lines() {
     let dir = Dir::new();
+    let _cores = crate::util::cores_free();
     let Some(tmux) = tmux(&dir, "cursor-ctrl-z") else {
         return;
     };
