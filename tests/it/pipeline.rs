@@ -1929,6 +1929,8 @@ fn sort_spilling_to_temporary_files_is_not_pipe_traffic() {
 /// is the bottleneck, with advice that fits xargs.
 #[test]
 fn xargs_is_one_stage_with_its_childrens_time() {
+    // (A busy pipeline judged by its time shares: never beside another busy one.)
+    let _busy = crate::util::busy_loops();
     let dir = tempfile::tempdir().unwrap();
     for i in 0..20 {
         std::fs::write(dir.path().join(format!("f{i:02}")), vec![b'x'; 256 * 1024]).unwrap();
