@@ -764,6 +764,15 @@ fn zsh_types_pipeline_equals(dir: &Path) {
         return;
     };
     assert!(started.status.success(), "{started:?}");
+    // (The server's and the pane's sessions as far ahead of other work as the suite's, as
+    // in tmux::Tmux::start.)
+    if let Ok(out) = tmux(&["display-message", "-p", "#{pid} #{pane_pid}"]) {
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            if let Ok(pid) = pid.parse() {
+                crate::util::session_ahead(pid);
+            }
+        }
+    }
     let pane = || {
         let out = tmux(&["capture-pane", "-p"]).expect("tmux");
         String::from_utf8_lossy(&out.stdout).into_owned()

@@ -35,6 +35,7 @@ impl Pipeline {
     /// Starts `script`; its output goes nowhere.
     pub fn start(script: &str) -> Pipeline {
         use std::os::unix::process::CommandExt;
+        crate::util::suite_ahead();
         let shell = shell_command(Command::new("nice").args(["-n", "5", "sh", "-c", script]))
             .process_group(0)
             .spawn()
@@ -43,8 +44,8 @@ impl Pipeline {
     }
 
     /// A CPU thief that takes one CPU ([`one_cpu`]) and leaves the others alone: a busy
-    /// loop pinned there, in a session of its own whose scheduling group has nice -20, and
-    /// itself at nice -20 (as root).
+    /// loop pinned there, in a session of its own whose scheduling group has nice -20 (ahead
+    /// of the suite's: [`crate::util::suite_ahead`]), and itself at nice -20.
     pub fn thief() -> Pipeline {
         Pipeline::start_pinned("while :; do :; done", -20)
     }

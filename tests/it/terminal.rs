@@ -185,10 +185,21 @@ pub fn bash_on_terminal(
         .stderr(Stdio::from(slave));
     let session_leader = || -> std::io::Result<()> {
         rustix::process::setsid()?;
+        // As ahead of other work as the suite ([`crate::util::suite_ahead`]): a session of
+        // its own is a scheduling group of its own, at nice 0 unless told (refused when
+        // not root).
+        if let Ok(fd) = rustix::fs::open(
+            c"/proc/self/autogroup",
+            rustix::fs::OFlags::WRONLY,
+            rustix::fs::Mode::empty(),
+        ) {
+            let _ = rustix::io::write(&fd, crate::util::SUITE_NICE.as_bytes());
+        }
         Ok(rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?)
     };
-    // SAFETY: between fork and exec the closure only makes two raw system calls (setsid,
-    // TIOCSCTTY) through rustix: async-signal-safe, no allocation.
+    crate::util::suite_ahead();
+    // SAFETY: between fork and exec the closure only makes raw system calls (setsid, open,
+    // write, close, TIOCSCTTY) through rustix: async-signal-safe, no allocation.
     unsafe { cmd.pre_exec(session_leader) };
     let mut child = cmd.spawn().unwrap();
     drop(cmd);

@@ -61,8 +61,19 @@ impl<'a> Tmux<'a> {
         args.extend(["bash", "--norc", "--noprofile"]);
         let started = tmux.cmd(&args);
         assert!(started.status.success(), "{started:?}");
+        // The server is a daemon in a session of its own, so a scheduling group of its own:
+        // as far ahead of other work as the suite, or it waits behind the suite's tests.
+        let server = tmux.cmd(&["display-message", "-p", "#{pid}"]);
+        if let Ok(pid) = String::from_utf8_lossy(&server.stdout).trim().parse() {
+            crate::util::session_ahead(pid);
+        }
+        // The pane's shell is a session of its own, so a scheduling group of its own: as
+        // root it puts itself as far ahead of other work as the suite is
+        // ([`crate::util::suite_ahead`]).
         tmux.keys(&format!(
-            "r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; cd {}; printf '\\033[H\\033[2J'",
+            "echo {} 2>/dev/null > /proc/self/autogroup; r() {{ \"$RPV\" \"$@\"; }}; PS1='$ '; \
+             cd {}; printf '\\033[H\\033[2J'",
+            crate::util::SUITE_NICE,
             s(dir.dir.path())
         ));
         tmux.wait_for("a clear screen with the prompt", |rows| rows == ["$"]);
