@@ -523,14 +523,16 @@ impl Proc for FakeProc {
         if p.hidden {
             return Err(denied());
         }
-        let (pos, flags) = match p.fds.get(&fd) {
-            Some(f) => (f.pos, f.flags),
-            None if fd == 0 => (0, p.stdin_flags),
-            None if fd == 1 => (0, libc::O_WRONLY as u32),
+        let (pos, flags, ino) = match p.fds.get(&fd) {
+            Some(f) => (f.pos, f.flags, target_stat(&f.target).ino),
+            None if fd == 0 => (0, p.stdin_flags, 0),
+            None if fd == 1 => (0, libc::O_WRONLY as u32, 0),
             None => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
         };
         buf.clear();
-        buf.extend_from_slice(format!("pos:\t{pos}\nflags:\t0{flags:o}\nmnt_id:\t1\n").as_bytes());
+        buf.extend_from_slice(
+            format!("pos:\t{pos}\nflags:\t0{flags:o}\nmnt_id:\t1\nino:\t{ino}\n").as_bytes(),
+        );
         Ok(())
     }
 

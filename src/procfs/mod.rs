@@ -277,6 +277,14 @@ pub(crate) fn fdinfo_pos(text: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// The `ino:` field of an `fdinfo` file: the inode the descriptor is open on (Linux 5.10
+/// on; `None` before).
+pub(crate) fn fdinfo_ino(text: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix("ino:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// The `flags:` field of an `fdinfo` file (octal): the descriptor's open flags.
 pub(crate) fn fdinfo_flags(text: &str) -> Option<u32> {
     let flags = text.lines().find_map(|l| l.strip_prefix("flags:"))?.trim();

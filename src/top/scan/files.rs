@@ -14,7 +14,7 @@ use std::collections::HashSet;
 
 use super::{Instance, Scanner, Target};
 use crate::procfs::ProcFile;
-use crate::procfs::{command_text, fdinfo_flags, fdinfo_pos, stat_fields, FdStat};
+use crate::procfs::{command_text, fdinfo_flags, fdinfo_ino, fdinfo_pos, stat_fields, FdStat};
 use crate::top::{Flow, FlowView, Kind, Zoom};
 
 /// A file or device flow's state.
@@ -28,6 +28,11 @@ pub(super) struct FileFlow {
     pub(super) dups: Vec<i32>,
     pub(super) dev: u64,
     pub(super) ino: u64,
+    /// The inode its descriptor's `fdinfo` gave when it was first followed (`None` on
+    /// kernels before 5.10): another inode there later is another file on the same
+    /// descriptor number. (Not compared with `ino`, a `stat`'s: a filesystem such as
+    /// overlayfs may number the two differently.)
+    pub(super) open_ino: Option<u64>,
     pub(super) device: bool,
     pub(super) path: String,
     /// The path's exact bytes, when they are not UTF-8 (`path` then has U+FFFD in place of
@@ -120,7 +125,11 @@ impl Scanner {
             let lately = copiers.contains(&f.pid)
                 && (self.procs.get(&f.pid)).is_some_and(|p| p.quiet <= UNSEEN_QUIET);
             let pos = if alive && (movers.contains(&f.pid) || f.moved > 0 || lately) {
-                self.fdinfo(f.pid, f.fd, buf).map(|(pos, _)| pos)
+                // (Another file on the same descriptor number since the last walk, as a
+                // checksum program opens its next file: this one was closed.)
+                (self.fdinfo(f.pid, f.fd, buf))
+                    .filter(|&(_, _, ino)| ino == f.open_ino)
+                    .map(|(pos, _, _)| pos)
             } else if alive {
                 Some(f.pos)
             } else {
@@ -236,7 +245,7 @@ impl Scanner {
     /// Follows a candidate from its position now.
     fn add_file(&mut self, c: Candidate, now_ns: u64, buf: &mut Vec<u8>) {
         let (pid, start, fd, dev, ino, device, path) = c;
-        let Some((pos, flags)) = self.fdinfo(pid, fd, buf) else {
+        let Some((pos, flags, open_ino)) = self.fdinfo(pid, fd, buf) else {
             return;
         };
         // The same file at the same position with the same flags: a copy of a descriptor
@@ -268,6 +277,7 @@ impl Scanner {
             dups: Vec::new(),
             dev,
             ino,
+            open_ino,
             device,
             path,
             raw,
@@ -405,11 +415,16 @@ impl Scanner {
         }
     }
 
-    pub(super) fn fdinfo(&mut self, pid: u32, fd: i32, buf: &mut Vec<u8>) -> Option<(u64, u32)> {
+    pub(super) fn fdinfo(
+        &mut self,
+        pid: u32,
+        fd: i32,
+        buf: &mut Vec<u8>,
+    ) -> Option<(u64, u32, Option<u64>)> {
         self.cost.fdinfo += 1;
         self.proc.fdinfo(pid, fd as u32, buf).ok()?;
         let text = String::from_utf8_lossy(buf);
-        Some((fdinfo_pos(&text)?, fdinfo_flags(&text)?))
+        Some((fdinfo_pos(&text)?, fdinfo_flags(&text)?, fdinfo_ino(&text)))
     }
 
     /// The flows of `files` (followed, or ended at this scan): a process's one file read

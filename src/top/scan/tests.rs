@@ -896,6 +896,35 @@ fn a_descriptor_closed_makes_its_process_walked_again_at_once() {
     }
 }
 
+/// A checksum program going on to its next file opens it on the same descriptor number:
+/// the first file's flow ends (it does not take the next one's position), and the next
+/// file is followed from that scan, not from the program's next walk, up to 4 s away.
+#[test]
+fn another_file_on_the_same_descriptor_is_another_flow_at_once() {
+    let mut rig = Rig::new();
+    rig.process(100, "sha256sum /d/a.iso /d/b.iso");
+    rig.fake.open(100, 3, file("/d/a.iso", 40, 1_000_000), RD);
+    rig.scan();
+    rig.advance(100, 3, 1_000_000, false);
+    rig.scan();
+    rig.fake.close(100, 3);
+    rig.fake.open(100, 3, file("/d/b.iso", 41, 1_000_000), RD);
+    rig.advance(100, 3, 200_000, false);
+    let flows = rig.scan_after(500_000_000);
+    let a: Vec<_> = (flows.iter())
+        .filter(|f| f.view.file.as_deref() == Some("/d/a.iso"))
+        .map(|f| (f.amount, f.ended))
+        .collect();
+    assert_eq!(a, [(1_000_000, true)], "{flows:?}");
+    rig.advance(100, 3, 300_000, false);
+    let flows = rig.scan_after(500_000_000);
+    let b: Vec<_> = (flows.iter())
+        .filter(|f| f.view.file.as_deref() == Some("/d/b.iso"))
+        .map(|f| (f.amount, f.size, f.ended))
+        .collect();
+    assert_eq!(b, [(500_000, 1_000_000, false)], "{flows:?}");
+}
+
 #[test]
 fn a_reader_that_appends_to_a_log_is_not_a_copy() {
     let mut rig = Rig::new();
