@@ -19,9 +19,9 @@
 use crate::display::display_width;
 
 /// Auto-wrap off.
-const NO_WRAP: &str = "\x1b[?7l";
+pub(crate) const NO_WRAP: &str = "\x1b[?7l";
 /// Auto-wrap on.
-const WRAP: &str = "\x1b[?7h";
+pub(crate) const WRAP: &str = "\x1b[?7h";
 /// Clear to the end of the line.
 const CLEAR_LINE: &str = "\x1b[K";
 /// Clear to the end of the screen.

@@ -29,6 +29,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::procfs::Stat;
+use crate::screen::redraw::{NO_WRAP, WRAP};
 use crate::sys;
 
 /// How long to wait for the terminal's answer to `ESC[6n` (pv waits forever).
@@ -195,6 +196,25 @@ impl Registry {
     pub(crate) fn bottom(&self, height: usize) -> usize {
         (self.top + self.rows.max(1) - 1).min(height.max(1))
     }
+}
+
+/// Ends a round's bytes with the cursor at the start of the row written last (`row`), where
+/// the next measure of the rows expects it. Not at the end of the line: a line written at
+/// the old width that reaches a terminal already narrowed (its bytes were on the way when it
+/// was resized) wraps onto the row below, and the rows measured from there would all move
+/// down by one.
+fn park(text: &mut String, row: Option<usize>) {
+    if let Some(row) = row {
+        text.push_str(&format!("\x1b[{row};1H"));
+    }
+}
+
+/// `text` with auto-wrap off while it is drawn (`ESC[?7l`, on again after): a line written
+/// at the old width that reaches a terminal already narrowed is cut at its edge. Without
+/// that, on the last row it would wrap and scroll the screen, moving every row up by one
+/// (terminals that ignore the setting still get a cursor [`park`]ed at its row).
+fn unwrapped(text: &str) -> String {
+    format!("{NO_WRAP}{text}{WRAP}")
 }
 
 /// (columns, rows) of the terminal on `fd`; (0, 0) if unknown.
@@ -520,7 +540,7 @@ impl Cursor {
             }
             reg.anchored = sys::monotonic_ns();
         } else if reg.size.1 != size.1 || reg.size == (0, 0) {
-            // The cursor sits on the row of the slot written last.
+            // The cursor waits at the start of the row of the slot written last.
             if let Some((row, _)) = self.query(out) {
                 reg.top = row.saturating_sub(reg.last).max(1);
             }
@@ -533,7 +553,7 @@ impl Cursor {
         let clear_below = self.width != 0 && self.width != size.0;
         self.width = size.0;
         reg.size = size;
-        let mut text = String::with_capacity(lines.iter().map(|(l, _)| l.len() + 16).sum());
+        let mut text = String::with_capacity(lines.iter().map(|(l, _)| l.len() + 32).sum());
         let scroll = reg.fit(height);
         if scroll > 0 {
             text.push_str(&format!("\x1b[{height};1H"));
@@ -543,6 +563,7 @@ impl Cursor {
         if clear_below && below <= height {
             text.push_str(&format!("\x1b[{below};1H\x1b[J"));
         }
+        let mut parked = None;
         for ((line, columns), &slot) in lines.iter().zip(&slots) {
             if let Some(row) = reg.row(slot, height) {
                 text.push_str(&format!("\x1b[{row};1H"));
@@ -553,14 +574,17 @@ impl Cursor {
                     text.push_str("\x1b[K");
                 }
                 reg.last = slot;
+                parked = Some(row);
             }
         }
-        super::write_all(out, text.as_bytes());
+        park(&mut text, parked);
+        super::write_all(out, unwrapped(&text).as_bytes());
         lock.write(&reg);
     }
 
     /// Writes `text` (no trailing newline) on new rows below all others, if other instances
-    /// are running; false if the caller should write it normally.
+    /// are running; false if the caller should write it normally. (With auto-wrap on, unlike
+    /// the progress rows: a message is never cut.)
     pub(crate) fn place(&mut self, out: BorrowedFd<'_>, text: &str, height: usize) -> bool {
         let Some(mut lock) = self.lock(LOCK_WAIT_NS) else {
             return false;
@@ -579,12 +603,15 @@ impl Cursor {
             buf.push_str(&format!("\x1b[{height};1H"));
             buf.extend(std::iter::repeat_n('\n', scroll));
         }
+        let mut parked = None;
         for (i, l) in lines.iter().enumerate() {
             if let Some(row) = reg.row(first + i, height) {
                 buf.push_str(&format!("\x1b[{row};1H{l}\x1b[K"));
                 reg.last = first + i;
+                parked = Some(row);
             }
         }
+        park(&mut buf, parked);
         super::write_all(out, buf.as_bytes());
         lock.write(&reg);
         true
@@ -662,6 +689,46 @@ mod tests {
         File::from(read).read_to_string(&mut shown).unwrap();
         assert!(shown.contains("last: 1.00MiB"), "{shown:?}");
         assert!(!path.exists(), "the last instance removed the registry");
+    }
+
+    #[test]
+    fn a_line_that_reaches_a_narrowed_terminal_leaves_the_cursor_on_its_row() {
+        // Three instances drew at 90 columns; the terminal became 60 columns wide while the
+        // last line was on its way. The next measure of the rows reads the cursor's row as the
+        // row written last: it must not be the row the long line wrapped onto.
+        let dir = tempfile::tempdir().unwrap();
+        let mut cursor = Cursor {
+            path: dir.path().join("registry"),
+            tty: dir.path().join("no-terminal"),
+            pid: std::process::id(),
+            start: 0,
+            joined: false,
+            width: 0,
+            requery: false,
+            stuck: std::cell::Cell::new(false),
+            undrawn: None,
+        };
+        let (read, write) = rustix::pipe::pipe().unwrap();
+        let line = format!("one: {}", "=".repeat(84));
+        cursor.draw(write.as_fd(), &[(line, 89)], 90, 20);
+        drop(write);
+        let mut drawn = Vec::new();
+        File::from(read).read_to_end(&mut drawn).unwrap();
+        // (Without an answer to where the cursor is, the rows start on row 20, the last of
+        // the 20 rows the instance was told of. On a terminal of 20 rows the wrapped line
+        // would scroll the screen, and no place of the cursor tells where the line is then,
+        // but a terminal that honours `ESC[?7l` does not wrap it; this one does not.)
+        let mut terminal = vt100::Parser::new(24, 60, 0);
+        terminal.process(&drawn);
+        let screen = terminal.screen();
+        let (row, col) = screen.cursor_position();
+        assert_eq!(row, 19, "{:?}", screen.contents());
+        let row_text = screen.contents_between(row, 0, row, 60);
+        assert!(
+            row_text.starts_with("one: "),
+            "the cursor waits on the row the line starts on, at {row},{col}: {:?}",
+            screen.contents()
+        );
     }
 
     #[test]
