@@ -1,6 +1,7 @@
 //! `rpv-bench top --cost`: what `rpv --top` costs on a machine with many processes.
 //!
-//! Usage: `rpv-bench top --cost [--secs N] [--procs N] [--moving N] [--interval S]`.
+//! Usage: `rpv-bench top --cost [--secs N] [--procs N] [--moving N] [--interval S]
+//! [--warm-up N]`.
 //!
 //! `--moving N` adds N more flows that move all along: N processes each reading a file of
 //! its own, 16 KiB every 0.1 s (160 KiB/s each; a Python loop, from a sparse file in the
@@ -18,7 +19,10 @@
 //! screen (`-f`, to /dev/null) and writing `--json`. Reports the processes listed in
 //! `/proc` and the watcher's CPU time (its threads' time on a CPU, `schedstat`, in ns) over
 //! its wall time after its first 5 s (its first look walks every process's descriptors
-//! once; that is printed apart): the share of one core it used. Then the flow scanner
+//! once; that is printed apart): the share of one core it used. `--warm-up N` leaves out
+//! its first N seconds instead: with 40, the cost once the idle processes have been seen
+//! idle for half a minute, as on a machine whose processes have slept for hours (they are
+//! then looked at every 8 s, not every 4 s). Then the flow scanner
 //! alone in this process, a look a second: the CPU time of one look. The issue's goal: under 1 % of a core
 //! for 500 processes at `-i 1`.
 
@@ -27,8 +31,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Left out of the measure: the start (the first look at every process).
-const WARM_UP: Duration = Duration::from_secs(5);
+/// Left out of the measure by default: the start (the first look at every process).
+const WARM_UP_S: u64 = 5;
 
 /// Processes listed in `/proc` now.
 fn processes() -> usize {
@@ -63,6 +67,7 @@ fn stop(child: &mut Child) {
 pub fn main(args: &[String], rpv: &Path) -> i32 {
     let (mut secs, mut procs, mut interval, mut cost) = (30u64, 500usize, "1".to_string(), false);
     let mut moving = 0u64;
+    let mut warm_up = Duration::from_secs(WARM_UP_S);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut number = |what: &str| {
@@ -82,6 +87,10 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
             },
             "--moving" => match number("--moving needs a number") {
                 Ok(n) => moving = n,
+                Err(e) => return usage(&e),
+            },
+            "--warm-up" => match number("--warm-up needs a number") {
+                Ok(n) => warm_up = Duration::from_secs(n),
                 Err(e) => return usage(&e),
             },
             "--interval" => match it.next() {
@@ -163,7 +172,7 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
         };
         // The first look walks every process's descriptors once: a cost of starting, not
         // of watching, reported apart.
-        std::thread::sleep(WARM_UP);
+        std::thread::sleep(warm_up);
         let start = crate::sysinfo::cpu_time(watcher.id()).unwrap_or_default();
         let t0 = Instant::now();
         std::thread::sleep(Duration::from_secs(secs));
@@ -174,7 +183,7 @@ pub fn main(args: &[String], rpv: &Path) -> i32 {
         println!(
             "{what:<7} starting: {:.2} s of CPU in the first {} s",
             start.as_secs_f64(),
-            WARM_UP.as_secs()
+            warm_up.as_secs()
         );
         let _ = watcher.kill();
         let _ = watcher.wait();
@@ -237,7 +246,7 @@ fn scan_times(secs: u64) -> Option<(f64, rpv::top::scan::Cost)> {
 fn usage(why: &str) -> i32 {
     eprintln!(
         "rpv-bench top: {why}\nusage: rpv-bench top --cost [--secs N] [--procs N] [--moving N] \
-         [--interval S]"
+         [--interval S] [--warm-up N]"
     );
     2
 }

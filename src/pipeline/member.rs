@@ -425,7 +425,9 @@ impl Member {
             .sockets
             .is_none_or(|(at, _)| now_ns >= at + SOCKETS_EVERY_NS);
         if stale {
-            let found = (0..SOCKET_FDS).find_map(|fd| {
+            // (The open ones only: most of the first descriptors of a stage are closed.)
+            let open = proc.fd_numbers(self.pid).unwrap_or_default();
+            let found = (open.into_iter().take_while(|&fd| fd < SOCKET_FDS)).find_map(|fd| {
                 proc.fd_link(self.pid, fd)
                     .ok()
                     .and_then(|l| procfs::socket_inode(&l))

@@ -103,6 +103,8 @@ pub(crate) struct FakeTable {
     pub cmdline_reads: usize,
     /// `stat`s of descriptors so far.
     pub fd_stats: usize,
+    /// Descriptors' links read so far.
+    pub link_reads: usize,
     /// Files no process holds open any more, by path (what a `stat` of the path finds).
     pub disk: HashMap<String, FakeTarget>,
     /// Bytes of each TCP socket by inode (`sock_diag`); none read when empty.
@@ -390,6 +392,7 @@ impl Proc for FakeProc {
     }
 
     fn fd_link(&mut self, pid: u32, fd: u32) -> io::Result<String> {
+        self.0.borrow_mut().link_reads += 1;
         let table = self.0.borrow();
         let p = table.procs.get(&pid).ok_or_else(gone)?;
         if p.hidden {
@@ -433,6 +436,26 @@ impl Proc for FakeProc {
             .into_iter()
             .filter_map(|fd| Some((fd, self.fd_link(pid, fd).ok()?)))
             .collect())
+    }
+
+    fn fd_numbers(&mut self, pid: u32) -> io::Result<Vec<u32>> {
+        let table = self.0.borrow();
+        let p = table.procs.get(&pid).ok_or_else(gone)?;
+        if p.hidden {
+            return Err(denied());
+        }
+        // (Standard input and output as `fds` lists them: open unless closed or hidden.)
+        let open = |end: End| !matches!(end, End::Closed | End::Hidden);
+        let mut numbers: Vec<u32> = p.fds.keys().copied().collect();
+        numbers.extend(
+            [(0, p.stdin), (1, p.stdout)]
+                .into_iter()
+                .filter(|&(_, e)| open(e))
+                .map(|(fd, _)| fd),
+        );
+        numbers.sort_unstable();
+        numbers.dedup();
+        Ok(numbers)
     }
 
     fn fd_flags(&mut self, pid: u32, fd: u32) -> Option<u32> {

@@ -180,6 +180,11 @@ pub(crate) trait Proc {
     /// The open descriptors of `pid`, sorted, with their links' targets (a descriptor
     /// closed while they are listed is left out).
     fn fds(&mut self, pid: u32) -> io::Result<Vec<(u32, String)>>;
+    /// The numbers of `pid`'s descriptors, in order (what [`Proc::fds`] lists, without
+    /// reading where each one leads).
+    fn fd_numbers(&mut self, pid: u32) -> io::Result<Vec<u32>> {
+        Ok(self.fds(pid)?.into_iter().map(|(fd, _)| fd).collect())
+    }
     /// The flags descriptor `fd` of `pid` was opened with (`fdinfo`'s `flags:`); `None` if
     /// they cannot be read.
     fn fd_flags(&mut self, pid: u32, fd: u32) -> Option<u32>;

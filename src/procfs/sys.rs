@@ -439,6 +439,10 @@ impl Proc for SysProc {
             .collect())
     }
 
+    fn fd_numbers(&mut self, pid: u32) -> io::Result<Vec<u32>> {
+        Ok(fds(pid)?.into_iter().map(|fd| fd as u32).collect())
+    }
+
     fn fd_flags(&mut self, pid: u32, fd: u32) -> Option<u32> {
         fdinfo_flags(&fdinfo(pid, fd as i32).ok()?)
     }

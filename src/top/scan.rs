@@ -1,8 +1,10 @@
 //! Finding and following flows in `/proc`.
 //!
 //! Owns: the process table of the last scan (one `io` read per process per scan, a quiet
-//! one about every 4 s; `/proc` listed again only when a process has started; `stat` and
-//! the command line at its walks; kernel threads recognised once and skipped after), the
+//! one about every 4 s, every 8 s after half a minute; `/proc` listed again only when a
+//! process has started; `stat` and the command line at its walks, three walks in four of a
+//! steady one only listing its descriptors' numbers; kernel threads recognised once and
+//! skipped after), the
 //! descriptors of processes that moved, and the
 //! flows built from them: file and device flows (`files`), socket flows and rpv and pv
 //! instances (`counts`), pipelines (`pipes`, through the pipeline view's `Watcher`, which
@@ -46,10 +48,20 @@ const TICKS_PER_SECOND: u64 = 2;
 /// starts moving is found within that time (a new process at once).
 const QUIET_SCANS: u32 = 5;
 const QUIET_LOOK_S: f64 = 4.0;
+/// A process still quiet after this many more looks (about half a minute) is looked at
+/// half as often again, about every 8 s: most processes of a machine sleep for hours, and
+/// one that starts moving keeps its bytes in its counters until it is found (its row shows
+/// them all).
+const LONG_QUIET_LOOKS: u32 = 7;
 /// Least time between two walks of one process's descriptors, once it has been walked
 /// (nanoseconds): a process that keeps moving opens new files rarely, and one walk costs a
 /// `readlink` per descriptor.
 const WALK_EVERY_NS: u64 = 2_000_000_000;
+/// Of the walks of a process whose descriptors stay the same, one in this many reads them
+/// all; the others only list their numbers (no `readlink` each, no command line): the same
+/// numbers, nothing new. (A file a followed descriptor's number now holds ends its flow and
+/// walks the process in full at once: see `files`.)
+const FULL_WALK_EVERY: u32 = 4;
 /// An unreadable process is tried again every this many scans.
 const UNREADABLE_RETRY: u64 = 16;
 /// Descriptors looked at per process at most (a process with more is followed through
@@ -133,6 +145,8 @@ struct Process {
     /// Its last walk found the descriptors the one before had found: it is walked half as
     /// often (a reader of one file for an hour opens nothing new).
     steady: bool,
+    /// Walks in a row that only listed its descriptors' numbers (see [`FULL_WALK_EVERY`]).
+    light_walks: u32,
     /// It moved since its command line was read: it may run another program now.
     command_stale: bool,
     /// An rpv or a pv by its name, found in the midst of its `exec` (no command line yet):
@@ -147,6 +161,8 @@ pub struct Cost {
     pub processes: usize,
     /// Processes whose descriptors were walked.
     pub walked: usize,
+    /// Of those, the walks that only listed the descriptors' numbers.
+    pub light: usize,
     /// `fdinfo` files read.
     pub fdinfo: usize,
     /// `io` files kept open (read again with one `pread` each).
@@ -477,9 +493,12 @@ impl Scanner {
                 return Look::Skip;
             }
             // A process quiet for a while is looked at every few scans only, by turns.
-            if !p.unreadable
-                && p.quiet >= QUIET_SCANS
-                && (generation + u64::from(pid)) % quiet_every != 0
+            let every = if p.quiet >= QUIET_SCANS + LONG_QUIET_LOOKS {
+                2 * quiet_every
+            } else {
+                quiet_every
+            };
+            if !p.unreadable && p.quiet >= QUIET_SCANS && (generation + u64::from(pid)) % every != 0
             {
                 p.seen = generation;
                 return Look::Same;
@@ -608,8 +627,43 @@ impl Scanner {
             if (self.stop)() {
                 return;
             }
-            self.walk(pid, now_ns);
+            if !self.light_walk(pid, now_ns) {
+                self.walk(pid, now_ns);
+            }
         }
+    }
+
+    /// A walk of a steady process (see [`FULL_WALK_EVERY`]) that only lists its
+    /// descriptors' numbers; false if it is not one, or the numbers changed (a walk in full
+    /// is then due).
+    fn light_walk(&mut self, pid: u32, now_ns: u64) -> bool {
+        let light = (self.procs.get(&pid))
+            .is_some_and(|p| p.steady && !p.unsure && p.light_walks + 1 < FULL_WALK_EVERY);
+        if !light {
+            return false;
+        }
+        // Still the same program (its name: a wrapper that `exec`s its program is found
+        // at once, as by a walk in full), with the same descriptors.
+        let comm = (self.proc.read(pid, ProcFile::Stat, true).ok())
+            .and_then(|text| Stat::parse(&String::from_utf8_lossy(&text)))
+            .map(|stat| stat.comm);
+        let Ok(numbers) = self.proc.fd_numbers(pid) else {
+            return false;
+        };
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return false;
+        };
+        let same = comm.is_some_and(|c| c == p.comm)
+            && numbers.len().min(MAX_FDS) == p.fds.len()
+            && (numbers.iter().zip(&p.fds)).all(|(&n, f)| i64::from(n) == i64::from(f.fd));
+        if same {
+            self.cost.walked += 1;
+            self.cost.light += 1;
+            p.light_walks += 1;
+            p.walk_owed = false;
+            p.walked_ns = Some(now_ns);
+        }
+        same
     }
 
     /// Walks `pid`'s descriptors (links already known are not looked at again).
@@ -618,6 +672,7 @@ impl Scanner {
             return;
         };
         self.cost.walked += 1;
+        p.light_walks = 0;
         p.rewalked = p.walked_ns.is_some();
         p.walk_owed = false;
         p.walked_ns = Some(now_ns);
@@ -853,6 +908,7 @@ impl Process {
             walk_owed: false,
             rewalked: false,
             steady: false,
+            light_walks: 0,
             command_stale: false,
             unsure: false,
         }

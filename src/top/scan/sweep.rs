@@ -96,6 +96,10 @@ impl Proc for SharedProc {
         self.sys.fds(pid)
     }
 
+    fn fd_numbers(&mut self, pid: u32) -> io::Result<Vec<u32>> {
+        self.sys.fd_numbers(pid)
+    }
+
     fn fd_flags(&mut self, pid: u32, fd: u32) -> Option<u32> {
         self.sys.fd_flags(pid, fd)
     }

@@ -526,6 +526,130 @@ fn a_steady_mover_is_walked_every_4_s_and_its_new_file_found_within_them() {
 }
 
 #[test]
+fn a_steady_mover_has_its_descriptors_read_in_full_one_walk_in_four() {
+    // A reader with 40 descriptors moving at every scan (-i 0.5): walked every 4 s once
+    // steady, but only one walk in four reads where each descriptor leads (a `readlink`
+    // each); the others list their numbers. A descriptor with a new number is still found
+    // at the next walk, and a new program at once.
+    let mut rig = Rig::every(0.5);
+    rig.process(100, "reader /data/big.iso");
+    rig.fake.open(100, 3, file("/data/big.iso", 7, 1 << 40), RD);
+    for fd in 4..44 {
+        rig.fake
+            .open(100, fd, FakeTarget::CharDevice("/dev/null".into()), RD);
+    }
+    let scan = |rig: &mut Rig| {
+        rig.advance(100, 3, 1 << 20, false);
+        let links = rig.fake.0.borrow().link_reads;
+        let flows = rig.scan_after(500_000_000);
+        let cost = rig.scanner.cost();
+        (
+            cost.walked,
+            cost.light,
+            rig.fake.0.borrow().link_reads - links,
+            flows,
+        )
+    };
+    // The first walk, and the one that finds it steady 2 s later.
+    for _ in 0..5 {
+        scan(&mut rig);
+    }
+    let mut walks = Vec::new();
+    for _ in 0..32 {
+        let (walked, light, links, _) = scan(&mut rig);
+        if walked > 0 {
+            walks.push((light, links));
+        }
+    }
+    // Every 4 s: 4 walks in 16 s, one of them in full (41 links and stdin's, stdout's).
+    assert_eq!(walks.len(), 4, "{walks:?}");
+    let full: Vec<_> = walks.iter().filter(|(light, _)| *light == 0).collect();
+    assert_eq!(full.len(), 1, "{walks:?}");
+    assert!(full[0].1 >= 41, "{walks:?}");
+    assert!(
+        (walks.iter().filter(|(light, _)| *light == 1)).all(|(_, links)| *links == 0),
+        "{walks:?}"
+    );
+    // A new descriptor: found at the next walk (a light one sees a new number).
+    rig.fake
+        .open(100, 44, file("/data/second.iso", 8, 1 << 40), RD);
+    let mut found = None;
+    for n in 1..=9 {
+        rig.advance(100, 44, 1 << 20, false);
+        let (.., flows) = scan(&mut rig);
+        if flows
+            .iter()
+            .any(|f| f.view.file.as_deref() == Some("/data/second.iso"))
+        {
+            found = Some(n);
+            break;
+        }
+    }
+    assert!(found.is_some(), "the new file not found within 4.5 s");
+    // Steady again, then it runs another program (`exec`): shown within 4.5 s.
+    for _ in 0..8 {
+        scan(&mut rig);
+    }
+    rig.fake.with(100, |p| {
+        p.cmdline = "sha256sum /data/big.iso".into();
+        p.comm = "sha256sum".into();
+    });
+    let mut seen = Vec::new();
+    for _ in 0..9 {
+        let (.., flows) = scan(&mut rig);
+        seen.push(flows[0].view.command.clone());
+    }
+    assert_eq!(seen.last().unwrap(), "sha256sum /data/big.iso", "{seen:?}");
+}
+
+#[test]
+fn a_process_quiet_for_half_a_minute_is_looked_at_every_8_s() {
+    // At -i 0.5, 300 idle processes: after 5 scans each is read once in 8 scans (4 s);
+    // after about 30 s more, once in 16 (8 s). One that starts to read a file then is found
+    // within 8 s, with every byte it read.
+    let mut rig = Rig::every(0.5);
+    for pid in 1000..1300 {
+        rig.process(pid, "sleep 3600");
+    }
+    rig.fake
+        .open(1150, 3, file("/data/big.iso", 7, 1 << 30), RD);
+    let reads_in_8_s = |rig: &mut Rig| {
+        let before = rig.fake.reads().1;
+        for _ in 0..16 {
+            rig.scan_after(500_000_000);
+        }
+        rig.fake.reads().1 - before
+    };
+    for _ in 0..8 {
+        rig.scan_after(500_000_000);
+    }
+    assert_eq!(
+        reads_in_8_s(&mut rig),
+        600,
+        "io reads in 8 s, quiet for 4 s"
+    );
+    for _ in 0..3 {
+        reads_in_8_s(&mut rig);
+    }
+    assert_eq!(
+        reads_in_8_s(&mut rig),
+        300,
+        "io reads in 8 s, quiet for 36 s"
+    );
+    let mut found = None;
+    for scan in 1..=16 {
+        rig.advance(1150, 3, 1 << 20, false);
+        let flows = rig.scan_after(500_000_000);
+        if let Some(f) = flows.iter().find(|f| f.view.pid == 1150) {
+            found = Some((scan, f.amount));
+            break;
+        }
+    }
+    let (scan, amount) = found.expect("not found within 16 scans (8 s)");
+    assert_eq!(amount, scan << 20, "every byte read since it started");
+}
+
+#[test]
 fn proc_is_listed_again_only_when_a_process_has_started() {
     // 300 idle processes and a reader: while the last PID given out stands still, no
     // process has started, and the scan looks at the processes it knows without listing
