@@ -655,13 +655,12 @@ impl Cursor {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_last_line_not_drawn_for_the_lock_is_drawn_at_the_finish() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("registry");
-        let mut cursor = Cursor {
-            path: path.clone(),
-            tty: dir.path().join("no-terminal"),
+    /// An instance whose registry is `dir`'s `registry`, on no terminal (no size, no
+    /// answer to where the cursor is).
+    fn without_terminal(dir: &Path) -> Cursor {
+        Cursor {
+            path: dir.join("registry"),
+            tty: dir.join("no-terminal"),
             pid: std::process::id(),
             start: 0,
             joined: false,
@@ -669,7 +668,14 @@ mod tests {
             requery: false,
             stuck: std::cell::Cell::new(false),
             undrawn: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_last_line_not_drawn_for_the_lock_is_drawn_at_the_finish() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("registry");
+        let mut cursor = without_terminal(dir.path());
         // Another instance holds the lock (asking the terminal where the cursor is).
         let other = OpenOptions::new()
             .read(true)
@@ -697,17 +703,7 @@ mod tests {
         // last line was on its way. The next measure of the rows reads the cursor's row as the
         // row written last: it must not be the row the long line wrapped onto.
         let dir = tempfile::tempdir().unwrap();
-        let mut cursor = Cursor {
-            path: dir.path().join("registry"),
-            tty: dir.path().join("no-terminal"),
-            pid: std::process::id(),
-            start: 0,
-            joined: false,
-            width: 0,
-            requery: false,
-            stuck: std::cell::Cell::new(false),
-            undrawn: None,
-        };
+        let mut cursor = without_terminal(dir.path());
         let (read, write) = rustix::pipe::pipe().unwrap();
         let line = format!("one: {}", "=".repeat(84));
         cursor.draw(write.as_fd(), &[(line, 89)], 90, 20);

@@ -492,14 +492,7 @@ impl Scanner {
                 p.seen = generation;
                 return Look::Skip;
             }
-            // A process quiet for a while is looked at every few scans only, by turns.
-            let every = if p.quiet >= QUIET_SCANS + LONG_QUIET_LOOKS {
-                2 * quiet_every
-            } else {
-                quiet_every
-            };
-            if !p.unreadable && p.quiet >= QUIET_SCANS && (generation + u64::from(pid)) % every != 0
-            {
+            if p.skipped_while_quiet(pid, generation, quiet_every) {
                 p.seen = generation;
                 return Look::Same;
             }
@@ -857,6 +850,18 @@ enum Look {
 }
 
 impl Process {
+    /// Whether this scan leaves it out for being quiet: one quiet for a while is looked at
+    /// every `quiet_every` scans only, by turns (of `pid`); one quiet for long, half as
+    /// often again.
+    fn skipped_while_quiet(&self, pid: u32, generation: u64, quiet_every: u64) -> bool {
+        let every = if self.quiet >= QUIET_SCANS + LONG_QUIET_LOOKS {
+            2 * quiet_every
+        } else {
+            quiet_every
+        };
+        !self.unreadable && self.quiet >= QUIET_SCANS && (generation + u64::from(pid)) % every != 0
+    }
+
     /// Whether its descriptors may be walked again: [`WALK_EVERY_NS`] after the last walk
     /// (twice that when it is steady),
     /// or at once the first time when that walk found nothing to follow (a shell's child
