@@ -209,14 +209,6 @@ fn park(text: &mut String, row: Option<usize>) {
     }
 }
 
-/// `text` with auto-wrap off while it is drawn (`ESC[?7l`, on again after): a line written
-/// at the old width that reaches a terminal already narrowed is cut at its edge. Without
-/// that, on the last row it would wrap and scroll the screen, moving every row up by one
-/// (terminals that ignore the setting still get a cursor [`park`]ed at its row).
-fn unwrapped(text: &str) -> String {
-    format!("{NO_WRAP}{text}{WRAP}")
-}
-
 /// (columns, rows) of the terminal on `fd`; (0, 0) if unknown.
 fn terminal_size(fd: BorrowedFd<'_>) -> (usize, usize) {
     sys::window_size(fd).map_or((0, 0), |(c, r)| (usize::from(c), usize::from(r)))
@@ -554,6 +546,11 @@ impl Cursor {
         self.width = size.0;
         reg.size = size;
         let mut text = String::with_capacity(lines.iter().map(|(l, _)| l.len() + 32).sum());
+        // Auto-wrap off while the rows are drawn (on again after): a line written at the old
+        // width that reaches a terminal already narrowed is cut at its edge. Without that, on
+        // the last row it would wrap and scroll the screen, moving every row up by one
+        // (terminals that ignore the setting still get a cursor [`park`]ed at its row).
+        text.push_str(NO_WRAP);
         let scroll = reg.fit(height);
         if scroll > 0 {
             text.push_str(&format!("\x1b[{height};1H"));
@@ -578,7 +575,8 @@ impl Cursor {
             }
         }
         park(&mut text, parked);
-        super::write_all(out, unwrapped(&text).as_bytes());
+        text.push_str(WRAP);
+        super::write_all(out, text.as_bytes());
         lock.write(&reg);
     }
 

@@ -66,6 +66,13 @@ impl Rig {
         out
     }
 
+    /// 300 idle processes, PIDs 1000 to 1299 (`sleep 3600`).
+    fn sleepers(&self) {
+        for pid in 1000..1300 {
+            self.process(pid, "sleep 3600");
+        }
+    }
+
     /// A process of `cmd` with a terminal as its input and output.
     fn process(&self, pid: u32, cmd: &str) {
         self.fake.add(pid, 1, cmd, End::Other, End::Other);
@@ -332,9 +339,7 @@ fn a_pipeline_short_of_cpu_costs_no_look_at_every_other_process() {
     rig.fake.add(100, 1, "bash", End::Other, End::Other);
     rig.fake.add(101, 100, "yes", End::Other, End::Pipe(77));
     rig.fake.add(102, 100, "gzip", End::Pipe(77), End::Other);
-    for pid in 1000..1300 {
-        rig.process(pid, "sleep 3600");
-    }
+    rig.sleepers();
     rig.fake
         .add(2000, 1, "python3 spin.py", End::Other, End::Other);
     rig.fake.fill(77, 65_536, 65_536);
@@ -453,9 +458,7 @@ fn a_quiet_process_is_looked_at_every_4_s_whatever_the_interval() {
     // At -i 0.5, 300 idle processes: each read once in 8 scans (4 s), not once in 3; one
     // that starts to read a file is found within 4 s.
     let mut rig = Rig::every(0.5);
-    for pid in 1000..1300 {
-        rig.process(pid, "sleep 3600");
-    }
+    rig.sleepers();
     rig.fake
         .open(1150, 3, file("/data/big.iso", 7, 1 << 30), RD);
     for _ in 0..8 {
@@ -608,9 +611,7 @@ fn a_process_quiet_for_half_a_minute_is_looked_at_every_8_s() {
     // after about 30 s more, once in 16 (8 s). One that starts to read a file then is found
     // within 8 s, with every byte it read.
     let mut rig = Rig::every(0.5);
-    for pid in 1000..1300 {
-        rig.process(pid, "sleep 3600");
-    }
+    rig.sleepers();
     rig.fake
         .open(1150, 3, file("/data/big.iso", 7, 1 << 30), RD);
     let reads_in_8_s = |rig: &mut Rig| {
@@ -656,9 +657,7 @@ fn proc_is_listed_again_only_when_a_process_has_started() {
     // /proc (most of what a scan of an idle machine costs).
     let mut rig = Rig::new();
     rig.fake.0.borrow_mut().last_pid = Some(5000);
-    for pid in 1000..1300 {
-        rig.process(pid, "sleep 3600");
-    }
+    rig.sleepers();
     rig.process(100, "sha256sum big.iso");
     rig.fake.open(100, 3, file("/data/big.iso", 7, 100_000), RD);
     rig.scan();
