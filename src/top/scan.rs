@@ -217,7 +217,10 @@ pub struct Scanner {
     tcp_last: HashMap<u64, u64>,
     /// Sockets no process rpv may read holds.
     tcp_unknown: HashSet<u64>,
+    /// Sockets the processes holding TCP sockets were walked for, in vain.
+    tcp_sought: HashSet<u64>,
     next_full_walk_ns: u64,
+    next_holders_walk_ns: u64,
     next_id: u64,
     generation: u64,
     own: u32,
@@ -284,7 +287,9 @@ impl Scanner {
             commands: HashMap::new(),
             tcp_last: HashMap::new(),
             tcp_unknown: HashSet::new(),
+            tcp_sought: HashSet::new(),
             next_full_walk_ns: 0,
+            next_holders_walk_ns: 0,
             next_id: 1,
             generation: 0,
             own: std::process::id(),

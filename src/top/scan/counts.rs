@@ -12,6 +12,9 @@ use crate::units::Unit;
 /// Least time between two walks of every process's descriptors (to find who holds a
 /// socket that moved), in nanoseconds.
 const FULL_WALK_NS: u64 = 30_000_000_000;
+/// Least time between two walks of the processes that hold TCP sockets (to find which
+/// of them holds a new socket that moved), in nanoseconds.
+const HOLDERS_WALK_NS: u64 = 1_000_000_000;
 
 /// A flow followed through a process's counters (sockets, rpv, pv).
 pub(super) struct CountFlow {
@@ -62,7 +65,9 @@ impl Scanner {
     /// added to the processes that hold them; returns the processes whose sockets moved.
     /// A socket no walked process holds makes every process's descriptors be walked, at
     /// most every [`FULL_WALK_NS`]; one still unknown then (another user's, another
-    /// namespace's) is not looked for again.
+    /// namespace's) is not looked for again. Between two such walks, a new socket makes the
+    /// processes that hold TCP sockets be walked (at most every [`HOLDERS_WALK_NS`], once
+    /// per socket): a server's newly accepted connection, whose bytes no io counter shows.
     pub(super) fn follow_tcp(&mut self, now_ns: u64) -> Vec<u32> {
         let mut now = HashMap::new();
         if !(self.tcp)(&mut now).unwrap_or(false) {
@@ -83,31 +88,46 @@ impl Scanner {
             .collect();
         // Sockets that closed are forgotten (a long watch sees many come and go).
         self.tcp_unknown.retain(|inode| now.contains_key(inode));
+        self.tcp_sought.retain(|inode| now.contains_key(inode));
         self.tcp_last = now;
         let mut owners = self.socket_owners();
-        let unknown = moved
-            .iter()
-            .any(|(inode, _)| !owners.contains_key(inode) && !self.tcp_unknown.contains(inode));
-        if unknown && now_ns >= self.next_full_walk_ns {
+        let unknown = |s: &Scanner, owners: &HashMap<u64, u32>, sought: bool| -> Vec<u64> {
+            (moved.iter())
+                .map(|&(inode, _)| inode)
+                .filter(|i| !owners.contains_key(i) && !s.tcp_unknown.contains(i))
+                .filter(|i| !sought || !s.tcp_sought.contains(i))
+                .collect()
+        };
+        if !unknown(self, &owners, false).is_empty() && now_ns >= self.next_full_walk_ns {
             self.next_full_walk_ns = now_ns + FULL_WALK_NS;
-            let pids: Vec<u32> = self
-                .procs
-                .iter()
+            let everyone: Vec<u32> = (self.procs.iter())
                 .filter(|(_, p)| p.seen == self.generation && !p.unreadable && !p.kernel)
                 .map(|(&pid, _)| pid)
                 .collect();
-            for pid in pids {
-                if (self.stop)() {
-                    return Vec::new();
-                }
-                self.walk(pid, now_ns);
+            if !self.walk_all(&everyone, now_ns) {
+                return Vec::new();
             }
             owners = self.socket_owners();
-            for (inode, _) in &moved {
-                if !owners.contains_key(inode) {
-                    self.tcp_unknown.insert(*inode);
-                }
+            let still = unknown(self, &owners, false);
+            self.tcp_unknown.extend(still);
+        } else if !unknown(self, &owners, true).is_empty() && now_ns >= self.next_holders_walk_ns {
+            // A new socket of a process already walked: most often a connection a server
+            // accepted, or one a client opened beside its others. Its process is among
+            // those that hold TCP sockets (a listening one included), found at once;
+            // another process's waits for the next walk of every process.
+            self.next_holders_walk_ns = now_ns + HOLDERS_WALK_NS;
+            let holders: Vec<u32> = (owners.iter())
+                .filter(|(inode, _)| self.tcp_last.contains_key(inode))
+                .map(|(_, &pid)| pid)
+                .collect::<std::collections::BTreeSet<u32>>()
+                .into_iter()
+                .collect();
+            if !self.walk_all(&holders, now_ns) {
+                return Vec::new();
             }
+            owners = self.socket_owners();
+            let still = unknown(self, &owners, true);
+            self.tcp_sought.extend(still);
         }
         let mut movers = Vec::new();
         for (inode, delta) in moved {
@@ -124,6 +144,17 @@ impl Scanner {
             }
         }
         movers
+    }
+
+    /// Walks the descriptors of each of `pids`; false if the run ends meanwhile.
+    fn walk_all(&mut self, pids: &[u32], now_ns: u64) -> bool {
+        for &pid in pids {
+            if (self.stop)() {
+                return false;
+            }
+            self.walk(pid, now_ns);
+        }
+        true
     }
 
     /// Which process holds each socket, as the walks found them.

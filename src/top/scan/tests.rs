@@ -1374,3 +1374,36 @@ fn a_scan_stops_between_two_processes_when_the_run_ends() {
     assert!(read <= 10, "{read} io files read after the signal");
     assert!(asked.get() <= 12, "asked {} times", asked.get());
 }
+
+#[test]
+fn a_connection_a_known_server_accepts_after_a_walk_of_every_process_is_followed_at_once() {
+    // A server listening on TCP socket 800 (fd 3). Another process's connection moves
+    // (socket 999: outside the processes watched), which walks every process's descriptors
+    // once; then the server accepts a connection (fd 4). Its receives show in no io counter,
+    // and the next walk of every process is 30 s away: it is found by a walk of the
+    // processes that hold TCP sockets, from its first bytes.
+    let mut rig = Rig::new();
+    rig.sleepers();
+    rig.process(100, "python3 sock.py serve port");
+    rig.fake
+        .open(100, 3, FakeTarget::Socket(800), libc::O_RDWR as u32);
+    rig.tcp.borrow_mut().insert(800, 0);
+    rig.scan();
+    rig.tcp.borrow_mut().insert(999, 1_000);
+    rig.scan();
+    assert!(rig.scanner.cost.walked > 300, "{:?}", rig.scanner.cost);
+    rig.fake
+        .open(100, 4, FakeTarget::Socket(801), libc::O_RDWR as u32);
+    rig.tcp.borrow_mut().insert(801, 10_000);
+    rig.scan();
+    // Only the processes that hold TCP sockets were walked, not the 300 sleepers.
+    assert!(rig.scanner.cost.walked < 10, "{:?}", rig.scanner.cost);
+    rig.tcp.borrow_mut().insert(801, 30_000);
+    let flows = rig.scan();
+    let server: Vec<_> = (flows.iter())
+        .filter(|f| f.view.pid == 100 && f.view.kind == Kind::Socket)
+        .collect();
+    assert_eq!(server.len(), 1, "{flows:?}");
+    // (A socket flow counts from its first scan: the 10,000 bytes before it are not in.)
+    assert_eq!(server[0].amount, 20_000, "{flows:?}");
+}
