@@ -50,12 +50,21 @@ pub(crate) fn printable(text: &str) -> Cow<'_, str> {
 
 /// Whether [`printable`] changes anything in `text`.
 fn needs_escape(text: &str) -> bool {
+    if plain_ascii(text) {
+        return false;
+    }
     let mut after_space = true;
     text.chars().any(|c| {
         let escaped = c.is_control() || hidden(c) || (after_space && combining(c));
         after_space = c.is_whitespace();
         escaped
     })
+}
+
+/// Whether `text` is printable ASCII only (a space to `~`): one column per byte, nothing
+/// to escape. Most commands and paths are; the checks below are per character.
+pub(crate) fn plain_ascii(text: &str) -> bool {
+    text.bytes().all(|b| (b' '..=b'~').contains(&b))
 }
 
 /// A format character (Unicode general category Cf) or a line or paragraph separator:

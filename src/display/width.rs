@@ -7,8 +7,13 @@
 
 use unicode_width::UnicodeWidthChar;
 
+use super::escape::plain_ascii;
+
 /// Width of `text` in terminal columns, skipping CSI escape sequences.
 pub(crate) fn display_width(text: &str) -> usize {
+    if plain_ascii(text) {
+        return text.len();
+    }
     let mut width = 0;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -27,6 +32,9 @@ pub(crate) fn display_width(text: &str) -> usize {
 /// The longest start of `text` that is at most `width` columns wide, with every CSI escape
 /// of the whole text kept (they take no columns, and a colour reset at the end must stay).
 pub(crate) fn cut_to_width(text: &str, width: usize) -> String {
+    if plain_ascii(text) {
+        return text[..text.len().min(width)].to_string();
+    }
     let mut out = String::with_capacity(text.len());
     let mut used = 0;
     let mut chars = text.chars().peekable();
@@ -85,6 +93,32 @@ pub(crate) fn wrap(text: &str, avail: usize) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::{cut_to_width, display_width, wrap};
+
+    #[test]
+    fn printable_ascii_is_measured_and_cut_as_any_text() {
+        // Printable ASCII takes the short way; a character either side of its range (a
+        // control, DEL, a Latin letter, a wide one, an escape) takes the long one, and both
+        // agree with it where they meet.
+        let table: &[(&str, usize, &str)] = &[
+            (" ~abc", 5, " ~abc"),
+            ("abcdef", 4, "abcd"),
+            ("ab\tcd", 3, "ab\tc"),
+            ("a\tb", 2, "a\tb"),
+            ("a\x7fb", 2, "a\x7fb"),
+            ("aé b", 4, "aé b"),
+            ("a日b", 2, "a"),
+            ("\x1b[1mab\x1b[0m", 1, "\x1b[1ma\x1b[0m"),
+        ];
+        for &(text, width, cut) in table {
+            assert_eq!(cut_to_width(text, width), cut, "{text:?} cut to {width}");
+        }
+        assert_eq!(display_width(" ~abc"), 5);
+        assert_eq!(display_width("a\tb"), 2);
+        assert_eq!(display_width("a\x7fb"), 2);
+        assert_eq!(display_width("aé b"), 4);
+        assert_eq!(display_width("a日b"), 4);
+        assert_eq!(display_width("\x1b[1mab\x1b[0m"), 2);
+    }
 
     #[test]
     fn cutting_keeps_whole_characters_and_every_escape() {

@@ -199,9 +199,37 @@ fn gated(
     })
 }
 
+/// A map by PID: looked up for every process at every scan, so hashed with one
+/// multiplication (as the compiler's own `FxHash`) instead of the default SipHash, which
+/// guards against keys an adversary chooses (the kernel chooses PIDs).
+type PidMap<V> = HashMap<u32, V, std::hash::BuildHasherDefault<PidHasher>>;
+
+#[derive(Default)]
+struct PidHasher(u64);
+
+impl std::hash::Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
 /// Finds and follows the flows.
 pub struct Scanner {
-    procs: HashMap<u32, Process>,
+    procs: PidMap<Process>,
     files: Vec<FileFlow>,
     /// File flows that ended at this scan (shown once more).
     files_ended: Vec<FileFlow>,
@@ -277,7 +305,7 @@ impl Scanner {
         interval: f64,
     ) -> Scanner {
         Scanner {
-            procs: HashMap::new(),
+            procs: PidMap::default(),
             files: Vec::new(),
             files_ended: Vec::new(),
             counts: HashMap::new(),
