@@ -1314,6 +1314,125 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     assert!(short.is_none(), "done short of the copy: {short:?}");
 }
 
+/// A copy inside the kernel whose progress cannot be seen at all: one `copy_file_range`
+/// call into a file made to its full size first (neither its size nor its blocks grow),
+/// from and to
+/// descriptors whose positions move only when the call returns. While the call runs, its
+/// row says so (`progress_visible` false, no rate, no ETA), from its first second, never
+/// `0 B/s` nor done; at its end the figures are the copy's size.
+#[test]
+fn a_copy_whose_progress_cannot_be_seen_says_so() {
+    use std::io::Write;
+    const SIZE: u64 = 1 << 30;
+    let mut flows = Flows::new();
+    // In memory where the machine has it (no disk's write-back to wait for: the copy's
+    // time is its CPU's), else on the tests' disk.
+    let shm = tempfile::tempdir_in("/dev/shm").ok();
+    let at = |name: &str| match &shm {
+        Some(d) => d.path().join(name),
+        None => flows.dir.path(name),
+    };
+    let (big, copy) = (at("big"), at("copy"));
+    let mut file = std::fs::File::create(&big).unwrap();
+    let block = data(1 << 20, 6);
+    for _ in 0..SIZE >> 20 {
+        file.write_all(&block).unwrap();
+    }
+    drop(file);
+    // Made to its full size with its blocks allocated: neither its size nor its blocks
+    // grow as the copy fills it (a file only set to its size would show the copy's
+    // progress in its blocks).
+    let file = std::fs::File::create(&copy).unwrap();
+    rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, SIZE).unwrap();
+    drop(file);
+    flows.dir.file(
+        "copier.py",
+        format!(
+            "import os\n\
+             src = os.open('{}', os.O_RDONLY)\n\
+             dst = os.open('{}', os.O_WRONLY)\n\
+             left = {SIZE}\n\
+             while left > 0:\n\
+             \x20   n = os.copy_file_range(src, dst, left)\n\
+             \x20   if n == 0:\n\
+             \x20       break\n\
+             \x20   left -= n\n",
+            s(&big),
+            s(&copy)
+        )
+        .as_bytes(),
+    );
+    // Slow enough to watch whatever the disk, as for cp above: one CPU shared, at nice 5,
+    // with a loop of the test's at nice 0.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = cpus - 1;
+    flows.start(&format!(
+        "exec taskset -c {cpu} sh -c 'while :; do :; done'"
+    ));
+    // A flow with a row at every look, to count looks by.
+    let slow = flows.file("slow", 32 << 20);
+    let clock = flows.reader(&slow, 16384);
+    let watcher = Watcher::start(crate::util::rpv_on_time(&[
+        &flows.top(),
+        "--json",
+        "-i",
+        "0.5",
+    ]));
+    crate::util::wait_until("rpv --top to start", DEADLINE.as_secs_f64(), || {
+        watcher.text.lock().unwrap().contains("\"type\":\"start\"")
+    });
+    wait_rows(&watcher, clock, 1);
+    let started = Instant::now();
+    let copier = flows.start(&format!(
+        "exec taskset -c {cpu} nice -n 5 python3 copier.py"
+    ));
+    // The copier's end: a last row at the copy's size if a look saw its call return, else
+    // none (a copy whose progress was never seen ends without a row: what it copied
+    // cannot be told). So: until it has exited (a zombie of the test's shell) and the
+    // clock (a slow reader's rows, one a look) has shown two looks after that.
+    let exited = || {
+        std::fs::read_to_string(format!("/proc/{copier}/stat")).map_or(true, |t| {
+            t.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    crate::util::wait_until("the copier to end", 5.0 * DEADLINE.as_secs_f64(), exited);
+    let took = started.elapsed().as_secs_f64();
+    let seen = rows_of(&watcher.text.lock().unwrap(), clock).len();
+    wait_rows(&watcher, clock, seen + 2);
+    let rows = rows_of(&watcher.text.lock().unwrap(), copier);
+    let unseen: Vec<&serde_json::Value> = (rows.iter())
+        .filter(|o| o["progress_visible"] == false)
+        .collect();
+    // The call ran across looks (two a second): rows said so while it ran.
+    assert!(
+        unseen.len() >= 2,
+        "{} rows said the progress cannot be seen in {took:.1} s: {rows:#?}",
+        unseen.len()
+    );
+    for o in &unseen {
+        assert_eq!(o["rate"], serde_json::Value::Null, "{o}");
+        assert_eq!(o["eta"], serde_json::Value::Null, "{o}");
+        assert_eq!(o["in_kernel"], true, "{o}");
+        assert_eq!(o["done"], false, "{o}");
+        assert_eq!(o["file"], s(&big), "{o}");
+        assert_eq!(o["to"], s(&copy), "{o}");
+    }
+    // Every row short of the copy's end says the progress cannot be seen: none claims
+    // that nothing moves.
+    let shown_idle =
+        (rows.iter()).find(|o| o["progress_visible"] == true && o["bytes"].as_u64() != Some(SIZE));
+    assert!(shown_idle.is_none(), "{shown_idle:?} in {rows:#?}");
+    let short = (rows.iter()).find(|o| o["done"] == true && o["bytes"] != SIZE);
+    assert!(short.is_none(), "done short of the copy: {short:?}");
+    crate::util::assert_same(
+        &std::fs::read(&copy).unwrap()[..1 << 20],
+        &block,
+        "the copy's first MiB",
+    );
+}
+
 /// The progress objects of process `pid` in `--json` text.
 fn rows_of(text: &str, pid: u32) -> Vec<serde_json::Value> {
     text.lines()
