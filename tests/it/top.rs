@@ -1229,10 +1229,21 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     let mut flows = Flows::new();
     // 2 GiB of data (no hole: cp would pass a hole at once), on the tests' disk, written
     // by dd under the idle policy rather than by this process: the doctor's tests beside
-    // it name the busiest program of the machine, which must be their own loop.
+    // it name the busiest program of the machine, which must be their own loop. On the
+    // disk before cp starts (`conv=fsync`): 2 GiB still to write back beside cp's 2 GiB
+    // made the kernel hold cp's writes back for a second (in a fresh-clone CI run), and
+    // the copy rightly showed no progress then.
     let big = flows.dir.path("big");
     let wrote = Command::new("chrt")
-        .args(["--idle", "0", "dd", "if=/dev/zero", "bs=1M", "status=none"])
+        .args([
+            "--idle",
+            "0",
+            "dd",
+            "if=/dev/zero",
+            "bs=1M",
+            "status=none",
+            "conv=fsync",
+        ])
         .arg(format!("count={}", SIZE >> 20))
         .arg(format!("of={}", s(&big)))
         .status()
