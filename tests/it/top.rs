@@ -119,6 +119,57 @@ impl Flows {
         self.start(&format!("exec python3 reader.py {file} {chunk}"))
     }
 
+    /// A file of `len` zero bytes at `path` (data, not a hole), on the disk when this
+    /// returns, written by dd under the idle policy rather than by this process: the
+    /// doctor's tests beside it name the busiest program of the machine, which must be
+    /// their own loop; and 2 GiB still to write back beside a copy's made the kernel hold
+    /// the copy's writes back for a second (in a fresh-clone CI run).
+    fn zeros(path: &std::path::Path, len: u64) {
+        let wrote = Command::new("chrt")
+            .args([
+                "--idle",
+                "0",
+                "dd",
+                "if=/dev/zero",
+                "bs=1M",
+                "status=none",
+                "conv=fsync",
+            ])
+            .arg(format!("count={}", len >> 20))
+            .arg(format!("of={}", s(path)))
+            .status()
+            .unwrap();
+        assert!(wrote.success(), "dd: {wrote}");
+    }
+
+    /// A busy loop on the last CPU, to share it with a copy there (slow enough to watch
+    /// whatever the disk); that CPU's number.
+    fn loop_on_last_cpu(&mut self) -> usize {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpu = cpus - 1;
+        self.start(&format!(
+            "exec taskset -c {cpu} sh -c 'while :; do :; done'"
+        ));
+        cpu
+    }
+
+    /// `rpv --top=ROOT --json -i 0.5` once it has started. As root, rpv and this thread
+    /// (and the thread reading rpv's output, which it starts) run under the real-time
+    /// round-robin policy, so no load beside them delays a row (`util::rpv_on_time`): its
+    /// rows can be timed against the clock.
+    fn json_watcher(&self) -> Watcher {
+        let watcher = Watcher::start(crate::util::rpv_on_time(&[
+            &self.top(),
+            "--json",
+            "-i",
+            "0.5",
+        ]));
+        crate::util::wait_until("rpv --top to start", DEADLINE.as_secs_f64(), || {
+            watcher.text.lock().unwrap().contains("\"type\":\"start\"")
+        });
+        watcher
+    }
+
     /// A socket reader and its sender.
     fn sockets(&mut self) {
         self.start("exec python3 sock.py serve port");
@@ -1227,48 +1278,14 @@ fn a_block_device_being_read() {
 fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     const SIZE: u64 = 2 << 30;
     let mut flows = Flows::new();
-    // 2 GiB of data (no hole: cp would pass a hole at once), on the tests' disk, written
-    // by dd under the idle policy rather than by this process: the doctor's tests beside
-    // it name the busiest program of the machine, which must be their own loop. On the
-    // disk before cp starts (`conv=fsync`): 2 GiB still to write back beside cp's 2 GiB
-    // made the kernel hold cp's writes back for a second (in a fresh-clone CI run), and
-    // the copy rightly showed no progress then.
+    // 2 GiB of data (no hole: cp would pass a hole at once), on the tests' disk.
     let big = flows.dir.path("big");
-    let wrote = Command::new("chrt")
-        .args([
-            "--idle",
-            "0",
-            "dd",
-            "if=/dev/zero",
-            "bs=1M",
-            "status=none",
-            "conv=fsync",
-        ])
-        .arg(format!("count={}", SIZE >> 20))
-        .arg(format!("of={}", s(&big)))
-        .status()
-        .unwrap();
-    assert!(wrote.success(), "dd: {wrote}");
+    Flows::zeros(&big, SIZE);
     // Slow enough to watch whatever the disk: cp shares one CPU, at nice 5, with a loop
     // of the test's at nice 0 (about a quarter of that CPU for the copy: a copy of 2 GiB
     // in memory takes a second of CPU or more).
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cpu = cpus - 1;
-    flows.start(&format!(
-        "exec taskset -c {cpu} sh -c 'while :; do :; done'"
-    ));
-    // The rows are timed against the clock: as root, rpv and this thread (and the thread
-    // reading rpv's output, which it starts) run under the real-time round-robin policy,
-    // so no load beside them delays a row (`util::rpv_on_time`).
-    let watcher = Watcher::start(crate::util::rpv_on_time(&[
-        &flows.top(),
-        "--json",
-        "-i",
-        "0.5",
-    ]));
-    crate::util::wait_until("rpv --top to start", DEADLINE.as_secs_f64(), || {
-        watcher.text.lock().unwrap().contains("\"type\":\"start\"")
-    });
+    let cpu = flows.loop_on_last_cpu();
+    let watcher = flows.json_watcher();
     let started = Instant::now();
     let cp = flows.start(&format!("exec taskset -c {cpu} nice -n 5 cp big copy"));
     // Each of cp's rows with the time it came.
@@ -1345,15 +1362,7 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
         None => flows.dir.path(name),
     };
     let (big, copy) = (at("big"), at("copy"));
-    // Written by dd under the idle policy, not by this process: the tests of the doctor
-    // beside it name the busiest program of the machine, which must be their own loop.
-    let wrote = Command::new("chrt")
-        .args(["--idle", "0", "dd", "if=/dev/zero", "bs=1M", "status=none"])
-        .arg(format!("count={}", SIZE >> 20))
-        .arg(format!("of={}", s(&big)))
-        .status()
-        .unwrap();
-    assert!(wrote.success(), "dd: {wrote}");
+    Flows::zeros(&big, SIZE);
     // Made to its full size with its blocks allocated: neither its size nor its blocks
     // grow as the copy fills it (a file only set to its size would show the copy's
     // progress in its blocks).
@@ -1379,23 +1388,11 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
     );
     // Slow enough to watch whatever the disk, as for cp above: one CPU shared, at nice 5,
     // with a loop of the test's at nice 0.
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cpu = cpus - 1;
-    flows.start(&format!(
-        "exec taskset -c {cpu} sh -c 'while :; do :; done'"
-    ));
+    let cpu = flows.loop_on_last_cpu();
     // A flow with a row at every look, to count looks by.
     let slow = flows.file("slow", 32 << 20);
     let clock = flows.reader(&slow, 16384);
-    let watcher = Watcher::start(crate::util::rpv_on_time(&[
-        &flows.top(),
-        "--json",
-        "-i",
-        "0.5",
-    ]));
-    crate::util::wait_until("rpv --top to start", DEADLINE.as_secs_f64(), || {
-        watcher.text.lock().unwrap().contains("\"type\":\"start\"")
-    });
+    let watcher = flows.json_watcher();
     wait_rows(&watcher, clock, 1);
     let started = Instant::now();
     let copier = flows.start(&format!(
