@@ -142,6 +142,15 @@ impl Flows {
         assert!(wrote.success(), "dd: {wrote}");
     }
 
+    /// A directory in memory (`/dev/shm`) with room for `len` bytes and 1 GiB to spare,
+    /// if the machine has one: a copy's files there leave the disk nothing to write back
+    /// (the copy's time is its CPU's), which slowed the tests writing files beside it.
+    fn in_memory(len: u64) -> Option<tempfile::TempDir> {
+        let dir = tempfile::tempdir_in("/dev/shm").ok()?;
+        let room = rustix::fs::statvfs(dir.path()).ok()?;
+        (room.f_bavail.saturating_mul(room.f_frsize) >= len + (1 << 30)).then_some(dir)
+    }
+
     /// A busy loop on the last CPU, to share it with a copy there (slow enough to watch
     /// whatever the disk); that CPU's number.
     fn loop_on_last_cpu(&mut self) -> usize {
@@ -1278,8 +1287,14 @@ fn a_block_device_being_read() {
 fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     const SIZE: u64 = 2 << 30;
     let mut flows = Flows::new();
-    // 2 GiB of data (no hole: cp would pass a hole at once), on the tests' disk.
-    let big = flows.dir.path("big");
+    // 2 GiB of data (no hole: cp would pass a hole at once), in memory where the machine
+    // has room for both files, else on the tests' disk.
+    let shm = Flows::in_memory(2 * SIZE);
+    let at = |name: &str| match &shm {
+        Some(d) => d.path().join(name),
+        None => flows.dir.path(name),
+    };
+    let (big, copy) = (at("big"), at("copy"));
     Flows::zeros(&big, SIZE);
     // Slow enough to watch whatever the disk: cp shares one CPU, at nice 5, with a loop
     // of the test's at nice 0 (about a quarter of that CPU for the copy: a copy of 2 GiB
@@ -1287,7 +1302,11 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     let cpu = flows.loop_on_last_cpu();
     let watcher = flows.json_watcher();
     let started = Instant::now();
-    let cp = flows.start(&format!("exec taskset -c {cpu} nice -n 5 cp big copy"));
+    let cp = flows.start(&format!(
+        "exec taskset -c {cpu} nice -n 5 cp {} {}",
+        s(&big),
+        s(&copy)
+    ));
     // Each of cp's rows with the time it came.
     let mut rows: Vec<(f64, serde_json::Value)> = Vec::new();
     let mut read = 0;
@@ -1311,7 +1330,7 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
         }
         read = end;
     }
-    let copy = s(&flows.dir.path("copy")).to_string();
+    let copy = s(&copy).to_string();
     let first = rows.first().unwrap().0;
     assert!(
         first < 2.0,
@@ -1354,9 +1373,8 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
 fn a_copy_whose_progress_cannot_be_seen_says_so() {
     const SIZE: u64 = 1 << 30;
     let mut flows = Flows::new();
-    // In memory where the machine has it (no disk's write-back to wait for: the copy's
-    // time is its CPU's), else on the tests' disk.
-    let shm = tempfile::tempdir_in("/dev/shm").ok();
+    // In memory where the machine has room, else on the tests' disk.
+    let shm = Flows::in_memory(2 * SIZE);
     let at = |name: &str| match &shm {
         Some(d) => d.path().join(name),
         None => flows.dir.path(name),
@@ -1386,8 +1404,10 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
         )
         .as_bytes(),
     );
-    // Slow enough to watch whatever the disk, as for cp above: one CPU shared, at nice 5,
-    // with a loop of the test's at nice 0.
+    // Slow enough to be seen across looks: one CPU shared, at nice 10, with a loop of the
+    // test's at nice 0 (about a tenth of that CPU for the copy, which takes 0.4 s of CPU
+    // into a file allocated first; at nice 5, as cp above, it ended after one look in a
+    // run of the suite).
     let cpu = flows.loop_on_last_cpu();
     // A flow with a row at every look, to count looks by.
     let slow = flows.file("slow", 32 << 20);
@@ -1396,7 +1416,7 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
     wait_rows(&watcher, clock, 1);
     let started = Instant::now();
     let copier = flows.start(&format!(
-        "exec taskset -c {cpu} nice -n 5 python3 copier.py"
+        "exec taskset -c {cpu} nice -n 10 python3 copier.py"
     ));
     // The copier's end: a last row at the copy's size if a look saw its call return, else
     // none (a copy whose progress was never seen ends without a row: what it copied

@@ -287,69 +287,130 @@ pub fn err(out: &Output) -> String {
 
 /// The integration tests run 16 at a time (`RUST_TEST_THREADS` in `.cargo/config.toml`,
 /// unless the environment sets it): most of them wait on processes, not on the CPU. Three kinds of
-/// test take the locks below, always in the order `LOOPS`, `CORES`, `TIMING` (so that no
-/// two tests ever wait on each other):
+/// test take turns through the functions below:
 /// - a test that keeps the cores busy for seconds (gigabytes through pipes, a hundred runs
-///   of rpv, strace) runs alone among the tests that take a lock ([`cores_busy`]);
+///   of rpv, strace) runs alone among the tests that take a turn ([`cores_busy`]), except
+///   for one busy-loop test;
 /// - a test that runs busy pipelines or busy loops beside the pipeline it watches (the
 ///   doctor's) runs one at a time and never beside a timing test ([`busy_loops`]); it may
-///   run beside a [`cores_busy`] test, as when the suite ran two tests at once;
+///   run beside a [`cores_busy`] test, as when the suite ran two tests at once, unless it
+///   loads every core itself ([`busy_loops_alone`]);
 /// - a test whose bound needs the CPU on time (a rate within 2 %, an exit within a second
 ///   of a signal) runs beside neither of those ([`cores_free`]), but beside its like.
-static LOOPS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-/// Written by [`cores_busy`], read by [`cores_free`].
-static CORES: std::sync::RwLock<()> = std::sync::RwLock::new(());
-/// Written by [`busy_loops`], read by [`cores_free`].
-static TIMING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+///
+/// A test waiting for its turn gets it as soon as it fits beside the tests that hold one,
+/// whatever waited before it: the timing tests join the ones running, and a busy-loop test
+/// a busy one. Turns taken in the order asked (as the standard library's locks give them)
+/// made the timing tests run in four rounds between the others, each as long as its
+/// longest test, and the suite wait on those rounds. Every turn ends (no test waits for
+/// another's turn while it holds one), so no test waits for ever.
+static TURNS: std::sync::Mutex<Turns> = std::sync::Mutex::new(Turns {
+    free: 0,
+    busy: false,
+    loops: false,
+    loops_alone: false,
+});
+/// Woken when a turn ends.
+static TURN_ENDED: std::sync::Condvar = std::sync::Condvar::new();
 
-/// Held by a test that keeps the cores busy for seconds (see [`LOOPS`]).
-pub fn cores_busy() -> std::sync::RwLockWriteGuard<'static, ()> {
-    CORES.write().unwrap_or_else(|e| e.into_inner())
+/// Who holds a turn now.
+struct Turns {
+    /// Timing tests ([`cores_free`]).
+    free: usize,
+    /// A [`cores_busy`] test.
+    busy: bool,
+    /// A busy-loop test ([`busy_loops`] or [`busy_loops_alone`]).
+    loops: bool,
+    /// The busy-loop test is a [`busy_loops_alone`] one.
+    loops_alone: bool,
 }
 
-/// What [`cores_free`] holds.
-pub struct CoresFree {
-    _cores: std::sync::RwLockReadGuard<'static, ()>,
-    _timing: std::sync::RwLockReadGuard<'static, ()>,
+/// The kinds of turn.
+#[derive(Clone, Copy)]
+enum Kind {
+    CoresBusy,
+    BusyLoops { alone: bool },
+    CoresFree,
 }
 
-/// Held by a test whose bounds need the CPU on time (see [`LOOPS`]).
-pub fn cores_free() -> CoresFree {
-    let cores = CORES.read().unwrap_or_else(|e| e.into_inner());
-    CoresFree {
-        _cores: cores,
-        _timing: TIMING.read().unwrap_or_else(|e| e.into_inner()),
+impl Turns {
+    /// Whether a test of `kind` fits beside the tests that hold a turn now.
+    fn fits(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::CoresFree => !self.busy && !self.loops,
+            Kind::CoresBusy => self.free == 0 && !self.busy && !self.loops_alone,
+            Kind::BusyLoops { alone } => self.free == 0 && !self.loops && !(alone && self.busy),
+        }
+    }
+
+    fn take(&mut self, kind: Kind) {
+        match kind {
+            Kind::CoresFree => self.free += 1,
+            Kind::CoresBusy => self.busy = true,
+            Kind::BusyLoops { alone } => {
+                self.loops = true;
+                self.loops_alone = alone;
+            }
+        }
+    }
+
+    fn give_back(&mut self, kind: Kind) {
+        match kind {
+            Kind::CoresFree => self.free -= 1,
+            Kind::CoresBusy => self.busy = false,
+            Kind::BusyLoops { .. } => {
+                self.loops = false;
+                self.loops_alone = false;
+            }
+        }
     }
 }
 
-/// What [`busy_loops`] holds: the busy-loop tests' turn.
-pub struct LoopsTurn {
-    _loops: std::sync::MutexGuard<'static, ()>,
-    _cores: Option<std::sync::RwLockReadGuard<'static, ()>>,
-    _timing: std::sync::RwLockWriteGuard<'static, ()>,
+/// A test's turn (see [`TURNS`]), held until dropped.
+pub struct Turn(Kind);
+
+impl Turn {
+    fn wait_for(kind: Kind) -> Turn {
+        let turns = TURNS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut turns = TURN_ENDED
+            .wait_while(turns, |turns| !turns.fits(kind))
+            .unwrap_or_else(|e| e.into_inner());
+        turns.take(kind);
+        Turn(kind)
+    }
 }
 
-/// Held by a test that runs busy pipelines or busy loops (see [`LOOPS`]).
-pub fn busy_loops() -> LoopsTurn {
-    busy_loops_with(false)
+impl Drop for Turn {
+    fn drop(&mut self) {
+        TURNS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .give_back(self.0);
+        TURN_ENDED.notify_all();
+    }
+}
+
+/// The turn of a test that keeps the cores busy for seconds (see [`TURNS`]).
+pub fn cores_busy() -> Turn {
+    Turn::wait_for(Kind::CoresBusy)
+}
+
+/// The turn of a test whose bounds need the CPU on time (see [`TURNS`]).
+pub fn cores_free() -> Turn {
+    Turn::wait_for(Kind::CoresFree)
+}
+
+/// The turn of a test that runs busy pipelines or busy loops (see [`TURNS`]).
+pub fn busy_loops() -> Turn {
+    Turn::wait_for(Kind::BusyLoops { alone: false })
 }
 
 /// [`busy_loops`] for a test that loads every core itself (a busy loop per core beside
 /// its pipeline) and needs what is left of them for its pipeline: never beside a
 /// [`cores_busy`] test either (beside one, its pipeline's first stage waited for a CPU more
 /// than the stage it meant to find ran).
-pub fn busy_loops_alone() -> LoopsTurn {
-    busy_loops_with(true)
-}
-
-fn busy_loops_with(alone: bool) -> LoopsTurn {
-    let loops = LOOPS.lock().unwrap_or_else(|e| e.into_inner());
-    let cores = alone.then(|| CORES.read().unwrap_or_else(|e| e.into_inner()));
-    LoopsTurn {
-        _loops: loops,
-        _cores: cores,
-        _timing: TIMING.write().unwrap_or_else(|e| e.into_inner()),
-    }
+pub fn busy_loops_alone() -> Turn {
+    Turn::wait_for(Kind::BusyLoops { alone: true })
 }
 
 /// How long a wait for another process to get somewhere (start, show a line, end) may
