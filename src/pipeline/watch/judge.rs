@@ -182,7 +182,9 @@ impl Watcher {
                 let shared = !s.spec.containers.is_empty() && !s.looping;
                 let fed = i > 0 && connected(self.stages[i - 1].spec.output, s.spec.input);
                 let reads_elsewhere = s.elsewhere.0 || shared && fed;
-                let writes_elsewhere = s.elsewhere.1 || kids && linked;
+                // Only a side with a reader has another figure to take: a last stage's
+                // writes (a file, a socket) are its output, whatever else it wrote once.
+                let writes_elsewhere = linked && (s.elsewhere.1 || kids);
                 Counted {
                     // A side that counts files too is not its pipe's figure: unknown, so
                     // the other end's is taken (or none).
