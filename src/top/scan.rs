@@ -62,6 +62,11 @@ const WALK_EVERY_NS: u64 = 2_000_000_000;
 /// numbers, nothing new. (A file a followed descriptor's number now holds ends its flow and
 /// walks the process in full at once: see `files`.)
 const FULL_WALK_EVERY: u32 = 4;
+/// A process whose walks found nothing to follow (a shell's child, `nice`, `taskset`, `env`
+/// before the program they run) is walked again at once when it moves, for this many
+/// walks in a row: each program of a chain of wrappers moves the counters once, with its
+/// loader's reads, and a copy moves none once it has started.
+const EMPTY_WALKS_AT_ONCE: u8 = 4;
 /// An unreadable process is tried again every this many scans.
 const UNREADABLE_RETRY: u64 = 16;
 /// Descriptors looked at per process at most (a process with more is followed through
@@ -142,6 +147,8 @@ struct Process {
     walk_owed: bool,
     /// It has been walked again since its first walk.
     rewalked: bool,
+    /// Walks in a row that found nothing to follow (see [`EMPTY_WALKS_AT_ONCE`]).
+    empty_walks: u8,
     /// Its last walk found the descriptors the one before had found: it is walked half as
     /// often (a reader of one file for an hour opens nothing new).
     steady: bool,
@@ -179,6 +186,12 @@ pub(crate) type MakeProc = Box<dyn FnMut() -> Box<dyn Proc>>;
 /// Reads every TCP socket's bytes, by inode (see [`crate::sys::tcp_bytes`]); `Ok(false)`
 /// when it did not, no socket having moved since the last read (see [`gated`]).
 pub(crate) type TcpBytes = Box<dyn FnMut(&mut HashMap<u64, u64>) -> io::Result<bool>>;
+
+/// True if none of `fds` is a file or a socket: nothing a flow could be made of.
+fn follows_nothing(fds: &[Fd]) -> bool {
+    !fds.iter()
+        .any(|f| matches!(f.target, Target::File { .. } | Target::Socket(_)))
+}
 
 /// The TCP sockets' bytes read by `bytes` only when the namespace's TCP segments
 /// (`segments`, see [`crate::procfs::tcp_segments_of`]) moved since the last read, or cannot be
@@ -686,6 +699,9 @@ impl Scanner {
             self.cost.walked += 1;
             self.cost.light += 1;
             p.light_walks += 1;
+            if follows_nothing(&p.fds) {
+                p.empty_walks = p.empty_walks.saturating_add(1);
+            }
             p.walk_owed = false;
             p.walked_ns = Some(now_ns);
         }
@@ -737,6 +753,11 @@ impl Scanner {
             return;
         };
         fds.sort_by_key(|f| f.fd);
+        p.empty_walks = if follows_nothing(&fds) {
+            p.empty_walks.saturating_add(1)
+        } else {
+            0
+        };
         p.steady = !first
             && fds.len() == known.len()
             && (fds.iter().zip(&known)).all(|(a, b)| a.fd == b.fd && a.link == b.link);
@@ -896,22 +917,21 @@ impl Process {
     }
 
     /// Whether its descriptors may be walked again: [`WALK_EVERY_NS`] after the last walk
-    /// (twice that when it is steady),
-    /// or at once the first time when that walk found nothing to follow (a shell's child
-    /// before it runs `cp`: a copy moves no counter once it has started, so it must be
-    /// found when the program's loader moves them).
+    /// (twice that when it is steady), or at once while its walks have found nothing to
+    /// follow, [`EMPTY_WALKS_AT_ONCE`] times at most (a shell's child, or a wrapper such as
+    /// `nice`, before it runs `cp`: a copy moves no counter once it has started, so it
+    /// must be found when the program's loader moves them).
     fn walk_due(&self, now_ns: u64) -> bool {
         let Some(at) = self.walked_ns else {
             return true;
         };
-        let nothing =
-            !(self.fds.iter()).any(|f| matches!(f.target, Target::File { .. } | Target::Socket(_)));
         let every = if self.steady {
             2 * WALK_EVERY_NS
         } else {
             WALK_EVERY_NS
         };
-        now_ns >= at + every || (nothing && !self.rewalked)
+        now_ns >= at + every
+            || (follows_nothing(&self.fds) && self.empty_walks < EMPTY_WALKS_AT_ONCE)
     }
 
     /// A process whose `io` may not be read.
@@ -945,6 +965,7 @@ impl Process {
             quiet: 0,
             walk_owed: false,
             rewalked: false,
+            empty_walks: 0,
             steady: false,
             light_walks: 0,
             command_stale: false,
