@@ -152,12 +152,14 @@ impl Flows {
     }
 
     /// A busy loop on the last CPU, to share it with a copy there (slow enough to watch
-    /// whatever the disk); that CPU's number.
+    /// whatever the disk); that CPU's number. At nice 10, below the work of the tests
+    /// beside it (nice 0), from which it takes about a tenth of what a loop at nice 0
+    /// would (the doctor's tests time their own pipelines against their own loops).
     fn loop_on_last_cpu(&mut self) -> usize {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let cpu = cpus - 1;
         self.start(&format!(
-            "exec taskset -c {cpu} sh -c 'while :; do :; done'"
+            "exec taskset -c {cpu} nice -n 10 sh -c 'while :; do :; done'"
         ));
         cpu
     }
@@ -1296,25 +1298,28 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     };
     let (big, copy) = (at("big"), at("copy"));
     Flows::zeros(&big, SIZE);
-    // Slow enough to watch whatever the disk: cp shares one CPU, at nice 5, with a loop
-    // of the test's at nice 0 (about a quarter of that CPU for the copy: a copy of 2 GiB
-    // in memory takes a second of CPU or more).
+    // Slow enough to watch whatever the disk: cp shares one CPU, at nice 15, with the
+    // test's loop at nice 10 (about a quarter of what the two get for the copy: a copy of
+    // 2 GiB in memory takes a second of CPU or more).
     let cpu = flows.loop_on_last_cpu();
     let watcher = flows.json_watcher();
     let cp = flows.start(&format!(
-        "exec taskset -c {cpu} nice -n 5 cp {} {}",
+        "exec taskset -c {cpu} nice -n 15 cp {} {}",
         s(&big),
         s(&copy)
     ));
     // The copy's first second counts from the copy, not from the test's request: cp
     // creates its copy right before its call, and a loaded machine can take more than
-    // a second to start it (the shell, taskset and nice, at nice 5). This thread runs
+    // a second to start it (the shell, taskset and nice, at nice 15). This thread runs
     // under the real-time policy (the watcher's), so it sees the file at once.
     crate::util::wait_until("cp to create its copy", DEADLINE.as_secs_f64(), || {
         copy.exists()
     });
     let started = Instant::now();
-    // Each of cp's rows with the time it came.
+    let began = unix_seconds(std::time::SystemTime::now());
+    // Each of cp's rows with the time rpv wrote it (its `time`), from the copy's start:
+    // not when this test read it, which a loaded machine delayed by a second once (two
+    // rows read at the same instant).
     let mut rows: Vec<(f64, serde_json::Value)> = Vec::new();
     let mut read = 0;
     let pid = u64::from(cp);
@@ -1332,7 +1337,8 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
         for line in text[read..end].lines() {
             let o: serde_json::Value = serde_json::from_str(line).unwrap();
             if o["type"] == "progress" && o["pid"] == pid {
-                rows.push((started.elapsed().as_secs_f64(), o));
+                let at = json_time(o["time"].as_str().unwrap()) - began;
+                rows.push((at, o));
             }
         }
         read = end;
@@ -1411,10 +1417,10 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
         )
         .as_bytes(),
     );
-    // Slow enough to be seen across looks: one CPU shared, at nice 10, with a loop of the
-    // test's at nice 0 (about a tenth of that CPU for the copy, which takes 0.4 s of CPU
-    // into a file allocated first; at nice 5, as cp above, it ended after one look in a
-    // run of the suite).
+    // Slow enough to be seen across looks: one CPU shared, at nice 19, with the test's
+    // loop at nice 10 (about a tenth of what the two get for the copy, which takes 0.4 s
+    // of CPU into a file allocated first; at a quarter, as cp above, it ended after one
+    // look in a run of the suite).
     let cpu = flows.loop_on_last_cpu();
     // A flow with a row at every look, to count looks by.
     let slow = flows.file("slow", 32 << 20);
@@ -1423,7 +1429,7 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
     wait_rows(&watcher, clock, 1);
     let started = Instant::now();
     let copier = flows.start(&format!(
-        "exec taskset -c {cpu} nice -n 10 python3 copier.py"
+        "exec taskset -c {cpu} nice -n 19 python3 copier.py"
     ));
     // The copier's end: a last row at the copy's size if a look saw its call return, else
     // none (a copy whose progress was never seen ends without a row: what it copied
@@ -1476,6 +1482,45 @@ fn rows_of(text: &str, pid: u32) -> Vec<serde_json::Value> {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|o| o["type"] == "progress" && o["pid"] == pid)
         .collect()
+}
+
+/// Seconds since 1970 of `time`.
+fn unix_seconds(time: std::time::SystemTime) -> f64 {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// Seconds since 1970 of a `--json` object's `time` (`2026-11-29T05:28:44.486Z`, UTC).
+fn json_time(text: &str) -> f64 {
+    let number = |range: std::ops::Range<usize>| -> i64 { text[range].parse().unwrap() };
+    let (y, m, d) = (number(0..4), number(5..7), number(8..10));
+    // Days since 1970-01-01 of a civil date (March-based years, so that leap days end
+    // a year).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let clock = number(11..13) * 3600 + number(14..16) * 60;
+    let seconds: f64 = text[17..text.len() - 1].parse().unwrap();
+    (days * 86_400 + clock) as f64 + seconds
+}
+
+#[test]
+fn json_times_are_read_as_seconds_since_1970() {
+    assert_eq!(json_time("1970-01-01T00:00:00.000Z"), 0.0);
+    assert_eq!(json_time("2000-03-01T00:00:01.500Z"), 951_868_801.5);
+    let now = std::time::SystemTime::now();
+    let text = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%S.%3NZ"])
+        .output()
+        .unwrap()
+        .stdout;
+    let text = String::from_utf8(text).unwrap();
+    let diff = json_time(text.trim()) - unix_seconds(now);
+    assert!((-0.01..5.0).contains(&diff), "{text}: {diff}");
 }
 
 /// Waits until `watcher`'s `--json` has `n` progress objects of `pid`; returns them all.
