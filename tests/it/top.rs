@@ -151,6 +151,27 @@ impl Flows {
         (room.f_bavail.saturating_mul(room.f_frsize) >= len + (1 << 30)).then_some(dir)
     }
 
+    /// A copy's two paths, `big` (`len` zero bytes, [`Flows::zeros`]) and `copy` (not
+    /// made), in memory where the machine has room for both ([`Flows::in_memory`]), else
+    /// in the test's directory; with the directory in memory, which lives as long as it.
+    fn copy_files(
+        &self,
+        len: u64,
+    ) -> (
+        Option<tempfile::TempDir>,
+        std::path::PathBuf,
+        std::path::PathBuf,
+    ) {
+        let shm = Flows::in_memory(2 * len);
+        let at = |name: &str| match &shm {
+            Some(d) => d.path().join(name),
+            None => self.dir.path(name),
+        };
+        let (big, copy) = (at("big"), at("copy"));
+        Flows::zeros(&big, len);
+        (shm, big, copy)
+    }
+
     /// A busy loop on the last CPU, to share it with a copy there (slow enough to watch
     /// whatever the disk); that CPU's number. At nice 10, below the work of the tests
     /// beside it (nice 0), from which it takes about a tenth of what a loop at nice 0
@@ -1289,15 +1310,8 @@ fn a_block_device_being_read() {
 fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     const SIZE: u64 = 2 << 30;
     let mut flows = Flows::new();
-    // 2 GiB of data (no hole: cp would pass a hole at once), in memory where the machine
-    // has room for both files, else on the tests' disk.
-    let shm = Flows::in_memory(2 * SIZE);
-    let at = |name: &str| match &shm {
-        Some(d) => d.path().join(name),
-        None => flows.dir.path(name),
-    };
-    let (big, copy) = (at("big"), at("copy"));
-    Flows::zeros(&big, SIZE);
+    // 2 GiB of data (no hole: cp would pass a hole at once).
+    let (_shm, big, copy) = flows.copy_files(SIZE);
     // Slow enough to watch whatever the disk: cp shares one CPU, at nice 15, with the
     // test's loop at nice 10 (about a quarter of what the two get for the copy: a copy of
     // 2 GiB in memory takes a second of CPU or more).
@@ -1386,14 +1400,7 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
 fn a_copy_whose_progress_cannot_be_seen_says_so() {
     const SIZE: u64 = 1 << 30;
     let mut flows = Flows::new();
-    // In memory where the machine has room, else on the tests' disk.
-    let shm = Flows::in_memory(2 * SIZE);
-    let at = |name: &str| match &shm {
-        Some(d) => d.path().join(name),
-        None => flows.dir.path(name),
-    };
-    let (big, copy) = (at("big"), at("copy"));
-    Flows::zeros(&big, SIZE);
+    let (_shm, big, copy) = flows.copy_files(SIZE);
     // Made to its full size with its blocks allocated: neither its size nor its blocks
     // grow as the copy fills it (a file only set to its size would show the copy's
     // progress in its blocks).

@@ -952,23 +952,7 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
 
 #[test]
 fn a_copy_started_by_a_shells_child_is_found_at_the_next_scan() {
-    let mut rig = Rig::new();
-    // The shell's child before its exec: a terminal and nothing else.
-    rig.process(100, "bash");
-    rig.scan();
-    // It runs cp: the loader's reads move its counters once, then only the copy grows.
-    rig.fake.with(100, |p| {
-        p.comm = "cp".into();
-        p.cmdline = "cp /d/big /d/copy".into();
-    });
-    cp(&rig, 100);
-    rig.fake.work(100, 1, 832, 0);
-    rig.scan_after(500_000_000);
-    grow(&rig, 100, 300 << 20);
-    let flows = rig.scan_after(500_000_000);
-    assert_eq!(flows.len(), 1, "{flows:?}");
-    assert_eq!(flows[0].amount, 300 << 20);
-    assert_eq!(flows[0].view.command, "cp /d/big /d/copy");
+    cp_found_behind(&[]);
 }
 
 /// `taskset -c 1 nice -n 5 cp /d/big /d/copy` on a loaded machine, seen at each program
@@ -978,17 +962,24 @@ fn a_copy_started_by_a_shells_child_is_found_at_the_next_scan() {
 /// first row 4.6 s after its copy had begun).
 #[test]
 fn a_copy_behind_a_chain_of_wrappers_is_found_at_the_next_scan() {
+    cp_found_behind(&[
+        "taskset -c 1 nice -n 5 cp /d/big /d/copy",
+        "nice -n 5 cp /d/big /d/copy",
+    ]);
+}
+
+/// The shell's child before its exec (a terminal and nothing else), then each of
+/// `wrappers` (an `exec` each), then cp: the loader's reads move its counters once at each
+/// `exec`, then only the copy grows. The copy is found at the scan after cp's.
+fn cp_found_behind(wrappers: &[&str]) {
     let mut rig = Rig::new();
     rig.process(100, "bash");
     rig.scan();
-    for wrapper in [
-        "taskset -c 1 nice -n 5 cp /d/big /d/copy",
-        "nice -n 5 cp /d/big /d/copy",
-    ] {
+    for wrapper in wrappers {
         let comm = wrapper.split(' ').next().unwrap();
         rig.fake.with(100, |p| {
             p.comm = comm.into();
-            p.cmdline = wrapper.into();
+            p.cmdline = (*wrapper).into();
         });
         rig.fake.work(100, 1, 832, 0);
         rig.scan_after(500_000_000);
