@@ -57,6 +57,13 @@ impl Pipeline {
         Pipeline::start_pinned(script, 0)
     }
 
+    /// [`Pipeline::start`] on the thief's CPU, in a session of the thief's weight (its
+    /// scheduling group and itself at nice -20): beside a [`Pipeline::thief`] the two share
+    /// that CPU about equally, whatever else the machine runs (a loaded CPU the test makes).
+    pub fn start_beside(script: &str) -> Pipeline {
+        Pipeline::start_pinned(script, -20)
+    }
+
     fn start_pinned(script: &str, nice: i32) -> Pipeline {
         let mut cmd = Command::new("sh");
         shell_command(cmd.args(["-c", script]));
