@@ -1554,7 +1554,7 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
          shutil.copyfileobj(sys.stdin.buffer, s.makefile('wb'))\n",
     )
     .unwrap();
-    let pipeline = Pipeline::start(&format!(
+    let pipeline = Pipeline::start_ahead(&format!(
         "head -c 20G /dev/zero | cat | python3 '{}' {}",
         send.display(),
         peer.port
@@ -1579,11 +1579,6 @@ fn a_stage_blocked_on_a_slow_socket_peer_waits_on_the_network() {
 /// PID, beside the socket's path.
 #[test]
 fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
-    // (As for the TCP sender: a server waiting for a CPU beside a test that loads the
-    // cores is rightly called the slowest stage, so this one waits its turn among the
-    // timing tests. Beside the loaded-CPU test and the machine's load, it once waited for
-    // a CPU 90 % of the time.)
-    let _cores = crate::util::cores_free();
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("s.sock");
     let serve = dir.path().join("serve.py");
@@ -1612,7 +1607,7 @@ fn a_unix_socket_peer_without_a_path_is_named_by_its_process() {
          \x20   time.sleep(0.05)\n",
     )
     .unwrap();
-    let pipeline = Pipeline::start(&format!(
+    let pipeline = Pipeline::start_ahead(&format!(
         "head -c 20G /dev/zero | cat | python3 '{}' '{}'",
         serve.display(),
         sock.display()
@@ -1744,7 +1739,7 @@ fn ssh_to_a_slow_remote_end_waits_on_the_network() {
     // A slow remote end (256 KiB/s): ssh wakes up seldom, so even starved of CPU by a busy
     // machine it spends most of its time waiting on its connection.
     let remote = format!("{} -q -L 256K > /dev/null", env!("CARGO_BIN_EXE_rpv"));
-    let pipeline = Pipeline::start(&format!(
+    let pipeline = Pipeline::start_ahead(&format!(
         "head -c 20G /dev/zero | cat | {}",
         sshd.ssh(&remote)
     ));

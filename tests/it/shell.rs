@@ -47,27 +47,37 @@ impl Pipeline {
     /// loop pinned there, in a session of its own whose scheduling group has nice -20 (ahead
     /// of the suite's: [`crate::util::suite_ahead`]), and itself at nice -20.
     pub fn thief() -> Pipeline {
-        Pipeline::start_pinned("while :; do :; done", -20)
+        Pipeline::start_in_session("while :; do :; done", -20, Some(one_cpu()))
     }
 
     /// [`Pipeline::start`] on the thief's CPU, in a session of its own of ordinary priority
     /// (nice 0): beside a [`Pipeline::thief`], it waits for that CPU most of the time,
     /// whatever else the machine runs.
     pub fn start_behind(script: &str) -> Pipeline {
-        Pipeline::start_pinned(script, 0)
+        Pipeline::start_in_session(script, 0, Some(one_cpu()))
     }
 
     /// [`Pipeline::start`] on the thief's CPU, in a session of the thief's weight (its
     /// scheduling group and itself at nice -20): beside a [`Pipeline::thief`] the two share
     /// that CPU about equally, whatever else the machine runs (a loaded CPU the test makes).
     pub fn start_beside(script: &str) -> Pipeline {
-        Pipeline::start_pinned(script, -20)
+        Pipeline::start_in_session(script, -20, Some(one_cpu()))
     }
 
-    fn start_pinned(script: &str, nice: i32) -> Pipeline {
+    /// [`Pipeline::start`] in a session of its own whose scheduling group, and itself, have
+    /// nice -20: for a light pipeline (one waiting on a slow peer) whose stages must not
+    /// wait for a CPU, whatever else the machine runs. A pipeline left in the suite's group
+    /// at nice 5, beside other sessions' busy loops and pipelines, had its sender wait for
+    /// a CPU half the time, and the doctor rightly called the machine short of CPU. It
+    /// takes only the little CPU it asks for.
+    pub fn start_ahead(script: &str) -> Pipeline {
+        Pipeline::start_in_session(script, -20, None)
+    }
+
+    fn start_in_session(script: &str, nice: i32, cpu: Option<usize>) -> Pipeline {
         let mut cmd = Command::new("sh");
         shell_command(cmd.args(["-c", script]));
-        crate::util::pinned_session(&mut cmd, nice);
+        crate::util::own_session(&mut cmd, nice, cpu);
         Pipeline {
             shell: cmd.spawn().expect("spawn sh"),
         }

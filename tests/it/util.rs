@@ -61,21 +61,26 @@ pub fn session_ahead(pid: u32) {
     let _ = std::fs::write(format!("/proc/{pid}/autogroup"), SUITE_NICE);
 }
 
-/// Starts `cmd`, and every process it starts, on one CPU only ([`crate::shell::one_cpu`]),
-/// in a session of its own, at the scheduling group's nice value `nice` (as root; else as
-/// it is). A session's scheduling group (autogroup) is made on the CPU it is pinned to.
-pub fn pinned_session(cmd: &mut Command, nice: i32) -> &mut Command {
+/// Starts `cmd` in a session of its own, at the scheduling group's nice value `nice` (as
+/// root; else as it is), and with every process it starts on CPU `cpu` only when one is
+/// given ([`crate::shell::one_cpu`]). A session's scheduling group (autogroup) is made on
+/// the CPU it is pinned to.
+pub fn own_session(cmd: &mut Command, nice: i32, cpu: Option<usize>) -> &mut Command {
     use std::os::unix::process::CommandExt;
     suite_ahead();
     let mut set = rustix::thread::CpuSet::new();
-    set.set(crate::shell::one_cpu());
+    if let Some(cpu) = cpu {
+        set.set(cpu);
+    }
     let value = nice.to_string().into_bytes();
     // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
     // on the child itself (sched_setaffinity, setsid, setpriority, open, write, close),
     // with data prepared before the fork; none allocates or takes a lock.
     unsafe {
         cmd.pre_exec(move || {
-            let _ = rustix::thread::sched_setaffinity(None, &set);
+            if cpu.is_some() {
+                let _ = rustix::thread::sched_setaffinity(None, &set);
+            }
             // Its own session: its own process group (which a test ends) and autogroup.
             let _ = rustix::process::setsid();
             // Refused when not root: it then runs at its usual priority.

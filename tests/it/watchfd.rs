@@ -70,8 +70,23 @@ fn slow_reader(dir: &Dir, files: &[&Path], steps: usize, pause: &str) -> Reader 
         .spawn()
         .expect("spawn sh");
     let reader = Reader { child, release };
-    wait_for_fd(reader.id(), files.len() as i32 + 2);
+    if let Some(last) = files.last() {
+        wait_for_fd_on(reader.id(), files.len() as i32 + 2, last);
+    }
     reader
+}
+
+/// Waits until `/proc/PID/fd/FD` is `file`. (Not merely open: while the shell starts, the
+/// dynamic loader holds its cache open as descriptor 3 for a moment, and a loaded machine
+/// once made that moment long enough for a watch of `PID:3` to start on the cache.)
+fn wait_for_fd_on(pid: u32, fd: i32, file: &Path) {
+    let path = format!("/proc/{pid}/fd/{fd}");
+    let want = std::fs::canonicalize(file).expect("the file");
+    wait_until(
+        &format!("{path} to be {}", want.display()),
+        PATIENCE,
+        || std::fs::read_link(&path).is_ok_and(|link| link == want),
+    );
 }
 
 /// Waits until `/proc/PID/fd/FD` exists.
