@@ -105,6 +105,8 @@ pub(crate) struct FakeTable {
     pub fd_stats: usize,
     /// Descriptors' links read so far.
     pub link_reads: usize,
+    /// Listings of a process's descriptors' numbers only (`fd_numbers`) so far.
+    pub number_listings: usize,
     /// Files no process holds open any more, by path (what a `stat` of the path finds).
     pub disk: HashMap<String, FakeTarget>,
     /// Bytes of each TCP socket by inode (`sock_diag`); none read when empty.
@@ -439,6 +441,7 @@ impl Proc for FakeProc {
     }
 
     fn fd_numbers(&mut self, pid: u32) -> io::Result<Vec<u32>> {
+        self.0.borrow_mut().number_listings += 1;
         let table = self.0.borrow();
         let p = table.procs.get(&pid).ok_or_else(gone)?;
         if p.hidden {

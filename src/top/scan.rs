@@ -64,9 +64,16 @@ const WALK_EVERY_NS: u64 = 2_000_000_000;
 const FULL_WALK_EVERY: u32 = 4;
 /// A process whose walks found nothing to follow (a shell's child, `nice`, `taskset`, `env`
 /// before the program they run) is walked again at once when it moves, for this many
-/// walks in a row: each program of a chain of wrappers moves the counters once, with its
-/// loader's reads, and a copy moves none once it has started.
+/// walks in a row of each program it runs (an `exec` starts the count again): each program
+/// of a chain of wrappers moves the counters once, with its loader's reads, and a copy
+/// moves none once it has started.
 const EMPTY_WALKS_AT_ONCE: u8 = 4;
+/// A process walked without finding anything to follow, whose counters have not moved for
+/// up to this long (seconds), has its descriptors' numbers listed at every scan, and is
+/// walked when they change: a program starved of CPU on a busy machine (a copy started
+/// at nice 15) can open its files seconds after its loader's last read, and a copy inside
+/// the kernel moves no counter once it has started.
+const AWAIT_FILES_S: f64 = 4.0;
 /// An unreadable process is tried again every this many scans.
 const UNREADABLE_RETRY: u64 = 16;
 /// Descriptors looked at per process at most (a process with more is followed through
@@ -149,6 +156,9 @@ struct Process {
     rewalked: bool,
     /// Walks in a row that found nothing to follow (see [`EMPTY_WALKS_AT_ONCE`]).
     empty_walks: u8,
+    /// First seen after the first scan: it started while rpv ran (see
+    /// [`Process::awaits_files`]).
+    late: bool,
     /// Its last walk found the descriptors the one before had found: it is walked half as
     /// often (a reader of one file for an hour opens nothing new).
     steady: bool,
@@ -186,6 +196,12 @@ pub(crate) type MakeProc = Box<dyn FnMut() -> Box<dyn Proc>>;
 /// Reads every TCP socket's bytes, by inode (see [`crate::sys::tcp_bytes`]); `Ok(false)`
 /// when it did not, no socket having moved since the last read (see [`gated`]).
 pub(crate) type TcpBytes = Box<dyn FnMut(&mut HashMap<u64, u64>) -> io::Result<bool>>;
+
+/// True if `numbers` are the numbers of `fds` (those of a walk: the first [`MAX_FDS`]).
+fn same_numbers(numbers: &[u32], fds: &[Fd]) -> bool {
+    numbers.len().min(MAX_FDS) == fds.len()
+        && (numbers.iter().zip(fds)).all(|(&n, f)| i64::from(n) == i64::from(f.fd))
+}
 
 /// True if none of `fds` is a file or a socket: nothing a flow could be made of.
 fn follows_nothing(fds: &[Fd]) -> bool {
@@ -538,7 +554,8 @@ impl Scanner {
                 p.seen = generation;
                 return Look::Skip;
             }
-            if p.skipped_while_quiet(pid, generation, quiet_every) {
+            if p.skipped_while_quiet(pid, generation, quiet_every) && !p.awaits_files(self.interval)
+            {
                 p.seen = generation;
                 return Look::Same;
             }
@@ -569,6 +586,7 @@ impl Scanner {
                 p.seen = generation;
                 if io == p.io {
                     p.quiet = p.quiet.saturating_add(1);
+                    self.note_opened(pid);
                     return Look::Same;
                 }
                 p.quiet = 0;
@@ -643,6 +661,9 @@ impl Scanner {
         p.unsure = unsure;
         if p.comm != stat.comm {
             p.comm = stat.comm;
+            // Another program (an `exec`): its own walks at once (see
+            // [`EMPTY_WALKS_AT_ONCE`]), not what its wrappers left.
+            p.empty_walks = 0;
         }
         if instance.is_none() {
             return;
@@ -692,9 +713,7 @@ impl Scanner {
         let Some(p) = self.procs.get_mut(&pid) else {
             return false;
         };
-        let same = comm.is_some_and(|c| c == p.comm)
-            && numbers.len().min(MAX_FDS) == p.fds.len()
-            && (numbers.iter().zip(&p.fds)).all(|(&n, f)| i64::from(n) == i64::from(f.fd));
+        let same = comm.is_some_and(|c| c == p.comm) && same_numbers(&numbers, &p.fds);
         if same {
             self.cost.walked += 1;
             self.cost.light += 1;
@@ -706,6 +725,22 @@ impl Scanner {
             p.walked_ns = Some(now_ns);
         }
         same
+    }
+
+    /// Of a process that awaits its files ([`Process::awaits_files`]): a walk of `pid` is
+    /// owed if the numbers of its descriptors changed since its last walk (it opened or
+    /// closed something).
+    fn note_opened(&mut self, pid: u32) {
+        let interval = self.interval;
+        if !(self.procs.get(&pid)).is_some_and(|p| p.awaits_files(interval)) {
+            return;
+        }
+        let Ok(numbers) = self.proc.fd_numbers(pid) else {
+            return;
+        };
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.walk_owed |= !same_numbers(&numbers, &p.fds);
+        }
     }
 
     /// Walks `pid`'s descriptors (links already known are not looked at again).
@@ -916,6 +951,20 @@ impl Process {
         !self.unreadable && self.quiet >= QUIET_SCANS && (generation + u64::from(pid)) % every != 0
     }
 
+    /// Whether it may be about to open what it will work on: started while rpv ran, or
+    /// moved since (not each of a machine's sleeping processes when rpv starts), walked,
+    /// nothing found to follow, no walk owed yet, and its counters still for at most
+    /// [`AWAIT_FILES_S`] (in scans of `interval` seconds).
+    fn awaits_files(&self, interval: f64) -> bool {
+        let scans = (AWAIT_FILES_S / interval) as u32;
+        (self.late || self.moved > 0)
+            && self.walked_ns.is_some()
+            && !self.walk_owed
+            && !self.unreadable
+            && self.quiet <= scans
+            && follows_nothing(&self.fds)
+    }
+
     /// Whether its descriptors may be walked again: [`WALK_EVERY_NS`] after the last walk
     /// (twice that when it is steady), or at once while its walks have found nothing to
     /// follow, [`EMPTY_WALKS_AT_ONCE`] times at most (a shell's child, or a wrapper such as
@@ -966,6 +1015,7 @@ impl Process {
             walk_owed: false,
             rewalked: false,
             empty_walks: 0,
+            late: generation > 1,
             steady: false,
             light_walks: 0,
             command_stale: false,
