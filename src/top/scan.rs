@@ -68,9 +68,9 @@ const FULL_WALK_EVERY: u32 = 4;
 /// of a chain of wrappers moves the counters once, with its loader's reads, and a copy
 /// moves none once it has started.
 const EMPTY_WALKS_AT_ONCE: u8 = 4;
-/// A process walked without finding anything to follow, whose counters have not moved for
-/// up to this long (seconds), has its descriptors' numbers listed at every scan, and is
-/// walked when they change: a program starved of CPU on a busy machine (a copy started
+/// A process walked since its counters last moved, which have not moved again for up to
+/// this long (seconds), has its descriptors' numbers listed at every scan, and is walked
+/// when they change: a program starved of CPU on a busy machine (a copy started
 /// at nice 15) can open its files seconds after its loader's last read, and a copy inside
 /// the kernel moves no counter once it has started.
 const AWAIT_FILES_S: f64 = 4.0;
@@ -953,8 +953,10 @@ impl Process {
 
     /// Whether it may be about to open what it will work on: started while rpv ran, or
     /// moved since (not each of a machine's sleeping processes when rpv starts), walked,
-    /// nothing found to follow, no walk owed yet, and its counters still for at most
-    /// [`AWAIT_FILES_S`] (in scans of `interval` seconds).
+    /// no walk owed yet, and its counters still for at most [`AWAIT_FILES_S`] (in scans of
+    /// `interval` seconds). (Whether or not its walk found something: a copier starved
+    /// between its two opens was walked with the file it reads open, not the one it
+    /// writes.)
     fn awaits_files(&self, interval: f64) -> bool {
         let scans = (AWAIT_FILES_S / interval) as u32;
         (self.late || self.moved > 0)
@@ -962,7 +964,6 @@ impl Process {
             && !self.walk_owed
             && !self.unreadable
             && self.quiet <= scans
-            && follows_nothing(&self.fds)
     }
 
     /// Whether its descriptors may be walked again: [`WALK_EVERY_NS`] after the last walk

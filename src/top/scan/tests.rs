@@ -989,6 +989,36 @@ fn a_copy_opened_after_its_programs_last_read_is_found_at_the_next_scan() {
     );
 }
 
+/// A copier starved between its two opens (a loaded machine): the walk after its last read
+/// found the file it reads open, not yet the one it writes, and its counters stand still
+/// while it copies inside the kernel. The copy is found within the walks' 2 s (a loaded
+/// run of a copier at nice 19 showed no row of it in 19 s).
+#[test]
+fn a_copy_walked_between_its_two_opens_is_found_within_2_s() {
+    let mut rig = Rig::new();
+    rig.process(100, "python3 copier.py");
+    rig.scan();
+    rig.fake.work(100, 1, 832, 0);
+    rig.fake.open(100, 3, file("/d/big", 20, 4 * GIB), RD);
+    rig.scan_after(500_000_000);
+    rig.scan_after(500_000_000);
+    rig.fake.open(100, 4, file("/d/copy", 21, 0), WR);
+    let mut copies = Vec::new();
+    for scan in 1..=5 {
+        rig.fake.kernel_work(100, 10);
+        grow(&rig, 100, scan << 26);
+        let flows = rig.scan_after(500_000_000);
+        if flows
+            .iter()
+            .any(|f| f.view.to.as_deref() == Some("/d/copy"))
+        {
+            copies.push(scan);
+        }
+    }
+    assert!(copies.first().is_some_and(|&s| s <= 4), "{copies:?}");
+    assert_eq!(copies.last(), Some(&5), "{copies:?}");
+}
+
 /// What [`AWAIT_FILES_S`] costs: a process that moved once and then sleeps with nothing to
 /// follow (a shell waiting for its child) has its descriptors' numbers listed for at most
 /// that long after its last move, not at every scan of its life.
