@@ -438,17 +438,23 @@ fn interrupted_instances_still_leave_the_cursor_below_their_rows() {
     let dir = Dir::new();
     let input = dir.file("in", &data(8 << 20, 34));
     let fifo = dir.path("fifo");
+    // Interrupted once both have joined (drawn their first rows), not after a fixed time
+    // a loaded machine can spend starting them.
     let script = format!(
         "mkfifo {f}; \"$RPV\" -c -N one -i 0.1 -L 1M {} > {f} & p1=$!; \
          \"$RPV\" -c -N two -i 0.1 < {f} > /dev/null & p2=$!; \
-         sleep 0.8; kill -INT $p1 $p2; wait; echo done",
+         {}; sleep 0.3; kill -INT $p1 $p2; wait; echo done",
         s(&input),
+        wait_in_shell(&joined(2)),
         f = s(&fifo)
     );
     let (rows, _, _) = run(&dir, &script, 80, 24, true, |_| {});
-    let one = rows.iter().position(|r| r.contains("one:")).expect("one");
-    let two = rows.iter().position(|r| r.contains("two:")).expect("two");
-    let done = rows.iter().position(|r| r == "done").expect("done");
+    let at = |what: &str, row: &dyn Fn(&String) -> bool| {
+        (rows.iter().position(row)).unwrap_or_else(|| panic!("no row {what}: {rows:#?}"))
+    };
+    let one = at("one", &|r| r.contains("one:"));
+    let two = at("two", &|r| r.contains("two:"));
+    let done = at("done", &|r| r == "done");
     assert_eq!(done, one.max(two) + 1, "{rows:#?}");
     assert!(registry_left(&dir).is_empty());
 }
