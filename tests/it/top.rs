@@ -188,27 +188,14 @@ impl Flows {
     /// `rpv --top=ROOT --json -i 0.5` once it has started. As root, rpv and this thread
     /// (and the thread reading rpv's output, which it starts) run under the real-time
     /// round-robin policy, so no load beside them delays a row (`util::rpv_on_time`): its
-    /// rows can be timed against the clock. And rpv runs on the CPUs other than `copying`
-    /// (the one a copy inside the kernel runs on): a kernel that preempts no kernel code
-    /// (`preempt=none`) ran a woken rpv on that CPU only when the copy's call let go of it,
-    /// and rows came up to 1.2 s late on a quiet machine.
-    fn json_watcher(&self, copying: usize) -> Watcher {
-        use std::os::unix::process::CommandExt;
-        let mut cmd = crate::util::rpv_on_time(&[&self.top(), "--json", "-i", "0.5"]);
-        let mut others = rustix::thread::sched_getaffinity(None).expect("sched_getaffinity");
-        others.unset(copying);
-        if others.count() > 0 {
-            // SAFETY: between fork and exec the closure makes one async-signal-safe system
-            // call (sched_setaffinity) on the child itself, with data prepared before the
-            // fork.
-            unsafe {
-                cmd.pre_exec(move || {
-                    let _ = rustix::thread::sched_setaffinity(None, &others);
-                    Ok(())
-                });
-            }
-        }
-        let watcher = Watcher::start(cmd);
+    /// rows can be timed against the clock.
+    fn json_watcher(&self) -> Watcher {
+        let watcher = Watcher::start(crate::util::rpv_on_time(&[
+            &self.top(),
+            "--json",
+            "-i",
+            "0.5",
+        ]));
         crate::util::wait_until("rpv --top to start", DEADLINE.as_secs_f64(), || {
             watcher.text.lock().unwrap().contains("\"type\":\"start\"")
         });
@@ -1329,7 +1316,7 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     // test's loop at nice 10 (about a quarter of what the two get for the copy: a copy of
     // 2 GiB in memory takes a second of CPU or more).
     let cpu = flows.loop_on_last_cpu();
-    let watcher = flows.json_watcher(cpu);
+    let watcher = flows.json_watcher();
     let cp = flows.start(&format!(
         "exec taskset -c {cpu} nice -n 15 cp {} {}",
         s(&big),
@@ -1445,7 +1432,7 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
     // A flow with a row at every look, to count looks by.
     let slow = flows.file("slow", 32 << 20);
     let clock = flows.reader(&slow, 16384);
-    let watcher = flows.json_watcher(cpu);
+    let watcher = flows.json_watcher();
     wait_rows(&watcher, clock, 1);
     let started = Instant::now();
     let copier = flows.start(&format!(
