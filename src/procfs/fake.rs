@@ -113,6 +113,10 @@ pub(crate) struct FakeTable {
     pub tcp: HashMap<u64, u64>,
     /// The last PID given out (`/proc/loadavg`), when the test sets it.
     pub last_pid: Option<u32>,
+    /// A descriptor opened again on another file right after the next listing of its
+    /// process's descriptors (`dd if=F` moves `F` onto its standard input in the midst of
+    /// a walk): (pid, fd, the new target).
+    pub reopen_after_listing: Option<(u32, u32, FakeTarget)>,
 }
 
 /// What a `stat` finds of `target`.
@@ -434,10 +438,21 @@ impl Proc for FakeProc {
         numbers.extend([0, 1]);
         numbers.sort_unstable();
         numbers.dedup();
-        Ok(numbers
-            .into_iter()
+        let links = (numbers.into_iter())
             .filter_map(|fd| Some((fd, self.fd_link(pid, fd).ok()?)))
-            .collect())
+            .collect();
+        let mut table = self.0.borrow_mut();
+        if table
+            .reopen_after_listing
+            .as_ref()
+            .is_some_and(|r| r.0 == pid)
+        {
+            let (_, fd, target) = table.reopen_after_listing.take().unwrap();
+            if let Some(f) = table.procs.get_mut(&pid).and_then(|p| p.fds.get_mut(&fd)) {
+                f.target = target;
+            }
+        }
+        Ok(links)
     }
 
     fn fd_numbers(&mut self, pid: u32) -> io::Result<Vec<u32>> {

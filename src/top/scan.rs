@@ -775,18 +775,27 @@ impl Scanner {
         };
         self.note_script(pid, true);
         let mut fds = Vec::with_capacity(known.len());
+        let mut reopened = false;
         for (fd, link) in links.into_iter().take(MAX_FDS) {
             let fd = fd as i32;
             if let Some(known) = known.iter().find(|f| f.fd == fd && f.link == link) {
                 fds.push(known.clone());
                 continue;
             }
-            let target = self.target(pid, fd, &link);
-            fds.push(Fd { fd, link, target });
+            match self.target(pid, fd, &link) {
+                Some(target) => fds.push(Fd { fd, link, target }),
+                // No link: the next walk looks at it again, whatever it finds.
+                None => {
+                    reopened = true;
+                    let (link, target) = (String::new(), Target::Other);
+                    fds.push(Fd { fd, link, target });
+                }
+            }
         }
         let Some(p) = self.procs.get_mut(&pid) else {
             return;
         };
+        p.walk_owed |= reopened;
         fds.sort_by_key(|f| f.fd);
         p.empty_walks = if follows_nothing(&fds) {
             p.empty_walks.saturating_add(1)
@@ -799,18 +808,21 @@ impl Scanner {
         p.fds = fds;
     }
 
-    /// What descriptor `fd` of `pid`, whose link is `link`, is open on.
-    fn target(&mut self, pid: u32, fd: i32, link: &str) -> Target {
+    /// What descriptor `fd` of `pid`, whose link is `link`, is open on; `None` if it was
+    /// opened again on another file while this looked (`dd if=F` moves `F` onto its
+    /// standard input): the `stat` may then have found the new file, which the link does
+    /// not name.
+    fn target(&mut self, pid: u32, fd: i32, link: &str) -> Option<Target> {
         if let Some(inode) = crate::procfs::socket_inode(link) {
-            return Target::Socket(inode);
+            return Some(Target::Socket(inode));
         }
         if let Some(inode) = pipe_inode(link) {
-            return Target::Pipe(inode);
+            return Some(Target::Pipe(inode));
         }
         if !link.starts_with('/') {
-            return Target::Other;
+            return Some(Target::Other);
         }
-        match self.proc.fd_stat(pid, fd as u32) {
+        let target = match self.proc.fd_stat(pid, fd as u32) {
             Ok(m) if m.kind == FdKind::Regular => Target::File {
                 dev: m.dev,
                 ino: m.ino,
@@ -823,8 +835,11 @@ impl Scanner {
                 device: true,
                 path: link.to_string(),
             },
-            _ => Target::Other,
-        }
+            _ => return Some(Target::Other),
+        };
+        // Still the link's file after the `stat`: then the `stat` found that file.
+        let same = (self.proc.fd_link(pid, fd as u32)).is_ok_and(|now| now == link);
+        same.then_some(target)
     }
 
     /// The command of `pid` as last read: from the process table, else as the flows last

@@ -199,6 +199,37 @@ fn a_device_is_a_device_flow_with_the_devices_size() {
 }
 
 #[test]
+fn a_descriptor_opened_again_in_the_midst_of_a_walk_is_named_by_its_new_file() {
+    // `dd if=/dev/sdb` opens its input onto its standard input (until then the null
+    // device): a walk that read the link before and the `stat` after saw the device under
+    // the null device's name, and the flow kept that name to its end.
+    let mut rig = Rig::new();
+    rig.process(100, "dd if=/dev/sdb of=/dev/null");
+    rig.fake
+        .open(100, 0, FakeTarget::CharDevice("/dev/null".into()), RD);
+    let sdb = FakeTarget::Device {
+        path: "/dev/sdb".into(),
+        rdev: 0x810,
+        size: 1 << 30,
+    };
+    rig.fake.0.borrow_mut().reopen_after_listing = Some((100, 0, sdb));
+    rig.scan();
+    let mut flows = Vec::new();
+    for _ in 0..4 {
+        rig.advance(100, 0, 1 << 20, false);
+        flows = rig.scan();
+    }
+    let rows = flows.iter().map(row).collect::<Vec<_>>();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let (kind, pid, fd, path, ..) = rows[0];
+    assert_eq!(
+        (kind, pid, fd, path),
+        (Kind::Device, 100, Some(0), Some("/dev/sdb")),
+        "{rows:?}"
+    );
+}
+
+#[test]
 fn a_socket_user_is_followed_through_its_counts() {
     let mut rig = Rig::new();
     rig.process(100, "curl -O http://x/y");
