@@ -52,6 +52,15 @@ while True:\n\
 \x20   sys.stdout.buffer.flush()\n\
 \x20   time.sleep(0.05)\n";
 
+/// `slowly.sh WEIGHT CPU NICE PROGRAM ARGS...` (see [`Flows::slowly`]): its session's
+/// group at nice WEIGHT (not when refused: not root), a busy loop on CPU at nice 10, then
+/// the program on CPU at nice NICE.
+const SLOWLY: &str = "echo \"$1\" > /proc/$$/autogroup 2>/dev/null\n\
+taskset -c \"$2\" nice -n 10 sh -c 'while :; do :; done' &\n\
+cpu=$2 nice=$3\n\
+shift 3\n\
+exec taskset -c \"$cpu\" nice -n \"$nice\" \"$@\"\n";
+
 /// The shell whose children are a test's flows: it runs each line it reads with `sh -c`
 /// in the background (its output to the shell's, which goes nowhere) and says its PID.
 const ROOT: &str = "while read -r line; do sh -c \"$line\" >&2 & echo $!; done";
@@ -63,6 +72,10 @@ struct Flows {
     root: Child,
     lines: ChildStdin,
     pids: BufReader<ChildStdout>,
+    /// Sessions of its own started by [`Flows::slowly`], killed with the shell's group.
+    sessions: Vec<u32>,
+    /// The busy-loop turn of [`Flows::slowly`]'s loop.
+    turn: Option<crate::util::Turn>,
 }
 
 impl Flows {
@@ -71,6 +84,7 @@ impl Flows {
         dir.file("reader.py", READER.as_bytes());
         dir.file("sock.py", SOCKETS.as_bytes());
         dir.file("producer.py", PRODUCER.as_bytes());
+        dir.file("slowly.sh", SLOWLY.as_bytes());
         let mut root = Command::new("sh")
             .args(["-c", ROOT])
             .current_dir(dir.dir.path())
@@ -88,6 +102,8 @@ impl Flows {
             root,
             lines,
             pids,
+            sessions: Vec::new(),
+            turn: None,
         }
     }
 
@@ -172,17 +188,28 @@ impl Flows {
         (shm, big, copy)
     }
 
-    /// A busy loop on the last CPU, to share it with a copy there (slow enough to watch
-    /// whatever the disk); that CPU's number. At nice 10, below the work of the tests
-    /// beside it (nice 0), from which it takes about a tenth of what a loop at nice 0
-    /// would (the doctor's tests time their own pipelines against their own loops).
-    fn loop_on_last_cpu(&mut self) -> usize {
+    /// Starts `command` (a program and its arguments, one line) on the last CPU at nice
+    /// `nice`, beside a busy loop there at nice 10, the two in a session of their own
+    /// whose scheduling group has the suite's weight (nice -10, [`crate::util::SUITE_NICE`]):
+    /// the copy gets a steady share of that CPU (about a quarter at nice 15, a tenth at
+    /// nice 19, of what the group gets: at least half of the CPU), slow enough to watch
+    /// whatever the disk and whatever else the machine runs. In the suite's own group, the
+    /// other tests' work (at nice 0) on that CPU took the copy's share for a second and
+    /// more (no progress between two looks), and made a copy that takes 10 s alone take
+    /// 70 s. Still a child of the test's shell (`setsid` makes the session, not a new
+    /// process), so `--top=ROOT` follows it; the session is killed with the test's shell.
+    /// It runs busy loops: one such test at a time, not beside the doctor's busy-loop
+    /// tests nor a timing test ([`crate::util::busy_loops`]). Its PID (the command's).
+    fn slowly(&mut self, nice: i32, command: &str) -> u32 {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let cpu = cpus - 1;
-        self.start(&format!(
-            "exec taskset -c {cpu} nice -n 10 sh -c 'while :; do :; done'"
+        self.turn = Some(crate::util::busy_loops());
+        let weight = crate::util::SUITE_NICE;
+        let pid = self.start(&format!(
+            "exec setsid sh slowly.sh {weight} {cpu} {nice} {command}"
         ));
-        cpu
+        self.sessions.push(pid);
+        pid
     }
 
     /// `rpv --top=ROOT --json -i 0.5` once it has started. As root, rpv and this thread
@@ -218,8 +245,10 @@ impl Flows {
 
 impl Drop for Flows {
     fn drop(&mut self) {
+        let groups = std::iter::once(self.root.id()).chain(self.sessions.iter().copied());
         let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.root.id())])
+            .args(["-KILL", "--"])
+            .args(groups.map(|pid| format!("-{pid}")))
             .stderr(Stdio::null())
             .status();
         let _ = self.root.wait();
@@ -1315,13 +1344,8 @@ fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     // Slow enough to watch whatever the disk: cp shares one CPU, at nice 15, with the
     // test's loop at nice 10 (about a quarter of what the two get for the copy: a copy of
     // 2 GiB in memory takes a second of CPU or more).
-    let cpu = flows.loop_on_last_cpu();
     let watcher = flows.json_watcher();
-    let cp = flows.start(&format!(
-        "exec taskset -c {cpu} nice -n 15 cp {} {}",
-        s(&big),
-        s(&copy)
-    ));
+    let cp = flows.slowly(15, &format!("cp {} {}", s(&big), s(&copy)));
     // The copy's first second counts from the copy, not from the test's request: cp
     // creates its copy right before its call, and a loaded machine can take more than
     // a second to start it (the shell, taskset and nice, at nice 15). This thread runs
@@ -1424,20 +1448,18 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
         )
         .as_bytes(),
     );
-    // Slow enough to be seen across looks: one CPU shared, at nice 19, with the test's
-    // loop at nice 10 (about a tenth of what the two get for the copy, which takes 0.4 s
-    // of CPU into a file allocated first; at a quarter, as cp above, it ended after one
-    // look in a run of the suite).
-    let cpu = flows.loop_on_last_cpu();
+
     // A flow with a row at every look, to count looks by.
     let slow = flows.file("slow", 32 << 20);
     let clock = flows.reader(&slow, 16384);
     let watcher = flows.json_watcher();
     wait_rows(&watcher, clock, 1);
     let started = Instant::now();
-    let copier = flows.start(&format!(
-        "exec taskset -c {cpu} nice -n 19 python3 copier.py"
-    ));
+    // Slow enough to be seen across looks: one CPU shared, at nice 19, with the test's
+    // loop at nice 10 (about a tenth of what the two get for the copy, which takes 0.4 s
+    // of CPU into a file allocated first; at a quarter, as cp above, it ended after one
+    // look in a run of the suite).
+    let copier = flows.slowly(19, "python3 copier.py");
     // The copier's end: a last row at the copy's size if a look saw its call return, else
     // none (a copy whose progress was never seen ends without a row: what it copied
     // cannot be told). So: until it has exited (a zombie of the test's shell) and the
