@@ -610,24 +610,38 @@ impl Scanner {
 }
 
 /// The file `w` copies from, when `w` is the one file its process writes (not to append)
-/// and the process reads one other file (its index in `files`).
+/// and the process reads one other file (its index in `files`). Files on the standard
+/// descriptors (0-2) count only when the process opened none itself: a shell opens them
+/// for it (`cp a b > log 2>&1`), and a copy's files are the program's own.
 fn copy_source(files: &[FileFlow], w: &FileFlow, not_flows: &HashSet<(u32, i32)>) -> Option<usize> {
     if !w.writes || w.device || w.append {
         return None;
     }
     let same = |f: &FileFlow| f.pid == w.pid && f.start == w.start && !f.device;
-    let writers = files.iter().filter(|f| same(f) && f.writes && !f.append);
-    if writers.count() != 1 {
-        return None;
-    }
-    let mut sources = (files.iter().enumerate()).filter(|(_, f)| {
+    let writer = |f: &&FileFlow| same(f) && f.writes && !f.append;
+    let source = |(_, f): &(usize, &FileFlow)| {
         same(f)
             && !f.writes
             && (f.dev, f.ino) != (w.dev, w.ino)
             && !not_flows.contains(&(f.pid, f.fd))
-    });
-    let (i, _) = sources.next()?;
-    sources.next().is_none().then_some(i)
+    };
+    let own = |f: &FileFlow| f.fd > 2;
+    let own_writers = files.iter().filter(writer).any(own);
+    let own_sources = files.iter().enumerate().filter(source).any(|(_, f)| own(f));
+    let written = one(files
+        .iter()
+        .filter(writer)
+        .filter(|f| !own_writers || own(f)))?;
+    let (i, _) = one((files.iter().enumerate())
+        .filter(source)
+        .filter(|(_, f)| !own_sources || own(f)))?;
+    (written.fd == w.fd).then_some(i)
+}
+
+/// The only item of `items`, if there is exactly one.
+fn one<T>(mut items: impl Iterator<Item = T>) -> Option<T> {
+    let first = items.next()?;
+    items.next().is_none().then_some(first)
 }
 
 #[cfg(test)]

@@ -904,6 +904,30 @@ fn a_copy_inside_the_kernel_is_followed_by_the_written_files_growth_to_its_end()
     assert!(seen.iter().all(|&id| id == f.id));
 }
 
+#[test]
+fn a_copy_whose_output_goes_to_a_log_file_is_still_a_copy() {
+    // `cp /d/big /d/copy > /d/log 2>&1`: the shell opened the log for it, on its standard
+    // output and error, to write (not to append). Only the file it opened itself is its
+    // copy's (it showed as "writes /d/copy", no source, no percentage).
+    let mut rig = Rig::new();
+    rig.process(100, "cp /d/big /d/copy");
+    rig.fake.open(100, 1, file("/d/log", 22, 0), WR);
+    rig.fake.open(100, 2, file("/d/log", 22, 0), WR);
+    cp(&rig, 100);
+    rig.scan();
+    grow(&rig, 100, 600 << 20);
+    let flows = rig.scan_after(500_000_000);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    let f = &flows[0];
+    assert_eq!(
+        (f.view.file.as_deref(), f.view.to.as_deref()),
+        (Some("/d/big"), Some("/d/copy")),
+        "{f:?}"
+    );
+    assert!(f.view.in_kernel, "{f:?}");
+    assert_eq!((f.amount, f.size), (600 << 20, 4 * GIB), "{f:?}");
+}
+
 /// Process `pid` (`command`) with `/d/big` (4 GiB) open for reading on descriptor 3 and
 /// `/d/copy`, made to its full size first, open for writing on 4.
 fn copy_of_big(rig: &mut Rig, pid: u32, command: &str) {
