@@ -192,7 +192,8 @@ impl Flows {
     /// `nice`, beside a busy loop there at nice 10, the two in a session of their own
     /// whose scheduling group has the suite's weight (nice -10, [`crate::util::SUITE_NICE`]):
     /// the copy gets a steady share of that CPU (about a quarter at nice 15, a tenth at
-    /// nice 19, of what the group gets: at least half of the CPU), slow enough to watch
+    /// nice 19, of what the group gets: half of the CPU beside the suite's own work there,
+    /// most of it beside other sessions at ordinary priority), slow enough to watch
     /// whatever the disk and whatever else the machine runs. In the suite's own group, the
     /// other tests' work (at nice 0) on that CPU took the copy's share for a second and
     /// more (no progress between two looks), and made a copy that takes 10 s alone take
@@ -1448,7 +1449,6 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
         )
         .as_bytes(),
     );
-
     // A flow with a row at every look, to count looks by.
     let slow = flows.file("slow", 32 << 20);
     let clock = flows.reader(&slow, 16384);
