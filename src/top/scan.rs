@@ -152,6 +152,10 @@ struct Process {
     quiet: u32,
     /// It moved since its descriptors were last walked.
     walk_owed: bool,
+    /// It opened or closed a descriptor while it awaited its files (see
+    /// [`Process::awaits_files`]): it is walked at the next scan, however recent its last
+    /// walk.
+    opened: bool,
     /// It has been walked again since its first walk.
     rewalked: bool,
     /// Walks in a row that found nothing to follow (see [`EMPTY_WALKS_AT_ONCE`]).
@@ -739,7 +743,9 @@ impl Scanner {
             return;
         };
         if let Some(p) = self.procs.get_mut(&pid) {
-            p.walk_owed |= !same_numbers(&numbers, &p.fds);
+            let opened = !same_numbers(&numbers, &p.fds);
+            p.walk_owed |= opened;
+            p.opened |= opened;
         }
     }
 
@@ -752,6 +758,7 @@ impl Scanner {
         p.light_walks = 0;
         p.rewalked = p.walked_ns.is_some();
         p.walk_owed = false;
+        p.opened = false;
         p.walked_ns = Some(now_ns);
         p.walked = self.generation;
         if p.instance.is_none() || p.unsure {
@@ -985,7 +992,10 @@ impl Process {
     /// (twice that when it is steady), or at once while its walks have found nothing to
     /// follow, [`EMPTY_WALKS_AT_ONCE`] times at most (a shell's child, or a wrapper such as
     /// `nice`, before it runs `cp`: a copy moves no counter once it has started, so it
-    /// must be found when the program's loader moves them).
+    /// must be found when the program's loader moves them), or at once when it opened or
+    /// closed a descriptor while it awaited its files (a copier walked between its two
+    /// opens: `cp` over a file empties it inside its second open, seconds at a small share
+    /// of the CPU).
     fn walk_due(&self, now_ns: u64) -> bool {
         let Some(at) = self.walked_ns else {
             return true;
@@ -996,6 +1006,7 @@ impl Process {
             WALK_EVERY_NS
         };
         now_ns >= at + every
+            || self.opened
             || (follows_nothing(&self.fds) && self.empty_walks < EMPTY_WALKS_AT_ONCE)
     }
 
@@ -1029,6 +1040,7 @@ impl Process {
             walked: 0,
             quiet: 0,
             walk_owed: false,
+            opened: false,
             rewalked: false,
             empty_walks: 0,
             late: generation > 1,

@@ -1044,12 +1044,16 @@ fn a_copy_opened_after_its_programs_last_read_is_found_at_the_next_scan() {
     );
 }
 
-/// A copier starved between its two opens (a loaded machine): the walk after its last read
-/// found the file it reads open, not yet the one it writes, and its counters stand still
-/// while it copies inside the kernel. The copy is found within the walks' 2 s (a loaded
-/// run of a copier at nice 19 showed no row of it in 19 s).
+/// A copier starved between its two opens (a loaded machine, or `cp` over a file, which it
+/// empties inside its second open): the walk after its last read found the file it reads
+/// open, not yet the one it writes, and its counters stand still while it copies inside
+/// the kernel. The copy is found at the scan after its second open, and shows from the
+/// scan after that, with what the written file gained since (what it held when first seen
+/// is not counted). A loaded run of a copier at nice 19 showed no row of it in 19 s; `cp`
+/// over a 2 GiB file at nice 15 showed its first row 3 s into its copy, at the walks'
+/// 2 s.
 #[test]
-fn a_copy_walked_between_its_two_opens_is_found_within_2_s() {
+fn a_copy_walked_between_its_two_opens_is_found_at_the_next_scan() {
     let mut rig = Rig::new();
     rig.process(100, "python3 copier.py");
     rig.scan();
@@ -1070,8 +1074,7 @@ fn a_copy_walked_between_its_two_opens_is_found_within_2_s() {
             copies.push(scan);
         }
     }
-    assert!(copies.first().is_some_and(|&s| s <= 4), "{copies:?}");
-    assert_eq!(copies.last(), Some(&5), "{copies:?}");
+    assert_eq!(copies, [2, 3, 4, 5]);
 }
 
 /// What [`AWAIT_FILES_S`] costs: a process that moved once and then sleeps with nothing to
