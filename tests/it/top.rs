@@ -199,12 +199,12 @@ impl Flows {
     /// more (no progress between two looks), and made a copy that takes 10 s alone take
     /// 70 s. Still a child of the test's shell (`setsid` makes the session, not a new
     /// process), so `--top=ROOT` follows it; the session is killed with the test's shell.
-    /// It runs busy loops: one such test at a time, not beside the doctor's busy-loop
-    /// tests nor a timing test ([`crate::util::busy_loops`]). Its PID (the command's).
+    /// It runs a busy loop: one such test at a time, never beside a timing test
+    /// ([`crate::util::slow_copy`]). Its PID (the command's).
     fn slowly(&mut self, nice: i32, command: &str) -> u32 {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let cpu = cpus - 1;
-        self.turn = Some(crate::util::busy_loops());
+        self.turn = Some(crate::util::slow_copy());
         let weight = crate::util::SUITE_NICE;
         let pid = self.start(&format!(
             "exec setsid sh slowly.sh {weight} {cpu} {nice} {command}"
@@ -1334,26 +1334,36 @@ fn a_block_device_being_read() {
 
 /// A copy inside the kernel: coreutils `cp` copies a file with `copy_file_range` in calls
 /// of up to 2 GiB, during which neither its `/proc/PID/io` counters nor its descriptors'
-/// positions move. Its row shows from its first second, with the written file's growth
-/// as progress, at 1, 2 and 3 seconds, and ends at the file's size, not short of it.
+/// positions move. Over an earlier copy, which cp empties inside its second open (seconds
+/// at its share of the CPU, after rpv may have seen only the file it reads). Its row shows
+/// from its first second, with the written file's growth as progress, at 1, 2 and 3
+/// seconds, and ends at the file's size, not short of it.
 #[test]
 fn a_copy_in_the_kernel_is_followed_from_its_first_second_to_its_end() {
     const SIZE: u64 = 2 << 30;
     let mut flows = Flows::new();
     // 2 GiB of data (no hole: cp would pass a hole at once).
     let (_shm, big, copy) = flows.copy_files(SIZE);
+    // The copy goes over an earlier one, which cp empties first: it then fills memory
+    // the machine has just used. Into memory the machine had not used for a while, the
+    // copy took two to three times the CPU (5.1-5.8 s, not 1.9-3 s, in runs of the
+    // suite), and as long at its share of the CPU.
+    Flows::zeros(&copy, SIZE);
     // Slow enough to watch whatever the disk: cp shares one CPU, at nice 15, with the
     // test's loop at nice 10 (about a quarter of what the two get for the copy: a copy of
     // 2 GiB in memory takes a second of CPU or more).
     let watcher = flows.json_watcher();
     let cp = flows.slowly(15, &format!("cp {} {}", s(&big), s(&copy)));
-    // The copy's first second counts from the copy, not from the test's request: cp
-    // creates its copy right before its call, and a loaded machine can take more than
-    // a second to start it (the shell, taskset and nice, at nice 15). This thread runs
-    // under the real-time policy (the watcher's), so it sees the file at once.
-    crate::util::wait_until("cp to create its copy", DEADLINE.as_secs_f64(), || {
-        copy.exists()
-    });
+    // The copy's first second counts from the copy, not from the test's request: a
+    // loaded machine can take more than a second to start cp (the shell, taskset and
+    // nice, at nice 15), and cp empties the earlier copy before its call (a second or
+    // more at its share of the CPU). Its call writes at once. This thread runs under the
+    // real-time policy (the watcher's), so it sees the first bytes at once.
+    crate::util::wait_until(
+        "cp to start writing its copy",
+        DEADLINE.as_secs_f64(),
+        || std::fs::metadata(&copy).is_ok_and(|m| m.len() > 0 && m.len() < SIZE),
+    );
     let started = Instant::now();
     let began = unix_seconds(std::time::SystemTime::now());
     // Each of cp's rows with the time rpv wrote it (its `time`), from the copy's start:
@@ -1426,18 +1436,19 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
     const SIZE: u64 = 1 << 30;
     let mut flows = Flows::new();
     let (_shm, big, copy) = flows.copy_files(SIZE);
-    // Made to its full size with its blocks allocated: neither its size nor its blocks
-    // grow as the copy fills it (a file only set to its size would show the copy's
-    // progress in its blocks).
-    let file = std::fs::File::create(&copy).unwrap();
-    rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, SIZE).unwrap();
-    drop(file);
+    // Written to its full size first: neither its size nor its blocks grow as the copy
+    // fills it (a file only set to its size would show the copy's progress in its
+    // blocks). Written, not only allocated: a copy into memory the machine had not used
+    // for a while took up to eight times the CPU (1.9 s, not 0.25 s, in runs of the
+    // suite), and as long at its share of the CPU.
+    Flows::zeros(&copy, SIZE);
     flows.dir.file(
         "copier.py",
         format!(
             "import os\n\
              src = os.open('{}', os.O_RDONLY)\n\
              dst = os.open('{}', os.O_WRONLY)\n\
+             os.nice(19)\n\
              left = {SIZE}\n\
              while left > 0:\n\
              \x20   n = os.copy_file_range(src, dst, left)\n\
@@ -1458,8 +1469,9 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
     // Slow enough to be seen across looks: one CPU shared, at nice 19, with the test's
     // loop at nice 10 (about a tenth of what the two get for the copy, which takes 0.4 s
     // of CPU into a file allocated first; at a quarter, as cp above, it ended after one
-    // look in a run of the suite).
-    let copier = flows.slowly(19, "python3 copier.py");
+    // look in a run of the suite). Python starts at nice 0 and takes nice 19 for the copy
+    // only: started at nice 19, its start (0.1 s of CPU alone) ran at that share too.
+    let copier = flows.slowly(0, "python3 copier.py");
     // The copier's end: a last row at the copy's size if a look saw its call return, else
     // none (a copy whose progress was never seen ends without a row: what it copied
     // cannot be told). So: until it has exited (a zombie of the test's shell) and the
