@@ -726,6 +726,7 @@ impl Scanner {
                 p.empty_walks = p.empty_walks.saturating_add(1);
             }
             p.walk_owed = false;
+            p.opened = false;
             p.walked_ns = Some(now_ns);
         }
         same
