@@ -74,7 +74,7 @@ struct Flows {
     pids: BufReader<ChildStdout>,
     /// Sessions of its own started by [`Flows::slowly`], killed with the shell's group.
     sessions: Vec<u32>,
-    /// The busy-loop turn of [`Flows::slowly`]'s loop.
+    /// The busy-loop turn of a copy test ([`Flows::copy_turn`]).
     turn: Option<crate::util::Turn>,
 }
 
@@ -136,10 +136,13 @@ impl Flows {
     }
 
     /// A file of `len` zero bytes at `path` (data, not a hole), on the disk when this
-    /// returns, written by dd under the idle policy rather than by this process: the
-    /// doctor's tests beside it name the busiest program of the machine, which must be
-    /// their own loop; and 2 GiB still to write back beside a copy's made the kernel hold
-    /// the copy's writes back for a second (in a fresh-clone CI run).
+    /// returns, written by dd under the idle policy rather than by this process (2 GiB
+    /// still to write back beside a copy's made the kernel hold the copy's writes back for
+    /// a second, in a fresh-clone CI run). Only in a copy test's turn
+    /// ([`Flows::copy_turn`]): the idle policy still let dd run at 99 % of a core beside
+    /// a doctor's test that names the busiest program of the machine, which must be its
+    /// own loop (`pipeline::short_of_cpu_names_the_busiest_program_outside_the_pipeline`
+    /// named dd).
     fn zeros(path: &std::path::Path, len: u64) {
         let wrote = Command::new("chrt")
             .args([
@@ -170,14 +173,16 @@ impl Flows {
     /// A copy's two paths, `big` (`len` zero bytes, [`Flows::zeros`]) and `copy` (not
     /// made), in memory where the machine has room for both ([`Flows::in_memory`]), else
     /// in the test's directory; with the directory in memory, which lives as long as it.
+    /// Takes the copy test's turn first ([`Flows::copy_turn`]).
     fn copy_files(
-        &self,
+        &mut self,
         len: u64,
     ) -> (
         Option<tempfile::TempDir>,
         std::path::PathBuf,
         std::path::PathBuf,
     ) {
+        self.copy_turn();
         let shm = Flows::in_memory(2 * len);
         let at = |name: &str| match &shm {
             Some(d) => d.path().join(name),
@@ -199,18 +204,29 @@ impl Flows {
     /// more (no progress between two looks), and made a copy that takes 10 s alone take
     /// 70 s. Still a child of the test's shell (`setsid` makes the session, not a new
     /// process), so `--top=ROOT` follows it; the session is killed with the test's shell.
-    /// It runs a busy loop: one such test at a time, never beside a timing test
-    /// ([`crate::util::slow_copy`]). Its PID (the command's).
+    /// It runs a busy loop: one such test at a time, never beside the doctor's busy-loop
+    /// tests nor a timing test ([`Flows::copy_turn`]). Its PID (the command's).
     fn slowly(&mut self, nice: i32, command: &str) -> u32 {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let cpu = cpus - 1;
-        self.turn = Some(crate::util::slow_copy());
+        self.copy_turn();
         let weight = crate::util::SUITE_NICE;
         let pid = self.start(&format!(
             "exec setsid sh slowly.sh {weight} {cpu} {nice} {command}"
         ));
         self.sessions.push(pid);
         pid
+    }
+
+    /// Takes the busy-loop turn ([`crate::util::busy_loops`]) for a test that slows a copy
+    /// down, unless it has it: before it writes the copy's files ([`Flows::zeros`]) and
+    /// runs the copy and its loop. Not beside the doctor's busy-loop tests: a turn of its
+    /// own, which let a copy and its loop run beside them, made `pipeline::hashing_consumer`
+    /// find its `head` starved rather than `sha256sum` the bottleneck.
+    fn copy_turn(&mut self) {
+        if self.turn.is_none() {
+            self.turn = Some(crate::util::busy_loops());
+        }
     }
 
     /// `rpv --top=ROOT --json -i 0.5` once it has started. As root, rpv and this thread
@@ -1467,8 +1483,8 @@ fn a_copy_whose_progress_cannot_be_seen_says_so() {
     wait_rows(&watcher, clock, 1);
     let started = Instant::now();
     // Slow enough to be seen across looks: one CPU shared, at nice 19, with the test's
-    // loop at nice 10 (about a tenth of what the two get for the copy, which takes 0.4 s
-    // of CPU into a file allocated first; at a quarter, as cp above, it ended after one
+    // loop at nice 10 (about a tenth of what the two get for the copy, which takes 0.2-0.6 s
+    // of CPU into the file written above; at a quarter, as cp above, it ended after one
     // look in a run of the suite). Python starts at nice 0 and takes nice 19 for the copy
     // only: started at nice 19, its start (0.1 s of CPU alone) ran at that share too.
     let copier = flows.slowly(0, "python3 copier.py");

@@ -300,10 +300,6 @@ pub fn err(out: &Output) -> String {
 ///   doctor's) runs one at a time and never beside a timing test ([`busy_loops`]); it may
 ///   run beside a [`cores_busy`] test, as when the suite ran two tests at once, unless it
 ///   loads every core itself ([`busy_loops_alone`]);
-/// - a test that slows a copy down with a busy loop beside it on one CPU (`--top`'s) runs
-///   one at a time, beside neither a timing test nor a [`busy_loops_alone`] one, but
-///   beside the other busy-loop tests and a [`cores_busy`] one ([`slow_copy`]): these
-///   and the doctor's, one after another, were the suite's longest chain of tests;
 /// - a test whose bound needs the CPU on time (a rate within 2 %, an exit within a second
 ///   of a signal) runs beside neither of those ([`cores_free`]), but beside its like.
 ///
@@ -318,7 +314,6 @@ static TURNS: std::sync::Mutex<Turns> = std::sync::Mutex::new(Turns {
     busy: false,
     loops: false,
     loops_alone: false,
-    copy: false,
 });
 /// Woken when a turn ends.
 static TURN_ENDED: std::sync::Condvar = std::sync::Condvar::new();
@@ -333,8 +328,6 @@ struct Turns {
     loops: bool,
     /// The busy-loop test is a [`busy_loops_alone`] one.
     loops_alone: bool,
-    /// A [`slow_copy`] test.
-    copy: bool,
 }
 
 /// The kinds of turn.
@@ -342,7 +335,6 @@ struct Turns {
 enum Kind {
     CoresBusy,
     BusyLoops { alone: bool },
-    SlowCopy,
     CoresFree,
 }
 
@@ -350,12 +342,9 @@ impl Turns {
     /// Whether a test of `kind` fits beside the tests that hold a turn now.
     fn fits(&self, kind: Kind) -> bool {
         match kind {
-            Kind::CoresFree => !self.busy && !self.loops && !self.copy,
+            Kind::CoresFree => !self.busy && !self.loops,
             Kind::CoresBusy => self.free == 0 && !self.busy && !self.loops_alone,
-            Kind::BusyLoops { alone } => {
-                self.free == 0 && !self.loops && !(alone && (self.busy || self.copy))
-            }
-            Kind::SlowCopy => self.free == 0 && !self.copy && !self.loops_alone,
+            Kind::BusyLoops { alone } => self.free == 0 && !self.loops && !(alone && self.busy),
         }
     }
 
@@ -367,7 +356,6 @@ impl Turns {
                 self.loops = true;
                 self.loops_alone = alone;
             }
-            Kind::SlowCopy => self.copy = true,
         }
     }
 
@@ -379,7 +367,6 @@ impl Turns {
                 self.loops = false;
                 self.loops_alone = false;
             }
-            Kind::SlowCopy => self.copy = false,
         }
     }
 }
@@ -426,14 +413,9 @@ pub fn busy_loops() -> Turn {
 /// [`busy_loops`] for a test that loads every core itself (a busy loop per core beside
 /// its pipeline) and needs what is left of them for its pipeline: never beside a
 /// [`cores_busy`] test either (beside one, its pipeline's first stage waited for a CPU more
-/// than the stage it meant to find ran), nor beside a [`slow_copy`] one.
+/// than the stage it meant to find ran).
 pub fn busy_loops_alone() -> Turn {
     Turn::wait_for(Kind::BusyLoops { alone: true })
-}
-
-/// The turn of a test that slows a copy down with a busy loop on one CPU (see [`TURNS`]).
-pub fn slow_copy() -> Turn {
-    Turn::wait_for(Kind::SlowCopy)
 }
 
 /// How long a wait for another process to get somewhere (start, show a line, end) may
